@@ -1,0 +1,46 @@
+"""The ``focuscrawl`` command: subcommands registered by the modules of each concern.
+
+Each module in ``COMMAND_MODULES`` has ``register(subparsers)`` that adds its
+subcommands with ``set_defaults(func=...)``; ``func(args)`` returns an exit code.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+COMMAND_MODULES = [
+    "focuscrawl.lm.cli",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="focuscrawl", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+class CommandError(Exception):
+    """A user error: printed as one clear line, exit code 2, no traceback."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except (CommandError, FileNotFoundError, ValueError) as exc:
+        print(f"focuscrawl {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

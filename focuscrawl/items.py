@@ -1,0 +1,1 @@
+"""Items produced by the focused spider (filled in by the crawl components)."""

@@ -1,0 +1,1 @@
+"""Language model (training, scoring) and keywords (SPEC §3, §4)."""

@@ -1,0 +1,63 @@
+"""``focuscrawl score`` and ``focuscrawl keywords``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from focuscrawl.lm.keywords import DEFAULT_TOP_N, learn_keywords, write_keywords
+from focuscrawl.lm.scorer import TopicScorer
+from focuscrawl.resources import default_keywords_path, default_model_path
+from focuscrawl.text.normalize import document_sentences
+from focuscrawl.text.sources import PoliteFetcher, load_source_text
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("score", help="perplexity, keyword score and weighted perplexity of a text")
+    p.add_argument("--model", help="ARPA or KenLM binary model (default: bundled cats demo)")
+    p.add_argument("--keywords", help="keyword file token;score (default: bundled with the default model)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("text", nargs="+", help="the text ('-' reads standard input)")
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("keywords", help="learn a keyword list from positive and neutral sources")
+    p.add_argument("--positive", nargs="+", required=True, metavar="SRC", help="text/HTML files or URLs on the topic")
+    p.add_argument("--neutral", nargs="+", required=True, metavar="SRC", help="text/HTML files or URLs off the topic")
+    p.add_argument("-n", type=int, default=DEFAULT_TOP_N, help="keep the top N (default %(default)s)")
+    p.add_argument("--extractor", default="fulltext", help="text extractor for HTML sources")
+    p.add_argument("--delay", type=float, default=1.0, help="seconds between requests to one host")
+    p.add_argument("-o", "--output", required=True, help="output file (token;score lines)")
+    p.set_defaults(func=cmd_keywords)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    model = args.model or default_model_path()
+    keywords = args.keywords or (None if args.model else default_keywords_path())
+    result = TopicScorer.from_files(model, keywords).score(text)
+    if args.json:
+        print(json.dumps({"perplexity": result.perplexity, "keyword_score": result.keyword_score,
+                          "weighted_perplexity": result.weighted, "tokens": result.tokens}))
+    else:
+        fmt = lambda v: "missing" if v is None else f"{v:.6g}"  # noqa: E731
+        print(f"perplexity\t{fmt(result.perplexity)}\nkeyword_score\t{result.keyword_score:.6g}\n"
+              f"weighted_perplexity\t{fmt(result.weighted)}")
+    return 0
+
+
+def _corpus_tokens(sources: list[str], extractor: str, fetcher: PoliteFetcher) -> list[list[str]]:
+    docs = []
+    for src in sources:
+        text = load_source_text(src, extractor, fetcher)
+        docs.append([tok for s in document_sentences(text) for tok in s.split()])
+    return docs
+
+
+def cmd_keywords(args: argparse.Namespace) -> int:
+    fetcher = PoliteFetcher(delay=args.delay)
+    positive = _corpus_tokens(args.positive, args.extractor, fetcher)
+    neutral = _corpus_tokens(args.neutral, args.extractor, fetcher)
+    pairs = learn_keywords(positive, neutral, args.n)
+    write_keywords(args.output, pairs)
+    print(f"wrote {len(pairs)} keywords to {args.output}", file=sys.stderr)
+    return 0

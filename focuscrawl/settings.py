@@ -1,0 +1,77 @@
+"""Scrapy settings for focuscrawl, with the method's defaults from SPEC.md.
+
+Every ``FOCUSCRAWL_*`` setting is documented here; components read them in
+``from_crawler``. Override with ``-s NAME=VALUE`` or ``custom_settings``.
+"""
+
+BOT_NAME = "focuscrawl"
+SPIDER_MODULES = ["focuscrawl.spiders"]
+NEWSPIDER_MODULE = "focuscrawl.spiders"
+
+# --- Politeness (DEVELOPERS.md standard 6) ------------------------------------------
+#: Contact appended to the User-Agent so site owners can reach the operator.
+FOCUSCRAWL_CONTACT = "+https://github.com/focuscrawl/focuscrawl"
+USER_AGENT = f"focuscrawl/0.1 (focused research crawler; {FOCUSCRAWL_CONTACT})"
+ROBOTSTXT_OBEY = True
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 2
+DOWNLOAD_DELAY = 0.5
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.5
+AUTOTHROTTLE_MAX_DELAY = 30.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 1.0
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+RETRY_TIMES = 1
+COOKIES_ENABLED = False
+TELNETCONSOLE_ENABLED = False
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+FEED_EXPORT_ENCODING = "utf-8"
+LOG_LEVEL = "INFO"
+
+# --- Text (SPEC §2) ----------------------------------------------------------------
+#: Page-text extractor by name: "fulltext" (all body text) or a boilerpy3 one
+#: ("article", "default", "keepeverything", ...); see focuscrawl.text.extractors.
+FOCUSCRAWL_TEXT_EXTRACTOR = "fulltext"
+#: A sentence counts for page perplexity and the sentence log with ≥ this many tokens.
+FOCUSCRAWL_MIN_SENTENCE_TOKENS = 5
+
+# --- Language model and keywords (SPEC §3, §4) ----------------------------------------
+#: ARPA or KenLM binary model; empty = the bundled cats demo model.
+FOCUSCRAWL_MODEL = ""
+#: Keyword file (token;score lines); empty = the bundled cats keywords.
+FOCUSCRAWL_KEYWORDS = ""
+#: Sentence scores kept in the LRU cache.
+FOCUSCRAWL_LM_CACHE_SIZE = 200_000
+#: γ_kw in weighted PP = PP * (1 - γ_kw * keyword score).
+FOCUSCRAWL_KEYWORD_WEIGHT = 3.0
+
+# --- Link scoring (SPEC §5) ---------------------------------------------------------
+#: Crawl mode: "keywords" (thesis method), "document" (Remus & Biemann), "unfocused".
+FOCUSCRAWL_MODE = "keywords"
+#: γ_d, γ_otx, γ_linkkw and T_otx of the link score formula.
+FOCUSCRAWL_LINK_DOC_WEIGHT = 0.7
+FOCUSCRAWL_LINK_ANCHOR_WEIGHT = 0.3
+FOCUSCRAWL_LINK_KEYWORD_WEIGHT = 3.0
+FOCUSCRAWL_LINK_ANCHOR_MAX_PP = 3000.0
+#: Bucket boundaries (high / medium / normal / low), ascending scores.
+FOCUSCRAWL_PRIORITY_BUCKETS = [6e2, 2e3, 1e4]
+#: Links scoring above this are not followed in focused modes.
+FOCUSCRAWL_LINK_RAZOR = 3e4
+
+# --- Images (SPEC §6) ---------------------------------------------------------------
+FOCUSCRAWL_IMAGE_MIN_WIDTH = 512
+FOCUSCRAWL_IMAGE_MIN_HEIGHT = 384
+FOCUSCRAWL_IMAGE_MAX_WIDTH = 9600
+FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
+#: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
+FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
+FOCUSCRAWL_IMAGE_FORMATS = ["jpg", "jpeg", "png", "gif"]
+#: At most this many non-empty ancestors are collected as context.
+FOCUSCRAWL_IMAGE_MAX_PARENTS = 5
+#: Distance value per context level (imgDistanceWeight).
+FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT = 500
+#: Final scores kept for evaluation/ranking (inclusive).
+FOCUSCRAWL_SCORE_MIN = 2.0
+FOCUSCRAWL_SCORE_MAX = 70000.0

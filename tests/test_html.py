@@ -1,0 +1,56 @@
+import pytest
+
+from focuscrawl.text.extractors import ExtractionError, get_extractor
+from focuscrawl.text.html import decode_html, full_text
+
+
+PAGE = """<html><head><title>T</title><style>p{}</style><script>var x = "cat";</script></head>
+<body><nav>Home</nav><!-- a comment --><p>The cat sleeps.</p><noscript>enable js</noscript>
+<div>Second <b>block</b> text<template>hidden</template></div>tail words</body></html>"""
+
+
+def test_full_text_keeps_body_text_only():
+    text = full_text(PAGE)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    assert lines == ["Home", "The cat sleeps.", "Second block text", "tail words"]
+    for hidden in ("var x", "a comment", "enable js", "hidden", "p{}"):
+        assert hidden not in text
+
+
+@pytest.mark.parametrize("body, ctype, expected", [
+    ("<p>Katze grüßt</p>".encode("latin-1"), "text/html; charset=iso-8859-1", "Katze grüßt"),
+    (b'<meta charset="windows-1252"><p>caf\xe9 \x93cat\x94</p>', None, "café “cat”"),
+    ("<p>日本の猫</p>".encode("shift_jis"), "text/html; charset=shift_jis", "日本の猫"),
+    (b"<p>bad \xff\xfe utf8 \x00 here</p>", "text/html; charset=utf-8", "bad  utf8  here"),
+])
+def test_decode_any_charset(body, ctype, expected):
+    assert full_text(decode_html(body, ctype)).strip() == expected
+
+
+def test_wrong_declared_charset_does_not_crash():
+    body = "<p>Straße</p>".encode("utf-16")
+    text = full_text(decode_html(body, "text/html; charset=ascii"))
+    assert isinstance(text, str)
+
+
+@pytest.mark.parametrize("html", ["", "   ", "<<<>>>", "<html><body><p>unclosed <b>tags", "\x00\x01", "<?xml version='1.0' encoding='utf-8'?><html><body>x</body></html>"])
+def test_full_text_never_crashes(html):
+    assert isinstance(full_text(html), str)
+
+
+def test_boilerpy3_extractors_by_name():
+    html = "<html><body><div>" + "<p>The cat is a small domesticated carnivorous mammal. It is the only domesticated species in the family.</p>" * 5 + "</div><div><a href='/'>Home</a> | <a href='/x'>About</a></div></body></html>"
+    article = get_extractor("article")(html)
+    assert "domesticated carnivorous mammal" in article
+    assert "About" not in article
+    assert "About" in get_extractor("keepeverything")(html)
+
+
+def test_unknown_extractor_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown text extractor 'nope'.*fulltext"):
+        get_extractor("nope")
+
+
+def test_boilerpy3_failure_is_extraction_error():
+    with pytest.raises(ExtractionError):
+        get_extractor("article")("")
