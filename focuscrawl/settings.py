@@ -75,3 +75,24 @@ FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT = 500
 #: Final scores kept for evaluation/ranking (inclusive).
 FOCUSCRAWL_SCORE_MIN = 2.0
 FOCUSCRAWL_SCORE_MAX = 70000.0
+
+# --- Crawl scope, modes, queue, traps, links log (issue "Focused crawl") ------------
+
+
+# --- Image pipelines and output writers (issue "Focused crawl") ----------------------
+
+
+# --- Context extractors and page-text extraction (issue "Text and image-context") ----
+
+
+# --- Near-duplicates (issue "Near-duplicate detection") -------------------------------
+
+
+# --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
+
+
+# --- Ranking, export, annotation (issue "Corpus ranking") -----------------------------
+
+
+# --- Deployment, Redis, WARC, resume (issue "Deployment and scale") -------------------
+

@@ -1,0 +1,48 @@
+"""The crawl's one ``TopicScorer``, built from settings and shared by all components.
+
+Spider, middlewares and pipelines call ``topic_scorer(crawler)``: the model is
+loaded once per crawler and its LM counters go to the stats when the spider closes.
+"""
+from __future__ import annotations
+
+import weakref
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
+
+from focuscrawl.lm.scorer import TopicScorer
+from focuscrawl.resources import default_keywords_path, default_model_path
+
+_scorers: "weakref.WeakKeyDictionary[Crawler, TopicScorer]" = weakref.WeakKeyDictionary()
+
+
+def scorer_from_settings(settings: BaseSettings) -> TopicScorer:
+    """Build a scorer from ``FOCUSCRAWL_MODEL``/``FOCUSCRAWL_KEYWORDS`` (bundled defaults if empty).
+
+    A custom model without keywords scores with an empty keyword list (keyword score 0).
+    """
+    model = settings.get("FOCUSCRAWL_MODEL") or ""
+    keywords = settings.get("FOCUSCRAWL_KEYWORDS") or ""
+    if not model:
+        model = default_model_path()
+        keywords = keywords or default_keywords_path()
+    return TopicScorer.from_files(
+        model, keywords or None,
+        cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE", 200_000),
+        keyword_weight=settings.getfloat("FOCUSCRAWL_KEYWORD_WEIGHT", 3.0),
+    )
+
+
+def topic_scorer(crawler: Crawler) -> TopicScorer:
+    """The crawler's shared scorer (created on first use)."""
+    scorer = _scorers.get(crawler)
+    if scorer is None:
+        scorer = _scorers[crawler] = scorer_from_settings(crawler.settings)
+
+        def publish_counters(spider=None) -> None:
+            for key, value in scorer.counters().items():
+                crawler.stats.set_value(key, value)
+
+        crawler.signals.connect(publish_counters, signal=signals.spider_closed, weak=False)
+    return scorer
