@@ -288,16 +288,29 @@ def estimate(sentences: Iterable[str], order: int = DEFAULT_ORDER,
 
 
 # -- ARPA ------------------------------------------------------------------------------
+_CHUNK = 1 << 17  # lines formatted at a time: bounds the memory of writing
+
+
 def _format(values: np.ndarray) -> list[str]:
-    return ["%.7g" % v for v in values.tolist()]
+    """``%.7g`` of each value (log10 values: float32 precision, as KenLM stores them).
+
+    Repeated values (backoffs of contexts with the same count pattern, zeros) are
+    formatted once.
+    """
+    uniq, inverse = np.unique(values, return_inverse=True)
+    if len(uniq) * 2 > len(values):
+        return ["%.7g" % v for v in values.tolist()]
+    texts = np.array(["%.7g" % v for v in uniq.tolist()], dtype=object)
+    return texts[inverse].tolist()
 
 
-def ngram_texts(model: KneserNeyModel) -> list[np.ndarray]:
-    """The words of every n-gram, space separated, per order."""
-    texts = [model.vocab]
+def ngram_texts(model: KneserNeyModel) -> Iterator[np.ndarray]:
+    """The words of every n-gram, space separated, order by order (object arrays)."""
+    texts = model.vocab
+    yield texts
     for t in model.orders[1:]:
-        texts.append(model.vocab[t.first] + " " + texts[-1][t.suffix])
-    return texts
+        texts = model.vocab[t.first] + " " + texts[t.suffix]
+        yield texts
 
 
 def write_arpa(model: KneserNeyModel, path: str | Path) -> None:
@@ -307,23 +320,27 @@ def write_arpa(model: KneserNeyModel, path: str | Path) -> None:
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".part")
-    texts = ngram_texts(model)
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write("\\data\\\n")
-        for k, n in enumerate(model.counts(), start=1):
-            fh.write(f"ngram {k}={n}\n")
-        for k, t in enumerate(model.orders, start=1):
-            fh.write(f"\n\\{k}-grams:\n")
-            probs = _format(t.log10_prob)
-            if t.log10_backoff is None:
-                lines = [p + "\t" + w for p, w in zip(probs, texts[k - 1].tolist())]
-            else:
-                bos = _format(t.log10_backoff)
-                lines = [p + "\t" + w + "\t" + b for p, w, b in zip(probs, texts[k - 1].tolist(), bos)]
-            fh.write("\n".join(lines))
-            fh.write("\n")
-        fh.write("\n\\end\\\n")
-    tmp.replace(path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write("\\data\\\n")
+            for k, n in enumerate(model.counts(), start=1):
+                fh.write(f"ngram {k}={n}\n")
+            for k, (t, texts) in enumerate(zip(model.orders, ngram_texts(model)), start=1):
+                fh.write(f"\n\\{k}-grams:\n")
+                for lo in range(0, len(t), _CHUNK):
+                    hi = lo + _CHUNK
+                    probs, words = _format(t.log10_prob[lo:hi]), texts[lo:hi].tolist()
+                    if t.log10_backoff is None:
+                        lines = [p + "\t" + w for p, w in zip(probs, words)]
+                    else:
+                        bos = _format(t.log10_backoff[lo:hi])
+                        lines = [p + "\t" + w + "\t" + b for p, w, b in zip(probs, words, bos)]
+                    fh.write("\n".join(lines))
+                    fh.write("\n")
+            fh.write("\n\\end\\\n")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def train_lm(inputs: Sequence[str | Path], output: str | Path, order: int = DEFAULT_ORDER,
