@@ -184,3 +184,14 @@ def test_aeb_pages(tmp_path):
 def test_eval_on_wrong_folder_is_a_clear_error(tmp_path, capsys):
     assert cli.main(["eval", "extraction", "--dataset", "aeb", str(tmp_path)]) == 2
     assert "ground-truth.json" in capsys.readouterr().err
+
+
+def test_strip_cleaneval_wrapper():
+    page = b'<text id="http://x/" title="T" encoding="utf8">\n<html><body><p>hi</p></body></html>\n</text>\n'
+    assert ev.strip_cleaneval_wrapper(page) == b"\n<html><body><p>hi</p></body></html>\n"
+
+
+@pytest.mark.parametrize("name", ["article", "keepeverything"])
+def test_boilerpy3_reads_pages_without_body_tag(name):
+    fragment = ARTICLE.split("<body>")[1].split("</body>")[0]
+    assert "night vision" in extractors.get_extractor(name)(fragment)

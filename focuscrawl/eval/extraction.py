@@ -36,11 +36,19 @@ from focuscrawl.text.html import decode_html
 QUIET_LOGGERS = ("boilerpy3", "trafilatura", "justext")
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _CLEANEVAL_MARKUP_RE = re.compile(r"</?[phl]>", re.IGNORECASE)
+# CLEANEVAL wraps every input page in <text id="URL" title=… encoding=…> … </text>.
+_CLEANEVAL_WRAPPER_RE = re.compile(rb"^\s*<text\b[^>]*>|</text>\s*$", re.IGNORECASE)
 
 
 def words(text: str) -> list[str]:
     """Lowercased word tokens (``\\w+`` runs) of ``text``."""
     return _WORD_RE.findall(text.lower())
+
+
+def strip_cleaneval_wrapper(html: bytes) -> bytes:
+    """The page without CLEANEVAL's ``<text id=… title=…>`` wrapper (not part of the page;
+    boilerpy3's parser returns nothing for a third of the pages when it is left in)."""
+    return _CLEANEVAL_WRAPPER_RE.sub(b"", html)
 
 
 def strip_cleaneval_gold(text: str) -> str:
@@ -105,7 +113,7 @@ def cleaneval_pages(path: str | Path) -> Iterator[Page]:
             continue
         gold = strip_cleaneval_gold(decode_html(gold_path.read_bytes(), "text/plain"))
         if words(gold):
-            yield Page(html_path.stem, html_path.read_bytes(), gold)
+            yield Page(html_path.stem, strip_cleaneval_wrapper(html_path.read_bytes()), gold)
 
 
 def aeb_pages(path: str | Path) -> Iterator[Page]:

@@ -14,6 +14,7 @@ Measured on CLEANEVAL and the article-extraction benchmark by
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Callable
 
 from focuscrawl.text.html import full_text
@@ -38,9 +39,16 @@ def _require(module: str, package: str, extractor: str):
             f"(pip install {package}): {exc}") from None
 
 
+_BODY_RE = re.compile(r"<body[\s>]", re.IGNORECASE)
+
+
 def _boilerpy3(class_name: str) -> Extractor:
     def extract(html: str) -> str:
         bp = _require("boilerpy3.extractors", "boilerpy3", class_name)
+        if not _BODY_RE.search(html):
+            # boilerpy3 only reads text inside <body>; fragments and body-less pages (a
+            # quarter of CLEANEVAL) would come out empty.
+            html = f"<html><body>{html}</body></html>"
         try:
             return getattr(bp, class_name)(raise_on_failure=True).get_content(html)
         except Exception as exc:  # boilerpy3 raises bare Exceptions on broken markup
