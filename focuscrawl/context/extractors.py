@@ -376,8 +376,10 @@ def cluster_by_threshold(gaps: list[float], thresholds: list[float]) -> list[int
     return ids
 
 
-def clus_clusters(root: etree._Element, sigma2: float = CLUS_SIGMA2) -> list[tuple[_Leaf, int]]:
-    """The web contents (text leaves and images) of the page with their cluster ids."""
+def content_gaps(root: etree._Element) -> tuple[list[_Leaf], list[float]]:
+    """Web contents (text leaves, images) in source order and the DOM distance between
+    each adjacent pair (Definition 15: the block weights of the preorder nodes after the
+    first content up to and including the second)."""
     body = root.find(".//body")
     nodes = dom_preorder(body if body is not None else root)
     weights = block_weights([lv for _, lv, _ in nodes], [d for _, _, d in nodes])
@@ -391,6 +393,12 @@ def clus_clusters(root: etree._Element, sigma2: float = CLUS_SIGMA2) -> list[tup
                 gaps.append(running)
             contents.append(node)
             running = 0.0
+    return contents, gaps
+
+
+def clus_clusters(root: etree._Element, sigma2: float = CLUS_SIGMA2) -> list[tuple[_Leaf, int]]:
+    """The web contents of the page with their cluster ids."""
+    contents, gaps = content_gaps(root)
     if not contents:
         return []
     ids = cluster_by_threshold(gaps, gaussian_thresholds(gaps, sigma2))
