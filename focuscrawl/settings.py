@@ -143,6 +143,13 @@ EXTENSIONS = {
 
 
 # --- Context extractors and page-text extraction (issue "Text and image-context") ----
+#: Context extractors (focuscrawl.context.extractors: full, nt10, nt20, nt10-20, ant, par,
+#: mon, art, art2d, clus, figure, thesis-parent0/1) whose text is recorded and scored per
+#: image in ImageItem["extra_contexts"]; empty = only the thesis parents/siblings.
+FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS: list[str] = []
+#: Context of the final image score: "thesis" (parent-1, SPEC §6) or a name listed in
+#: FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS (e.g. "figure", best on captioned figures, docs/context.md).
+FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
 
 
 # --- Near-duplicates (issue "Near-duplicate detection") -------------------------------
