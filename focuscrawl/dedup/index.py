@@ -9,8 +9,10 @@ distance. Every fingerprint within distance k shares at least one table key with
 the query, so there are no false negatives.
 
 All tables live in one sorted ``uint64`` array: the key of table t is
-``t << keybits | concatenated blocks``, so one ``searchsorted`` finds the ranges of
-all tables for a batch of queries. New fingerprints go to a small unsorted tail
+``t << keybits | concatenated blocks``, with the full fingerprint and the id beside
+each key (contiguous candidates, no random gathers). A directory of bucket offsets
+over the top ~log2(entries) key bits turns each table lookup into two reads, for
+one query or a vectorised batch. New fingerprints go to a small unsorted tail
 that queries scan by brute force; the tail is merged into the sorted array when it
 reaches ``merge_threshold`` (amortised O(log n) appends keep crawl-time adds cheap).
 Ids are insertion positions 0, 1, 2, ...; callers keep their own payloads (URLs).
@@ -39,7 +41,7 @@ class Matches(NamedTuple):
     query: np.ndarray  # index of the query in the batch
     ids: np.ndarray  # id of the matching fingerprint
     distances: np.ndarray  # Hamming distance, <= max_distance
-    candidates: int  # distinct (query, id) candidates looked at before verification
+    candidates: int  # fingerprints compared: table hits (with repeats across tables) + unsorted tail
 
 
 class SimHashIndex:
@@ -64,13 +66,18 @@ class SimHashIndex:
                 offset += sizes[b]
             self._parts.append(parts)
         self._keybits = max(sum(p[1] for p in parts) for parts in self._parts)
-        if len(self._parts) > 1 and self._keybits + math.ceil(math.log2(len(self._parts))) > BITS:
+        self._totalbits = self._keybits + (math.ceil(math.log2(len(self._parts))) if len(self._parts) > 1 else 0)
+        if self._totalbits > BITS:
             raise ValueError(f"blocks={blocks}, k={max_distance}: table keys do not fit in 64 bits")
+        # Directory over the top bits of the keys: bucket b spans _dir[b]:_dir[b + 1].
+        self._shift = 0
+        self._dir = np.zeros(2, dtype=np.int64)
         self._fps = np.empty(1024, dtype=_U64)
         self._n = 0
         self._n_sorted = 0
         self._keys = np.empty(0, dtype=_U64)
         self._ids = np.empty(0, dtype=np.int32)
+        self._table_fps = np.empty(0, dtype=_U64)  # the full fingerprint beside each key
 
     @property
     def tables(self) -> int:
@@ -88,7 +95,8 @@ class SimHashIndex:
     @property
     def nbytes(self) -> int:
         """Memory held by the index arrays."""
-        return self._fps.nbytes + self._keys.nbytes + self._ids.nbytes
+        return (self._fps.nbytes + self._keys.nbytes + self._ids.nbytes + self._table_fps.nbytes
+                + self._dir.nbytes)
 
     @classmethod
     def from_fingerprints(cls, fingerprints: Iterable[int] | np.ndarray, max_distance: int = 3,
@@ -109,6 +117,17 @@ class SimHashIndex:
                 key |= ((fps >> _U64(start)) & mask) << _U64(offset)
             out[t] = key
         return out
+
+    def _key_ints(self, fp: int) -> list[int]:
+        """Table keys of one fingerprint with Python ints (cheaper than numpy for one)."""
+        prefix_shift = self._keybits if len(self._parts) > 1 else 0
+        keys = []
+        for t, parts in enumerate(self._parts):
+            key = t << prefix_shift if prefix_shift else 0
+            for start, size, offset in parts:
+                key |= ((fp >> start) & ((1 << size) - 1)) << offset
+            keys.append(key)
+        return keys
 
     def add(self, fingerprint: int) -> int:
         """Add one fingerprint; returns its id."""
@@ -138,14 +157,28 @@ class SimHashIndex:
         ids = np.tile(new_ids, len(self._parts))
         order = np.argsort(keys, kind="stable")
         keys, ids = keys[order], ids[order]
+        fps = self._fps[ids]
         if len(self._keys):
             # 'right' keeps ids ascending among equal keys (older entries first).
             pos = np.searchsorted(self._keys, keys, side="right")
             self._keys = np.insert(self._keys, pos, keys)
             self._ids = np.insert(self._ids, pos, ids)
+            self._table_fps = np.insert(self._table_fps, pos, fps)
         else:
-            self._keys, self._ids = keys, ids
+            self._keys, self._ids, self._table_fps = keys, ids, fps
         self._n_sorted = self._n
+        self._build_directory()
+
+    def _build_directory(self) -> None:
+        """Bucket offsets over the top D key bits, D ≈ log2(entries): a lookup is two reads.
+
+        A bucket may hold keys that differ below the top D bits; they are verified
+        like every candidate, so the directory can only add candidates, never lose one.
+        """
+        d = min(self._totalbits, max(1, math.ceil(math.log2(max(len(self._keys), 2))) - 1))
+        self._shift = self._totalbits - d
+        counts = np.bincount((self._keys >> _U64(self._shift)).astype(np.int64), minlength=1 << d)
+        self._dir = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
     def query_many(self, fingerprints: Iterable[int] | np.ndarray, max_distance: int | None = None) -> Matches:
         """All stored fingerprints within ``max_distance`` (default k, at most k) of each query."""
@@ -154,35 +187,69 @@ class SimHashIndex:
             raise ValueError(f"max_distance must be between 0 and the index's k={self.max_distance}")
         fps = np.asarray(fingerprints if isinstance(fingerprints, np.ndarray) else list(fingerprints), dtype=_U64)
         q = len(fps)
-        qs, cs = [], []
+        qs: list[np.ndarray] = []
+        cs: list[np.ndarray] = []
+        ds: list[np.ndarray] = []
+        candidates = 0
         if self._n_sorted and q:
-            keys = self.table_keys(fps).ravel()
-            lo = np.searchsorted(self._keys, keys, side="left")
-            hi = np.searchsorted(self._keys, keys, side="right")
+            buckets = (self.table_keys(fps).ravel() >> _U64(self._shift)).astype(np.int64)
+            lo, hi = self._dir[buckets], self._dir[buckets + 1]
             counts = hi - lo
             total = int(counts.sum())
+            candidates += total
             if total:
                 qrep = np.repeat(np.tile(np.arange(q), len(self._parts)), counts)
                 pos = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
-                qs.append(qrep)
-                cs.append(self._ids[pos].astype(np.int64))
+                dist = np.bitwise_count(self._table_fps[pos] ^ fps[qrep])
+                ok = np.nonzero(dist <= k)[0]
+                qs.append(qrep[ok])
+                cs.append(self._ids[pos[ok]].astype(np.int64))
+                ds.append(dist[ok].astype(np.int64))
         if self._n > self._n_sorted and q:
-            tail_ids = np.arange(self._n_sorted, self._n, dtype=np.int64)
-            qs.append(np.repeat(np.arange(q), len(tail_ids)))
-            cs.append(np.tile(tail_ids, q))
+            tail = self._fps[self._n_sorted:self._n]
+            candidates += q * len(tail)
+            for start in range(0, q, 1024):
+                dist = np.bitwise_count(fps[start:start + 1024, None] ^ tail[None, :])
+                qi, ti = np.nonzero(dist <= k)
+                qs.append(qi.astype(np.int64) + start)
+                cs.append(ti.astype(np.int64) + self._n_sorted)
+                ds.append(dist[qi, ti].astype(np.int64))
         if not qs:
             empty = np.empty(0, dtype=np.int64)
-            return Matches(empty, empty, empty, 0)
-        qrep, cand = np.concatenate(qs), np.concatenate(cs)
-        pair = np.unique(qrep * np.int64(max(self._n, 1)) + cand)
-        qrep, cand = pair // max(self._n, 1), pair % max(self._n, 1)
-        dist = np.bitwise_count(self._fps[cand] ^ fps[qrep]).astype(np.int64)
-        ok = dist <= k
-        qrep, cand, dist = qrep[ok], cand[ok], dist[ok]
+            return Matches(empty, empty, empty, candidates)
+        qrep, cand, dist = np.concatenate(qs), np.concatenate(cs), np.concatenate(ds)
+        # a pair found in several tables is reported once
+        _, first = np.unique(qrep * np.int64(self._n) + cand, return_index=True)
+        qrep, cand, dist = qrep[first], cand[first], dist[first]
         order = np.lexsort((cand, dist, qrep))
-        return Matches(qrep[order], cand[order], dist[order], len(pair))
+        return Matches(qrep[order], cand[order], dist[order], candidates)
 
     def query(self, fingerprint: int, max_distance: int | None = None) -> list[tuple[int, int]]:
-        """``(id, distance)`` of stored fingerprints within the distance, nearest (then oldest) first."""
-        m = self.query_many(np.array([fingerprint], dtype=_U64), max_distance)
-        return list(zip(m.ids.tolist(), m.distances.tolist()))
+        """``(id, distance)`` of stored fingerprints within the distance, nearest (then oldest) first.
+
+        The same result as ``query_many`` for one fingerprint, on a path with few numpy
+        calls: table keys as Python ints, directory reads, one verification.
+        """
+        k = self.max_distance if max_distance is None else int(max_distance)
+        if not 0 <= k <= self.max_distance:
+            raise ValueError(f"max_distance must be between 0 and the index's k={self.max_distance}")
+        fp = int(fingerprint)
+        found: dict[int, int] = {}
+        if self._n_sorted:
+            shift, directory = self._shift, self._dir
+            ranges = [(directory.item(b), directory.item(b + 1))
+                      for b in (key >> shift for key in self._key_ints(fp))]
+            ranges = [(a, b) for a, b in ranges if b > a]
+            if ranges:
+                cand = np.concatenate([self._table_fps[a:b] for a, b in ranges])
+                dist = np.bitwise_count(cand ^ _U64(fp))
+                ok = np.nonzero(dist <= k)[0]
+                if len(ok):
+                    ids = np.concatenate([self._ids[a:b] for a, b in ranges])[ok]
+                    for i, d in zip(ids.tolist(), dist[ok].tolist()):
+                        found[i] = d
+        if self._n > self._n_sorted:
+            dist = np.bitwise_count(self._fps[self._n_sorted:self._n] ^ _U64(fp))
+            for i in np.nonzero(dist <= k)[0].tolist():
+                found[i + self._n_sorted] = int(dist[i])
+        return sorted(found.items(), key=lambda x: (x[1], x[0]))
