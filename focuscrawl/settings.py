@@ -86,6 +86,21 @@ FOCUSCRAWL_SCORE_MAX = 70000.0
 
 
 # --- Near-duplicates (issue "Near-duplicate detection") -------------------------------
+#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
+#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
+FOCUSCRAWL_NEARDUP_ENABLED = True
+#: Word n-grams of the SimHash features: "3", "5" or "3+5" (the union in one vector).
+FOCUSCRAWL_NEARDUP_NGRAMS = "3"
+#: k: pages whose 64-bit SimHashes differ in at most k bits are near-duplicates.
+FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
+#: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
+FOCUSCRAWL_NEARDUP_BLOCKS = 4
+#: Merged with the other sections' spider middlewares; a higher number is closer to the
+#: spider, so 950 sees the PageItem before the image middleware reads near_duplicate_of.
+SPIDER_MIDDLEWARES = {
+    **globals().get("SPIDER_MIDDLEWARES", {}),
+    "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware": 950,
+}
 
 
 # --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
