@@ -150,12 +150,9 @@ FOCUSCRAWL_NEARDUP_NGRAMS = "3"
 FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
 #: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
 FOCUSCRAWL_NEARDUP_BLOCKS = 4
-#: Merged with the other sections' spider middlewares; a higher number is closer to the
-#: spider, so 950 sees the PageItem before the image middleware reads near_duplicate_of.
-SPIDER_MIDDLEWARES = {
-    **globals().get("SPIDER_MIDDLEWARES", {}),
-    "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware": 950,
-}
+#: A higher number is closer to the spider: at 950 the middleware sees each PageItem
+#: before the image middleware (lower number) reads its near_duplicate_of.
+SPIDER_MIDDLEWARES["focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"] = 950
 
 
 # --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------

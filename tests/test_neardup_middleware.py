@@ -127,64 +127,43 @@ def test_settings_ngrams_k_blocks_and_errors(tmp_path):
         middleware(tmp_path, FOCUSCRAWL_NEARDUP_NGRAMS="5")
 
 
-# --- a real crawl of a local site, twice with the same JOBDIR ------------------------
+# --- a real crawl of a local site with the focused spider, twice on one JOBDIR ---------
 
-import json  # noqa: E402
-import os  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import threading  # noqa: E402
-from functools import partial  # noqa: E402
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from crawlhelp import crawl, items  # noqa: E402
+from localweb import LocalWeb, Page  # noqa: E402
 
 
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+def paragraphs(text: str, links: str = "") -> Page:
+    return Page("<html><body>" + "".join(f"<p>{line}</p>" for line in text.splitlines()) + links + "</body></html>")
 
 
-def html(text: str, links: str = "") -> str:
-    paras = "".join(f"<p>{line}</p>" for line in text.splitlines())
-    return f"<html><body>{paras}{links}</body></html>"
+SITE = {
+    ("seed.test", "/"): paragraphs("Welcome to the test site about cats and models.",
+                                   '<a href="http://cats.test/">cats</a> <a href="http://lm.test/">lm</a>'),
+    ("cats.test", "/"): paragraphs(ARTICLE, '<a href="/print">print</a>'),
+    ("cats.test", "/print"): paragraphs(ARTICLE + "\nPrinted from the archive of the test site."),
+    ("lm.test", "/"): paragraphs(OTHER),
+    ("mirror.test", "/lm"): paragraphs(OTHER),
+}
 
 
-@pytest.fixture
-def site(tmp_path):
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "index.html").write_text(html("Welcome to the test site.", '<a href="cats.html">c</a>'
-                                          '<a href="lm.html">l</a>'))
-    (root / "cats.html").write_text(html(ARTICLE, '<a href="cats-print.html">print</a>'))
-    (root / "cats-print.html").write_text(html(ARTICLE + "\nPrinted from the test site archive."))
-    (root / "lm.html").write_text(html(OTHER))
-    (root / "lm-mirror.html").write_text(html(OTHER))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def crawl(start: str, jobdir: Path, out: Path) -> list[dict]:
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "focuscrawl.settings"}
-    cmd = [sys.executable, "-m", "scrapy", "runspider", str(FIXTURES / "neardup_site_spider.py"),
-           "-a", f"start={start}", "-O", f"{out}:jsonlines", "-s", f"JOBDIR={jobdir}",
-           "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=WARNING",
-           "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1"]
-    subprocess.run(cmd, env=env, check=True, timeout=60, capture_output=True)
-    return [json.loads(line) for line in out.read_text().splitlines()]
-
-
-def test_real_crawl_marks_near_duplicates_and_resumes_from_jobdir(site, tmp_path):
+def test_real_crawl_marks_near_duplicates_and_resumes_from_jobdir(tmp_path):
     jobdir = tmp_path / "job"
-    pages = {p["url"].rsplit("/", 1)[1]: p for p in crawl(f"{site}/index.html", jobdir, tmp_path / "1.jl")}
-    assert set(pages) == {"index.html", "cats.html", "cats-print.html", "lm.html"}
-    assert pages["cats-print.html"]["near_duplicate_of"] == f"{site}/cats.html"
-    assert pages["cats.html"]["near_duplicate_of"] is None
-    assert pages["lm.html"]["near_duplicate_of"] is None
-    # second run, same JOBDIR: a page seen only in the first run is still known
-    pages2 = crawl(f"{site}/lm-mirror.html", jobdir, tmp_path / "2.jl")
-    assert [p["near_duplicate_of"] for p in pages2] == [f"{site}/lm.html"]
+    settings = {"JOBDIR": str(jobdir)}
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    with LocalWeb(SITE) as web:
+        stats, proc = crawl(web, tmp_path / "1", "http://seed.test/", mode="unfocused", settings=settings)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = {p["url"]: p for p in items(tmp_path / "1") if "sentences" in p}
+        assert set(pages) == {"http://seed.test/", "http://cats.test/", "http://cats.test/print", "http://lm.test/"}
+        assert pages["http://cats.test/print"]["near_duplicate_of"] == "http://cats.test/"
+        assert pages["http://cats.test/"]["near_duplicate_of"] is None
+        assert pages["http://lm.test/"]["near_duplicate_of"] is None
+        assert stats["neardup/near_duplicates"] == 1
+        # second run on the same JOBDIR: pages of the first run are still known
+        stats2, proc2 = crawl(web, tmp_path / "2", "http://mirror.test/lm", mode="unfocused", settings=settings)
+        assert proc2.returncode == 0, proc2.stderr[-3000:]
+    pages2 = [p for p in items(tmp_path / "2") if "sentences" in p]
+    assert [p["near_duplicate_of"] for p in pages2] == ["http://lm.test/"]
+    assert stats2["neardup/fingerprints_loaded"] == 4
