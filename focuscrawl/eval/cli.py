@@ -11,6 +11,7 @@ import importlib
 
 EVAL_COMMAND_MODULES: list[str] = [
     "focuscrawl.eval.extraction",
+    "focuscrawl.eval.neardup",
 ]
 
 
