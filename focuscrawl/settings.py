@@ -132,9 +132,45 @@ EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
 }
 
-
-
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
+# FOCUSCRAWL_OUTPUT_DIR (crawl section) is the run directory; empty = nothing is
+# written and images are not downloaded (merge, download and writers stay off).
+#: At most this many element siblings (with text) are collected as context.
+FOCUSCRAWL_IMAGE_MAX_SIBLINGS = 5
+#: A context text longer than this is stored and scored cut to this many characters
+#: (a parent near <body> is the whole page); its full length is kept in the record.
+FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS = 10_000
+#: Candidate images kept per page; more are dropped as ``page_limit`` (crawler traps).
+FOCUSCRAWL_IMAGE_MAX_PER_PAGE = 200
+#: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
+#: "mark" = extracted with ``near_duplicate_page=True``; "skip" = not extracted.
+FOCUSCRAWL_NEARDUP_IMAGES = "mark"
+#: Largest image file downloaded (bytes, per-request ``download_maxsize``).
+FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
+#: Decompression-bomb guard: images with more pixels are rejected before decoding.
+#: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
+FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
+#: Later sightings merged into one image record at most (a logo on every page).
+FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
+#: sentences.txt.gz is written as one gzip member per batch of this many bytes of
+#: text (with the batch's pages.tsv rows); 0 = one member per page.
+FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
+
+#: Spider middlewares: spider output flows from high to low numbers. The
+#: near-duplicate middleware (dedup) must have a higher number than 500 so that
+#: ``near_duplicate_of`` is set before images are extracted.
+SPIDER_MIDDLEWARES["focuscrawl.middlewares.images.ImageExtractionMiddleware"] = 500
+#: Item pipelines, in order: merge/dedupe by image URL (first sighting goes on),
+#: final score, download (FilesPipeline), then the writers.
+ITEM_PIPELINES = {
+    "focuscrawl.pipelines.merge.ImageMergePipeline": 100,
+    "focuscrawl.pipelines.score.FinalScorePipeline": 200,
+    "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
+    "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
+    "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
+}
+#: stats.json in the run directory when the crawl ends.
+EXTENSIONS["focuscrawl.output.stats.StatsFileWriter"] = 900
 
 
 # --- Context extractors and page-text extraction (issue "Text and image-context") ----
