@@ -189,6 +189,18 @@ FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
 
 
 # --- Near-duplicates (issue "Near-duplicate detection") -------------------------------
+#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
+#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
+FOCUSCRAWL_NEARDUP_ENABLED = True
+#: Word n-grams of the SimHash features: "3", "5" or "3+5" (the union in one vector).
+FOCUSCRAWL_NEARDUP_NGRAMS = "3"
+#: k: pages whose 64-bit SimHashes differ in at most k bits are near-duplicates.
+FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
+#: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
+FOCUSCRAWL_NEARDUP_BLOCKS = 4
+#: A higher number is closer to the spider: at 950 the middleware sees each PageItem
+#: before the image middleware (lower number) reads its near_duplicate_of.
+SPIDER_MIDDLEWARES["focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"] = 950
 
 
 # --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
