@@ -10,6 +10,7 @@ import argparse
 import importlib
 
 EVAL_COMMAND_MODULES: list[str] = [
+    "focuscrawl.eval.crawls",
 ]
 
 
