@@ -17,22 +17,27 @@ import time
 from pathlib import Path
 
 MODES = ("keywords", "document", "unfocused")
+LOCAL_WEB_SETTINGS = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0}
 
 
 def _crawl_command(mode: str, seeds: list[str], out: Path, budget: int, deterministic: bool,
-                   model: str | None, keywords: str | None, extra: list[str]) -> list[str]:
+                   model: str | None, keywords: str | None, extra: list[str], local: bool) -> list[str]:
+    from focuscrawl import settings as project
+
     settings = {
         "FOCUSCRAWL_MODE": mode,
         "FOCUSCRAWL_EVAL_PAGE_BUDGET": budget,
-        "EXTENSIONS": json.dumps({"focuscrawl.eval.budget.PageBudget": 500}),
-        "LOG_LEVEL": "WARNING",
+        "EXTENSIONS": json.dumps({**getattr(project, "EXTENSIONS", {}), "focuscrawl.eval.budget.PageBudget": 500}),
+        "LOG_LEVEL": "INFO",
     }
+    if local:  # our own server on 127.0.0.1: per-host slots and robots.txt stay, the delays go,
+        settings.update(LOCAL_WEB_SETTINGS)  # so the crawler is measured, not the waits
     if model:
         settings["FOCUSCRAWL_MODEL"] = model
     if keywords:
         settings["FOCUSCRAWL_KEYWORDS"] = keywords
     if deterministic:  # one request at a time: the same web gives the same crawl order
-        settings.update(CONCURRENT_REQUESTS=1, CONCURRENT_REQUESTS_PER_DOMAIN=1)
+        settings.update(CONCURRENT_REQUESTS=1, CONCURRENT_REQUESTS_PER_DOMAIN=1, SCRAPER_SLOT_MAX_ACTIVE_SIZE=1)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={','.join(seeds)}",
            "-a", f"output={out}"]
     for key, value in settings.items():
@@ -52,7 +57,8 @@ def run_crawl(mode: str, seeds: list[str], out: Path, budget: int, *, proxy: str
         env.pop(key, None)
     if proxy:
         env["http_proxy"] = proxy
-    cmd = _crawl_command(mode, seeds, out, budget, deterministic, model, keywords, list(extra_settings))
+    cmd = _crawl_command(mode, seeds, out, budget, deterministic, model, keywords, list(extra_settings),
+                         local=proxy is not None)
     t0 = time.perf_counter()
     with open(out / "crawl.log", "w") as log:
         proc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)

@@ -184,7 +184,7 @@ class TestWeb:
             stem = titles[i % len(titles)]
             suffix = ["site", "fans", "info", "online", "hub"][i % 5]
             specs.append((f"{stem}-{suffix}-{i}.test", "other", f"{stem.replace('-', ' ').title()} {suffix} {i}"))
-        for i in range(max(1, cfg.count(cfg.trap_hosts))):
+        for i in range(max(2, cfg.count(cfg.trap_hosts))):  # one of each kind at least
             kind = "trap-calendar" if i % 2 == 0 else "trap-session"
             name = f"events-calendar-{i}.test" if kind == "trap-calendar" else f"shop-{i}.test"
             specs.append((name, kind, name.split(".")[0].replace("-", " ").title()))
@@ -263,10 +263,10 @@ class TestWeb:
         shows = self._shows(photo)
         caption = self._topic_caption(photo, rng) if shows else rng.choice(photo.captions)
         ext = rng.choices(["jpg", "jpeg", "png", "gif", "webp"], [0.7, 0.08, 0.12, 0.05, 0.05])[0]
-        n = stable_int(host.name, i, k) % 9000 + 1000
+        n = 1000 + 4 * i + k  # unique per host: one URL, one photo, one ALT
         if host.style == "wordpress":
             y, m = 2010 + stable_int(host.name, i) % 8, 1 + i % 12
-            stem = f"img_{n}" if rng.random() < 0.5 else slugify(caption, 5)
+            stem = f"img_{n}" if rng.random() < 0.5 else f"{slugify(caption, 5)}-{n}"
             path = f"/wp-content/uploads/{y}/{m:02d}/{stem}.{ext}"
             r = rng.random()
             alt = (f"wp-content-uploads-{y}-{m:02d}-{stem}" if r < 0.35 else caption if r < 0.8
