@@ -13,6 +13,8 @@ import sys
 COMMAND_MODULES = [
     "focuscrawl.lm.cli",
     "focuscrawl.text.cli",
+    "focuscrawl.testweb.cli",
+    "focuscrawl.demo",
     "focuscrawl.eval.cli",
 ]
 

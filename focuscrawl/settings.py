@@ -204,6 +204,10 @@ SPIDER_MIDDLEWARES["focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"]
 
 
 # --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
+#: Close the crawl after this many pages (PageItems; image downloads and robots.txt
+#: not counted) when the extension focuscrawl.eval.budget.PageBudget is enabled, as
+#: ``focuscrawl eval run`` does; 0 = no budget.
+FOCUSCRAWL_EVAL_PAGE_BUDGET = 0
 
 
 # --- Ranking, export, annotation (issue "Corpus ranking") -----------------------------

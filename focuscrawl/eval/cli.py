@@ -13,6 +13,7 @@ EVAL_COMMAND_MODULES: list[str] = [
     "focuscrawl.eval.extraction",
     "focuscrawl.eval.context",
     "focuscrawl.eval.neardup",
+    "focuscrawl.eval.crawls",
 ]
 
 
