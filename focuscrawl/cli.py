@@ -12,6 +12,7 @@ import sys
 
 COMMAND_MODULES = [
     "focuscrawl.lm.cli",
+    "focuscrawl.ranking",
 ]
 
 
