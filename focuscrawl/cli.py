@@ -13,6 +13,7 @@ import sys
 COMMAND_MODULES = [
     "focuscrawl.lm.cli",
     "focuscrawl.ranking",
+    "focuscrawl.annotate.cli",
 ]
 
 
