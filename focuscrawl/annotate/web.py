@@ -404,6 +404,7 @@ def make_annotation_server(app: AnnotationApp, host: str = "127.0.0.1", port: in
 def serve_in_thread(app: AnnotationApp, host: str = "127.0.0.1", port: int = 0) -> tuple[WSGIServer, threading.Thread]:
     """Start a server in a background thread (tests, notebooks); stop it with ``server.shutdown()``."""
     server = make_annotation_server(app, host, port)
-    thread = threading.Thread(target=server.serve_forever, name="annotation-server", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="annotation-server", daemon=True)
     thread.start()
     return server, thread
