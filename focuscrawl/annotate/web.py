@@ -129,6 +129,7 @@ class AnnotationApp:
             ("GET", "/answers"): self.page_answers,
             ("GET", "/admin"): self.page_admin,
             ("POST", "/admin/users"): self.do_add_user,
+            ("GET", "/favicon.ico"): lambda request: Response(204, b"", "text/plain"),
         }
 
     # --- WSGI ---------------------------------------------------------------------------
@@ -262,7 +263,7 @@ class AnnotationApp:
                 f'<input type="hidden" name="item" value="{item.id}">'
                 f'<fieldset><legend>Which topic is the image about? (keys 1-5)</legend>{image_choices}</fieldset>'
                 f'<fieldset><legend>The text … (arrow keys)</legend>{text_choices}</fieldset>'
-                f'<button type="submit" id="submit">Submit <kbd>Enter</kbd></button></form>'
+                f'<button type="submit" id="send">Submit <kbd>Enter</kbd></button></form>'
                 f'{self.progress_html(user)}')
         return Response(200, self.layout("Annotate", body, session))
 

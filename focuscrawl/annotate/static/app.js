@@ -26,7 +26,7 @@
           form.querySelector('input[name="' + name + '"]').closest("fieldset").classList.add("missing");
         }
       });
-      if (!missing && !form.dataset.sent) { form.dataset.sent = "1"; form.submit(); }
+      if (!missing && !form.dataset.sent) { form.dataset.sent = "1"; HTMLFormElement.prototype.submit.call(form); }
     }
   });
   form.addEventListener("submit", function () { form.dataset.sent = "1"; });
