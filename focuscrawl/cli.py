@@ -16,6 +16,8 @@ COMMAND_MODULES = [
     "focuscrawl.testweb.cli",
     "focuscrawl.demo",
     "focuscrawl.eval.cli",
+    "focuscrawl.ranking",
+    "focuscrawl.annotate.cli",
 ]
 
 
