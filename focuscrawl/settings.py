@@ -96,3 +96,16 @@ FOCUSCRAWL_SCORE_MAX = 70000.0
 
 # --- Deployment, Redis, WARC, resume (issue "Deployment and scale") -------------------
 
+#: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC
+#: files in this directory; empty = off. Files are ``*.warc.gz``; the one being
+#: written is ``*.warc.gz.open`` until rotated or closed (complete records only).
+FOCUSCRAWL_WARC_DIR = ""
+#: Rotate to a new WARC file once the current one reaches this many bytes.
+FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
+#: File name prefix of written WARC files (the process id is part of the name too).
+FOCUSCRAWL_WARC_PREFIX = "focuscrawl"
+
+DOWNLOADER_MIDDLEWARES = {
+    # next to the downloader: stores bodies as sent (still content-encoded)
+    "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
+}
