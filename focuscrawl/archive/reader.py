@@ -65,7 +65,10 @@ def iter_refs(path: str | os.PathLike, stats: dict | None = None) -> Iterator[Re
             for record in it:
                 kind = record.rec_type
                 stats[f"records/{kind}"] = stats.get(f"records/{kind}", 0) + 1
-                if kind not in RESPONSE_TYPES or record.http_headers is None:
+                if kind not in RESPONSE_TYPES:
+                    continue
+                if record.http_headers is None:  # dns: records of ARC/WARC crawls
+                    stats["records/skipped_no_http"] = stats.get("records/skipped_no_http", 0) + 1
                     continue
                 url = _target_uri(record)
                 if not url.startswith(("http://", "https://")):
