@@ -38,3 +38,11 @@ def toy_arpa(tmp_path: Path) -> Path:
 @pytest.fixture
 def thesis_keywords_path() -> Path:
     return FIXTURES / "thesis_cat_keywords.txt"
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    from tests.support.redisserver import RedisServer
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()

@@ -2,27 +2,10 @@
 from __future__ import annotations
 
 import gzip
-import subprocess
-import sys
-from pathlib import Path
-
 from focuscrawl.archive.reader import ArchiveIndex, iter_responses
 from focuscrawl.archive.writer import OPEN_SUFFIX, RotatingWarcWriter
+from tests.support.crawl import run_links
 from tests.support.localweb import LocalWeb, Page, link_site, png_bytes
-
-ROOT = Path(__file__).resolve().parents[1]
-LINKSPIDER = ROOT / "tests" / "spiders_for_tests" / "linkspider.py"
-
-
-def run_links(start: str, *settings: str, out: Path | None = None, timeout: int = 60):
-    cmd = [sys.executable, "-m", "scrapy", "runspider", str(LINKSPIDER), "-a", f"start={start}",
-           "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO"]
-    if out:
-        cmd += ["-a", f"out={out}"]
-    for s in settings:
-        cmd += ["-s", s]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-
 
 def test_crawl_writes_rotating_warcs_with_every_response(tmp_path):
     pages = link_site(12)

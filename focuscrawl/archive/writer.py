@@ -155,7 +155,7 @@ class WarcWriterMiddleware:
     def from_crawler(cls, crawler: Crawler) -> "WarcWriterMiddleware":
         directory = crawler.settings.get("FOCUSCRAWL_WARC_DIR")
         if not directory:
-            raise NotConfigured("FOCUSCRAWL_WARC_DIR is empty")
+            raise NotConfigured  # off unless FOCUSCRAWL_WARC_DIR is set
         max_size = crawler.settings.getint("FOCUSCRAWL_WARC_MAX_SIZE")
         if max_size <= 0:
             raise ValueError(f"FOCUSCRAWL_WARC_MAX_SIZE must be > 0, got {max_size}")
