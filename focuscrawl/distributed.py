@@ -178,11 +178,12 @@ class RedisWorkers:
         engine = self.crawler.engine
         if engine is None:
             return
-        if not engine.spider_is_idle():  # local work, or the shared queue is not empty
+        idle = engine.spider_is_idle()  # False too while the shared queue is not empty
+        if not idle:
             self.server.zadd(self.key, {self.worker: time.time()})
-        if self.server.zcard(self.queue_key) > 0:
-            # Another process filled the shared queue: pull now instead of at the
-            # engine's next 5-second heartbeat (Scrapy has no public "wake up" call).
+        if idle or self.server.zcard(self.queue_key) > 0:
+            # Pull what another process queued, or re-run the idle check, now instead
+            # of at the engine's next 5-second heartbeat (Scrapy has no public call).
             slot = getattr(engine, "_slot", None)
             if slot is not None:
                 slot.nextcall.schedule()

@@ -19,7 +19,7 @@ def rows(path):
 def redis_settings(server, crawl="t", delay=0.02):
     return [f"FOCUSCRAWL_REDIS_URL={server.url}", f"FOCUSCRAWL_REDIS_CRAWL={crawl}",
             f"FOCUSCRAWL_REDIS_HOST_DELAY={delay}", "CONCURRENT_REQUESTS=2",
-            "FOCUSCRAWL_REDIS_BUSY_TIMEOUT=3"]
+            "FOCUSCRAWL_REDIS_BUSY_TIMEOUT=1.5"]
 
 
 def test_host_slots_are_spaced_across_clients(redis_server):
