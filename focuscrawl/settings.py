@@ -77,6 +77,61 @@ FOCUSCRAWL_SCORE_MIN = 2.0
 FOCUSCRAWL_SCORE_MAX = 70000.0
 
 # --- Crawl scope, modes, queue, traps, links log (issue "Focused crawl") ------------
+#: Seeds: a file (one URL per line, # comments) or comma-separated URLs (spider arg ``seeds``).
+#: Spider arguments ``seeds mode model keywords output domains budget extractor`` override
+#: the settings FOCUSCRAWL_SEEDS/_MODE/_MODEL/_KEYWORDS/_OUTPUT_DIR/_ALLOWED_DOMAINS,
+#: CLOSESPIDER_PAGECOUNT and FOCUSCRAWL_TEXT_EXTRACTOR before any component is built.
+FOCUSCRAWL_SEEDS = ""
+#: Run directory (links.tsv, pages.tsv, ...); empty = no files written.
+FOCUSCRAWL_OUTPUT_DIR = ""
+#: Only these domains and their subdomains are crawled (empty = all).
+FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
+#: Links whose SURT starts with one of these are rejected (SPEC §5 thesis scope); a
+#: SURT prefix "(org,wikipedia," / "http://(org,wikipedia," or a plain domain.
+FOCUSCRAWL_REJECT_SURTS = [
+    "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
+]
+#: Page budget: the crawl closes cleanly after this many responses (Scrapy's own
+#: setting, spider arg ``budget``; robots.txt responses count); 0 = unlimited.
+CLOSESPIDER_PAGECOUNT = 0
+#: Maximum link depth from the seeds (Scrapy's setting; 0 = unlimited).
+DEPTH_LIMIT = 0
+#: Pages fetched per host at most (robots.txt and retries not counted); 0 = unlimited.
+FOCUSCRAWL_MAX_PAGES_PER_HOST = 0
+#: Trap guards: longest URL (Scrapy's UrlLengthMiddleware), a path segment repeated
+#: more often than this (/a/b/a/b/a/b), distinct query strings per host+path.
+URLLENGTH_LIMIT = 2048
+FOCUSCRAWL_MAX_PATH_REPEATS = 2
+FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
+#: 0 = one Scrapy priority per bucket (FOCUSCRAWL_PRIORITY_BUCKETS); k > 0 = k
+#: log-scale priorities per power of ten of the link score (finer best-first).
+FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE = 0
+#: Write links.tsv (every scored link with its decision) into the output dir.
+FOCUSCRAWL_LINKS_LOG = False
+#: Seconds between progress lines (pages/s, items, queue size, LM cache); 0 = off.
+FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
+#: Strict best-first: one global priority queue across hosts (Scrapy's default
+#: DownloaderAwarePriorityQueue orders only within a host's slot), FIFO within a
+#: priority (breadth-first for `unfocused`, where priority = -depth).
+SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+#: Scrapy starts the next request as soon as a download ends, before the spider has
+#: queued that page's links: best-first lags by one response per free download slot.
+#: SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 (with CONCURRENT_REQUESTS = 1) makes the order
+#: exact at the cost of throughput; the default keeps Scrapy's value.
+SPIDER_MIDDLEWARES = {
+    # output runs from high to low numbers: depth (900), url length (800), scope, priority
+    "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
+    "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+}
+DOWNLOADER_MIDDLEWARES = {
+    "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+}
+EXTENSIONS = {
+    "focuscrawl.extensions.progress.CrawlProgress": 500,
+}
+
 
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
