@@ -161,6 +161,7 @@ FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
 FOCUSCRAWL_WARC_PREFIX = "focuscrawl"
 
 DOWNLOADER_MIDDLEWARES = {
+    **DOWNLOADER_MIDDLEWARES,
     # next to the downloader: stores bodies as sent (still content-encoded)
     "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
 }
