@@ -40,7 +40,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   extra_settings=["FOCUSCRAWL_LINKS_LOG=True"])
         served = server.requests
     seconds = time.perf_counter() - t0
-    run = Run.load(out / "run", args.mode)
+    run = Run.load(out / "run", args.mode, budget=args.pages)
     truth = Truth.load(out / "web")
     on_topic = sum(truth.page_on_topic(p["url"]) for p in run.pages)
     funnel = image_funnel(run)

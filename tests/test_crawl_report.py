@@ -118,3 +118,22 @@ def test_report_without_ground_truth(evaldir, toy_arpa):
     assert "top_n" not in summary["runs"]["keywords"] and "harvest_pages" not in summary["files"]
     assert summary["runs"]["keywords"]["statistics"]["sentences"] == 3
     assert Path(summary["files"]["focus"]).exists()
+
+
+def test_funnel_from_stats_and_records(tmp_path):
+    run_dir = make_run(tmp_path / "run", ["http://c.test/1", "http://c.test/2"], [], ["a cat"])
+    rec = tmp_path / "run" / "records" / "ab"
+    rec.mkdir(parents=True)
+    # one image seen on two pages: scores 10 (kept) and 80000 (cut); another one with score 1 (cut)
+    (rec / "a.json").write_text(json.dumps({"sightings": [
+        {"page_url": "http://c.test/1", "final_score": 10.0}, {"page_url": "http://c.test/2", "final_score": 80000}]}))
+    (rec / "b.json").write_text(json.dumps({"sightings": [{"page_url": "http://c.test/2", "final_score": 1.0}]}))
+    write_tsv(run_dir / "images.tsv", IMAGE_COLS + ["record_path"], [
+        ["http://c.test/a.jpg", "http://c.test/1", "cat", "jpg", 10.0, "records/ab/a.json"],
+        ["http://c.test/b.jpg", "http://c.test/2", "cat", "jpg", 1.0, "records/ab/b.json"]])
+    (run_dir / "stats.json").write_text(json.dumps({
+        "images/seen": 20, "images/dropped/no_alt_title": 6, "images/dropped/size_unspecified": 4,
+        "images/dropped/format": 2, "images/kept": 8}))
+    assert image_funnel(Run.load(run_dir)) == {"initial": 10, "format": 8, "score": 1, "unique": 1}
+    only_first = Run.load(run_dir, budget=1)
+    assert only_first.sightings == [("http://c.test/a.jpg", 10.0)]

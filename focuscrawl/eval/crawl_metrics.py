@@ -83,6 +83,8 @@ class Run:
     images: list[dict]
     stats: dict
     sentences_path: Path | None
+    #: (image URL, final score) of every sighting: each page an image was found on
+    sightings: list[tuple[str, float | None]] = field(default_factory=list)
 
     @classmethod
     def load(cls, folder: str | Path, name: str | None = None, budget: int | None = None) -> "Run":
@@ -96,7 +98,17 @@ class Run:
         images = [r for r in read_tsv(folder / "images.tsv") if not budget or _first(r, "page_url") in kept]
         stats = json.loads((folder / "stats.json").read_text()) if (folder / "stats.json").exists() else {}
         sentences = folder / "sentences.txt.gz"
-        return cls(name or folder.name, pages, images, stats, sentences if sentences.exists() else None)
+        sightings = []
+        for r in images:
+            record = folder / r["record_path"] if r.get("record_path") else None
+            if record is not None and record.exists():
+                for sight in json.loads(record.read_text()).get("sightings", []):
+                    if not budget or sight.get("page_url") in kept:
+                        sightings.append((r["image_url"], _float(sight.get("final_score"))))
+            else:
+                sightings.append((_first(r, "image_url", "url"), _score(r)))
+        return cls(name or folder.name, pages, images, stats, sentences if sentences.exists() else None,
+                   sightings)
 
 
 # -- harvest rate ----------------------------------------------------------------------
@@ -195,15 +207,31 @@ def _score(row: dict) -> float | None:
     return _float(_first(row, "final_score", "score"))
 
 
+HTML_RULE_DROPS = ("no_alt_title", "no_src", "bad_src", "size_unspecified", "too_small", "too_large")
+
+
 def image_funnel(run: Run, formats: tuple[str, ...] = IMAGE_FORMATS,
                  score_range: tuple[float, float] = SCORE_RANGE) -> dict[str, int]:
-    """initial -> format filter -> score cut -> unique (by image URL, first seen kept)."""
-    initial = run.images
-    formatted = [r for r in initial if _extension(r) in formats]
+    """initial -> format filter -> score cut -> unique, as thesis Table 5.2.
+
+    *initial*: image sightings that passed the HTML rules (ALT/title, size), *format*:
+    those with a kept format. Both come from the crawl's stats (``images/seen``,
+    ``images/dropped/<reason>``, ``images/kept``; a few pages in flight after the budget
+    closed the crawl may be counted); without them, from the log rows. *score*:
+    sightings (every page an image was found on, from the records) whose final score is
+    in ``score_range``; *unique*: their distinct image URLs.
+    """
+    st = run.stats
     lo, hi = score_range
-    scored = [r for r in formatted if (s := _score(r)) is not None and lo <= s <= hi]
-    unique = {_first(r, "image_url", "url") for r in scored}
-    return {"initial": len(initial), "format": len(formatted), "score": len(scored), "unique": len(unique)}
+    if "images/seen" in st:
+        initial = int(st["images/seen"]) - sum(int(st.get(f"images/dropped/{r}", 0)) for r in HTML_RULE_DROPS)
+        formatted = int(st.get("images/kept", 0))
+    else:
+        initial = len(run.sightings)
+        formatted = sum(1 for url, _ in run.sightings if _extension({"image_url": url}) in formats)
+    scored = [(url, s) for url, s in run.sightings
+              if _extension({"image_url": url}) in formats and s is not None and lo <= s <= hi]
+    return {"initial": initial, "format": formatted, "score": len(scored), "unique": len({u for u, _ in scored})}
 
 
 def ranked_images(run: Run, formats: tuple[str, ...] = IMAGE_FORMATS,
