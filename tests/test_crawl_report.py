@@ -100,7 +100,7 @@ def test_report_files_and_ratios(evaldir, toy_arpa):
     assert summary["ratios"]["keywords_over_document"] == 2.0
     assert summary["ratios"]["keywords_over_unfocused"] is None  # no division by zero
     assert summary["thesis_ordering_holds"] is True
-    for name in ("harvest_pages", "harvest_images", "focus", "top_n"):
+    for name in ("harvest_pages", "harvest_images", "focus", "top_n", "precision_at_n"):
         png = Path(summary["files"][name])
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = Path(summary["files"]["html"]).read_text()
