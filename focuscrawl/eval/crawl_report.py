@@ -5,7 +5,7 @@ import html
 import json
 from pathlib import Path
 
-from focuscrawl.eval.crawl_metrics import (Run, Truth, crawl_statistics, focus_curve, harvest_curve,
+from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, crawl_statistics, focus_curve, harvest_curve,
                                            image_funnel, iter_sentences, ranked_images, ratio, top_n_shares)
 
 THESIS = {"top_n_on_topic": {"unfocused": 0.199, "document": 0.325, "keywords": 0.700},
@@ -33,18 +33,19 @@ def _log10_prob(model: str | None, eval_meta: dict):
 
 
 def build_report(folder: Path, top_n: int = 500, budget: int | None = None, model: str | None = None,
-                 output: str | None = None) -> dict:
+                 output: str | None = None, score_range: tuple[float, float] = SCORE_RANGE) -> dict:
     eval_meta = json.loads((folder / "eval.json").read_text()) if (folder / "eval.json").exists() else {}
     out = Path(output) if output else folder / "report"
     out.mkdir(parents=True, exist_ok=True)
     truth = Truth.load(folder / "web")
     log10_prob = _log10_prob(model, eval_meta)
     summary: dict = {"folder": str(folder), "top_n": top_n, "budget": budget, "ground_truth": truth is not None,
+                     "score_range": list(score_range),
                      "web": eval_meta.get("web"), "thesis": THESIS, "runs": {}}
     curves: dict[str, dict] = {}
     for name, path in _run_folders(folder).items():
         run = Run.load(path, name, budget)
-        entry: dict = {"statistics": crawl_statistics(run), "funnel": image_funnel(run)}
+        entry: dict = {"statistics": crawl_statistics(run), "funnel": image_funnel(run, score_range)}
         focus = focus_curve(iter_sentences(run.sentences_path), log10_prob)
         entry["focus_curve"] = focus
         curves[name] = {"focus": focus}
@@ -55,7 +56,7 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
             entry["harvest"] = {"pages": n, "on_topic_pages": harvest["on_topic_pages"][-1] if n else 0,
                                 "on_topic_images": harvest["on_topic_images"][-1] if n else 0,
                                 "page_harvest_rate": harvest["on_topic_pages"][-1] / n if n else None}
-            ranked = ranked_images(run)
+            ranked = ranked_images(run, score_range)
             entry["top_n"] = top_n_shares(ranked, truth, top_n)
             entry["top_n_by_n"] = {n: top_n_shares(ranked, truth, n)["on_topic"]
                                    for n in PRECISION_AT if n <= len(ranked)}
