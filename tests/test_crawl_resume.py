@@ -2,8 +2,8 @@
 page exactly once and neither loses nor repeats rows of links.tsv."""
 from __future__ import annotations
 
-from crawlhelp import NORMAL, ON_TOPIC, crawl, items, links_log
-from localweb import LocalWeb, Page, html
+from tests.crawlhelp import NORMAL, ON_TOPIC, crawl, items, links_log
+from tests.localweb import LocalWeb, Page, html
 
 
 def test_resume_with_jobdir(tmp_path):
