@@ -96,9 +96,9 @@ FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
 FOCUSCRAWL_REJECT_SURTS = [
     "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
 ]
-#: Page budget: the crawl closes cleanly after this many responses (Scrapy's own
-#: setting, spider arg ``budget``; robots.txt responses count); 0 = unlimited.
-CLOSESPIDER_PAGECOUNT = 0
+#: Page budget (spider arg ``budget``): FOCUSCRAWL_EVAL_PAGE_BUDGET, counted in HTML pages
+#: by focuscrawl.eval.budget.PageBudget (enabled below; Scrapy's CLOSESPIDER_PAGECOUNT
+#: would count image downloads and robots.txt too).
 #: Maximum link depth from the seeds (Scrapy's setting; 0 = unlimited).
 DEPTH_LIMIT = 0
 #: Pages fetched per host at most (robots.txt and retries not counted); 0 = unlimited.
@@ -138,6 +138,7 @@ DOWNLOADER_MIDDLEWARES = {
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
+    "focuscrawl.eval.budget.PageBudget": 500,
 }
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------

@@ -12,9 +12,9 @@ def test_resume_with_jobdir(tmp_path):
     site.update({("seed.test", p): Page(html(p, ON_TOPIC, [("/", "cat")])) for p in leaves})
     jobdir = str(tmp_path / "job")
     with LocalWeb(site) as web:
-        stats1, proc = crawl(web, tmp_path, "http://seed.test/", settings={"JOBDIR": jobdir}, budget="4")
+        stats1, proc = crawl(web, tmp_path, "http://seed.test/", settings={"JOBDIR": jobdir}, budget="3")
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert stats1["finish_reason"] == "closespider_pagecount"
+        assert stats1["finish_reason"] == "page_budget"
         first = web.pages_requested()
         assert first == ["seed.test/", "seed.test/0", "seed.test/1"]
         stats2, proc = crawl(web, tmp_path, "http://seed.test/", settings={"JOBDIR": jobdir})

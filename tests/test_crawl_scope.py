@@ -90,12 +90,12 @@ def test_allowed_domains_and_page_budget(tmp_path):
         ("seed.test", "/3"): Page(html("3", ON_TOPIC)), ("other.test", "/"): Page(html("o", ON_TOPIC)),
     }
     with LocalWeb(site) as web:
-        stats, proc = crawl(web, tmp_path, "http://seed.test/", domains="seed.test", budget="3")
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", domains="seed.test", budget="2")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # budget 3 responses: robots.txt of seed.test, the seed, /1
+    # budget of 2 HTML pages: the seed and /1, then the spider closes
     assert web.pages_requested() == ["seed.test/", "seed.test/1"]
     assert stats["focuscrawl/scope/offsite"] == 1
-    assert stats["finish_reason"] == "closespider_pagecount"
+    assert stats["finish_reason"] == "page_budget"
 
 
 def scrapy_crawl(*args: str) -> subprocess.Popen:
