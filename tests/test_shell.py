@@ -21,9 +21,13 @@ def settings(tmp_path):
     return s
 
 
+IMAGES = ('<p>tabby kitten <img src="/big.jpg" width="800" height="600" alt="tabby kitten"></p>'
+          '<img src="/small.jpg" width="20" height="20" alt="cat">')
+
+
 def page() -> HtmlResponse:
     body = html("seed", NORMAL, [("http://a.test/", "click here"), ("/kit", "tabby"),
-                                 ("http://rejected.test/", "tabby"), ("/photo.jpg", "tabby")])
+                                 ("http://rejected.test/", "tabby"), ("/photo.jpg", "tabby")], extra=IMAGES)
     return HtmlResponse("http://seed.test/", body=body.encode(), encoding="utf-8")
 
 
@@ -44,9 +48,13 @@ def test_explain_prints_every_link_and_razor(settings):
     explain(page(), settings, mode="document", out=out)
     text = out.getvalue()
     assert "document perplexity 3162" in text
-    lines = [line for line in text.splitlines() if "test/" in line and not line.startswith("page")]
+    lines = [line for line in text.splitlines() if "test/" in line and not line.startswith("page")
+             and ".jpg" not in line]
     assert len(lines) == 3
     assert all(line.split()[0] in ("razored", "rejected") for line in lines)
+    images = [line.split() for line in text.splitlines() if ".jpg" in line and "photo" not in line]
+    assert [(row[0], next(t for t in row if t.endswith(".jpg"))) for row in images] == [("keep", "http://seed.test/big.jpg"),
+                                                     ("too_small", "http://seed.test/small.jpg")]
 
 
 def test_explain_refuses_non_html(settings):
