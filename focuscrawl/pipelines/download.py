@@ -22,7 +22,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadCancelledError, DropItem, IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.pipelines.files import FilesPipeline, FSFilesStore
-from scrapy.pipelines.media import FileException
+try:  # Scrapy >= 2.14: failures of this type are expected, logged without a traceback
+    from scrapy.pipelines.media import _MediaRequestFiltered as _ExpectedMediaFailure
+except ImportError:  # pragma: no cover
+    from scrapy.pipelines.media import FileException as _ExpectedMediaFailure
 from scrapy.utils.asyncio import run_in_thread
 
 from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_formats, inspect_image
@@ -50,7 +53,9 @@ class AtomicFSFilesStore(FSFilesStore):
         atomic_write_bytes(absolute, buf.getvalue())
 
 
-class ImageRejectedFile(FileException):
+class ImageRejectedFile(_ExpectedMediaFailure):
+    """A counted, expected rejection: MediaPipeline logs it without a traceback."""
+
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
@@ -118,7 +123,7 @@ class ImageDownloadPipeline(FilesPipeline):
         try:
             found = await run_in_thread(self._inspect, response.body)
         except ImageRejected as exc:
-            raise ImageRejectedFile(exc.reason, str(exc)) from None
+            raise ImageRejectedFile(exc.reason, exc.detail) from None
         path = self.file_path(request, response=response, info=info, item=item)
         self.store.persist_file(path, BytesIO(response.body), info)
         self.inc_stats("downloaded")
