@@ -210,7 +210,7 @@ class ImageStore:
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8")
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")  # C encoder: no indent
 
 
 _stores: "weakref.WeakKeyDictionary[Crawler, ImageStore | None]" = weakref.WeakKeyDictionary()

@@ -147,6 +147,8 @@ class ImageDownloadPipeline(FilesPipeline):
     def item_completed(self, results, item, info):
         if not isinstance(item, ImageItem):
             return item
+        # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
+        info.downloaded.pop(self._fingerprinter.fingerprint(Request(item["image_url"])), None)
         ok, value = results[0]
         if not ok:
             exc = value.value
