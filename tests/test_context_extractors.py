@@ -193,3 +193,11 @@ def test_figure_falls_back_to_paragraph():
 def test_unknown_context_extractor():
     with pytest.raises(ValueError, match="clus"):
         cx.get_context_extractor("vips")
+
+
+def test_thesis_parents_wrap_the_thesis_context():
+    html = ("<body><div>Outer words <div><a><img id=x></a><span>Inner caption</span></div></div></body>")
+    assert ctx("thesis-parent0", html) == "Inner caption"
+    assert ctx("thesis-parent1", html) == "Outer words Inner caption"
+    # no parent-1: falls back to parent-0 like the final score
+    assert ctx("thesis-parent1", "<body><img id=x>Only</body>") == "Only"

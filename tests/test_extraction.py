@@ -44,10 +44,14 @@ def test_fulltext_keeps_navigation():
     assert "Contact" in extractors.get_extractor("fulltext")(ARTICLE)
 
 
-@pytest.mark.parametrize("name", ["trafilatura", "justext", "fulltext"])
+@pytest.mark.parametrize("name", sorted(extractors.EXTRACTORS))
 def test_empty_and_broken_input_give_text_or_a_clear_error(name):
     extract = extractors.get_extractor(name)
-    assert extract("") == ""
+    for blank in ("", "   "):
+        try:
+            assert not extract(blank).strip()
+        except extractors.ExtractionError:
+            pass
     for broken in ("<html><body><p>unclosed <b>bold <i>cat", "\x00\x01<<<>>>", "<" * 1000):
         try:
             assert isinstance(extract(broken), str)
@@ -195,3 +199,8 @@ def test_strip_cleaneval_wrapper():
 def test_boilerpy3_reads_pages_without_body_tag(name):
     fragment = ARTICLE.split("<body>")[1].split("</body>")[0]
     assert "night vision" in extractors.get_extractor(name)(fragment)
+
+
+def test_trafilatura_falls_back_to_full_text_when_it_finds_no_main_text():
+    links = "<html><body><ul>" + "".join(f'<li><a href="/{i}">link {i}</a></li>' for i in range(5)) + "</ul></body></html>"
+    assert "link 3" in extractors.get_extractor("trafilatura")(links)

@@ -21,7 +21,10 @@ Extractors (seed 003 chapter 3, 6, 7; docs/context.md has the details and choice
 ``clus``        1-D clustering on the DOM distance, cut where the gap exceeds its
                 Gaussian-weighted local mean (σ² = 1.25);
 ``figure``      the caption when it is marked up (``<figcaption>``, WordPress
-                ``wp-caption-text`` and other caption classes), else ``par``.
+                ``wp-caption-text`` and other caption classes), else ``par``;
+``thesis-parent0``/``thesis-parent1`` the thesis's parent-0 / parent-1 text
+                (``focuscrawl.context.thesis``; parent-1 falls back to parent-0 as the
+                final score does).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from typing import Callable
 
 from lxml import etree
 
+from focuscrawl.context.thesis import thesis_context
 from focuscrawl.context.contents import PageContents, Token, norm_space, page_contents, tag_name
 from focuscrawl.text.html import SKIP_TAGS, element_text, full_text_from_tree
 
@@ -466,6 +470,22 @@ def figure(root: etree._Element) -> ImageContext:
     return context
 
 
+# --- The thesis's parents (wrapped, not reimplemented) -----------------------------------
+
+
+def thesis_parent(level: int) -> PageExtractor:
+    """The thesis's parent-``level`` text, else the nearest lower parent (final-score fallback)."""
+    def context(img: etree._Element) -> str:
+        parents = [c for c in thesis_context(img, max_parents=level + 1, max_siblings=0, max_chars=10 ** 9)
+                   if c["kind"] == "parent"]
+        return norm_space(parents[min(level, len(parents) - 1)]["text"]) if parents else ""
+
+    def bind(root: etree._Element) -> ImageContext:
+        return context
+    bind.__name__ = f"thesis_parent{level}"
+    return bind
+
+
 CONTEXT_EXTRACTORS: dict[str, PageExtractor] = {
     "full": full,
     "nt10": n_terms(5, 5),
@@ -478,6 +498,8 @@ CONTEXT_EXTRACTORS: dict[str, PageExtractor] = {
     "art2d": article_extractor(two_d=True),
     "clus": clus,
     "figure": figure,
+    "thesis-parent0": thesis_parent(0),
+    "thesis-parent1": thesis_parent(1),
 }
 
 

@@ -14,6 +14,8 @@ from lxml import etree
 from focuscrawl.context.thesis import (
     DEFAULT_DISTANCE_WEIGHT, DEFAULT_MAX_CHARS, DEFAULT_MAX_PARENTS, DEFAULT_MAX_SIBLINGS, thesis_context,
 )
+from focuscrawl.context.extractors import get_context_extractor
+from focuscrawl.images.final import FINAL_CONTEXT_THESIS
 from focuscrawl.images.rules import PAGE_LIMIT, ImageRules, drop_reason, read_attributes, src_guess_string
 from focuscrawl.items import ImageItem
 from focuscrawl.lm.scorer import TextScore, TopicScorer
@@ -32,6 +34,21 @@ class ContextSettings:
     max_siblings: int = DEFAULT_MAX_SIBLINGS
     distance_weight: float = DEFAULT_DISTANCE_WEIGHT
     max_chars: int = DEFAULT_MAX_CHARS
+    #: context extractors (focuscrawl.context.extractors) recorded in ``extra_contexts``
+    extra: tuple[str, ...] = ()
+    #: the context of the final score: "thesis" (parent-1) or one of ``extra``
+    final: str = FINAL_CONTEXT_THESIS
+
+    def __post_init__(self) -> None:
+        for name in self.extra:
+            get_context_extractor(name)  # unknown names: a clear error at startup
+        if self.final != FINAL_CONTEXT_THESIS and self.final not in self.extra:
+            raise ValueError(f"FOCUSCRAWL_IMAGE_FINAL_CONTEXT {self.final!r} must be 'thesis' or one of "
+                             f"FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS {list(self.extra)}")
+
+    def bind_extra(self, root: etree._Element) -> dict[str, Callable[[etree._Element], str]]:
+        """The extra extractors bound to one page (page-wide work done once)."""
+        return {name: get_context_extractor(name)(root) for name in self.extra}
 
     @classmethod
     def from_settings(cls, settings) -> "ContextSettings":
@@ -40,6 +57,8 @@ class ContextSettings:
             max_siblings=settings.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS", DEFAULT_MAX_SIBLINGS),
             distance_weight=settings.getfloat("FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT", DEFAULT_DISTANCE_WEIGHT),
             max_chars=settings.getint("FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS", DEFAULT_MAX_CHARS),
+            extra=tuple(settings.getlist("FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS")),
+            final=settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT") or FINAL_CONTEXT_THESIS,
         )
 
     def extract(self, img: etree._Element) -> list[dict[str, Any]]:
@@ -76,6 +95,7 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
     if root is None:
         return decisions
     base = base_url or page_url
+    extra = context.bind_extra(root) if context.extra else {}
     kept = 0
     for img in _iter_imgs(root):
         attrs = read_attributes(img.attrib, base)
@@ -84,18 +104,23 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
             reason = PAGE_LIMIT
         item = None
         if reason is None or score_dropped:
-            item = _scored_item(img, attrs, page_url, page_item, scorer, context)
+            item = _scored_item(img, attrs, page_url, page_item, scorer, context, extra)
         if reason is None:
             kept += 1
         decisions.append(ImageDecision(attrs.src or (img.get("src") or None), reason, item))
     return decisions
 
 
-def _scored_item(img, attrs, page_url, page_item, scorer: TopicScorer, context: ContextSettings) -> ImageItem:
+def _scored_item(img, attrs, page_url, page_item, scorer: TopicScorer, context: ContextSettings,
+                 extra: dict[str, Callable[[etree._Element], str]]) -> ImageItem:
     src_guess = src_guess_string(attrs.src) if attrs.src else ""
     contexts = context.extract(img)
     for c in contexts:
         c["scores"] = score_dict(scorer.score(c["text"]))
+    extra_contexts = {}
+    for name, bound in extra.items():
+        text = bound(img)[: context.max_chars]
+        extra_contexts[name] = {"text": text, "scores": score_dict(scorer.score(text))}
     page = page_item or {}
     return ImageItem(
         image_url=attrs.src,
@@ -114,5 +139,6 @@ def _scored_item(img, attrs, page_url, page_item, scorer: TopicScorer, context: 
         style=attrs.style,
         extension=attrs.extension,
         contexts=contexts,
+        extra_contexts=extra_contexts,
         near_duplicate_page=False,
     )
