@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
 from lxml import html as lhtml  # noqa: E402
 
@@ -52,9 +52,9 @@ def part1(data: Path) -> None:
 
 
 def part2(n_pages: int, n_images: int, concurrency: int) -> None:
-    from crawlhelp import crawl
-    from imagesite import image_bytes
-    from localweb import LocalWeb, Page
+    from tests.crawlhelp import crawl
+    from tests.imagesite import image_bytes
+    from tests.localweb import LocalWeb, Page
 
     site = {}
     for i in range(n_pages):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from crawlhelp import ON_TOPIC, NORMAL, crawl, items
-from imagesite import image_bytes, png_bomb, truncated_jpeg
-from localweb import LocalWeb, Page
+from tests.crawlhelp import ON_TOPIC, NORMAL, crawl, items
+from tests.imagesite import image_bytes, png_bomb, truncated_jpeg
+from tests.localweb import LocalWeb, Page
 
 from focuscrawl.output.images import image_columns, record_path, url_sha1
 from focuscrawl.pipelines.writers import PAGE_COLUMNS
