@@ -46,11 +46,15 @@ class RankStats:
 def rank(entries: Iterable[CorpusEntry], top: int | None = None,
          score_min: float = DEFAULT_SCORE_MIN, score_max: float = DEFAULT_SCORE_MAX,
          filters: dict[str, Callable[[CorpusEntry], bool]] | None = None,
-         stats: RankStats | None = None) -> list[CorpusEntry]:
+         stats: RankStats | None = None,
+         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None) -> list[CorpusEntry]:
     """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort, top N.
 
     ``filters`` maps a name to a predicate that returns True for entries to *drop*;
-    their counts land in ``stats.filtered``. Ties keep crawl order.
+    their counts land in ``stats.filtered``. ``collapse`` (e.g.
+    ``focuscrawl.dedup.collapse.corpus_collapser``) then drops near-duplicate pairs,
+    keeping the best-scored of each; its count lands in ``stats.filtered["near_duplicates"]``.
+    Ties keep crawl order.
     """
     stats = stats if stats is not None else RankStats()
     kept: list[CorpusEntry] = []
@@ -74,6 +78,8 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
         before = len(unique)
         unique = [e for e in unique if not drop(e)]
         stats.filtered[name] = before - len(unique)
+    if collapse is not None:
+        unique, stats.filtered["near_duplicates"] = collapse(unique)
     unique.sort(key=lambda e: (e.final_score, e.first_seen))
     ranked = unique[:top] if top is not None else unique
     stats.ranked = len(ranked)
@@ -223,6 +229,13 @@ def register(sub) -> None:
                    help="highest final score kept (default %(default)s)")
     p.add_argument("--drop-generated-alt", action="store_true",
                    help="drop images whose ALT text looks auto-generated (file names, paths, camera names)")
+    p.add_argument("--collapse-near-duplicates", action="store_true",
+                   help="keep only the best-scored of near-duplicate pairs (same picture by perceptual hash, "
+                        "or near-identical context text by SimHash)")
+    p.add_argument("--image-distance", type=int, default=4, metavar="K",
+                   help="pictures within this pHash Hamming distance are the same (default %(default)s)")
+    p.add_argument("--text-distance", type=int, default=3, metavar="K",
+                   help="context texts within this SimHash Hamming distance are near-identical (default %(default)s)")
     p.add_argument("--format", choices=FORMATS, default="tsv", help="export format (default %(default)s)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="output file; for webdataset a directory or a shard pattern like out-%%06d.tar")
@@ -240,8 +253,15 @@ def cmd_rank(args) -> int:
     filters = {}
     if args.drop_generated_alt:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
+    collapse = None
+    if args.collapse_near_duplicates:
+        from focuscrawl.dedup.collapse import corpus_collapser
+        for name in ("image_distance", "text_distance"):
+            if not 0 <= getattr(args, name) <= 15:
+                raise ValueError(f"--{name.replace('_', '-')} must be between 0 and 15")
+        collapse = corpus_collapser(args.run_dir, args.image_distance, args.text_distance)
     stats = RankStats()
-    ranked = rank(iter_entries(args.run_dir), args.top, args.score_min, args.score_max, filters, stats)
+    ranked = rank(iter_entries(args.run_dir), args.top, args.score_min, args.score_max, filters, stats, collapse)
     written = export(ranked, args.format, args.output, args.run_dir)
     summary = stats.as_dict() | {"written": written}
     print(json.dumps(summary))
