@@ -201,3 +201,13 @@ def test_thesis_parents_wrap_the_thesis_context():
     assert ctx("thesis-parent1", html) == "Outer words Inner caption"
     # no parent-1: falls back to parent-0 like the final score
     assert ctx("thesis-parent1", "<body><img id=x>Only</body>") == "Only"
+
+
+def test_deeply_nested_pages_do_not_hit_the_recursion_limit():
+    from parsel import Selector  # parsel parses up to 2,047 levels (huge_tree), lxml.html 255
+    root = Selector(text="<html><body><p>cap <img id=x></p>" + "<div>x " * 3000 + "</div>" * 3000
+                    + "</body></html>").root
+    img = root.xpath("//img")[0]
+    for name in cx.CONTEXT_EXTRACTORS:
+        assert isinstance(cx.image_context(name, root, img), str)
+    assert cx.image_context("par", root, img) == "cap"

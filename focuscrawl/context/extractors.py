@@ -113,20 +113,22 @@ def ant(root: etree._Element) -> ImageContext:
 
 
 def text_nodes(el: etree._Element) -> list[str]:
-    """The non-blank text nodes below ``el`` (scripts, styles… left out)."""
+    """The non-blank text nodes below ``el`` (scripts, styles… left out), in document order."""
     out: list[str] = []
-
-    def visit(node: etree._Element) -> None:
+    stack: list[tuple[etree._Element, bool]] = [(el, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:  # after the subtree: the node's tail (not for ``el`` itself)
+            if node is not el and node.tail and node.tail.strip():
+                out.append(node.tail)
+            continue
+        stack.append((node, True))
         tag = tag_name(node)
         if tag is None or tag in SKIP_TAGS:
-            return
+            continue
         if node.text and node.text.strip():
             out.append(node.text)
-        for child in node:
-            visit(child)
-            if child.tail and child.tail.strip():
-                out.append(child.tail)
-    visit(el)
+        stack.extend((child, False) for child in reversed(node))
     return out
 
 
