@@ -137,9 +137,45 @@ EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
 }
 
-
-
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
+# FOCUSCRAWL_OUTPUT_DIR (crawl section) is the run directory; empty = nothing is
+# written and images are not downloaded (merge, download and writers stay off).
+#: At most this many element siblings (with text) are collected as context.
+FOCUSCRAWL_IMAGE_MAX_SIBLINGS = 5
+#: A context text longer than this is stored and scored cut to this many characters
+#: (a parent near <body> is the whole page); its full length is kept in the record.
+FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS = 10_000
+#: Candidate images kept per page; more are dropped as ``page_limit`` (crawler traps).
+FOCUSCRAWL_IMAGE_MAX_PER_PAGE = 200
+#: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
+#: "mark" = extracted with ``near_duplicate_page=True``; "skip" = not extracted.
+FOCUSCRAWL_NEARDUP_IMAGES = "mark"
+#: Largest image file downloaded (bytes, per-request ``download_maxsize``).
+FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
+#: Decompression-bomb guard: images with more pixels are rejected before decoding.
+#: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
+FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
+#: Later sightings merged into one image record at most (a logo on every page).
+FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
+#: sentences.txt.gz is written as one gzip member per batch of this many bytes of
+#: text (with the batch's pages.tsv rows); 0 = one member per page.
+FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
+
+#: Spider middlewares: spider output flows from high to low numbers. The
+#: near-duplicate middleware (dedup) must have a higher number than 500 so that
+#: ``near_duplicate_of`` is set before images are extracted.
+SPIDER_MIDDLEWARES["focuscrawl.middlewares.images.ImageExtractionMiddleware"] = 500
+#: Item pipelines, in order: merge/dedupe by image URL (first sighting goes on),
+#: final score, download (FilesPipeline), then the writers.
+ITEM_PIPELINES = {
+    "focuscrawl.pipelines.merge.ImageMergePipeline": 100,
+    "focuscrawl.pipelines.score.FinalScorePipeline": 200,
+    "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
+    "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
+    "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
+}
+#: stats.json in the run directory when the crawl ends.
+EXTENSIONS["focuscrawl.output.stats.StatsFileWriter"] = 900
 
 
 # --- Context extractors and page-text extraction (issue "Text and image-context") ----
@@ -153,9 +189,25 @@ FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
 
 
 # --- Near-duplicates (issue "Near-duplicate detection") -------------------------------
+#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
+#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
+FOCUSCRAWL_NEARDUP_ENABLED = True
+#: Word n-grams of the SimHash features: "3", "5" or "3+5" (the union in one vector).
+FOCUSCRAWL_NEARDUP_NGRAMS = "3"
+#: k: pages whose 64-bit SimHashes differ in at most k bits are near-duplicates.
+FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
+#: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
+FOCUSCRAWL_NEARDUP_BLOCKS = 4
+#: A higher number is closer to the spider: at 950 the middleware sees each PageItem
+#: before the image middleware (lower number) reads its near_duplicate_of.
+SPIDER_MIDDLEWARES["focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"] = 950
 
 
 # --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
+#: Close the crawl after this many pages (PageItems; image downloads and robots.txt
+#: not counted) when the extension focuscrawl.eval.budget.PageBudget is enabled, as
+#: ``focuscrawl eval run`` does; 0 = no budget.
+FOCUSCRAWL_EVAL_PAGE_BUDGET = 0
 
 
 # --- Ranking, export, annotation (issue "Corpus ranking") -----------------------------
@@ -163,3 +215,31 @@ FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
 
 # --- Deployment, Redis, WARC, resume (issue "Deployment and scale") -------------------
 
+#: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC
+#: files in this directory; empty = off. Files are ``*.warc.gz``; the one being
+#: written is ``*.warc.gz.open`` until rotated or closed (complete records only).
+FOCUSCRAWL_WARC_DIR = ""
+#: Rotate to a new WARC file once the current one reaches this many bytes.
+FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
+#: File name prefix of written WARC files (the process id is part of the name too).
+FOCUSCRAWL_WARC_PREFIX = "focuscrawl"
+
+DOWNLOADER_MIDDLEWARES = {
+    **DOWNLOADER_MIDDLEWARES,
+    # next to the downloader: stores bodies as sent (still content-encoded)
+    "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
+}
+
+#: Redis profile (focuscrawl.distributed): a redis:// URL switches the crawl to the
+#: shared scrapy-redis frontier + dupefilter, the Redis per-host throttle and worker
+#: coordination. Empty = single-process crawl with the JOBDIR-capable local scheduler.
+FOCUSCRAWL_REDIS_URL = ""
+#: Name of the shared crawl (Redis key namespace); empty = the spider name.
+FOCUSCRAWL_REDIS_CRAWL = ""
+#: Minimum seconds between request starts to one host across all processes;
+#: -1 = DOWNLOAD_DELAY.
+FOCUSCRAWL_REDIS_HOST_DELAY = -1
+#: An idle process waits while another was busy within this many seconds.
+FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
+
+ADDONS = {"focuscrawl.distributed.RedisProfile": 0}

@@ -47,3 +47,11 @@ def cats_scorer():
     from focuscrawl.resources import default_keywords_path, default_model_path
 
     return TopicScorer.from_files(default_model_path(), default_keywords_path())
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    from tests.support.redisserver import RedisServer
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()

@@ -116,7 +116,11 @@ class FocusedSpider(scrapy.Spider):
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
         apply_spider_args(crawler.settings, kwargs)
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider._configure(crawler)
+        try:
+            spider._configure(crawler)
+        except UsageError as exc:  # one clear line before Scrapy's traceback
+            logger.error("focused: cannot start the crawl: %s", exc)
+            raise
         return spider
 
     def _configure(self, crawler) -> None:
