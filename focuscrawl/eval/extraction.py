@@ -11,8 +11,9 @@ Per page, against the gold text:
   content.
 
 ``failed`` counts pages where the extractor raised (scored as empty output), ``empty``
-pages where it returned no word at all (failures included). Words are lowercased ``\\w+`` runs (punctuation is not compared). Tables average the
-per-page values (macro average). docs/extraction.md describes the data sets.
+pages where it returned no word at all (failures included). Words are lowercased
+``\\w+`` runs (punctuation is not compared). Tables average the per-page values
+(macro average). docs/extraction.md describes the data sets.
 """
 from __future__ import annotations
 
