@@ -211,3 +211,11 @@ def test_deeply_nested_pages_do_not_hit_the_recursion_limit():
     for name in cx.CONTEXT_EXTRACTORS:
         assert isinstance(cx.image_context(name, root, img), str)
     assert cx.image_context("par", root, img) == "cap"
+
+
+def test_mon_semi_listed_needs_a_repeating_pattern():
+    html = ("<body><div>Intro"
+            "<img id=x><span>First</span><br>"
+            "<img id=y><p>Second</p><hr><span>x</span></div></body>")
+    # the two records differ (span+br vs p+hr+span): not semi-listed, so not "First" alone
+    assert ctx("mon", html) != "First"

@@ -173,9 +173,10 @@ def semi_listed_region(node: etree._Element, img: etree._Element) -> str | None:
         return None
     bounds = starts + [len(children)]
     segments = [children[bounds[j]:bounds[j + 1]] for j in range(len(starts))]
-    patterns = {tuple(tag_name(c) for c in seg) for seg in segments[:-1]}
-    last = tuple(tag_name(c) for c in segments[-1])
-    if len(patterns) != 1 or not next(iter(patterns)) == last[: len(next(iter(patterns)))]:
+    tags = [tuple(tag_name(c) for c in seg) for seg in segments]
+    pattern = tags[0]
+    # every record repeats the first one's tags; the last may be followed by other elements
+    if any(t != pattern for t in tags[1:-1]) or tags[-1][: len(pattern)] != pattern:
         return None
     for seg in segments:
         if any(c is img or img in c.iter() for c in seg):
