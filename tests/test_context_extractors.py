@@ -201,6 +201,8 @@ def test_thesis_parents_wrap_the_thesis_context():
     assert ctx("thesis-parent1", html) == "Outer words Inner caption"
     # no parent-1: falls back to parent-0 like the final score
     assert ctx("thesis-parent1", "<body><img id=x>Only</body>") == "Only"
+    assert ctx("thesis-sibling0", html) == "Inner caption"
+    assert ctx("thesis-sibling0", "<body><p>a <img id=x> b</p></body>") == ""  # no element sibling
 
 
 def test_deeply_nested_pages_do_not_hit_the_recursion_limit():

@@ -22,9 +22,9 @@ Extractors (seed 003 chapter 3, 6, 7; docs/context.md has the details and choice
                 Gaussian-weighted local mean (σ² = 1.25);
 ``figure``      the caption when it is marked up (``<figcaption>``, WordPress
                 ``wp-caption-text`` and other caption classes), else ``par``;
-``thesis-parent0``/``thesis-parent1`` the thesis's parent-0 / parent-1 text
-                (``focuscrawl.context.thesis``; parent-1 falls back to parent-0 as the
-                final score does).
+``thesis-parent0``/``thesis-parent1``/``thesis-sibling0`` the thesis's parent-0 /
+                parent-1 / nearest sibling text (``focuscrawl.context.thesis``;
+                parent-1 falls back to parent-0 as the final score does).
 """
 from __future__ import annotations
 
@@ -489,6 +489,15 @@ def thesis_parent(level: int) -> PageExtractor:
     return bind
 
 
+def thesis_sibling0(root: etree._Element) -> ImageContext:
+    """The thesis's nearest sibling with text (sibling-0)."""
+    def context(img: etree._Element) -> str:
+        siblings = [c for c in thesis_context(img, max_parents=1, max_siblings=1, max_chars=10 ** 9)
+                    if c["kind"] == "sibling"]
+        return norm_space(siblings[0]["text"]) if siblings else ""
+    return context
+
+
 CONTEXT_EXTRACTORS: dict[str, PageExtractor] = {
     "full": full,
     "nt10": n_terms(5, 5),
@@ -503,6 +512,7 @@ CONTEXT_EXTRACTORS: dict[str, PageExtractor] = {
     "figure": figure,
     "thesis-parent0": thesis_parent(0),
     "thesis-parent1": thesis_parent(1),
+    "thesis-sibling0": thesis_sibling0,
 }
 
 
