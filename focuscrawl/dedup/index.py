@@ -42,6 +42,7 @@ class Matches(NamedTuple):
     ids: np.ndarray  # id of the matching fingerprint
     distances: np.ndarray  # Hamming distance, <= max_distance
     candidates: int  # fingerprints compared: table hits (with repeats across tables) + unsorted tail
+    key_matches: int = 0  # table hits with exactly the query's key (if asked): the seed's candidates
 
 
 class SimHashIndex:
@@ -186,8 +187,14 @@ class SimHashIndex:
             terms.append(f"(({expr}) >> {self._shift})")
         return eval(f"lambda fp: ({', '.join(terms)},)")  # noqa: S307 - integers only, see above
 
-    def query_many(self, fingerprints: Iterable[int] | np.ndarray, max_distance: int | None = None) -> Matches:
-        """All stored fingerprints within ``max_distance`` (default k, at most k) of each query."""
+    def query_many(self, fingerprints: Iterable[int] | np.ndarray, max_distance: int | None = None,
+                   count_key_matches: bool = False) -> Matches:
+        """All stored fingerprints within ``max_distance`` (default k, at most k) of each query.
+
+        ``candidates`` counts what was compared, directory-bucket neighbours included;
+        with ``count_key_matches`` the hits whose table key equals the query's (the
+        same B − k blocks) are counted too.
+        """
         k = self.max_distance if max_distance is None else int(max_distance)
         if not 0 <= k <= self.max_distance:
             raise ValueError(f"max_distance must be between 0 and the index's k={self.max_distance}")
@@ -196,9 +203,10 @@ class SimHashIndex:
         qs: list[np.ndarray] = []
         cs: list[np.ndarray] = []
         ds: list[np.ndarray] = []
-        candidates = 0
+        candidates = key_matches = 0
         if self._n_sorted and q:
-            buckets = (self.table_keys(fps).ravel() >> _U64(self._shift)).astype(np.int64)
+            keys = self.table_keys(fps).ravel()
+            buckets = (keys >> _U64(self._shift)).astype(np.int64)
             lo, hi = self._dir[buckets], self._dir[buckets + 1]
             counts = hi - lo
             total = int(counts.sum())
@@ -206,6 +214,8 @@ class SimHashIndex:
             if total:
                 qrep = np.repeat(np.tile(np.arange(q), len(self._parts)), counts)
                 pos = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+                if count_key_matches:
+                    key_matches = int(np.count_nonzero(self._keys[pos] == np.repeat(keys, counts)))
                 dist = np.bitwise_count(self._table_fps[pos] ^ fps[qrep])
                 ok = np.nonzero(dist <= k)[0]
                 qs.append(qrep[ok])
@@ -222,13 +232,13 @@ class SimHashIndex:
                 ds.append(dist[qi, ti].astype(np.int64))
         if not qs:
             empty = np.empty(0, dtype=np.int64)
-            return Matches(empty, empty, empty, candidates)
+            return Matches(empty, empty, empty, candidates, key_matches)
         qrep, cand, dist = np.concatenate(qs), np.concatenate(cs), np.concatenate(ds)
         # a pair found in several tables is reported once
         _, first = np.unique(qrep * np.int64(self._n) + cand, return_index=True)
         qrep, cand, dist = qrep[first], cand[first], dist[first]
         order = np.lexsort((cand, dist, qrep))
-        return Matches(qrep[order], cand[order], dist[order], candidates)
+        return Matches(qrep[order], cand[order], dist[order], candidates, key_matches)
 
     def query(self, fingerprint: int, max_distance: int | None = None) -> list[tuple[int, int]]:
         """``(id, distance)`` of stored fingerprints within the distance, nearest (then oldest) first.
