@@ -1,7 +1,10 @@
 """Precision and recall of the auto-generated ALT filter on real, hand-labelled ALT texts.
 
-Usage: python benchmarks/alt_filter_eval.py [--data ../shared/data] [--labels benchmarks/alt_filter_labels.tsv]
-       [--show]   (list the errors)
+Usage: python benchmarks/alt_filter_eval.py [--data ../shared/data] [--corpus dev|test] [--show]
+
+``dev``: 1419 ALT texts of the article-extraction-benchmark pages and the WARCs, the set the
+rules were tuned on (labels: alt_filter_labels.tsv). ``test``: 821 ALT texts of the
+readability-pages, labelled after the rules were frozen (alt_filter_labels_test.tsv).
 
 Counts over distinct ALT texts and over occurrences (an ALT repeated on many pages
 counts each time). Labels: benchmarks/alt_filter_labels.tsv (see its header).
@@ -41,11 +44,13 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--labels", default=str(ROOT / "benchmarks" / "alt_filter_labels.tsv"))
+    ap.add_argument("--corpus", choices=("dev", "test"), default="test")
+    ap.add_argument("--labels", help="label file (default: the one of --corpus)")
     ap.add_argument("--show", action="store_true", help="print false positives and false negatives")
     args = ap.parse_args()
-    alts = collect_alts(args.data)
-    labels = read_labels(Path(args.labels))
+    alts = collect_alts(args.data, args.corpus)
+    default = "alt_filter_labels.tsv" if args.corpus == "dev" else "alt_filter_labels_test.tsv"
+    labels = read_labels(Path(args.labels or ROOT / "benchmarks" / default))
     unlabelled = [a for a in alts if alt_key(a) not in labels]
     if unlabelled:
         print(f"warning: {len(unlabelled)} ALT texts have no label and are left out", file=sys.stderr)
@@ -65,7 +70,7 @@ def main() -> int:
             rules[(reason, cell)] += 1
         if cell in ("fp", "fn"):
             errors.append((cell, reason or "-", alt))
-    print(f"ALT texts: {sum(counts['distinct'].values())} distinct, {sum(counts['occurrences'].values())} "
+    print(f"corpus {args.corpus}: ALT texts: {sum(counts['distinct'].values())} distinct, {sum(counts['occurrences'].values())} "
           f"occurrences; generated (gold): {counts['distinct']['tp'] + counts['distinct']['fn']} distinct")
     for name, c in counts.items():
         p, r, f = prf(c["tp"], c["fp"], c["fn"])

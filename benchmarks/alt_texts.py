@@ -32,8 +32,12 @@ def _alts_of(html: bytes) -> list[str]:
     return alts
 
 
-def collect_alts(data_dir: str | Path) -> dict[str, dict]:
-    """{alt text: {"source": first file, "count": occurrences}} over all pages, in a fixed order."""
+def collect_alts(data_dir: str | Path, corpus: str = "dev") -> dict[str, dict]:
+    """{alt text: {"source": first file, "count": occurrences}} over all pages, in a fixed order.
+
+    ``corpus`` "dev": article-extraction-benchmark pages and the WARCs (the rules were tuned on
+    these); "test": the readability-pages sources (labelled after the rules were frozen).
+    """
     data = Path(data_dir)
     found: dict[str, dict] = {}
 
@@ -42,6 +46,10 @@ def collect_alts(data_dir: str | Path) -> dict[str, dict]:
             entry = found.setdefault(alt, {"source": source, "count": 0})
             entry["count"] += 1
 
+    if corpus == "test":
+        for path in sorted((data / "readability-pages").glob("*/source.html")):
+            add(path.read_bytes(), f"readability-pages/{path.parent.name}")
+        return found
     for path in sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz")):
         add(gzip.open(path).read(), f"article-extraction-benchmark/{path.name}")
     for name in WARCS:
