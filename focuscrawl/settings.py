@@ -31,9 +31,14 @@ FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 
 # --- Text (SPEC §2) ----------------------------------------------------------------
-#: Page-text extractor by name: "fulltext" (all body text) or a boilerpy3 one
-#: ("article", "default", "keepeverything", ...); see focuscrawl.text.extractors.
-FOCUSCRAWL_TEXT_EXTRACTOR = "fulltext"
+#: Page-text extractor by name: "trafilatura", "justext", "fulltext" (all body text) or a
+#: boilerpy3 one ("article", "default", "keepeverything", ...); see focuscrawl.text.extractors.
+#: Default "trafilatura" (full text when it finds no main text): best on both measured
+#: sets (docs/extraction.md): CLEANEVAL score 0.823 / token recall 0.935 / F1 0.899, modern
+#: articles (Zyte benchmark) 0.930 / 0.983 / 0.959, no failures. fulltext keeps all topical
+#: text but half of a modern page's words are boilerplate (P 0.51) that blur page
+#: perplexity; ArticleExtractor (the thesis's choice) drops a quarter (R 0.75 on CLEANEVAL).
+FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
 #: A sentence counts for page perplexity and the sentence log with ≥ this many tokens.
 FOCUSCRAWL_MIN_SENTENCE_TOKENS = 5
 
@@ -77,18 +82,132 @@ FOCUSCRAWL_SCORE_MIN = 2.0
 FOCUSCRAWL_SCORE_MAX = 70000.0
 
 # --- Crawl scope, modes, queue, traps, links log (issue "Focused crawl") ------------
-
+#: Seeds: a file (one URL per line, # comments) or comma-separated URLs (spider arg ``seeds``).
+#: Spider arguments ``seeds mode model keywords output domains budget extractor`` override
+#: the settings FOCUSCRAWL_SEEDS/_MODE/_MODEL/_KEYWORDS/_OUTPUT_DIR/_ALLOWED_DOMAINS,
+#: CLOSESPIDER_PAGECOUNT and FOCUSCRAWL_TEXT_EXTRACTOR before any component is built.
+FOCUSCRAWL_SEEDS = ""
+#: Run directory (links.tsv, pages.tsv, ...); empty = no files written.
+FOCUSCRAWL_OUTPUT_DIR = ""
+#: Only these domains and their subdomains are crawled (empty = all).
+FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
+#: Links whose SURT starts with one of these are rejected (SPEC §5 thesis scope); a
+#: SURT prefix "(org,wikipedia," / "http://(org,wikipedia," or a plain domain.
+FOCUSCRAWL_REJECT_SURTS = [
+    "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
+]
+#: Page budget: the crawl closes cleanly after this many responses (Scrapy's own
+#: setting, spider arg ``budget``; robots.txt responses count); 0 = unlimited.
+CLOSESPIDER_PAGECOUNT = 0
+#: Maximum link depth from the seeds (Scrapy's setting; 0 = unlimited).
+DEPTH_LIMIT = 0
+#: Pages fetched per host at most (robots.txt and retries not counted); 0 = unlimited.
+FOCUSCRAWL_MAX_PAGES_PER_HOST = 0
+#: Trap guards: longest URL (Scrapy's UrlLengthMiddleware), a path segment repeated
+#: more often than this (/a/b/a/b/a/b), distinct query strings per host+path.
+URLLENGTH_LIMIT = 2048
+FOCUSCRAWL_MAX_PATH_REPEATS = 2
+FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
+#: 0 = one Scrapy priority per bucket (FOCUSCRAWL_PRIORITY_BUCKETS); k > 0 = k
+#: log-scale priorities per power of ten of the link score (finer best-first).
+FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE = 0
+#: Write links.tsv (every scored link with its decision) into the output dir.
+FOCUSCRAWL_LINKS_LOG = False
+#: Seconds between progress lines (pages/s, items, queue size, LM cache); 0 = off.
+FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
+#: Strict best-first: one global priority queue across hosts (Scrapy's default
+#: DownloaderAwarePriorityQueue orders only within a host's slot), FIFO within a
+#: priority (breadth-first for `unfocused`, where priority = -depth).
+SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+#: Scrapy starts the next request as soon as a download ends, before the spider has
+#: queued that page's links: best-first lags by one response per free download slot.
+#: SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 (with CONCURRENT_REQUESTS = 1) makes the order
+#: exact at the cost of throughput; the default keeps Scrapy's value.
+SPIDER_MIDDLEWARES = {
+    # output runs from high to low numbers: depth (900), url length (800), scope, priority
+    "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
+    "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+}
+DOWNLOADER_MIDDLEWARES = {
+    "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+}
+EXTENSIONS = {
+    "focuscrawl.extensions.progress.CrawlProgress": 500,
+}
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
+# FOCUSCRAWL_OUTPUT_DIR (crawl section) is the run directory; empty = nothing is
+# written and images are not downloaded (merge, download and writers stay off).
+#: At most this many element siblings (with text) are collected as context.
+FOCUSCRAWL_IMAGE_MAX_SIBLINGS = 5
+#: A context text longer than this is stored and scored cut to this many characters
+#: (a parent near <body> is the whole page); its full length is kept in the record.
+FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS = 10_000
+#: Candidate images kept per page; more are dropped as ``page_limit`` (crawler traps).
+FOCUSCRAWL_IMAGE_MAX_PER_PAGE = 200
+#: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
+#: "mark" = extracted with ``near_duplicate_page=True``; "skip" = not extracted.
+FOCUSCRAWL_NEARDUP_IMAGES = "mark"
+#: Largest image file downloaded (bytes, per-request ``download_maxsize``).
+FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
+#: Decompression-bomb guard: images with more pixels are rejected before decoding.
+#: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
+FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
+#: Later sightings merged into one image record at most (a logo on every page).
+FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
+#: sentences.txt.gz is written as one gzip member per batch of this many bytes of
+#: text (with the batch's pages.tsv rows); 0 = one member per page.
+FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
+
+#: Spider middlewares: spider output flows from high to low numbers. The
+#: near-duplicate middleware (dedup) must have a higher number than 500 so that
+#: ``near_duplicate_of`` is set before images are extracted.
+SPIDER_MIDDLEWARES["focuscrawl.middlewares.images.ImageExtractionMiddleware"] = 500
+#: Item pipelines, in order: merge/dedupe by image URL (first sighting goes on),
+#: final score, download (FilesPipeline), then the writers.
+ITEM_PIPELINES = {
+    "focuscrawl.pipelines.merge.ImageMergePipeline": 100,
+    "focuscrawl.pipelines.score.FinalScorePipeline": 200,
+    "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
+    "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
+    "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
+}
+#: stats.json in the run directory when the crawl ends.
+EXTENSIONS["focuscrawl.output.stats.StatsFileWriter"] = 900
 
 
 # --- Context extractors and page-text extraction (issue "Text and image-context") ----
+#: Context extractors (focuscrawl.context.extractors: full, nt10, nt20, nt10-20, ant, par,
+#: mon, art, art2d, clus, figure, thesis-parent0/1) whose text is recorded and scored per
+#: image in ImageItem["extra_contexts"]; empty = only the thesis parents/siblings.
+FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS: list[str] = []
+#: Context of the final image score: "thesis" (parent-1, SPEC §6) or a name listed in
+#: FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS (e.g. "figure", best on captioned figures, docs/context.md).
+FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
 
 
 # --- Near-duplicates (issue "Near-duplicate detection") -------------------------------
+#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
+#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
+FOCUSCRAWL_NEARDUP_ENABLED = True
+#: Word n-grams of the SimHash features: "3", "5" or "3+5" (the union in one vector).
+FOCUSCRAWL_NEARDUP_NGRAMS = "3"
+#: k: pages whose 64-bit SimHashes differ in at most k bits are near-duplicates.
+FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
+#: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
+FOCUSCRAWL_NEARDUP_BLOCKS = 4
+#: A higher number is closer to the spider: at 950 the middleware sees each PageItem
+#: before the image middleware (lower number) reads its near_duplicate_of.
+SPIDER_MIDDLEWARES["focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"] = 950
 
 
 # --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
+#: Close the crawl after this many pages (PageItems; image downloads and robots.txt
+#: not counted) when the extension focuscrawl.eval.budget.PageBudget is enabled, as
+#: ``focuscrawl eval run`` does; 0 = no budget.
+FOCUSCRAWL_EVAL_PAGE_BUDGET = 0
 
 
 # --- Ranking, export, annotation (issue "Corpus ranking") -----------------------------
@@ -96,3 +215,31 @@ FOCUSCRAWL_SCORE_MAX = 70000.0
 
 # --- Deployment, Redis, WARC, resume (issue "Deployment and scale") -------------------
 
+#: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC
+#: files in this directory; empty = off. Files are ``*.warc.gz``; the one being
+#: written is ``*.warc.gz.open`` until rotated or closed (complete records only).
+FOCUSCRAWL_WARC_DIR = ""
+#: Rotate to a new WARC file once the current one reaches this many bytes.
+FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
+#: File name prefix of written WARC files (the process id is part of the name too).
+FOCUSCRAWL_WARC_PREFIX = "focuscrawl"
+
+DOWNLOADER_MIDDLEWARES = {
+    **DOWNLOADER_MIDDLEWARES,
+    # next to the downloader: stores bodies as sent (still content-encoded)
+    "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
+}
+
+#: Redis profile (focuscrawl.distributed): a redis:// URL switches the crawl to the
+#: shared scrapy-redis frontier + dupefilter, the Redis per-host throttle and worker
+#: coordination. Empty = single-process crawl with the JOBDIR-capable local scheduler.
+FOCUSCRAWL_REDIS_URL = ""
+#: Name of the shared crawl (Redis key namespace); empty = the spider name.
+FOCUSCRAWL_REDIS_CRAWL = ""
+#: Minimum seconds between request starts to one host across all processes;
+#: -1 = DOWNLOAD_DELAY.
+FOCUSCRAWL_REDIS_HOST_DELAY = -1
+#: An idle process waits while another was busy within this many seconds.
+FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
+
+ADDONS = {"focuscrawl.distributed.RedisProfile": 0}

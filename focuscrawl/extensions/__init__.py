@@ -1,0 +1,1 @@
+"""Scrapy extensions of focuscrawl (enabled in ``focuscrawl.settings.EXTENSIONS``)."""

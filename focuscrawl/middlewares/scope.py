@@ -1,0 +1,52 @@
+"""Crawl scope and crawler-trap guards for the spider's out-links (before scoring).
+
+A spider middleware so that out-of-scope links cost no LM query and do not show in
+the link statistics. Seeds are exempt (the operator chose them). Maximum URL length
+is Scrapy's own ``UrlLengthMiddleware`` (``URLLENGTH_LIMIT``); Scrapy's
+``OffsiteMiddleware`` also applies ``FOCUSCRAWL_ALLOWED_DOMAINS`` to redirects.
+"""
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+
+from scrapy import Request
+from scrapy.http import Response
+from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+
+from focuscrawl.urls import QueryVariantLimit, SurtRules, domain_allowed, repeated_path_segment
+
+logger = logging.getLogger(__name__)
+
+
+class ScopeMiddleware(BaseSpiderMiddleware):
+    """Drops out-links outside ``FOCUSCRAWL_ALLOWED_DOMAINS``, matching
+    ``FOCUSCRAWL_REJECT_SURTS``, or looking like traps (``FOCUSCRAWL_MAX_PATH_REPEATS``,
+    ``FOCUSCRAWL_MAX_QUERY_VARIANTS``); each reason counted in ``focuscrawl/scope/*``."""
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        s = crawler.settings
+        self.stats = crawler.stats
+        self.allowed = tuple(d.lower() for d in s.getlist("FOCUSCRAWL_ALLOWED_DOMAINS"))
+        self.reject = SurtRules(s.getlist("FOCUSCRAWL_REJECT_SURTS"))
+        self.max_repeats = s.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
+        self.query_variants = QueryVariantLimit(s.getint("FOCUSCRAWL_MAX_QUERY_VARIANTS"))
+
+    def _drop(self, reason: str, request: Request) -> None:
+        self.stats.inc_value(f"focuscrawl/scope/{reason}")
+        logger.debug("out of scope (%s): %s", reason, request.url)
+
+    def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
+        if response is None:  # a seed
+            return request
+        url = request.url
+        if self.allowed and not domain_allowed(urlsplit(url).hostname or "", self.allowed):
+            return self._drop("offsite", request)
+        if self.reject.matches(url):
+            return self._drop("rejected", request)
+        if repeated_path_segment(url, self.max_repeats):
+            return self._drop("path_repeats", request)
+        if not self.query_variants.admit(url):
+            return self._drop("query_variants", request)
+        return request

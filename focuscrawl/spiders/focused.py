@@ -1,0 +1,208 @@
+"""The ``focused`` spider: fetch pages, score their text, emit a PageItem and out-links.
+
+    scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused
+        [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
+
+The spider only extracts: the page's document perplexity goes into the PageItem and
+``response.meta["page_perplexity"]``; every out-link becomes a Request with its
+anchor text in ``meta["anchor"]``. Scoring and ordering the links is the job of
+``LinkPriorityMiddleware``, scope and traps of ``ScopeMiddleware``, images of the
+image middleware and pipelines.
+"""
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterator
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.exceptions import UsageError
+from scrapy.http import HtmlResponse, Response
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+
+from focuscrawl.items import PageItem
+from focuscrawl.scoring import topic_scorer
+from focuscrawl.text.extractors import ExtractionError, get_extractor
+from focuscrawl.text.html import full_text_from_tree
+
+logger = logging.getLogger(__name__)
+
+MODES = ("keywords", "document", "unfocused")
+#: spider argument -> setting it overrides (applied before any component is built)
+SPIDER_ARG_SETTINGS = {
+    "mode": "FOCUSCRAWL_MODE",
+    "model": "FOCUSCRAWL_MODEL",
+    "keywords": "FOCUSCRAWL_KEYWORDS",
+    "output": "FOCUSCRAWL_OUTPUT_DIR",
+    "seeds": "FOCUSCRAWL_SEEDS",
+    "domains": "FOCUSCRAWL_ALLOWED_DOMAINS",
+    "budget": "CLOSESPIDER_PAGECOUNT",
+    "extractor": "FOCUSCRAWL_TEXT_EXTRACTOR",
+}
+_SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
+_NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
+_WS = re.compile(r"\s+")
+
+
+def read_seeds(value: str) -> list[str]:
+    """Seed URLs from a file (one per line, ``#`` comments) or a comma-separated list."""
+    value = (value or "").strip()
+    if not value:
+        raise UsageError("no seeds: pass -a seeds=FILE or -a seeds=URL,URL")
+    if "://" in value.split(",")[0]:
+        urls = [u.strip() for u in value.split(",") if u.strip()]
+    else:
+        path = Path(value)
+        if not path.is_file():
+            raise UsageError(f"seeds file not found: {path}")
+        urls = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.lstrip().startswith("#")]
+    bad = [u for u in urls if urlsplit(u).scheme not in ("http", "https") or not urlsplit(u).hostname]
+    if bad:
+        raise UsageError(f"seeds must be http(s) URLs, got {bad[:3]}")
+    if not urls:
+        raise UsageError(f"no seed URLs in {value}")
+    return urls
+
+
+def page_links(root, response: Response) -> tuple[dict[str, str], int]:
+    """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
+
+    Fragments are dropped, links to files with a non-page extension (images,
+    archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
+    several times keeps its first non-empty anchor text.
+    """
+    links: dict[str, str] = {}
+    images = 0
+    if root is None:
+        return links, 0
+    for el in root.iter("a", "img"):
+        if el.tag == "img":
+            images += 1
+            continue
+        href = el.get("href")
+        if not href:
+            continue
+        href = href.strip()
+        if not href or href.lower().startswith(_NOT_LINKS):
+            continue
+        try:
+            url = response.urljoin(href)
+        except ValueError:
+            continue
+        url = url.split("#", 1)[0]
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            continue
+        ext = posixpath.splitext(parts.path)[1][1:].lower()
+        if ext and ext in _SKIPPED_EXTENSIONS:
+            continue
+        anchor = links.get(url)
+        if not anchor:
+            links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
+    return links, images
+
+
+class FocusedSpider(scrapy.Spider):
+    """Best-first (or breadth-first) crawl from seeds; see the module docstring."""
+
+    name = "focused"
+
+    @classmethod
+    def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
+        apply_spider_args(crawler.settings, kwargs)
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        try:
+            spider._configure(crawler)
+        except UsageError as exc:  # one clear line before Scrapy's traceback
+            logger.error("focused: cannot start the crawl: %s", exc)
+            raise
+        return spider
+
+    def _configure(self, crawler) -> None:
+        settings = crawler.settings
+        mode = settings.get("FOCUSCRAWL_MODE")
+        if mode not in MODES:
+            raise UsageError(f"unknown crawl mode {mode!r}; choose one of {', '.join(MODES)}")
+        self.mode = mode
+        self.seed_urls = read_seeds(settings.get("FOCUSCRAWL_SEEDS") or "")
+        try:
+            self.extractor_name = settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")
+            self.extract = get_extractor(self.extractor_name)
+            # load the model now: a bad path stops the crawl before any request
+            self.scorer = topic_scorer(crawler)
+        except (ValueError, FileNotFoundError) as exc:
+            raise UsageError(str(exc)) from exc
+        self.min_sentence_tokens = settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS")
+        self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
+
+    @property
+    def stats(self):
+        return self.crawler.stats
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        for url in self.seed_urls:
+            yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={"seed": True})
+
+    # -- parsing ---------------------------------------------------------------
+    def parse(self, response: Response) -> Iterator[Any]:
+        if not isinstance(response, HtmlResponse):
+            ctype = response.headers.get(b"Content-Type", b"").decode("latin-1").split(";")[0].strip()
+            self.stats.inc_value("focuscrawl/skipped/non_html")
+            logger.debug("skipping non-HTML %s (%s)", response.url, ctype or "no type")
+            return
+        try:
+            root = response.selector.root
+            if self.extractor_name == "fulltext":
+                text = full_text_from_tree(root)
+            else:
+                text = self.extract(response.text)
+        except (UnicodeError, LookupError) as exc:
+            self.stats.inc_value("focuscrawl/skipped/undecodable")
+            logger.warning("cannot decode %s: %s", response.url, exc)
+            return
+        except ExtractionError as exc:
+            self.stats.inc_value("focuscrawl/skipped/extraction_error")
+            logger.warning("text extraction failed on %s: %s", response.url, exc)
+            return
+        score, sentences = self.scorer.score_document(text, self.min_sentence_tokens)
+        links, images = page_links(root, response)
+        response.meta["page_perplexity"] = score.perplexity
+        response.meta["page_keyword_score"] = score.keyword_score
+        self.stats.inc_value("focuscrawl/pages")
+        if score.perplexity is None:
+            self.stats.inc_value("focuscrawl/pages_without_text")
+        self.stats.inc_value("focuscrawl/links/found", len(links))
+        yield PageItem(
+            url=response.url,
+            depth=response.meta.get("depth", 0),
+            status=response.status,
+            host=urlsplit(response.url).hostname,
+            size=len(response.body),
+            fetched_at=time.time(),
+            perplexity=score.perplexity,
+            keyword_score=score.keyword_score,
+            sentences=sentences,
+            links=len(links),
+            images=images,
+            near_duplicate_of=None,
+        )
+        for url, anchor in links.items():
+            yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={"anchor": anchor})
+
+    def on_error(self, failure) -> None:
+        """Count failed downloads by exception type; the crawl goes on."""
+        name = failure.type.__name__ if failure.type else "unknown"
+        self.stats.inc_value(f"focuscrawl/download_errors/{name}")
+        logger.debug("download failed: %s: %s", failure.request.url if hasattr(failure, "request") else "", failure.value)
+
+
+def apply_spider_args(settings, args: dict[str, Any]) -> None:
+    """Spider arguments override settings (priority ``spider``) so every component sees them."""
+    for arg, name in SPIDER_ARG_SETTINGS.items():
+        if arg in args and args[arg] not in (None, ""):
+            settings.set(name, args[arg], priority="spider")

@@ -1,0 +1,101 @@
+"""URL scope and crawler-trap rules as pure functions (SPEC §5 scope, brief standard 5).
+
+SURT (Sort-friendly URI Reordering Transform, as in Heritrix) writes the host
+reversed, so one prefix covers a domain and all its subdomains:
+``https://en.wikipedia.org/wiki/Cat`` -> ``(org,wikipedia,en,)/wiki/Cat``. The scheme
+is left out: a rule applies to http and https alike.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+from urllib.parse import urlsplit
+
+#: SPEC §5: the thesis's reject rules (crawler traps and giant sites).
+DEFAULT_REJECT_SURTS = (
+    "(org,wikipedia,",
+    "(com,amazon,",
+    "(uk,co,amazon,",
+    "(de,amazon,",
+    "(com,googleapis,maps,",
+)
+
+
+def host_surt(host: str) -> str:
+    """``en.wikipedia.org`` -> ``(org,wikipedia,en,``; port and trailing dot dropped."""
+    host = host.lower().rstrip(".").split(":")[0]
+    return "(" + ",".join(reversed(host.split("."))) + ","
+
+
+def surt(url: str) -> str:
+    """SURT form of ``url`` without scheme: ``(org,wikipedia,en,)/wiki/Cat?q``."""
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{host_surt(parts.hostname or '')}){path}{query}"
+
+
+def surt_prefix(rule: str) -> str:
+    """A reject rule as SURT prefix: a SURT prefix (``http://(org,wikipedia,`` or
+    ``(org,wikipedia,``) is kept (scheme dropped), a domain (``wikipedia.org``) converted."""
+    rule = rule.strip()
+    if "://" in rule:
+        rule = rule.split("://", 1)[1]
+    if rule.startswith("("):
+        return rule.lower()
+    return host_surt(rule)
+
+
+class SurtRules:
+    """Matches URLs against a list of SURT prefixes (or domains)."""
+
+    def __init__(self, rules: Iterable[str]) -> None:
+        self.prefixes = tuple(sorted({surt_prefix(r) for r in rules if r and r.strip()}))
+
+    def matches(self, url: str) -> bool:
+        return bool(self.prefixes) and surt(url).startswith(self.prefixes)
+
+
+def domain_allowed(host: str, allowed: Iterable[str]) -> bool:
+    """``host`` is one of ``allowed`` or a subdomain of one (empty ``allowed`` = all)."""
+    allowed = tuple(allowed)
+    if not allowed:
+        return True
+    host = (host or "").lower().rstrip(".")
+    return any(host == d or host.endswith("." + d) for d in (a.lower().lstrip(".") for a in allowed))
+
+
+def repeated_path_segment(url: str, max_repeats: int) -> str | None:
+    """A path segment occurring more than ``max_repeats`` times (a calendar or
+    relative-link loop such as ``/a/b/a/b/a/b``), or ``None``; 0 disables the check."""
+    if max_repeats <= 0:
+        return None
+    counts = Counter(s for s in urlsplit(url).path.split("/") if s)
+    for segment, n in counts.items():
+        if n > max_repeats:
+            return segment
+    return None
+
+
+class QueryVariantLimit:
+    """Admits at most ``limit`` distinct query strings per host+path (faceted search,
+    session ids, endless calendars). Memory is bounded: at most ``limit`` hashes per path."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._seen: dict[tuple[str, str], set[int]] = {}
+
+    def admit(self, url: str) -> bool:
+        if self.limit <= 0:
+            return True
+        parts = urlsplit(url)
+        if not parts.query:
+            return True
+        seen = self._seen.setdefault((parts.netloc.lower(), parts.path), set())
+        key = hash(parts.query)
+        if key in seen:
+            return True
+        if len(seen) >= self.limit:
+            return False
+        seen.add(key)
+        return True

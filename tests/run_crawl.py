@@ -1,0 +1,30 @@
+"""Run one ``focused`` crawl in this process and dump its stats as JSON (used by tests
+in a subprocess: Scrapy's reactor cannot restart within one process).
+
+    python tests/run_crawl.py STATS_JSON SETTINGS_JSON SPIDER_ARGS_JSON
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from scrapy.crawler import CrawlerProcess
+from scrapy.utils.project import get_project_settings
+
+
+def main(stats_path: str, settings_json: str, args_json: str) -> int:
+    settings = get_project_settings()
+    settings.setdict(json.loads(settings_json), priority="cmdline")
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler("focused")
+    process.crawl(crawler, **json.loads(args_json))
+    process.start()
+    stats = {k: (v if isinstance(v, (int, float, str)) or v is None else str(v))
+             for k, v in (crawler.stats.get_stats() or {}).items()}
+    with open(stats_path, "w", encoding="utf-8") as f:
+        json.dump(stats, f, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))

@@ -1,0 +1,91 @@
+"""Crawl order, buckets and razor of each mode on a small local web (real server, real Scrapy).
+
+Site (toy model of crawlhelp; CONCURRENT_REQUESTS=1 so the server sees the crawl order):
+
+    seed.test/  text PP 3162, links in this order:
+        a.test/ "click here" -> anchor PP 3162 > T_otx: PP_d           = 3162  normal
+        b.test/ "qqq"        -> (0.7*3162 + 0.3*562)                   = 2382  normal
+        c.test/ "tabby"      -> kw 0.85: (...)*(1-2.55) < 0 -> 1               high
+        d.test/ "kitten"     -> (0.7*3162 + 0.3*5.62)*(1-0.3)          = 1550  medium
+    c.test/     off-topic, PP 8.25e5, links:
+        c.test/deep "click here" -> 8.25e5 > razor 3e4: dropped in focused modes
+        c.test/kit  "tabby"      -> 1 (high): overtakes d.test/ although found later
+"""
+from __future__ import annotations
+
+import pytest
+
+from crawlhelp import LOW, NORMAL, OFF_TOPIC, ON_TOPIC, crawl, items, links_log
+from localweb import LocalWeb, Page, html
+
+
+def site() -> dict:
+    return {
+        ("seed.test", "/"): Page(html("seed", NORMAL, [
+            ("http://a.test/", "click here"), ("http://b.test/", "qqq"),
+            ("http://c.test/", "tabby"), ("http://d.test/", "kitten")])),
+        ("a.test", "/"): Page(html("a", LOW)),
+        ("b.test", "/"): Page(html("b", ON_TOPIC)),
+        ("c.test", "/"): Page(html("c", OFF_TOPIC, [("/deep", "click here"), ("/kit", "tabby")])),
+        ("c.test", "/kit"): Page(html("kit", ON_TOPIC)),
+        ("c.test", "/deep"): Page(html("deep", ON_TOPIC)),
+        ("d.test", "/"): Page(html("d", ON_TOPIC)),
+    }
+
+
+def test_keywords_mode_is_best_first_across_hosts(tmp_path):
+    with LocalWeb(site()) as web:
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", mode="keywords")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert web.pages_requested() == [
+        "seed.test/", "c.test/", "c.test/kit", "d.test/", "a.test/", "b.test/"]
+    log = {row["to"]: row for row in links_log(tmp_path)}
+    assert {u: r["bucket"] for u, r in log.items()} == {
+        "http://a.test/": "normal", "http://b.test/": "normal", "http://c.test/": "high",
+        "http://d.test/": "medium", "http://c.test/deep": "low", "http://c.test/kit": "high"}
+    assert float(log["http://b.test/"]["score"]) == pytest.approx(0.7 * 3162.28 + 0.3 * 562.34, rel=1e-4)
+    assert float(log["http://d.test/"]["score"]) == pytest.approx((0.7 * 3162.28 + 0.3 * 5.6234) * 0.7, rel=1e-4)
+    assert float(log["http://c.test/"]["score"]) == 1.0
+    assert log["http://c.test/deep"]["followed"] == "0" and log["http://c.test/kit"]["followed"] == "1"
+    assert stats["focuscrawl/links/razored"] == 1
+    assert stats["focuscrawl/links/bucket/high"] == 2
+    assert stats["focuscrawl/links/bucket/medium"] == 1
+    assert stats["focuscrawl/links/bucket/normal"] == 2
+    assert stats["focuscrawl/pages"] == 6
+    assert stats["lm/queries"] > 0
+    pages = [i for i in items(tmp_path) if "sentences" in i]
+    assert [p["url"] for p in pages][:2] == ["http://seed.test/", "http://c.test/"]
+    assert pages[0]["perplexity"] == pytest.approx(3162.28, rel=1e-4)
+    assert pages[0]["links"] == 4 and pages[0]["depth"] == 0 and pages[1]["depth"] == 1
+
+
+def test_fine_log_buckets_order_within_a_bucket(tmp_path):
+    # 10 priorities per decade: b (2382) now ranks before a (3162), both "normal"
+    with LocalWeb(site()) as web:
+        _, proc = crawl(web, tmp_path, "http://seed.test/", mode="keywords",
+                        settings={"FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE": 10})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert web.pages_requested() == [
+        "seed.test/", "c.test/", "c.test/kit", "d.test/", "b.test/", "a.test/"]
+
+
+def test_document_mode_links_inherit_page_perplexity(tmp_path):
+    with LocalWeb(site()) as web:
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", mode="document")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # all seed links score 3162 (normal, FIFO); c.test's links inherit 8.25e5: razored
+    assert web.pages_requested() == ["seed.test/", "a.test/", "b.test/", "c.test/", "d.test/"]
+    log = links_log(tmp_path)
+    assert {r["bucket"] for r in log if r["from"] == "http://seed.test/"} == {"normal"}
+    assert all(float(r["score"]) == pytest.approx(3162.28, rel=1e-4) for r in log if r["from"] == "http://seed.test/")
+    assert stats["focuscrawl/links/razored"] == 2
+    assert "lm/queries" in stats
+
+
+def test_unfocused_mode_is_breadth_first(tmp_path):
+    with LocalWeb(site()) as web:
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", mode="unfocused")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert web.pages_requested() == [
+        "seed.test/", "a.test/", "b.test/", "c.test/", "d.test/", "c.test/deep", "c.test/kit"]
+    assert "focuscrawl/links/razored" not in stats

@@ -1,0 +1,121 @@
+"""Scope rules, trap guards, robots.txt and bad input on a small local web: the crawl
+goes on, skips what it must, and counts every skip in the stats."""
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+
+from crawlhelp import REPO, ON_TOPIC, crawl, items, write_model
+from localweb import LocalWeb, Page, html
+
+LONG = "http://long.test/" + "x" * 300
+BROKEN = b"<html><body><p>cat cat cat cat cat.<div><a href='/ok'>tabby</a><table><tr><td>\x00\xff\xfe<<<>>"
+LATIN1 = "<html><body><p>cat cat caf\xe9 cat cat cat.</p></body></html>".encode("latin-1")
+
+
+def scope_site() -> dict:
+    links = [
+        ("http://trap.test/a/b/a/b/a/", "cat"),
+        ("http://q.test/list?p=1", "cat"), ("http://q.test/list?p=2", "cat"), ("http://q.test/list?p=3", "cat"),
+        ("http://rejected.test/x", "cat"), ("http://www.rejected.test/y", "cat"),
+        (LONG, "cat"),
+        ("http://robots.test/private/page", "cat"), ("http://robots.test/public", "cat"),
+        ("http://img.test/photo.jpg", "cat"), ("mailto:cat@example.test", "cat"), ("javascript:void(0)", "cat"),
+        ("http://bin.test/file", "cat"), ("http://broken.test/", "cat"), ("http://latin.test/", "cat"),
+        ("http://huge.test/", "cat"), ("http://gone.test/", "cat"),
+        ("http://h.test/1", "cat"), ("http://h.test/2", "cat"), ("http://h.test/3", "cat"),
+    ]
+    leaf = Page(html("leaf", ON_TOPIC))
+    return {
+        ("seed.test", "/"): Page(html("seed", ON_TOPIC, links)),
+        ("trap.test", "/a/b/a/b/a/"): leaf,
+        ("q.test", "/list?p=1"): leaf, ("q.test", "/list?p=2"): leaf, ("q.test", "/list?p=3"): leaf,
+        ("rejected.test", "/x"): leaf, ("www.rejected.test", "/y"): leaf,
+        ("long.test", "/" + "x" * 300): leaf,
+        ("robots.test", "/robots.txt"): Page("User-agent: *\nDisallow: /private\n", "text/plain"),
+        ("robots.test", "/private/page"): leaf, ("robots.test", "/public"): leaf,
+        ("img.test", "/photo.jpg"): Page(b"\xff\xd8\xff", "image/jpeg"),
+        ("bin.test", "/file"): Page(gzip.compress(b"x" * 100), "application/octet-stream"),
+        ("broken.test", "/"): Page(BROKEN, "text/html; charset=utf-8"),
+        ("broken.test", "/ok"): leaf,
+        ("latin.test", "/"): Page(LATIN1, "text/html; charset=utf-8"),
+        ("huge.test", "/"): Page(html("huge", ON_TOPIC + " cat" * 20000)),
+        ("h.test", "/1"): leaf, ("h.test", "/2"): leaf, ("h.test", "/3"): leaf,
+    }
+
+
+def test_scope_traps_robots_and_bad_input(tmp_path):
+    settings = {"FOCUSCRAWL_REJECT_SURTS": ["(test,rejected,"], "FOCUSCRAWL_MAX_QUERY_VARIANTS": 2,
+                "URLLENGTH_LIMIT": 200, "FOCUSCRAWL_MAX_PAGES_PER_HOST": 2, "DOWNLOAD_MAXSIZE": 50_000,
+                "DOWNLOAD_WARNSIZE": 0}
+    with LocalWeb(scope_site()) as web:
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    requested = set(web.pages_requested())
+    for never in ["trap.test/a/b/a/b/a/", "q.test/list?p=3", "rejected.test/x", "www.rejected.test/y",
+                  "robots.test/private/page", "img.test/photo.jpg", "h.test/3"]:
+        assert never not in requested, never
+    assert not any(r.startswith("long.test") for r in requested)
+    for fetched in ["q.test/list?p=1", "q.test/list?p=2", "robots.test/public", "bin.test/file",
+                    "broken.test/", "broken.test/ok", "latin.test/", "huge.test/", "h.test/1", "h.test/2"]:
+        assert fetched in requested, fetched
+    assert "robots.test/robots.txt" in web.requests
+    assert stats["focuscrawl/scope/path_repeats"] == 1
+    assert stats["focuscrawl/scope/query_variants"] == 1
+    assert stats["focuscrawl/scope/rejected"] == 2
+    assert stats["urllength/request_ignored_count"] == 1
+    assert stats["robotstxt/forbidden"] == 1
+    assert stats["focuscrawl/scope/host_limit"] == 1
+    assert stats["focuscrawl/skipped/non_html"] == 1
+    assert stats["focuscrawl/links/found"] == 17 + 1  # seed (no img/mailto/js) + broken.test's /ok
+    assert stats["focuscrawl/download_errors/IgnoreRequest"] == 2  # robots + host limit
+    # over DOWNLOAD_MAXSIZE: Scrapy cancels the download, the errback counts it
+    assert stats["focuscrawl/download_errors/DownloadCancelledError"] == 1
+    pages = {i["url"]: i for i in items(tmp_path) if "sentences" in i}
+    assert "http://huge.test/" not in pages and "http://bin.test/file" not in pages
+    assert pages["http://broken.test/"]["sentences"] == ["cat cat cat cat cat"]
+    # undecodable bytes are dropped (SPEC §2), the rest of the page is kept
+    assert pages["http://latin.test/"]["sentences"] == ["cat cat caf cat cat cat"]
+    # seed, q.test x2, robots.test/public, broken.test x2, latin.test, h.test x2
+    assert stats["focuscrawl/pages"] == len(pages) == 9
+    assert stats["focuscrawl/download_errors/HttpError"] == 1  # gone.test: 404
+
+
+def test_allowed_domains_and_page_budget(tmp_path):
+    site = {
+        ("seed.test", "/"): Page(html("seed", ON_TOPIC, [("/1", "cat"), ("/2", "cat"), ("/3", "cat"),
+                                                         ("http://other.test/", "tabby")])),
+        ("seed.test", "/1"): Page(html("1", ON_TOPIC)), ("seed.test", "/2"): Page(html("2", ON_TOPIC)),
+        ("seed.test", "/3"): Page(html("3", ON_TOPIC)), ("other.test", "/"): Page(html("o", ON_TOPIC)),
+    }
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", domains="seed.test", budget="3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # budget 3 responses: robots.txt of seed.test, the seed, /1
+    assert web.pages_requested() == ["seed.test/", "seed.test/1"]
+    assert stats["focuscrawl/scope/offsite"] == 1
+    assert stats["finish_reason"] == "closespider_pagecount"
+
+
+def run_scrapy(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", "LOG_LEVEL=ERROR"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+def test_bad_arguments_stop_with_a_clear_message(tmp_path):
+    model, _ = write_model(tmp_path)
+    bad_model = tmp_path / "bad.arpa"
+    bad_model.write_text("not a model\n")
+    cases = [
+        (["-a", "seeds=http://seed.test/", "-a", "mode=bogus"], "unknown crawl mode 'bogus'"),
+        (["-a", f"seeds={tmp_path / 'missing.txt'}"], "seeds file not found"),
+        (["-a", "seeds=ftp://x.test/"], "seeds must be http(s) URLs"),
+        (["-a", "seeds=http://seed.test/", "-a", f"model={tmp_path / 'nope.arpa'}"], "language model not found"),
+        (["-a", "seeds=http://seed.test/", "-a", f"model={bad_model}"], "cannot load language model"),
+        (["-a", "seeds=http://seed.test/", "-a", f"model={model}", "-a", "extractor=nope"], "unknown text extractor"),
+    ]
+    for args, message in cases:
+        proc = run_scrapy(tmp_path, *args)
+        assert proc.returncode != 0, args
+        assert message in proc.stderr, (args, proc.stderr[-2000:])

@@ -1,0 +1,65 @@
+"""Link score and priority maths (SPEC §5), no crawl."""
+from __future__ import annotations
+
+import pytest
+
+from focuscrawl.lm.links import (LINK_RAZOR, PRIORITY_BUCKETS, bucket_index, bucket_name,
+                                 bucket_priority, link_score, seed_priority)
+
+
+def test_thesis_debug_example_listing_3_2():
+    # thesis Listing 3.2: "Rasseporträt Maine Coon" on a German page, English model
+    score = link_score(1.2596494866605083e7, 5.816842896896651, 0.01863814855281087)
+    assert score == pytest.approx(8324519.834708901, rel=1e-12)
+    # without the anchor keyword score the thesis's 8.3e6 is not reached
+    assert link_score(1.2596494866605083e7, 5.816842896896651, 0.0) == pytest.approx(8.8175e6, rel=1e-4)
+
+
+def test_anchor_blends_only_below_threshold_and_document():
+    # anchor PP above T_otx (3000): document PP alone
+    assert link_score(5000.0, 3500.0, 0.0) == 5000.0
+    # anchor PP above the document's: document PP alone
+    assert link_score(100.0, 200.0, 0.0) == 100.0
+    # no anchor words: document PP alone, still shrunk by keywords (0 here)
+    assert link_score(100.0, None, 0.0) == 100.0
+    assert link_score(1000.0, 10.0, 0.1) == pytest.approx((700.0 + 3.0) * 0.7)
+    assert link_score(1000.0, None, 0.1) == pytest.approx(700.0)
+    # boundaries are inclusive
+    assert link_score(3000.0, 3000.0, 0.0) == pytest.approx(3000.0)
+
+
+def test_negative_score_becomes_one_and_zero_stays():
+    assert link_score(1e6, 5.0, 0.5) == 1.0
+    assert link_score(1e6, 5.0, 1 / 3) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_custom_weights():
+    assert link_score(1000.0, 10.0, 0.0, doc_weight=0.5, anchor_weight=0.5) == pytest.approx(505.0)
+    assert link_score(1000.0, 10.0, 0.1, keyword_weight=1.0) == pytest.approx(703.0 * 0.9)
+    assert link_score(1000.0, 10.0, 0.0, anchor_max_pp=5.0) == 1000.0
+
+
+@pytest.mark.parametrize("score, index, name, prio", [
+    (1.0, 0, "high", 3), (600.0, 0, "high", 3), (600.1, 1, "medium", 2), (2000.0, 1, "medium", 2),
+    (9999.0, 2, "normal", 1), (1e4, 2, "normal", 1), (1.01e4, 3, "low", 0), (2.9e4, 3, "low", 0),
+])
+def test_thesis_buckets(score, index, name, prio):
+    assert bucket_index(score) == index
+    assert bucket_name(index) == name
+    assert bucket_priority(score) == prio
+    assert seed_priority() > prio
+
+
+def test_fine_log_scale_priorities_are_monotonic_and_below_seeds():
+    scores = [1.0, 1.5, 9.0, 10.0, 11.0, 600.0, 2382.0, 3162.0, 1e4, LINK_RAZOR]
+    prios = [bucket_priority(s, PRIORITY_BUCKETS, 10) for s in scores]
+    assert prios == sorted(prios, reverse=True)
+    assert prios[0] == 0 and bucket_priority(10.0, PRIORITY_BUCKETS, 10) == -10
+    assert bucket_priority(2382.0, PRIORITY_BUCKETS, 10) > bucket_priority(3162.0, PRIORITY_BUCKETS, 10)
+    assert seed_priority(PRIORITY_BUCKETS, 10) > prios[0]
+
+
+def test_other_bucket_counts_get_generic_names():
+    assert bucket_index(5.0, [10.0]) == 0 and bucket_index(50.0, [10.0]) == 1
+    assert bucket_name(1, 2) == "b1"
+    assert bucket_priority(50.0, [10.0]) == 0 and seed_priority([10.0]) == 2

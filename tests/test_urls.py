@@ -1,0 +1,52 @@
+"""Scope and trap rules (pure functions)."""
+from __future__ import annotations
+
+from focuscrawl.urls import (DEFAULT_REJECT_SURTS, QueryVariantLimit, SurtRules, domain_allowed,
+                             host_surt, repeated_path_segment, surt, surt_prefix)
+
+
+def test_surt_form():
+    assert surt("https://en.wikipedia.org/wiki/Cat") == "(org,wikipedia,en,)/wiki/Cat"
+    assert surt("http://Example.COM:8080") == "(com,example,)/"
+    assert surt("http://a.b/x?q=1") == "(b,a,)/x?q=1"
+    assert host_surt("maps.googleapis.com.") == "(com,googleapis,maps,"
+
+
+def test_rule_forms():
+    assert surt_prefix("http://(org,wikipedia,") == "(org,wikipedia,"
+    assert surt_prefix("wikipedia.org") == "(org,wikipedia,"
+    assert surt_prefix("(Org,Wikipedia,") == "(org,wikipedia,"
+
+
+def test_thesis_reject_rules():
+    rules = SurtRules(DEFAULT_REJECT_SURTS)
+    for url in ["https://en.wikipedia.org/wiki/Cat", "http://wikipedia.org/", "https://www.amazon.com/dp/1",
+                "https://www.amazon.co.uk/x", "https://amazon.de/", "https://maps.googleapis.com/maps/api/js"]:
+        assert rules.matches(url), url
+    for url in ["https://amazonia.com/", "https://www.catster.com/", "https://googleapis.com/",
+                "https://fonts.googleapis.com/css", "https://notwikipedia.org/", "https://amazon.fr/"]:
+        assert not rules.matches(url), url
+    assert not SurtRules([]).matches("https://en.wikipedia.org/")
+
+
+def test_allowed_domains():
+    assert domain_allowed("www.catster.com", ["catster.com"])
+    assert domain_allowed("catster.com", ["catster.com", "cattime.com"])
+    assert not domain_allowed("notcatster.com", ["catster.com"])
+    assert domain_allowed("anything.org", [])
+
+
+def test_repeated_path_segments():
+    assert repeated_path_segment("http://a/x/y/x/y/x/", 2) == "x"
+    assert repeated_path_segment("http://a/2020/01/01/post", 2) is None
+    assert repeated_path_segment("http://a/x/x/x", 0) is None
+
+
+def test_query_variants_are_limited_per_path():
+    limit = QueryVariantLimit(2)
+    assert limit.admit("http://a/list?p=1") and limit.admit("http://a/list?p=2")
+    assert limit.admit("http://a/list?p=1")  # seen before: still admitted
+    assert not limit.admit("http://a/list?p=3")
+    assert limit.admit("http://a/other?p=3") and limit.admit("http://b/list?p=3")
+    assert limit.admit("http://a/list")  # no query
+    assert QueryVariantLimit(0).admit("http://a/list?p=99")
