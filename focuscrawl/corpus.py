@@ -4,16 +4,16 @@ Ranking, export and the annotation app consume ``CorpusEntry`` objects and never
 open ``images.tsv`` or the info records themselves, so a change of the writers'
 format is absorbed here.
 
-Format read (docs/ARCHITECTURE.md, ``focuscrawl.items.ImageItem``):
+Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``):
 
-* ``images.tsv``: tab-separated, one header line, one row per image. Columns named
-  like the ``ImageItem`` fields are used by name (``image_url``, ``page_url``,
-  ``alt``, ``title``, ``final_score``, ``final_context``, ``image_path``,
-  ``record_path``, ``first_seen``); every other column whose value parses as a
-  number (or is empty = missing) is a score and is carried through as it is.
-* ``records/<sha1[:2]>/<sha1>.json``: the info record, read only to find the text
-  of the context the final score used (``final_context`` such as ``parent-1``),
-  when ``images.tsv`` has no ``final_context_text`` column.
+* ``images.tsv``: tab-separated, one header line, one row per unique image in crawl
+  order. Columns used by name: ``image_url``, ``page_url``, ``alt``, ``title``,
+  ``final_score``, ``final_context`` (a label such as ``alt+parent-1``), ``image_path``,
+  ``record_path``, ``first_seen``, ``width``, ``height``. Every other numeric column
+  (``alt_pp``, ``alt_wpp``, ``parent_1_wpp``, ...) except the size and flag columns in
+  ``NON_SCORE_COLUMNS`` is a score and is carried through as it is.
+* ``records/<sha1[:2]>/<sha1>.json``: the info record, read only for the text of the
+  context the final score used (first sighting's ``contexts`` or ``extra_contexts``).
 """
 from __future__ import annotations
 
@@ -30,11 +30,12 @@ logger = logging.getLogger(__name__)
 
 IMAGES_TSV = "images.tsv"
 
-#: Text columns of images.tsv that are not scores.
-TEXT_COLUMNS = frozenset({
-    "image_url", "page_url", "alt", "title", "src_guess", "final_context", "final_context_text",
-    "image_path", "record_path", "image_sha1", "image_format", "extension", "css_class", "style",
-    "host", "near_duplicate_page", "first_seen",
+#: Columns of images.tsv that are not scores (texts, sizes, flags, order).
+NON_SCORE_COLUMNS = frozenset({
+    "image_url", "page_url", "alt", "title", "src_guess", "final_score", "final_context",
+    "final_context_text", "image_path", "record_path", "image_sha1", "image_format", "extension",
+    "css_class", "style", "host", "near_duplicate_page", "first_seen", "width", "height", "image_size",
+    "html_width", "html_height",
 })
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -58,6 +59,8 @@ class CorpusEntry:
     image_path: str  # relative to the run directory ("" if not downloaded)
     first_seen: int  # crawl order of the first sighting
     scores: dict[str, float | None] = field(default_factory=dict)
+    width: int | None = None  # real size after download
+    height: int | None = None
 
     def image_file(self, run_dir: str | Path) -> Path | None:
         """The downloaded image inside ``run_dir``, or None (missing, or path escapes the run)."""
@@ -79,13 +82,17 @@ def _number(value: str) -> float | None:
     return None if math.isnan(number) else number
 
 
+def context_name(label: str) -> str:
+    """The context part of a final-score label: ``alt+parent-1`` -> ``parent-1``; ``alt`` -> ``""``."""
+    parts = [p for p in (label or "").split("+") if p and p not in {"alt", "title"}]
+    return parts[-1] if parts else ""
+
+
 def _context_from_record(record: dict[str, Any], name: str) -> str:
-    """Text of the context ``name`` ("parent-1", "sibling-0", "alt", or an extra extractor)."""
+    """Text of the context ``name`` (``parent-1``, ``sibling-0`` or an extra extractor's name)."""
     if not name:
         return ""
-    if name in {"alt", "title"}:
-        return str(record.get(name) or "")
-    candidates = [record] + [s for s in record.get("sightings", []) if isinstance(s, dict)]
+    candidates = [s for s in record.get("sightings", []) if isinstance(s, dict)] + [record]
     for rec in candidates:
         for ctx in rec.get("contexts") or []:
             if f"{ctx.get('kind')}-{ctx.get('level')}" == name:
@@ -133,17 +140,18 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
             except ValueError as exc:
                 logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)
                 continue
-            if with_context and not entry.context_text and entry.final_context:
+            name = context_name(entry.final_context)
+            if with_context and not entry.context_text and name:
                 record = _read_record(run_dir, row.get("record_path", ""))
                 if record is not None:
-                    entry.context_text = _context_from_record(record, entry.final_context)
+                    entry.context_text = _context_from_record(record, name)
             yield entry
 
 
 def _entry(row: dict[str, str], line_no: int) -> CorpusEntry:
     scores = {}
     for name, value in row.items():
-        if name in TEXT_COLUMNS or name == "final_score":
+        if name in NON_SCORE_COLUMNS:
             continue
         try:
             scores[name] = _number(value)
@@ -161,4 +169,13 @@ def _entry(row: dict[str, str], line_no: int) -> CorpusEntry:
         image_path=row.get("image_path", ""),
         first_seen=int(first_seen) if first_seen else line_no,
         scores=scores,
+        width=_int(row.get("width", "")),
+        height=_int(row.get("height", "")),
     )
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(float(value)) if value.strip() else None
+    except ValueError:
+        return None
