@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from focuscrawl import settings as defaults
 from focuscrawl.corpus import CorpusEntry
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SCORE_MIN = 2.0
-DEFAULT_SCORE_MAX = 70000.0
+DEFAULT_SCORE_MIN = float(defaults.FOCUSCRAWL_SCORE_MIN)
+DEFAULT_SCORE_MAX = float(defaults.FOCUSCRAWL_SCORE_MAX)
 FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
 #: Fixed export columns, in order; the scores follow as ``score:<name>``.
 BASE_COLUMNS = ("rank", "final_score", "image_url", "image_path", "page_url", "alt", "title",
