@@ -168,3 +168,18 @@ def test_cli_collapse_near_duplicates(tmp_path, capsys):
         "http://b.org/1-copy.jpg", "http://a.org/2.jpg"]
     assert main(["rank", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
     assert "collapsed" not in json.loads(capsys.readouterr().out)
+
+
+def test_flat_pictures_are_compared_by_text_only(tmp_path, capsys):
+    from PIL import Image
+
+    from focuscrawl.output.images import url_sha1
+
+    rows = [{"url": f"http://a.org/{i}.jpg", "score": 3 + i, "alt": alt} for i, alt in
+            enumerate(["a black cat asleep on the warm sofa cushion", "two dogs running on a sandy beach at dawn"])]
+    run_dir = make_run_dir(tmp_path / "run", rows)
+    for i, colour in enumerate([(200, 10, 10), (10, 10, 200)]):  # one colour each: identical pHashes
+        Image.new("RGB", (40, 30), colour).save(run_dir / f"images/{url_sha1(f'http://a.org/{i}.jpg')}.png")
+    out = tmp_path / "out.jsonl"
+    assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["collapsed"] == 0
