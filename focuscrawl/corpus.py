@@ -24,7 +24,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +58,27 @@ class CorpusEntry:
     context_text: str  # the text of that context ("" if unknown)
     image_path: str  # relative to the run directory ("" if not downloaded)
     first_seen: int  # crawl order of the first sighting
-    scores: dict[str, float | None] = field(default_factory=dict)
     width: int | None = None  # real size after download
     height: int | None = None
+    record_path: str = ""  # relative to the run directory
+    #: the images.tsv cells and the (name, index) of its score columns (shared by all rows);
+    #: parsed on first use of ``scores``, as ranking needs only the final score
+    row: list[str] = field(default_factory=list, repr=False, compare=False)
+    score_columns: list[tuple[str, int]] = field(default_factory=list, repr=False, compare=False)
+    _scores: dict[str, float | None] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def scores(self) -> dict[str, float | None]:
+        """Every score of the images.tsv row by column name (None = missing)."""
+        if self._scores is None:
+            parsed = {}
+            for name, i in self.score_columns:
+                try:
+                    parsed[name] = _number(self.row[i])
+                except ValueError:
+                    continue  # a text column this reader does not know: not a score
+            self._scores = parsed
+        return self._scores
 
     def image_file(self, run_dir: str | Path) -> Path | None:
         """The downloaded image inside ``run_dir``, or None (missing, or path escapes the run)."""
@@ -118,60 +136,60 @@ def _read_record(run_dir: Path, record_path: str) -> dict[str, Any] | None:
         return None
 
 
+def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> None:
+    """Set ``context_text`` from the info records (for entries read with ``with_context=False``)."""
+    run_dir = Path(run_dir)
+    for entry in entries:
+        name = context_name(entry.final_context)
+        if not entry.context_text and name and entry.record_path:
+            record = _read_record(run_dir, entry.record_path)
+            if record is not None:
+                entry.context_text = _context_from_record(record, name)
+
+
 def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[CorpusEntry]:
     """Every row of the run's image log in file order (= crawl order), as ``CorpusEntry``.
 
-    Rows with an unparsable score are skipped with a warning, never silently changed.
+    ``with_context=False`` skips reading the info records (fast; call ``fill_context``
+    on the entries you keep). Rows with an unparsable score are skipped with a warning,
+    never silently changed.
     """
     run_dir = Path(run_dir)
     tsv = run_dir / IMAGES_TSV
     if not tsv.is_file():
         raise RunDirError(f"{run_dir} is not a run directory: {IMAGES_TSV} is missing")
     with open(tsv, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        if not reader.fieldnames or "image_url" not in reader.fieldnames:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(reader, None)
+        if not header or "image_url" not in header:
             raise RunDirError(f"{tsv}: header has no image_url column")
+        col = {name: i for i, name in enumerate(header)}
+        score_columns = [(name, i) for i, name in enumerate(header) if name not in NON_SCORE_COLUMNS]
+
+        def get(row: list[str], name: str) -> str:
+            i = col.get(name)
+            return row[i] if i is not None else ""
+
         for line_no, row in enumerate(reader, start=2):
-            if None in row or any(v is None for v in row.values()):
+            if len(row) != len(header):
                 logger.warning("%s:%d: wrong number of columns, row skipped", tsv, line_no)
                 continue
             try:
-                entry = _entry(row, line_no)
+                first_seen = get(row, "first_seen").strip()
+                entry = CorpusEntry(
+                    image_url=row[col["image_url"]], page_url=get(row, "page_url"), alt=get(row, "alt"),
+                    title=get(row, "title"), final_score=_number(get(row, "final_score")),
+                    final_context=get(row, "final_context"), context_text=get(row, "final_context_text"),
+                    image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
+                    width=_int(get(row, "width")), height=_int(get(row, "height")),
+                    record_path=get(row, "record_path"),
+                    row=row, score_columns=score_columns)
             except ValueError as exc:
                 logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)
                 continue
-            name = context_name(entry.final_context)
-            if with_context and not entry.context_text and name:
-                record = _read_record(run_dir, row.get("record_path", ""))
-                if record is not None:
-                    entry.context_text = _context_from_record(record, name)
+            if with_context:
+                fill_context([entry], run_dir)
             yield entry
-
-
-def _entry(row: dict[str, str], line_no: int) -> CorpusEntry:
-    scores = {}
-    for name, value in row.items():
-        if name in NON_SCORE_COLUMNS:
-            continue
-        try:
-            scores[name] = _number(value)
-        except ValueError:
-            continue  # a text column this reader does not know: not a score
-    first_seen = row.get("first_seen", "").strip()
-    return CorpusEntry(
-        image_url=row["image_url"],
-        page_url=row.get("page_url", ""),
-        alt=row.get("alt", ""),
-        title=row.get("title", ""),
-        final_score=_number(row.get("final_score", "")),
-        final_context=row.get("final_context", ""),
-        context_text=row.get("final_context_text", ""),
-        image_path=row.get("image_path", ""),
-        first_seen=int(first_seen) if first_seen else line_no,
-        scores=scores,
-        width=_int(row.get("width", "")),
-        height=_int(row.get("height", "")),
-    )
 
 
 def _int(value: str) -> int | None:

@@ -240,6 +240,7 @@ def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]
     best-scored stays. The pair text, not the page context, so that gallery images sharing one
     parent element are not taken for duplicates. Flat one-colour pictures (placeholders,
     the synthetic test web) all share one pHash and are compared by text only."""
+    from focuscrawl.corpus import fill_context
     from focuscrawl.dedup.collapse import collapse_near_duplicates
     from focuscrawl.dedup.image_hash import ImageHashError, phash_bytes
 
@@ -254,6 +255,7 @@ def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]
         return None if value in FLAT_PHASHES else value
 
     def collapse(entries: list[CorpusEntry]) -> tuple[list[CorpusEntry], int]:
+        fill_context((e for e in entries if not (e.alt or e.title)), run_dir)
         rows = [{"entry": e, "final_score": e.final_score, "image_phash": phash(e),
                  "context_text": pair_text(e)} for e in entries]
         kept, collapsed = collapse_near_duplicates(rows)
@@ -283,7 +285,7 @@ def register(sub) -> None:
 
 def cmd_rank(args) -> int:
     from focuscrawl.altfilter import is_generated_alt
-    from focuscrawl.corpus import iter_entries
+    from focuscrawl.corpus import fill_context, iter_entries
 
     if args.top is not None and args.top < 1:
         raise ValueError("--top must be at least 1")
@@ -294,7 +296,10 @@ def cmd_rank(args) -> int:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
     stats = RankStats()
     collapse = near_duplicate_collapser(args.run_dir) if args.collapse_near_duplicates else None
-    ranked = rank(iter_entries(args.run_dir), args.top, args.score_min, args.score_max, filters, stats, collapse)
+    # info records are read only for the images that are exported
+    ranked = rank(iter_entries(args.run_dir, with_context=False), args.top, args.score_min, args.score_max,
+                  filters, stats, collapse)
+    fill_context(ranked, args.run_dir)
     written = export(ranked, args.format, args.output, args.run_dir)
     summary = stats.as_dict() | {"written": written}
     print(json.dumps(summary))
