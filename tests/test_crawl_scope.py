@@ -6,8 +6,8 @@ import gzip
 import subprocess
 import sys
 
-from crawlhelp import REPO, ON_TOPIC, crawl, items, write_model
-from localweb import LocalWeb, Page, html
+from tests.crawlhelp import REPO, ON_TOPIC, crawl, items, write_model
+from tests.localweb import LocalWeb, Page, html
 
 LONG = "http://long.test/" + "x" * 300
 BROKEN = b"<html><body><p>cat cat cat cat cat.<div><a href='/ok'>tabby</a><table><tr><td>\x00\xff\xfe<<<>>"

@@ -129,8 +129,8 @@ def test_settings_ngrams_k_blocks_and_errors(tmp_path):
 
 # --- a real crawl of a local site with the focused spider, twice on one JOBDIR ---------
 
-from crawlhelp import crawl, items  # noqa: E402
-from localweb import LocalWeb, Page  # noqa: E402
+from tests.crawlhelp import crawl, items  # noqa: E402
+from tests.localweb import LocalWeb, Page  # noqa: E402
 
 
 def paragraphs(text: str, links: str = "") -> Page:
