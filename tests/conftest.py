@@ -42,7 +42,7 @@ def thesis_keywords_path() -> Path:
 
 @pytest.fixture
 def redis_server(tmp_path):
-    from tests.support.redisserver import RedisServer
+    from support.redisserver import RedisServer
     server = RedisServer(tmp_path)
     yield server
     server.stop()
