@@ -12,6 +12,8 @@ import sys
 
 COMMAND_MODULES = [
     "focuscrawl.lm.cli",
+    "focuscrawl.text.cli",
+    "focuscrawl.eval.cli",
 ]
 
 

@@ -46,3 +46,12 @@ def redis_server(tmp_path):
     server = RedisServer(tmp_path)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def cats_scorer():
+    """The bundled cats demo model and keywords (shipped in the package, not shared/ data)."""
+    from focuscrawl.lm.scorer import TopicScorer
+    from focuscrawl.resources import default_keywords_path, default_model_path
+
+    return TopicScorer.from_files(default_model_path(), default_keywords_path())

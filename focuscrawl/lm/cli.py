@@ -1,4 +1,4 @@
-"""``focuscrawl score`` and ``focuscrawl keywords``."""
+"""``focuscrawl score``, ``focuscrawl keywords`` and ``focuscrawl train-lm``."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,7 @@ import sys
 
 from focuscrawl.lm.keywords import DEFAULT_TOP_N, learn_keywords, write_keywords
 from focuscrawl.lm.scorer import TopicScorer
+from focuscrawl.lm.train import DEFAULT_ORDER, train_lm
 from focuscrawl.resources import default_keywords_path, default_model_path
 from focuscrawl.text.normalize import document_sentences
 from focuscrawl.text.sources import PoliteFetcher, load_source_text
@@ -28,6 +29,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delay", type=float, default=1.0, help="seconds between requests to one host")
     p.add_argument("-o", "--output", required=True, help="output file (token;score lines)")
     p.set_defaults(func=cmd_keywords)
+
+    p = sub.add_parser("train-lm", help="train a modified Kneser-Ney n-gram model (ARPA), like KenLM's lmplz")
+    p.add_argument("--order", type=int, default=DEFAULT_ORDER, help="n-gram order (default %(default)s)")
+    p.add_argument("--normalized", action="store_true",
+                   help="each input line is one normalised sentence (whitespace tokens, no filtering)")
+    p.add_argument("--extractor", default="fulltext", help="text extractor for HTML inputs")
+    p.add_argument("-o", "--output", required=True, help="output ARPA file")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="text or HTML files (.gz ok)")
+    p.set_defaults(func=cmd_train_lm)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -60,4 +70,12 @@ def cmd_keywords(args: argparse.Namespace) -> int:
     pairs = learn_keywords(positive, neutral, args.n)
     write_keywords(args.output, pairs)
     print(f"wrote {len(pairs)} keywords to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_train_lm(args: argparse.Namespace) -> int:
+    model = train_lm(args.inputs, args.output, order=args.order, normalized=args.normalized,
+                     extractor=args.extractor)
+    print(f"wrote {args.output}: {model.sentences} sentences, {model.tokens} tokens, "
+          f"n-grams {' '.join(map(str, model.counts()))}", file=sys.stderr)
     return 0

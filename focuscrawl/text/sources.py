@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -58,6 +59,10 @@ class PoliteFetcher:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 data = resp.read(self.max_bytes + 1)
                 ctype = resp.headers.get("Content-Type")
+        except urllib.error.HTTPError as exc:
+            raise ValueError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ValueError(f"{url}: cannot fetch: {getattr(exc, 'reason', exc)}") from None
         finally:
             self._last[host] = time.monotonic()
         if len(data) > self.max_bytes:

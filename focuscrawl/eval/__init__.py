@@ -1,0 +1,1 @@
+"""Quality measurements: extraction, image context, near-duplicates, crawl runs (``focuscrawl eval``)."""

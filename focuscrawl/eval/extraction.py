@@ -1,0 +1,211 @@
+"""Page-text extraction quality, CLEANEVAL style (SPEC §8): ``focuscrawl eval extraction``.
+
+Per page, against the gold text:
+
+* ``score``: similarity of the two word sequences by edit distance,
+  ``1 - levenshtein(words_out, words_gold) / max(len(words_out), len(words_gold))``
+  (CLEANEVAL's text-only measure: insertions of boilerplate and deletions of content
+  both cost);
+* ``P``, ``R``, ``F1`` over bags of tokens (multiset intersection), so that a
+  high-recall extractor that keeps some boilerplate is told apart from one that drops
+  content.
+
+``failed`` counts pages where the extractor raised (scored as empty output), ``empty``
+pages where it returned no word at all. Words are lowercased ``\\w+`` runs (punctuation is not compared). Tables average the
+per-page values (macro average). docs/extraction.md describes the data sets.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from rapidfuzz.distance import Levenshtein
+
+from focuscrawl.text.extractors import EXTRACTORS, ExtractionError, get_extractor
+from focuscrawl.text.html import decode_html
+
+#: Third-party loggers that warn once per odd page.
+QUIET_LOGGERS = ("boilerpy3", "trafilatura", "justext")
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+_CLEANEVAL_MARKUP_RE = re.compile(r"</?[phl]>", re.IGNORECASE)
+# CLEANEVAL wraps every input page in <text id="URL" title=… encoding=…> … </text>.
+_CLEANEVAL_WRAPPER_RE = re.compile(rb"^\s*<text\b[^>]*>|</text>\s*$", re.IGNORECASE)
+
+
+def words(text: str) -> list[str]:
+    """Lowercased word tokens (``\\w+`` runs) of ``text``."""
+    return _WORD_RE.findall(text.lower())
+
+
+def strip_cleaneval_wrapper(html: bytes) -> bytes:
+    """The page without CLEANEVAL's ``<text id=… title=…>`` wrapper (not part of the page;
+    boilerpy3's parser returns nothing for a third of the pages when it is left in)."""
+    return _CLEANEVAL_WRAPPER_RE.sub(b"", html)
+
+
+def strip_cleaneval_gold(text: str) -> str:
+    """Gold text without its ``URL: …`` first line and ``<p>``/``<h>``/``<l>`` markers."""
+    lines = text.splitlines()
+    if lines and lines[0].lstrip().startswith("URL:"):
+        lines = lines[1:]
+    return _CLEANEVAL_MARKUP_RE.sub(" ", "\n".join(lines))
+
+
+def edit_similarity(output: Sequence[str], gold: Sequence[str]) -> float:
+    """``1 - word edit distance / length of the longer sequence``; two empty texts: 1."""
+    if not output and not gold:
+        return 1.0
+    ids: dict[str, int] = {}
+    a = [ids.setdefault(w, len(ids)) for w in output]
+    b = [ids.setdefault(w, len(ids)) for w in gold]
+    return 1.0 - Levenshtein.distance(a, b) / max(len(a), len(b))
+
+
+def bag_prf(output: Sequence[str], gold: Sequence[str]) -> tuple[float, float, float]:
+    """Token precision, recall and F1 over bags of tokens (0 where undefined)."""
+    common = sum((Counter(output) & Counter(gold)).values())
+    p = common / len(output) if output else 0.0
+    r = common / len(gold) if gold else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return p, r, f
+
+
+@dataclass(frozen=True)
+class PageScore:
+    score: float
+    precision: float
+    recall: float
+    f1: float
+
+
+def score_page(output_text: str, gold_text: str) -> PageScore:
+    out, gold = words(output_text), words(gold_text)
+    return PageScore(edit_similarity(out, gold), *bag_prf(out, gold))
+
+
+@dataclass(frozen=True)
+class Page:
+    """One evaluation page: raw HTML bytes and its gold text."""
+
+    page_id: str
+    html: bytes
+    gold: str
+
+
+def cleaneval_pages(path: str | Path) -> Iterator[Page]:
+    """CLEANEVAL ``input/<stem>.html`` paired with ``gold/<stem>.txt``; inputs without gold skipped."""
+    root = Path(path)
+    inputs, golds = root / "input", root / "gold"
+    if not inputs.is_dir() or not golds.is_dir():
+        raise FileNotFoundError(f"{root}: expected input/ and gold/ folders (CLEANEVAL layout)")
+    gold_by_stem = {p.stem: p for p in golds.iterdir() if p.is_file()}
+    for html_path in sorted(inputs.iterdir(), key=lambda p: p.name):
+        gold_path = gold_by_stem.get(html_path.stem)
+        if gold_path is None:
+            continue
+        gold = strip_cleaneval_gold(decode_html(gold_path.read_bytes(), "text/plain"))
+        if words(gold):
+            yield Page(html_path.stem, strip_cleaneval_wrapper(html_path.read_bytes()), gold)
+
+
+def aeb_pages(path: str | Path) -> Iterator[Page]:
+    """article-extraction-benchmark: ``html/<id>.html.gz`` with ``ground-truth.json`` articleBody."""
+    root = Path(path)
+    truth_path = root / "ground-truth.json"
+    if not truth_path.is_file():
+        raise FileNotFoundError(f"{root}: expected ground-truth.json and html/ (article-extraction-benchmark)")
+    truth = json.loads(truth_path.read_text(encoding="utf-8"))
+    for page_id in sorted(truth):
+        html_path = root / "html" / f"{page_id}.html.gz"
+        gold = truth[page_id].get("articleBody") or ""
+        if html_path.is_file() and words(gold):
+            yield Page(page_id, gzip.decompress(html_path.read_bytes()), gold)
+
+
+DATASETS = {"cleaneval": cleaneval_pages, "aeb": aeb_pages}
+
+
+@dataclass
+class ExtractorResult:
+    """Macro averages of one extractor over a data set."""
+
+    name: str
+    pages: int = 0
+    failures: int = 0
+    empty: int = 0
+    seconds: float = 0.0
+    scores: list[PageScore] = field(default_factory=list)
+
+    def mean(self, attr: str) -> float:
+        return sum(getattr(s, attr) for s in self.scores) / len(self.scores) if self.scores else 0.0
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.pages / self.seconds if self.seconds else float("inf")
+
+
+def evaluate(pages: Iterable[Page], extractor_names: Sequence[str]) -> list[ExtractorResult]:
+    """Run every extractor on every page (decoding included in its time); a failure scores as empty."""
+    pages = list(pages)
+    results = []
+    for name in extractor_names:
+        extract = get_extractor(name)
+        result = ExtractorResult(name)
+        for page in pages:
+            start = time.perf_counter()
+            try:
+                text = extract(decode_html(page.html))
+            except ExtractionError:
+                text = ""
+                result.failures += 1
+            result.seconds += time.perf_counter() - start
+            result.pages += 1
+            result.empty += not words(text)
+            result.scores.append(score_page(text, page.gold))
+        results.append(result)
+    return results
+
+
+def format_table(results: Sequence[ExtractorResult]) -> str:
+    """A Markdown table, best score first."""
+    lines = ["| extractor | score | P | R | F1 | pages/s | failed | empty |", "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: r.mean("score"), reverse=True):
+        lines.append(f"| {r.name} | {r.mean('score'):.3f} | {r.mean('precision'):.3f} | {r.mean('recall'):.3f} "
+                     f"| {r.mean('f1'):.3f} | {r.pages_per_second:.1f} | {r.failures} | {r.empty} |")
+    return "\n".join(lines)
+
+
+def register(eval_sub: argparse._SubParsersAction) -> None:
+    p = eval_sub.add_parser("extraction", help="CLEANEVAL-style score, token P/R/F1 and speed per text extractor")
+    p.add_argument("--dataset", choices=sorted(DATASETS), required=True,
+                   help="cleaneval: input/ + gold/ folders; aeb: article-extraction-benchmark folder")
+    p.add_argument("--extractors", default=",".join(EXTRACTORS),
+                   help="comma-separated extractor names (default: all)")
+    p.add_argument("--limit", type=int, default=0, help="use only the first N pages (0 = all)")
+    p.add_argument("path", help="data set folder, e.g. ../shared/data/cleaneval/final")
+    p.set_defaults(func=cmd_eval_extraction)
+
+
+def cmd_eval_extraction(args: argparse.Namespace) -> int:
+    names = [n.strip() for n in args.extractors.split(",") if n.strip()]
+    for name in names:
+        get_extractor(name)  # unknown names fail before the long run
+    pages = list(DATASETS[args.dataset](args.path))
+    if args.limit:
+        pages = pages[: args.limit]
+    if not pages:
+        raise ValueError(f"{args.path}: no pages with gold text found")
+    for noisy in QUIET_LOGGERS:  # per-page parser warnings would drown the table
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
+    results = evaluate(pages, names)
+    print(f"{args.dataset}: {len(pages)} pages\n")
+    print(format_table(results))
+    return 0

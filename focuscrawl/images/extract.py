@@ -1,0 +1,144 @@
+"""From a parsed page to scored ``ImageItem`` candidates (SPEC §6 steps 1-4).
+
+``image_items`` is the one pure function the spider middleware and
+``focuscrawl.shell.explain`` share: it returns a decision for every ``<img>``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from lxml import etree
+
+from focuscrawl.context.thesis import (
+    DEFAULT_DISTANCE_WEIGHT, DEFAULT_MAX_CHARS, DEFAULT_MAX_PARENTS, DEFAULT_MAX_SIBLINGS, thesis_context,
+)
+from focuscrawl.context.extractors import get_context_extractor
+from focuscrawl.images.final import FINAL_CONTEXT_THESIS
+from focuscrawl.images.rules import PAGE_LIMIT, ImageRules, drop_reason, read_attributes, src_guess_string
+from focuscrawl.items import ImageItem
+from focuscrawl.lm.scorer import TextScore, TopicScorer
+
+ContextFunc = Callable[[etree._Element], list[dict[str, Any]]]
+
+
+def score_dict(score: TextScore) -> dict[str, Any]:
+    """A ``TextScore`` as the dict stored in items and records."""
+    return dataclasses.asdict(score)
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    max_parents: int = DEFAULT_MAX_PARENTS
+    max_siblings: int = DEFAULT_MAX_SIBLINGS
+    distance_weight: float = DEFAULT_DISTANCE_WEIGHT
+    max_chars: int = DEFAULT_MAX_CHARS
+    #: context extractors (focuscrawl.context.extractors) recorded in ``extra_contexts``
+    extra: tuple[str, ...] = ()
+    #: the context of the final score: "thesis" (parent-1) or one of ``extra``
+    final: str = FINAL_CONTEXT_THESIS
+
+    def __post_init__(self) -> None:
+        for name in self.extra:
+            get_context_extractor(name)  # unknown names: a clear error at startup
+        if self.final != FINAL_CONTEXT_THESIS and self.final not in self.extra:
+            raise ValueError(f"FOCUSCRAWL_IMAGE_FINAL_CONTEXT {self.final!r} must be 'thesis' or one of "
+                             f"FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS {list(self.extra)}")
+
+    def bind_extra(self, root: etree._Element) -> dict[str, Callable[[etree._Element], str]]:
+        """The extra extractors bound to one page (page-wide work done once)."""
+        return {name: get_context_extractor(name)(root) for name in self.extra}
+
+    @classmethod
+    def from_settings(cls, settings) -> "ContextSettings":
+        return cls(
+            max_parents=settings.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS", DEFAULT_MAX_PARENTS),
+            max_siblings=settings.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS", DEFAULT_MAX_SIBLINGS),
+            distance_weight=settings.getfloat("FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT", DEFAULT_DISTANCE_WEIGHT),
+            max_chars=settings.getint("FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS", DEFAULT_MAX_CHARS),
+            extra=tuple(settings.getlist("FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS")),
+            final=settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT") or FINAL_CONTEXT_THESIS,
+        )
+
+    def extract(self, img: etree._Element) -> list[dict[str, Any]]:
+        return thesis_context(img, self.max_parents, self.max_siblings, self.distance_weight, self.max_chars)
+
+
+@dataclass
+class ImageDecision:
+    """One ``<img>`` of a page: kept (``reason is None``) or dropped with a named reason."""
+
+    src: str | None  # absolute URL, or the raw attribute when it did not resolve
+    reason: str | None
+    item: ImageItem | None  # kept: the scored item; dropped: only when score_dropped
+
+
+def _iter_imgs(root: etree._Element):
+    for el in root.iter():
+        if isinstance(el.tag, str) and el.tag.lower() == "img":
+            yield el
+
+
+def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
+                rules: ImageRules = ImageRules(), context: ContextSettings = ContextSettings(),
+                page_item: Any = None, base_url: str | None = None,
+                score_dropped: bool = False) -> list[ImageDecision]:
+    """A decision for every ``<img>`` under ``root`` in document order.
+
+    Kept images come with a filled ``ImageItem`` (texts, scores, contexts); the
+    page fields (depth, perplexity, near-duplicate mark) come from ``page_item``.
+    Relative ``src`` resolve against ``base_url`` (the page's ``<base href>``), by
+    default ``page_url``.
+    """
+    decisions: list[ImageDecision] = []
+    if root is None:
+        return decisions
+    base = base_url or page_url
+    extra = context.bind_extra(root) if context.extra else {}
+    kept = 0
+    for img in _iter_imgs(root):
+        attrs = read_attributes(img.attrib, base)
+        reason = drop_reason(img.attrib, attrs, rules)
+        if reason is None and kept >= rules.max_per_page:
+            reason = PAGE_LIMIT
+        item = None
+        if reason is None or score_dropped:
+            item = _scored_item(img, attrs, page_url, page_item, scorer, context, extra)
+        if reason is None:
+            kept += 1
+        decisions.append(ImageDecision(attrs.src or (img.get("src") or None), reason, item))
+    return decisions
+
+
+def _scored_item(img, attrs, page_url, page_item, scorer: TopicScorer, context: ContextSettings,
+                 extra: dict[str, Callable[[etree._Element], str]]) -> ImageItem:
+    src_guess = src_guess_string(attrs.src) if attrs.src else ""
+    contexts = context.extract(img)
+    for c in contexts:
+        c["scores"] = score_dict(scorer.score(c["text"]))
+    extra_contexts = {}
+    for name, bound in extra.items():
+        text = bound(img)[: context.max_chars]
+        extra_contexts[name] = {"text": text, "scores": score_dict(scorer.score(text))}
+    page = page_item or {}
+    return ImageItem(
+        image_url=attrs.src,
+        page_url=page_url,
+        page_depth=page.get("depth"),
+        page_perplexity=page.get("perplexity"),
+        alt=attrs.alt,
+        title=attrs.title,
+        src_guess=src_guess,
+        alt_scores=score_dict(scorer.score(attrs.alt)),
+        title_scores=score_dict(scorer.score(attrs.title)),
+        src_scores=score_dict(scorer.score(src_guess)),
+        html_width=attrs.width,
+        html_height=attrs.height,
+        css_class=attrs.css_class,
+        style=attrs.style,
+        extension=attrs.extension,
+        contexts=contexts,
+        extra_contexts=extra_contexts,
+        near_duplicate_page=False,
+    )

@@ -1,0 +1,167 @@
+"""The HTML rules that decide which ``<img>`` elements are candidates (SPEC §6 steps 1-2).
+
+Every drop has a named reason; the middleware counts them as ``images/dropped/<reason>``.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit
+
+from scrapy.settings import BaseSettings
+
+from focuscrawl.text.html import _DROP_CHARS
+
+# Drop reasons, in the order the rules are checked.
+NO_ALT_TITLE = "no_alt_title"  # neither a non-blank alt nor title attribute
+NO_SRC = "no_src"  # no src attribute, or a blank one
+BAD_SRC = "bad_src"  # src is not an http(s) URL (data:, javascript:, broken)
+SIZE_UNSPECIFIED = "size_unspecified"  # width/height missing or not a pixel number
+TOO_SMALL = "too_small"
+TOO_LARGE = "too_large"
+FORMAT = "format"  # URL path extension not among the kept formats
+PAGE_LIMIT = "page_limit"  # more candidates on the page than FOCUSCRAWL_IMAGE_MAX_PER_PAGE
+DROP_REASONS = (NO_ALT_TITLE, NO_SRC, BAD_SRC, SIZE_UNSPECIFIED, TOO_SMALL, TOO_LARGE, FORMAT, PAGE_LIMIT)
+
+_PIXELS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:px)?\s*$", re.I)
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class ImageRules:
+    """Limits of the HTML rules; defaults are the thesis values (SPEC §6)."""
+
+    min_width: int = 512
+    min_height: int = 384
+    max_width: int = 9600
+    max_height: int = 7200
+    kick_unspecified: bool = True
+    formats: frozenset[str] = field(default_factory=lambda: frozenset({"jpg", "jpeg", "png", "gif"}))
+    max_per_page: int = 200
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> "ImageRules":
+        return cls(
+            min_width=settings.getint("FOCUSCRAWL_IMAGE_MIN_WIDTH", 512),
+            min_height=settings.getint("FOCUSCRAWL_IMAGE_MIN_HEIGHT", 384),
+            max_width=settings.getint("FOCUSCRAWL_IMAGE_MAX_WIDTH", 9600),
+            max_height=settings.getint("FOCUSCRAWL_IMAGE_MAX_HEIGHT", 7200),
+            kick_unspecified=settings.getbool("FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED", True),
+            formats=frozenset(f.lower().lstrip(".") for f in settings.getlist(
+                "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"])),
+            max_per_page=settings.getint("FOCUSCRAWL_IMAGE_MAX_PER_PAGE", 200),
+        )
+
+
+def clean_attribute(value: str | None) -> str:
+    """An attribute's text with NULs/replacement characters dropped and white space collapsed."""
+    if not value:
+        return ""
+    return _WS.sub(" ", value.translate(_DROP_CHARS)).strip()
+
+
+def html_dimension(value: str | None) -> int | None:
+    """Pixels from an HTML ``width``/``height`` attribute (``"600"``, ``"600px"``); else ``None``.
+
+    Percentages, ``auto`` and garbage count as unspecified.
+    """
+    if value is None:
+        return None
+    m = _PIXELS.match(value)
+    return int(float(m.group(1))) if m else None
+
+
+def url_extension(url: str) -> str:
+    """Lower-case extension of the URL's path (``"jpg"``), ``""`` when it has none."""
+    ext = posixpath.splitext(urlsplit(url).path)[1]
+    return ext[1:].lower()
+
+
+def resolve_src(src: str, base_url: str) -> str | None:
+    """Absolute http(s) URL of an image ``src``; ``None`` for other schemes or broken URLs."""
+    try:
+        url = urljoin(base_url, src.strip())
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return parts._replace(fragment="").geturl()
+
+
+@dataclass
+class ImageAttributes:
+    """What the rules read from one ``<img>``."""
+
+    src: str | None  # absolute URL, when resolvable
+    alt: str
+    title: str
+    width: int | None
+    height: int | None
+    extension: str
+    css_class: str
+    style: str
+
+
+def read_attributes(attrib, base_url: str) -> ImageAttributes:
+    """Cleaned attributes of an ``<img>`` (``attrib`` is the element's attribute mapping)."""
+    raw_src = (attrib.get("src") or "").strip()
+    src = resolve_src(raw_src, base_url) if raw_src else None
+    return ImageAttributes(
+        src=src,
+        alt=clean_attribute(attrib.get("alt")),
+        title=clean_attribute(attrib.get("title")),
+        width=html_dimension(attrib.get("width")),
+        height=html_dimension(attrib.get("height")),
+        extension=url_extension(src) if src else "",
+        css_class=clean_attribute(attrib.get("class")),
+        style=clean_attribute(attrib.get("style")),
+    )
+
+
+def drop_reason(attrib, attrs: ImageAttributes, rules: ImageRules) -> str | None:
+    """The first rule the image fails, or ``None`` when it is a candidate."""
+    if not attrs.alt and not attrs.title:
+        return NO_ALT_TITLE
+    if not (attrib.get("src") or "").strip():
+        return NO_SRC
+    if attrs.src is None:
+        return BAD_SRC
+    if attrs.width is None or attrs.height is None:
+        if rules.kick_unspecified:
+            return SIZE_UNSPECIFIED
+    else:
+        if attrs.width < rules.min_width or attrs.height < rules.min_height:
+            return TOO_SMALL
+        if attrs.width > rules.max_width or attrs.height > rules.max_height:
+            return TOO_LARGE
+    if attrs.extension not in rules.formats:
+        return FORMAT
+    return None
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def src_guess_string(url: str) -> str:
+    """The image URL as words (SPEC §6 step 3).
+
+    Scheme and ``www.`` removed, the path's file extension dropped, split on
+    everything that is not a letter (numbers go), lower-cased.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = None
+    if parts is None or not parts.netloc:
+        rest = re.sub(r"^[a-z][a-z0-9+.-]*:(//)?", "", url, flags=re.I)
+    else:
+        host = parts.netloc.rsplit("@", 1)[-1]
+        path = parts.path
+        stem, ext = posixpath.splitext(path)
+        if ext and "/" not in ext:
+            path = stem
+        rest = " ".join(p for p in (host, path, parts.query) if p)
+    rest = re.sub(r"^www\.", "", rest.strip(), flags=re.I)
+    return " ".join(w.lower() for w in _LETTERS.findall(rest))

@@ -1,0 +1,151 @@
+"""Files that are never half-written (docs/OUTPUT.md "Never half-written").
+
+* ``LineLog``: a text log appended one whole line (or several) per ``os.write``,
+  unbuffered, so a killed process leaves complete lines; on open a trailing
+  partial line is cut.
+* ``GzipLog``: a gzip file appended as one complete gzip member per write
+  (concatenated members are one valid gzip stream); on open anything after the
+  last complete member is cut.
+* ``atomic_write_bytes``: temp file + ``os.replace`` for files rewritten whole.
+
+Both logs know their byte ``offset`` so a JOBDIR checkpoint can record it and a
+resumed crawl can truncate back to it.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from pathlib import Path
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so readers see the old or the new file, never a part."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def complete_lines_size(path: str | Path) -> int:
+    """Byte length of the file up to and including its last newline."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb") as f:
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            chunk = f.read(step)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                return pos + i + 1
+    return 0
+
+
+def gzip_complete_size(path: str | Path, chunk: int = 1 << 20) -> int:
+    """Byte length of the file's leading complete gzip members (the rest is a torn write)."""
+    good = pos = 0
+    d = zlib.decompressobj(wbits=31)
+    with open(path, "rb") as f:
+        buf = f.read(chunk)
+        while buf:
+            try:
+                d.decompress(buf, chunk)
+                while d.unconsumed_tail and not d.eof:
+                    d.decompress(d.unconsumed_tail, chunk)
+            except zlib.error:
+                return good
+            if d.eof:
+                pos += len(buf) - len(d.unused_data)
+                good = pos
+                buf = d.unused_data or f.read(chunk)
+                d = zlib.decompressobj(wbits=31)
+            else:
+                pos += len(buf)
+                buf = f.read(chunk)
+    return good
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+class _AppendFile:
+    """An unbuffered append-only file that starts at a known-good offset."""
+
+    def __init__(self, path: str | Path, truncate_to: int | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        exists = self.path.exists()
+        if truncate_to is None:
+            truncate_to = self._good_size() if exists else 0
+        elif exists and self.path.stat().st_size < truncate_to:
+            raise ValueError(f"{self.path} is shorter ({self.path.stat().st_size} bytes) than the "
+                             f"{truncate_to} bytes the JOBDIR state recorded: the run directory does not "
+                             f"belong to this JOBDIR (use the original output directory or a fresh JOBDIR)")
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.ftruncate(self.fd, truncate_to)
+        os.lseek(self.fd, truncate_to, os.SEEK_SET)
+        self.offset = truncate_to
+
+    def _good_size(self) -> int:
+        raise NotImplementedError
+
+    def write_bytes(self, data: bytes) -> None:
+        if data:
+            _write_all(self.fd, data)
+            self.offset += len(data)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class LineLog(_AppendFile):
+    """A text log of whole lines; ``header`` is written to a new file and checked on an old one."""
+
+    def __init__(self, path: str | Path, header: str | None = None, truncate_to: int | None = None) -> None:
+        super().__init__(path, truncate_to)
+        if header is not None:
+            if self.offset == 0:
+                self.write_lines([header])
+            else:
+                with open(self.path, "rb") as f:
+                    first = f.readline().decode("utf-8", "replace").rstrip("\n")
+                if first != header:
+                    self.close()
+                    raise ValueError(f"{self.path} has other columns than this crawl writes "
+                                     f"(settings changed?); use a new output directory")
+
+    def _good_size(self) -> int:
+        return complete_lines_size(self.path)
+
+    def write_lines(self, lines: list[str]) -> None:
+        """Append whole lines (no newlines inside) with one write."""
+        if lines:
+            self.write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
+
+
+class GzipLog(_AppendFile):
+    """Lines appended as gzip members, one member per ``write_lines`` call."""
+
+    def __init__(self, path: str | Path, truncate_to: int | None = None, compresslevel: int = 6) -> None:
+        super().__init__(path, truncate_to)
+        self.compresslevel = compresslevel
+
+    def _good_size(self) -> int:
+        return gzip_complete_size(self.path)
+
+    def write_lines(self, lines: list[str]) -> None:
+        if lines:
+            data = ("\n".join(lines) + "\n").encode("utf-8")
+            self.write_bytes(gzip.compress(data, self.compresslevel, mtime=0))

@@ -1,0 +1,228 @@
+"""One record per image URL, the image perplexity log, and the merge state (SPEC §6 steps 5, 7).
+
+``ImageStore`` is shared by the merge pipeline (first sighting of an image URL goes
+on, later sightings are merged here) and the image log writer (commits the first
+sighting once it is scored and downloaded). Its state survives a resume: each
+commit appends ``W``/``D`` lines to ``JOBDIR/focuscrawl/images.seen`` (like Scrapy's
+``requests.seen``) and checkpoints all offsets.
+
+Record (``records/<sha1[:2]>/<sha1>.json``, rewritten atomically on each merge)::
+
+    {"image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
+     "width", "height", "image_format", "image_size", "image_sha1", "html_width", "html_height",
+     "sightings": [{page_url, page_depth, page_perplexity, near_duplicate_page, alt, title,
+                    src_guess, *_scores, html_width, html_height, css_class, style, extension,
+                    contexts, extra_contexts, final_score, final_context}, ...],
+     "sightings_over_limit": n}
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import weakref
+from typing import Any
+
+from scrapy.crawler import Crawler
+
+from focuscrawl.images.final import final_score
+from focuscrawl.output.files import atomic_write_bytes
+from focuscrawl.output.run import RunOutput, run_output
+from focuscrawl.output.tsv import row
+
+logger = logging.getLogger(__name__)
+
+SIGHTING_FIELDS = ("page_url", "page_depth", "page_perplexity", "near_duplicate_page", "alt", "title",
+                   "src_guess", "alt_scores", "title_scores", "src_scores", "html_width", "html_height",
+                   "css_class", "style", "extension", "contexts", "extra_contexts")
+IMAGE_FIELDS = ("image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
+                "width", "height", "image_format", "image_size", "image_sha1")
+
+PENDING, WRITTEN, DROPPED = "P", "W", "D"
+
+
+def url_sha1(url: str) -> str:
+    return hashlib.sha1(url.encode("utf-8")).hexdigest()
+
+
+def record_path(url: str) -> str:
+    """Record path of an image URL, relative to the run directory."""
+    h = url_sha1(url)
+    return f"records/{h[:2]}/{h}.json"
+
+
+def image_columns(max_parents: int, max_siblings: int) -> list[str]:
+    """images.tsv columns (docs/OUTPUT.md): the thesis log's columns, then ours."""
+    cols = ["first_seen", "final_score", "final_context",
+            "alt_pp", "alt_wpp", "title_pp", "title_wpp", "src_pp", "src_wpp",
+            "image_path", "record_path", "alt", "title", "src_guess"]
+    for kind, k in (("parent", max_parents), ("sibling", max_siblings)):
+        for i in range(k):
+            cols += [f"{kind}_{i}_pp", f"{kind}_{i}_wpp"]
+    cols += ["image_url", "page_url", "width", "height", "image_format", "image_size",
+             "html_width", "html_height", "near_duplicate_page"]
+    return cols
+
+
+def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
+    def pp(scores, key="perplexity"):
+        return (scores or {}).get(key)
+
+    values = [item.get("first_seen"), item.get("final_score"), item.get("final_context")]
+    for name in ("alt", "title", "src"):
+        s = item.get(f"{name}_scores")
+        values += [pp(s), pp(s, "weighted")]
+    values += [item.get("image_path"), item.get("record_path"), item.get("alt"), item.get("title"),
+               item.get("src_guess")]
+    by_kind: dict[tuple[str, int], dict] = {(c["kind"], c["level"]): c for c in item.get("contexts") or ()}
+    for kind, k in (("parent", max_parents), ("sibling", max_siblings)):
+        for i in range(k):
+            s = (by_kind.get((kind, i)) or {}).get("scores")
+            values += [pp(s), pp(s, "weighted")]
+    values += [item.get("image_url"), item.get("page_url"), item.get("width"), item.get("height"),
+               item.get("image_format"), item.get("image_size"), item.get("html_width"),
+               item.get("html_height"), bool(item.get("near_duplicate_page"))]
+    return values
+
+
+def sighting_of(item: Any) -> dict[str, Any]:
+    """One page's view of an image, with the final score that sighting alone gives."""
+    s = {f: item.get(f) for f in SIGHTING_FIELDS}
+    s["final_score"], s["final_context"] = final_score(s["alt_scores"], s["title_scores"], s["contexts"])
+    return s
+
+
+def sighting_key(s: dict[str, Any]) -> tuple:
+    """Same page and same texts = the same sighting (a resumed crawl adds it once)."""
+    parent0 = next((c.get("text") for c in s.get("contexts") or () if c.get("kind") == "parent"), None)
+    return (s.get("page_url"), s.get("alt"), s.get("title"), parent0)
+
+
+class _Entry:
+    __slots__ = ("order", "status", "pending")
+
+    def __init__(self, order: int, status: str) -> None:
+        self.order, self.status, self.pending = order, status, []
+
+
+class ImageStore:
+    def __init__(self, run: RunOutput, stats, max_parents: int = 5, max_siblings: int = 5,
+                 max_sightings: int = 100) -> None:
+        self.run, self.stats = run, stats
+        self.max_parents, self.max_siblings, self.max_sightings = max_parents, max_siblings, max_sightings
+        self.entries: dict[str, _Entry] = {}
+        self.next_order = 0
+        self.log = run.line_log("images.tsv", "\t".join(image_columns(max_parents, max_siblings)))
+        self.seen = run.state_log("images.seen")
+        if self.seen is not None:
+            self._load_seen()
+
+    def _load_seen(self) -> None:
+        with open(self.seen.path, "rb") as f:
+            data = f.read(self.seen.offset).decode("utf-8")
+        for line in data.splitlines():
+            status, order, url = line.split("\t")[:3]
+            self.entries[url] = _Entry(int(order), status)
+            self.next_order = max(self.next_order, int(order) + 1)
+        if self.entries:
+            logger.info("resumed image state: %d image URLs seen", len(self.entries))
+
+    # -- merge pipeline ------------------------------------------------------------
+    def first_sighting(self, item: Any) -> bool:
+        """``True`` (and order and record path set) for a new image URL; else merge it here."""
+        url = item["image_url"]
+        entry = self.entries.get(url)
+        if entry is None:
+            self.entries[url] = _Entry(self.next_order, PENDING)
+            item["first_seen"] = self.next_order
+            item["record_path"] = record_path(url)
+            self.next_order += 1
+            return True
+        self._merge(url, entry, sighting_of(item))
+        return False
+
+    def _merge(self, url: str, entry: _Entry, sighting: dict[str, Any]) -> None:
+        if entry.status == DROPPED:
+            self.stats.inc_value("images/merge/into_dropped")
+            return
+        if entry.status == PENDING:
+            entry.pending.append(sighting)
+            self.stats.inc_value("images/merge/pending")
+            return
+        path = self.run.path(record_path(url))
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            self.stats.inc_value("images/merge/record_missing")
+            logger.warning("cannot merge into record %s: %s", path, exc)
+            return
+        if self._add_sightings(record, [sighting]):
+            atomic_write_bytes(path, _dumps(record))
+            self.stats.inc_value("images/merge/merged")
+
+    def _add_sightings(self, record: dict[str, Any], sightings: list[dict[str, Any]]) -> bool:
+        keys = {sighting_key(s) for s in record["sightings"]}
+        changed = False
+        for s in sightings:
+            if sighting_key(s) in keys:
+                self.stats.inc_value("images/merge/repeated")
+                continue
+            if len(record["sightings"]) >= self.max_sightings:
+                record["sightings_over_limit"] = record.get("sightings_over_limit", 0) + 1
+                self.stats.inc_value("images/merge/over_limit")
+            else:
+                record["sightings"].append(s)
+                keys.add(sighting_key(s))
+            changed = True
+        return changed
+
+    # -- writer pipeline -----------------------------------------------------------
+    def commit(self, item: Any) -> None:
+        """Write the record and the images.tsv row of a first sighting, then checkpoint."""
+        url = item["image_url"]
+        entry = self.entries.get(url) or _Entry(item.get("first_seen", self.next_order), PENDING)
+        record = {f: item.get(f) for f in IMAGE_FIELDS}
+        record["html_width"], record["html_height"] = item.get("html_width"), item.get("html_height")
+        record["sightings"] = [sighting_of(item)]
+        self._add_sightings(record, entry.pending)
+        path = self.run.path(record_path(url))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, _dumps(record))
+        self.log.write_lines([row(image_row(item, self.max_parents, self.max_siblings))])
+        entry.status, entry.pending = WRITTEN, []
+        self.entries[url] = entry
+        if self.seen is not None:
+            self.seen.write_lines([f"{WRITTEN}\t{entry.order}\t{url}"])
+        self.run.commit()
+
+    def drop(self, url: str, reason: str) -> None:
+        """A first sighting that will never be written (download failed); later ones are not kept."""
+        entry = self.entries.get(url)
+        if entry is None:
+            return
+        if entry.pending:
+            self.stats.inc_value("images/merge/into_dropped", len(entry.pending))
+        entry.status, entry.pending = DROPPED, []
+        if self.seen is not None:
+            self.seen.write_lines([f"{DROPPED}\t{entry.order}\t{url}\t{reason}"])
+            self.run.commit()
+
+
+def _dumps(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+_stores: "weakref.WeakKeyDictionary[Crawler, ImageStore | None]" = weakref.WeakKeyDictionary()
+
+
+def image_store(crawler: Crawler) -> ImageStore | None:
+    """The crawler's shared image store (``None`` without a run directory)."""
+    if crawler not in _stores:
+        run = run_output(crawler)
+        s = crawler.settings
+        _stores[crawler] = None if run is None else ImageStore(
+            run, crawler.stats,
+            max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS", 5),
+            max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS", 5),
+            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS", 100))
+    return _stores[crawler]

@@ -1,0 +1,96 @@
+"""The crawl's run directory (``FOCUSCRAWL_OUTPUT_DIR``) and its JOBDIR checkpoint.
+
+One ``RunOutput`` per crawler, shared by the writers (``run_output(crawler)``).
+Every log's byte offset is checkpointed to ``JOBDIR/focuscrawl/offsets.json``
+(temp file + ``os.replace``) after each committed unit (an image row, a batch of
+pages). A resumed crawl truncates every log back to its checkpoint, so logs and
+the persisted merge state always describe the same moment (docs/OUTPUT.md).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import weakref
+from pathlib import Path
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+
+from focuscrawl.output.files import GzipLog, LineLog, _AppendFile, atomic_write_bytes
+
+logger = logging.getLogger(__name__)
+
+OFFSETS_FILE = "offsets.json"
+STATE_PREFIX = "state:"
+
+
+class RunOutput:
+    def __init__(self, directory: str | Path, jobdir: str | Path | None = None) -> None:
+        self.dir = Path(directory).resolve()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir = Path(jobdir).resolve() / "focuscrawl" if jobdir else None
+        self._offsets: dict[str, int] = {}
+        if self.state_dir is not None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            path = self.state_dir / OFFSETS_FILE
+            if path.exists():
+                state = json.loads(path.read_text(encoding="utf-8"))
+                if state.get("output_dir") != str(self.dir):
+                    raise ValueError(f"JOBDIR {jobdir} belongs to the run directory {state.get('output_dir')}, "
+                                     f"not {self.dir}: resume with the same output directory")
+                self._offsets = {k: int(v) for k, v in state.get("files", {}).items()}
+        self.resumed = bool(self._offsets)
+        self._logs: dict[str, _AppendFile] = {}
+
+    def path(self, relative: str) -> Path:
+        return self.dir / relative
+
+    def _open(self, key: str, factory) -> _AppendFile:
+        if key not in self._logs:
+            self._logs[key] = factory(self._offsets.get(key))
+        return self._logs[key]
+
+    def line_log(self, name: str, header: str | None = None) -> LineLog:
+        return self._open(name, lambda off: LineLog(self.dir / name, header, off))
+
+    def gzip_log(self, name: str) -> GzipLog:
+        return self._open(name, lambda off: GzipLog(self.dir / name, off))
+
+    def state_log(self, name: str) -> LineLog | None:
+        """A log in ``JOBDIR/focuscrawl/`` checkpointed with the outputs; ``None`` without JOBDIR."""
+        if self.state_dir is None:
+            return None
+        return self._open(STATE_PREFIX + name, lambda off: LineLog(self.state_dir / name, None, off))
+
+    def commit(self) -> None:
+        """Checkpoint every log's offset (no-op without JOBDIR)."""
+        if self.state_dir is None:
+            return
+        state = {"output_dir": str(self.dir), "files": {k: log.offset for k, log in self._logs.items()}}
+        atomic_write_bytes(self.state_dir / OFFSETS_FILE, json.dumps(state, indent=1).encode("utf-8"))
+
+    def close(self) -> None:
+        if not self._logs:
+            return
+        self.commit()
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()
+
+
+_runs: "weakref.WeakKeyDictionary[Crawler, RunOutput | None]" = weakref.WeakKeyDictionary()
+
+
+def run_output(crawler: Crawler) -> RunOutput | None:
+    """The crawler's run directory, or ``None`` when ``FOCUSCRAWL_OUTPUT_DIR`` is empty."""
+    if crawler in _runs:
+        return _runs[crawler]
+    directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
+    run = RunOutput(directory, crawler.settings.get("JOBDIR") or None) if directory else None
+    _runs[crawler] = run
+    if run is None:
+        logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
+    else:
+        logger.info("run directory %s%s", run.dir, " (resumed)" if run.resumed else "")
+        crawler.signals.connect(lambda *a, **kw: run.close(), signal=signals.spider_closed, weak=False)
+    return run

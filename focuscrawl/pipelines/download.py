@@ -1,0 +1,168 @@
+"""Download each unique image with Scrapy's media-pipeline machinery (a ``FilesPipeline``).
+
+The original bytes are stored unchanged as ``images/<sha1(url)>.<ext>`` in the run
+directory (no re-encoding, unlike ``ImagesPipeline``), written atomically. Real
+size and format are read with Pillow in a thread (``focuscrawl.images.inspect``):
+decompression bombs are rejected from the header (``FOCUSCRAWL_IMAGE_MAX_PIXELS``),
+files larger than ``FOCUSCRAWL_IMAGE_MAX_BYTES`` are cancelled by the downloader
+(per-request ``download_maxsize``), broken or truncated images are rejected. Every
+rejection drops the item with a reason counted as ``images/failed/<reason>``.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DownloadCancelledError, DropItem, IgnoreRequest, NotConfigured
+from scrapy.http.request import NO_CALLBACK
+from scrapy.pipelines.files import FilesPipeline, FSFilesStore
+try:  # Scrapy >= 2.14: failures of this type are expected, logged without a traceback
+    from scrapy.pipelines.media import _MediaRequestFiltered as _ExpectedMediaFailure
+except ImportError:  # pragma: no cover
+    from scrapy.pipelines.media import FileException as _ExpectedMediaFailure
+from scrapy.utils.asyncio import run_in_thread
+
+from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_formats, inspect_image
+from focuscrawl.items import ImageItem
+from focuscrawl.output.files import atomic_write_bytes
+from focuscrawl.output.images import image_store, url_sha1
+from focuscrawl.output.run import run_output
+
+logger = logging.getLogger(__name__)
+
+# Download failures (besides the Pillow rejections of focuscrawl.images.inspect).
+HTTP_STATUS = "http_status"  # not 200
+EMPTY = "empty"
+TOO_BIG_FILE = "too_big_file"  # cancelled at FOCUSCRAWL_IMAGE_MAX_BYTES
+FILTERED = "filtered"  # robots.txt, offsite or another downloader middleware said no
+DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
+
+
+class AtomicFSFilesStore(FSFilesStore):
+    """Files appear whole or not at all: a killed crawl leaves no truncated image behind."""
+
+    def persist_file(self, path, buf, info, meta=None, headers=None) -> None:
+        absolute = self._get_filesystem_path(path)
+        self._mkdir(absolute.parent, info)
+        atomic_write_bytes(absolute, buf.getvalue())
+
+
+class ImageRejectedFile(_ExpectedMediaFailure):
+    """A counted, expected rejection: MediaPipeline logs it without a traceback."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+class ImageDownloadPipeline(FilesPipeline):
+    MEDIA_NAME = "image"
+    LOG_FAILED_RESULTS = False  # failures are counted and logged once, without the item
+    STORE_SCHEMES = {**FilesPipeline.STORE_SCHEMES, "": AtomicFSFilesStore, "file": AtomicFSFilesStore}
+
+    def __init__(self, store_uri: str, *, crawler: Crawler) -> None:
+        super().__init__(store_uri, crawler=crawler)
+        settings = crawler.settings
+        self.stats = crawler.stats
+        self.store_images = image_store(crawler)
+        self.max_bytes = settings.getint("FOCUSCRAWL_IMAGE_MAX_BYTES", 10 * 1024 * 1024)
+        self.max_pixels = settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS", 9600 * 7200)
+        self.formats = allowed_formats(f.lower() for f in settings.getlist(
+            "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"]))
+        self.expires = 10 ** 6  # an image file in the run directory stays valid for the run
+        Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "ImageDownloadPipeline":
+        run = run_output(crawler)
+        if run is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not downloaded")
+        return cls(str(run.dir), crawler=crawler)
+
+    # -- requests --------------------------------------------------------------------
+    def get_media_requests(self, item: Any, info) -> list[Request]:
+        if not isinstance(item, ImageItem) or not item.get("image_url"):
+            return []
+        headers = {"Referer": item["page_url"]} if item.get("page_url") else {}
+        return [Request(item["image_url"], callback=NO_CALLBACK, headers=headers,
+                        meta={"download_maxsize": self.max_bytes,
+                              "download_warnsize": 0, "focuscrawl_image": True})]
+
+    def file_path(self, request: Request, response=None, info=None, *, item: Any = None) -> str:
+        ext = (item.get("extension") if item is not None else None) or Path(request.url).suffix.lstrip(".")
+        return f"images/{url_sha1(request.url)}.{(ext or 'bin').lower()}"
+
+    # -- results ---------------------------------------------------------------------
+    def _inspect(self, data: bytes):
+        return inspect_image(data, self.formats, self.max_pixels)
+
+    async def media_to_download(self, request, info, *, item=None):
+        """An image already in the run directory (a resumed crawl) is inspected, not fetched."""
+        path = self.store._get_filesystem_path(self.file_path(request, info=info, item=item))
+        if not path.is_file():
+            return None
+        try:
+            data = path.read_bytes()
+            found = await run_in_thread(self._inspect, data)
+        except (OSError, ImageRejected):
+            return None  # download again
+        self.inc_stats("uptodate")
+        return self._file_info(request, path.relative_to(self.store.basedir).as_posix(), data, found, "uptodate")
+
+    async def media_downloaded(self, response, request, info, *, item=None):
+        if response.status != 200:
+            raise ImageRejectedFile(HTTP_STATUS, str(response.status))
+        if not response.body:
+            raise ImageRejectedFile(EMPTY)
+        try:
+            found = await run_in_thread(self._inspect, response.body)
+        except ImageRejected as exc:
+            raise ImageRejectedFile(exc.reason, exc.detail) from None
+        path = self.file_path(request, response=response, info=info, item=item)
+        self.store.persist_file(path, BytesIO(response.body), info)
+        self.inc_stats("downloaded")
+        return self._file_info(request, path, response.body, found, "downloaded")
+
+    @staticmethod
+    def _file_info(request, path: str, data: bytes, found, status: str) -> dict[str, Any]:
+        return {"url": request.url, "path": path, "checksum": hashlib.sha1(data).hexdigest(), "status": status,
+                "width": found.width, "height": found.height, "format": found.format, "size": len(data)}
+
+    def media_failed(self, failure, request, info):
+        exc = failure.value
+        if isinstance(exc, ImageRejectedFile):  # raised by media_downloaded
+            raise exc
+        if isinstance(exc, IgnoreRequest):
+            raise ImageRejectedFile(FILTERED, str(exc))
+        if isinstance(exc, DownloadCancelledError) and "larger than download max size" in str(exc):
+            raise ImageRejectedFile(TOO_BIG_FILE, str(exc))
+        raise ImageRejectedFile(DOWNLOAD_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def item_completed(self, results, item, info):
+        if not isinstance(item, ImageItem):
+            return item
+        ok, value = results[0]
+        if not ok:
+            exc = value.value
+            reason = getattr(exc, "reason", None) or DOWNLOAD_ERROR
+            self.stats.inc_value(f"images/failed/{reason}")
+            logger.info("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
+            if self.store_images is not None:
+                self.store_images.drop(item["image_url"], reason)
+            raise DropItem(f"image {item['image_url']}: {reason}", log_level="DEBUG")
+        item["image_path"] = value["path"]
+        item["width"], item["height"] = value["width"], value["height"]
+        item["image_format"], item["image_size"] = value["format"], value["size"]
+        item["image_sha1"] = value["checksum"]
+        self.stats.inc_value("images/downloaded")
+        self.stats.inc_value("images/bytes", value["size"])
+        if item.get("extension") and FORMAT_EXTENSIONS.get(value["format"]) != \
+                {"jpeg": "jpg", "jpe": "jpg"}.get(item["extension"], item["extension"]):
+            self.stats.inc_value("images/format_differs_from_extension")
+        return item

@@ -1,0 +1,35 @@
+"""Merge and dedupe images by URL: the first sighting goes on, later ones join its record.
+
+A later sighting (the same image URL on another page) adds its page, texts,
+contexts and scores to the image's record (``ImageStore``) and is dropped from the
+pipeline (``DropItem`` at DEBUG level), so each image URL is downloaded, scored and
+logged once, and nothing seen is lost.
+"""
+from __future__ import annotations
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem, NotConfigured
+
+from focuscrawl.items import ImageItem
+from focuscrawl.output.images import image_store
+
+
+class ImageMergePipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        self.store = image_store(crawler)
+        if self.store is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not merged")
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "ImageMergePipeline":
+        return cls(crawler)
+
+    def process_item(self, item):
+        if not isinstance(item, ImageItem):
+            return item
+        if self.store.first_sighting(item):
+            self.stats.inc_value("images/unique")
+            return item
+        self.stats.inc_value("images/merge/later_sightings")
+        raise DropItem(f"image {item['image_url']} already seen: merged into its record", log_level="DEBUG")

@@ -1,0 +1,23 @@
+"""Final image score: geometric mean of ALT and parent-1 weighted perplexity (SPEC §6)."""
+from __future__ import annotations
+
+from scrapy.crawler import Crawler
+
+from focuscrawl.images.final import final_score
+from focuscrawl.items import ImageItem
+
+
+class FinalScorePipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "FinalScorePipeline":
+        return cls(crawler)
+
+    def process_item(self, item):
+        if isinstance(item, ImageItem):
+            score, label = final_score(item.get("alt_scores"), item.get("title_scores"), item.get("contexts"))
+            item["final_score"], item["final_context"] = score, label
+            self.stats.inc_value(f"images/final_context/{label or 'none'}")
+        return item

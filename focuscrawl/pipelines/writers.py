@@ -1,0 +1,88 @@
+"""Writers of the run directory: the image log and records, pages.tsv and sentences.txt.gz.
+
+``ImageLogWriterPipeline`` commits each unique image (record JSON + one images.tsv
+row + merge state) through the shared ``ImageStore``. ``PageLogWriterPipeline``
+writes one pages.tsv row per PageItem and all its sentences, in crawl order, in
+batches: a batch is one gzip member of sentences.txt.gz plus its pages.tsv rows,
+then a JOBDIR checkpoint (docs/OUTPUT.md).
+"""
+from __future__ import annotations
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from focuscrawl.items import ImageItem, PageItem
+from focuscrawl.output.images import image_store
+from focuscrawl.output.run import run_output
+from focuscrawl.output.tsv import row
+
+PAGE_COLUMNS = ["url", "depth", "status", "host", "size", "fetched_at", "perplexity", "keyword_score",
+                "sentences", "tokens", "links", "images", "near_duplicate_of"]
+
+
+class ImageLogWriterPipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        self.store = image_store(crawler)
+        if self.store is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "ImageLogWriterPipeline":
+        return cls(crawler)
+
+    def process_item(self, item):
+        if isinstance(item, ImageItem):
+            self.store.commit(item)
+            self.stats.inc_value("images/written")
+        return item
+
+
+def page_row(item) -> list:
+    sentences = item.get("sentences") or []
+    return [item.get("url"), item.get("depth"), item.get("status"), item.get("host"), item.get("size"),
+            item.get("fetched_at"), item.get("perplexity"), item.get("keyword_score"), len(sentences),
+            sum(s.count(" ") + 1 for s in sentences), item.get("links"), item.get("images"),
+            item.get("near_duplicate_of")]
+
+
+class PageLogWriterPipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        self.run = run_output(crawler)
+        if self.run is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
+        self.stats = crawler.stats
+        self.batch_bytes = crawler.settings.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES", 64 * 1024)
+        self.pages = self.run.line_log("pages.tsv", "\t".join(PAGE_COLUMNS))
+        self.sentences = self.run.gzip_log("sentences.txt.gz")
+        self._rows: list[str] = []
+        self._lines: list[str] = []
+        self._size = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "PageLogWriterPipeline":
+        return cls(crawler)
+
+    def process_item(self, item):
+        if isinstance(item, PageItem):
+            sentences = [s for s in (item.get("sentences") or []) if s]
+            self._rows.append(row(page_row(item)))
+            self._lines.extend(s.replace("\n", " ") for s in sentences)
+            self._size += sum(len(s) + 1 for s in sentences)
+            self.stats.inc_value("pages/written")
+            self.stats.inc_value("sentences/written", len(sentences))
+            if self._size >= self.batch_bytes:
+                self.flush()
+        return item
+
+    def flush(self) -> None:
+        """Write the batch: sentences first, then the rows that announce them, then checkpoint."""
+        if not self._rows:
+            return
+        self.sentences.write_lines(self._lines)
+        self.pages.write_lines(self._rows)
+        self._rows, self._lines, self._size = [], [], 0
+        self.run.commit()
+
+    def close_spider(self) -> None:
+        self.flush()

@@ -1,0 +1,50 @@
+"""Extra context extractors recorded per image, and the final score's choice of context."""
+import pytest
+from lxml import html as lhtml
+from scrapy.settings import Settings
+
+from focuscrawl import settings as project_settings
+from focuscrawl.images.extract import ContextSettings, image_items
+from focuscrawl.images.final import final_score
+
+PAGE = """<html><body><p>Menu Home Contact</p><div class="wp-caption">
+<p>My cat likes to sleep all day long on the warm sofa in the living room.</p>
+<figure><img src="/cat.jpg" alt="A grey cat" width="800" height="600">
+<figcaption>The cat asleep on the sofa</figcaption></figure></div></body></html>"""
+
+
+def test_extra_contexts_are_recorded_and_scored(cats_scorer):
+    context = ContextSettings(extra=("figure", "clus"), final="figure")
+    [decision] = image_items(lhtml.fromstring(PAGE), "http://s.test/", cats_scorer, context=context)
+    extra = decision.item["extra_contexts"]
+    assert list(extra) == ["figure", "clus"]
+    assert extra["figure"]["text"] == "The cat asleep on the sofa"
+    assert extra["figure"]["scores"] == {**cats_scorer.score("The cat asleep on the sofa").__dict__}
+    assert extra["clus"]["scores"]["tokens"] == cats_scorer.score(extra["clus"]["text"]).tokens
+
+
+def test_default_records_no_extra_contexts(cats_scorer):
+    [decision] = image_items(lhtml.fromstring(PAGE), "http://s.test/", cats_scorer)
+    assert decision.item["extra_contexts"] == {}
+
+
+def test_settings_are_read_and_validated():
+    s = Settings({**{k: getattr(project_settings, k) for k in dir(project_settings) if k.isupper()}})
+    assert ContextSettings.from_settings(s).extra == () and ContextSettings.from_settings(s).final == "thesis"
+    s.set("FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS", "clus,figure")
+    s.set("FOCUSCRAWL_IMAGE_FINAL_CONTEXT", "clus")
+    assert ContextSettings.from_settings(s) == ContextSettings(extra=("clus", "figure"), final="clus")
+    s.set("FOCUSCRAWL_IMAGE_FINAL_CONTEXT", "par")
+    with pytest.raises(ValueError, match="must be 'thesis' or one of"):
+        ContextSettings.from_settings(s)
+    with pytest.raises(ValueError, match="unknown context extractor 'vips'"):
+        ContextSettings(extra=("vips",))
+
+
+def test_final_score_uses_the_chosen_context():
+    ctx = [{"kind": "parent", "level": 1, "scores": {"weighted": 400.0}}]
+    extra = {"figure": {"text": "t", "scores": {"weighted": 4.0}}, "clus": {"text": "", "scores": {"weighted": None}}}
+    assert final_score({"weighted": 25.0}, None, ctx, extra, "figure") == (pytest.approx(10.0), "alt+figure")
+    # empty chosen context: the thesis parent stands in
+    assert final_score({"weighted": 25.0}, None, ctx, extra, "clus") == (pytest.approx(100.0), "alt+parent-1")
+    assert final_score({"weighted": 25.0}, None, ctx, extra) == (pytest.approx(100.0), "alt+parent-1")

@@ -1,0 +1,206 @@
+"""Page-text extractors, ``focuscrawl extract`` and the CLEANEVAL-style scorer."""
+import gzip
+import json
+import sys
+
+import pytest
+
+from focuscrawl import cli
+from focuscrawl import settings as default_settings
+from focuscrawl.eval import extraction as ev
+from focuscrawl.text import extractors
+from focuscrawl.text.cli import output_stem, read_html_bytes
+
+ARTICLE = """<html><head><title>t</title><script>var x = 1;</script></head><body>
+<div class="nav"><a href="/">Home</a> | <a href="/a">About</a> | <a href="/c">Contact</a></div>
+<h1>The domestic cat</h1>
+<p>The cat is a small domesticated carnivorous mammal. It is the only domesticated species in the
+family Felidae and is commonly referred to as the domestic cat or house cat to distinguish it from
+the wild members of the family, which live on every continent except Antarctica.</p>
+<p>Cats are valued by humans for companionship and their ability to kill vermin. Their retractable
+claws are adapted to killing small prey like mice and rats, and they have a strong flexible body,
+quick reflexes, sharp teeth and a skeleton that lets them fall from heights without harm.</p>
+<p>A cat has excellent night vision and a keen sense of smell, and it communicates by meowing,
+purring, trilling, hissing, growling and grunting as well as with its body language, which
+owners learn to read: a raised tail is a greeting, flattened ears are a warning to keep away.</p>
+<div class="footer"><a href="/imprint">Imprint</a> <a href="/privacy">Privacy</a> (c) 2020</div>
+</body></html>"""
+
+
+@pytest.mark.parametrize("name", sorted(extractors.EXTRACTORS))
+def test_every_extractor_keeps_the_article_and_drops_scripts(name):
+    text = extractors.get_extractor(name)(ARTICLE)
+    assert "retractable" in text and "night vision" in text
+    assert "var x" not in text
+
+
+@pytest.mark.parametrize("name", ["trafilatura", "justext"])
+def test_boilerplate_removers_drop_navigation(name):
+    text = extractors.get_extractor(name)(ARTICLE)
+    assert "Contact" not in text and "Privacy" not in text
+
+
+def test_fulltext_keeps_navigation():
+    assert "Contact" in extractors.get_extractor("fulltext")(ARTICLE)
+
+
+@pytest.mark.parametrize("name", sorted(extractors.EXTRACTORS))
+def test_empty_and_broken_input_give_text_or_a_clear_error(name):
+    extract = extractors.get_extractor(name)
+    for blank in ("", "   "):
+        try:
+            assert not extract(blank).strip()
+        except extractors.ExtractionError:
+            pass
+    for broken in ("<html><body><p>unclosed <b>bold <i>cat", "\x00\x01<<<>>>", "<" * 1000):
+        try:
+            assert isinstance(extract(broken), str)
+        except extractors.ExtractionError:
+            pass
+
+
+def test_missing_optional_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "justext", None)  # makes ``import justext`` fail
+    with pytest.raises(extractors.ExtractorUnavailable, match="pip install justext"):
+        extractors.get_extractor("justext")("<p>hello</p>")
+
+
+def test_unknown_extractor_lists_the_valid_names():
+    with pytest.raises(ValueError, match="trafilatura"):
+        extractors.get_extractor("nope")
+
+
+def test_crawl_default_is_a_known_extractor():
+    extractors.get_extractor(default_settings.FOCUSCRAWL_TEXT_EXTRACTOR)
+
+
+# --- focuscrawl extract ---------------------------------------------------------------
+
+def test_output_stem():
+    assert output_stem("a/b/page.html.gz") == "page"
+    assert output_stem("x.HTM") == "x"
+    assert output_stem("123") == "123"
+
+
+def test_extract_writes_one_text_per_input(tmp_path, capsys):
+    (tmp_path / "a.html").write_text(ARTICLE)
+    (tmp_path / "b.html.gz").write_bytes(gzip.compress(ARTICLE.replace("cat", "dog").encode()))
+    out = tmp_path / "out"
+    assert cli.main(["extract", "--extractor", "justext", str(tmp_path / "a.html"),
+                     str(tmp_path / "b.html.gz"), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt"]
+    assert "night vision" in (out / "a.txt").read_text()
+    assert "domestic dog" in (out / "b.txt").read_text()
+    assert "Contact" not in (out / "a.txt").read_text()
+
+
+def test_extract_gzip_output_and_default_extractor(tmp_path):
+    (tmp_path / "a.html").write_text(ARTICLE)
+    assert cli.main(["extract", "--gzip", str(tmp_path / "a.html"), "-o", str(tmp_path / "o")]) == 0
+    text = gzip.decompress((tmp_path / "o" / "a.txt.gz").read_bytes()).decode()
+    assert text == extractors.get_extractor(default_settings.FOCUSCRAWL_TEXT_EXTRACTOR)(ARTICLE)
+
+
+def test_extract_skips_bad_inputs_and_keeps_going(tmp_path, capsys):
+    (tmp_path / "good.html").write_text(ARTICLE)
+    (tmp_path / "bad.html.gz").write_bytes(b"not gzip at all")
+    out = tmp_path / "o"
+    rc = cli.main(["extract", str(tmp_path / "bad.html.gz"), str(tmp_path / "missing.html"),
+                   str(tmp_path / "good.html"), "-o", str(out)])
+    assert rc == 1
+    assert [p.name for p in out.iterdir()] == ["good.txt"]  # no half-written files
+    err = capsys.readouterr().err
+    assert "skipped" in err and "bad.html.gz" in err and "missing.html" in err
+
+
+def test_gzip_bomb_is_refused(tmp_path):
+    path = tmp_path / "bomb.html.gz"
+    path.write_bytes(gzip.compress(b"<p>" + b"a" * 2_000_000))
+    with pytest.raises(ValueError, match="more than"):
+        read_html_bytes(path, max_bytes=1_000_000)
+
+
+def test_extract_unknown_extractor_is_a_usage_error(tmp_path, capsys):
+    assert cli.main(["extract", "--extractor", "nope", "x.html", "-o", str(tmp_path)]) == 2
+    assert "unknown text extractor" in capsys.readouterr().err
+
+
+# --- scorer -----------------------------------------------------------------------------
+
+def test_strip_cleaneval_gold():
+    gold = "URL: http://example.org/\n\n <h> Title here\n<p> First para\n<L> item one\n"
+    assert ev.words(ev.strip_cleaneval_gold(gold)) == ["title", "here", "first", "para", "item", "one"]
+
+
+def test_edit_similarity_counts_word_edits():
+    gold = "a b c d".split()
+    assert ev.edit_similarity(gold, gold) == 1.0
+    assert ev.edit_similarity("a b x d".split(), gold) == pytest.approx(0.75)  # one substitution
+    assert ev.edit_similarity("nav a b c d".split(), gold) == pytest.approx(0.8)  # one insertion / 5
+    assert ev.edit_similarity([], gold) == 0.0
+    assert ev.edit_similarity([], []) == 1.0
+    # order matters for the edit score, not for the bag of tokens
+    assert ev.edit_similarity("d c b a".split(), gold) < 1.0
+    assert ev.bag_prf("d c b a".split(), gold) == (1.0, 1.0, 1.0)
+
+
+def test_bag_prf_uses_multiset_intersection():
+    p, r, f = ev.bag_prf("the cat the cat menu".split(), "the cat sat".split())
+    assert (p, r) == (pytest.approx(2 / 5), pytest.approx(2 / 3))
+    assert f == pytest.approx(2 * p * r / (p + r))
+    assert ev.bag_prf([], ["a"]) == (0.0, 0.0, 0.0)
+
+
+def _cleaneval_fixture(root):
+    (root / "input").mkdir(parents=True)
+    (root / "gold").mkdir()
+    (root / "input" / "1.html").write_text(ARTICLE)
+    (root / "gold" / "1.txt").write_text(
+        "URL: http://x/\n<h> The domestic cat\n<p> The cat is a small domesticated carnivorous mammal.\n")
+    (root / "input" / "2.html").write_text(ARTICLE)  # no gold: skipped
+
+
+def test_cleaneval_eval_table(tmp_path, capsys):
+    _cleaneval_fixture(tmp_path / "ce")
+    assert cli.main(["eval", "extraction", "--dataset", "cleaneval", "--extractors", "fulltext,article",
+                     str(tmp_path / "ce")]) == 0
+    out = capsys.readouterr().out
+    assert "cleaneval: 1 pages" in out
+    rows = {line.split("|")[1].strip(): line.split("|") for line in out.splitlines() if line.startswith("| f")
+            or line.startswith("| a")}
+    assert set(rows) == {"fulltext", "article"}
+    assert float(rows["fulltext"][4]) == pytest.approx(1.0)  # recall: fulltext keeps every gold word
+
+
+def test_aeb_pages(tmp_path):
+    root = tmp_path / "aeb"
+    (root / "html").mkdir(parents=True)
+    (root / "html" / "p1.html.gz").write_bytes(gzip.compress(ARTICLE.encode()))
+    (root / "ground-truth.json").write_text(json.dumps({
+        "p1": {"articleBody": "The cat is a small domesticated carnivorous mammal.", "url": "http://x/"},
+        "p2": {"articleBody": "no html for this one", "url": "http://y/"}}))
+    pages = list(ev.aeb_pages(root))
+    assert [p.page_id for p in pages] == ["p1"]
+    [res] = ev.evaluate(pages, ["trafilatura"])
+    assert res.mean("recall") == pytest.approx(1.0) and res.failures == 0
+
+
+def test_eval_on_wrong_folder_is_a_clear_error(tmp_path, capsys):
+    assert cli.main(["eval", "extraction", "--dataset", "aeb", str(tmp_path)]) == 2
+    assert "ground-truth.json" in capsys.readouterr().err
+
+
+def test_strip_cleaneval_wrapper():
+    page = b'<text id="http://x/" title="T" encoding="utf8">\n<html><body><p>hi</p></body></html>\n</text>\n'
+    assert ev.strip_cleaneval_wrapper(page) == b"\n<html><body><p>hi</p></body></html>\n"
+
+
+@pytest.mark.parametrize("name", ["article", "keepeverything"])
+def test_boilerpy3_reads_pages_without_body_tag(name):
+    fragment = ARTICLE.split("<body>")[1].split("</body>")[0]
+    assert "night vision" in extractors.get_extractor(name)(fragment)
+
+
+def test_trafilatura_falls_back_to_full_text_when_it_finds_no_main_text():
+    links = "<html><body><ul>" + "".join(f'<li><a href="/{i}">link {i}</a></li>' for i in range(5)) + "</ul></body></html>"
+    assert "link 3" in extractors.get_extractor("trafilatura")(links)

@@ -1,0 +1,33 @@
+import pytest
+
+from focuscrawl.images.inspect import (
+    DECOMPRESSION_BOMB, NOT_AN_IMAGE, TRUNCATED, UNSUPPORTED_FORMAT, ImageRejected, inspect_image,
+)
+from imagesite import image_bytes, png_bomb, truncated_jpeg
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "GIF"])
+def test_real_size_and_format(fmt):
+    info = inspect_image(image_bytes(fmt, (640, 480)))
+    assert (info.width, info.height, info.format) == (640, 480, fmt)
+
+
+@pytest.mark.parametrize("data, reason", [
+    (truncated_jpeg(), TRUNCATED),
+    (image_bytes("PNG")[:-200], TRUNCATED),
+    (png_bomb(), DECOMPRESSION_BOMB),
+    (b"<html>not found</html>", NOT_AN_IMAGE),
+    (image_bytes("WEBP"), UNSUPPORTED_FORMAT),
+])
+def test_rejections(data, reason):
+    with pytest.raises(ImageRejected) as exc:
+        inspect_image(data)
+    assert exc.value.reason == reason
+
+
+def test_bomb_limit_is_a_parameter():
+    data = image_bytes("PNG", (1200, 1000), mode="1")
+    assert inspect_image(data, max_pixels=2_000_000).width == 1200
+    with pytest.raises(ImageRejected) as exc:
+        inspect_image(data, max_pixels=1_000_000)
+    assert exc.value.reason == DECOMPRESSION_BOMB

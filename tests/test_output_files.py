@@ -1,0 +1,77 @@
+import gzip
+import os
+
+import pytest
+
+from focuscrawl.output.files import GzipLog, LineLog, atomic_write_bytes, complete_lines_size, gzip_complete_size
+
+
+def test_line_log_cuts_partial_line_and_keeps_header(tmp_path):
+    path = tmp_path / "x.tsv"
+    log = LineLog(path, header="a\tb")
+    log.write_lines(["1\t2", "3\t4"])
+    log.close()
+    with open(path, "ab") as f:
+        f.write(b"5\t")  # a torn write of a killed crawl
+    assert complete_lines_size(path) == len(b"a\tb\n1\t2\n3\t4\n")
+    log = LineLog(path, header="a\tb")
+    log.write_lines(["5\t6"])
+    log.close()
+    assert path.read_text() == "a\tb\n1\t2\n3\t4\n5\t6\n"
+
+
+def test_line_log_rejects_other_header_and_short_file(tmp_path):
+    path = tmp_path / "x.tsv"
+    LineLog(path, header="a\tb").close()
+    with pytest.raises(ValueError, match="other columns"):
+        LineLog(path, header="a\tc")
+    with pytest.raises(ValueError, match="does not belong to this JOBDIR"):
+        LineLog(path, header="a\tb", truncate_to=100)
+
+
+def test_line_log_truncates_to_recorded_offset(tmp_path):
+    path = tmp_path / "x.txt"
+    log = LineLog(path)
+    log.write_lines(["one"])
+    good = log.offset
+    log.write_lines(["two"])
+    log.close()
+    log = LineLog(path, truncate_to=good)
+    assert log.offset == good and path.read_text() == "one\n"
+    log.close()
+
+
+def test_gzip_log_members_and_torn_tail(tmp_path):
+    path = tmp_path / "s.txt.gz"
+    log = GzipLog(path)
+    log.write_lines(["first sentence here", "second one"])
+    log.write_lines(["third"])
+    good = log.offset
+    log.close()
+    assert gzip.decompress(path.read_bytes()).decode().splitlines() == ["first sentence here", "second one", "third"]
+    member = gzip.compress(b"fourth\n" * 1000)
+    with open(path, "ab") as f:
+        f.write(member[: len(member) // 2])  # killed in the middle of a member
+    assert gzip_complete_size(path) == good
+    log = GzipLog(path)
+    log.write_lines(["fifth"])
+    log.close()
+    assert gzip.decompress(path.read_bytes()).decode().splitlines() == [
+        "first sentence here", "second one", "third", "fifth"]
+
+
+def test_gzip_complete_size_small_chunks(tmp_path):
+    path = tmp_path / "s.gz"
+    data = b"".join(gzip.compress(f"line {i}\n".encode() * 50) for i in range(5))
+    path.write_bytes(data + b"\x1f\x8b\x08garbage")
+    assert gzip_complete_size(path, chunk=7) == len(data)
+    path.write_bytes(b"")
+    assert gzip_complete_size(path) == 0
+
+
+def test_atomic_write_bytes(tmp_path):
+    path = tmp_path / "r.json"
+    atomic_write_bytes(path, b"{}")
+    atomic_write_bytes(path, b'{"a": 1}')
+    assert path.read_bytes() == b'{"a": 1}'
+    assert os.listdir(tmp_path) == ["r.json"]

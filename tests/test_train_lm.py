@@ -1,0 +1,258 @@
+"""Modified Kneser–Ney training (``focuscrawl.lm.train``) against hand-computed values,
+invariants checked through KenLM, and lmplz's own output.
+
+The lmplz fixtures (``tests/fixtures/lmplz_corpus.txt``, ``lmplz_tiny.arpa``,
+``lmplz_tiny.binary``) were made by ``tests/fixtures/make_lmplz_fixtures.py`` with
+KenLM 0.3.0: ``lmplz -o 3 < lmplz_corpus.txt > lmplz_tiny.arpa`` and
+``build_binary lmplz_tiny.arpa lmplz_tiny.binary``.
+"""
+from __future__ import annotations
+
+import gzip
+import logging
+import math
+from pathlib import Path
+
+import kenlm
+import numpy as np
+import pytest
+
+from focuscrawl.cli import main
+from focuscrawl.lm.scorer import TopicScorer, load_kenlm
+from focuscrawl.lm.train import (DISCOUNT_FALLBACK, compute_discounts, estimate, file_sentences,
+                                 train_lm, write_arpa)
+from focuscrawl.text.normalize import document_sentences
+
+FIXTURES = Path(__file__).parent / "fixtures"
+L = math.log10
+
+
+def read_arpa(path: Path) -> dict[str, tuple[float, float | None]]:
+    """``{ngram: (log10 p, log10 backoff or None)}`` of an ARPA file."""
+    entries, in_grams = {}, False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("\\") and line.endswith("-grams:"):
+            in_grams = True
+            continue
+        if not in_grams or not line.strip() or line.startswith("\\"):
+            continue
+        parts = line.split("\t")
+        entries[parts[1]] = (float(parts[0]), float(parts[2]) if len(parts) > 2 else None)
+    return entries
+
+
+def train_to(tmp_path: Path, sentences: list[str], order: int, name: str = "m.arpa"):
+    model = estimate(sentences, order)
+    path = tmp_path / name
+    write_arpa(model, path)
+    return model, path
+
+
+# -- hand-computed ----------------------------------------------------------------
+TOY = ["a b", "b a", "a a b"]
+
+
+def test_bigram_toy_corpus_hand_computed(tmp_path, caplog):
+    # Padded: <s> a b </s> | <s> b a </s> | <s> a a b </s>.
+    # Bigram (top order, raw) counts: <s>a 2, ab 2, b</s> 2, <s>b 1, ba 1, a</s> 1, aa 1:
+    # no bigram seen 3 times -> fallback discounts D1=.5 D2=1 D3+=1.5 (and for unigrams,
+    # whose adjusted counts a:3 (<s>,b,a to its left), b:2, </s>:2 have no singleton).
+    with caplog.at_level(logging.WARNING, logger="focuscrawl.lm.train"):
+        model, path = train_to(tmp_path, TOY, 2)
+    assert model.discounts == [DISCOUNT_FALLBACK, DISCOUNT_FALLBACK]
+    assert model.fallback_orders == [1, 2]
+    assert "fallback discounts" in caplog.text
+    assert model.counts() == [5, 7]  # <unk> <s> </s> a b; 7 distinct bigrams
+
+    # Unigrams: denominator 3+2+2 = 7; γ = (1.5+1+1)/7 = .5; uniform over |V|-1 = 4 words.
+    p = {"a": (3 - 1.5) / 7 + .5 / 4, "b": (2 - 1) / 7 + .5 / 4, "</s>": (2 - 1) / 7 + .5 / 4, "<unk>": .5 / 4}
+    assert sum(p.values()) == pytest.approx(1.0)
+    # Bigrams: context <s> (2,1 -> D 1,.5; denominator 3; γ = 1.5/3), a (2,1,1 -> 4; γ = 2/4),
+    # b (2,1 -> 3; γ = 1.5/3): every γ is .5.
+    p2 = {
+        ("<s>", "a"): (2 - 1) / 3 + .5 * p["a"], ("<s>", "b"): .5 / 3 + .5 * p["b"],
+        ("a", "b"): (2 - 1) / 4 + .5 * p["b"], ("a", "</s>"): .5 / 4 + .5 * p["</s>"],
+        ("a", "a"): .5 / 4 + .5 * p["a"],
+        ("b", "</s>"): (2 - 1) / 3 + .5 * p["</s>"], ("b", "a"): .5 / 3 + .5 * p["a"],
+    }
+    arpa = read_arpa(path)
+    for w, pw in p.items():
+        assert arpa[w][0] == pytest.approx(L(pw), abs=1e-6)
+    assert arpa["<s>"] == (0.0, pytest.approx(L(.5), abs=1e-6))  # log10 p(<s>) = 0 like lmplz
+    assert arpa["a"][1] == arpa["b"][1] == pytest.approx(L(.5), abs=1e-6)
+    assert arpa["</s>"][1] == arpa["<unk>"][1] == 0.0  # not contexts
+    for (h, w), pw in p2.items():
+        assert arpa[f"{h} {w}"] == (pytest.approx(L(pw), abs=1e-6), None)
+
+    lm = kenlm.Model(str(path))
+    assert lm.score("a b") == pytest.approx(L(p2["<s>", "a"] * p2["a", "b"] * p2["b", "</s>"]), abs=1e-5)
+    # unseen bigram b b: backoff γ(b) * p(b)
+    assert lm.score("b b") == pytest.approx(L(p2["<s>", "b"] * .5 * p["b"] * p2["b", "</s>"]), abs=1e-5)
+    # unknown word: γ(<s>) p(<unk>), then γ(<unk>) = 1 and p(</s>)
+    assert lm.score("zebra") == pytest.approx(L(.5 * p["<unk>"] * p["</s>"]), abs=1e-5)
+
+
+def test_trigram_adjusted_counts_and_bos_ngrams(tmp_path):
+    # Trigram model of  <s> <s> x y </s> | <s> <s> z y </s> | <s> <s> x y </s>.
+    model, path = train_to(tmp_path, ["x y", "z y", "x y"], 3)
+    arpa = read_arpa(path)
+    # Bigrams that start with <s> keep raw counts (<s> x: 2, <s> z: 1); "x y" and "z y"
+    # get adjusted counts = distinct left words (<s> for both: 1 each); "y </s>": 2 (x, z).
+    # So the trigram level has "<s> x y" 2, "<s> z y" 1, "x y </s>" 2, "z y </s>" 1
+    # and no n-gram with <s> after its first word.
+    assert set(arpa) == {"<unk>", "<s>", "</s>", "x", "y", "z",
+                         "<s> x", "<s> z", "x y", "z y", "y </s>",
+                         "<s> x y", "<s> z y", "x y </s>", "z y </s>"}
+    t2 = model.orders[1]
+    counts2 = {f"{model.vocab[f]} {w}": int(c) for f, w, c in
+               zip(t2.first, model.vocab[model.orders[0].first[t2.suffix]], t2.count)}
+    assert counts2 == {"<s> x": 2, "<s> z": 1, "x y": 1, "z y": 1, "y </s>": 2}
+    # unigram adjusted counts: x:1 (<s>), z:1, y:2 (x, z), </s>:1 (y)
+    assert dict(zip(model.vocab, model.orders[0].count.tolist())) == {
+        "<unk>": 0, "<s>": 0, "</s>": 1, "x": 1, "y": 2, "z": 1}
+
+
+def test_discounts_from_count_of_counts():
+    # n1=4 n2=2 n3=1 n4=1: y = 4/(4+2*2) = .5; D1 = 1 - 2*.5*2/4; D2 = 2 - 3*.5*1/2; D3+ = 3 - 4*.5*1/1
+    counts = np.array([1, 1, 1, 1, 2, 2, 3, 4, 9])
+    (d1, d2, d3), fell_back = compute_discounts(counts, 3)
+    assert not fell_back
+    assert (d1, d2, d3) == (pytest.approx(.5), pytest.approx(1.25), pytest.approx(1.0))
+
+
+def test_discount_out_of_range_falls_back(caplog):
+    # n1=n2=n3=1, n4=10: D3+ = 3 - 4*(1/3)*10 < 0
+    counts = np.array([1, 2, 3] + [4] * 10)
+    with caplog.at_level(logging.WARNING, logger="focuscrawl.lm.train"):
+        d, fell_back = compute_discounts(counts, 4)
+    assert fell_back and d == DISCOUNT_FALLBACK
+    assert "out of range" in caplog.text
+
+
+# -- invariants through KenLM ----------------------------------------------------------
+def context_distribution_sum(lm: kenlm.Model, vocab, context: list[str], bos: bool) -> float:
+    state, out = kenlm.State(), kenlm.State()
+    (lm.BeginSentenceWrite if bos else lm.NullContextWrite)(state)
+    for w in context:
+        lm.BaseScore(state, w, out)
+        state, out = out, state
+    return sum(10 ** lm.BaseScore(state, w, out) for w in vocab if w != "<s>")
+
+
+@pytest.mark.parametrize("order", [2, 3, 5])
+def test_every_context_distribution_sums_to_one(tmp_path, order):
+    sentences = (FIXTURES / "lmplz_corpus.txt").read_text().splitlines()[:150]
+    model, path = train_to(tmp_path, sentences, order)
+    assert not model.fallback_orders
+    lm = kenlm.Model(str(path))
+    contexts = [([], False), ([], True)]  # null context (unigrams) and <s>
+    for s in sentences[:12]:
+        words = s.split()
+        contexts += [(words[:i], True) for i in range(1, len(words) + 1)]
+        contexts.append((words[-2:], False))
+    contexts += [(["kitten", "zebra"], True), (["nothing", "seen", "here"], False)]
+    for context, bos in contexts:
+        assert context_distribution_sum(lm, model.vocab, context, bos) == pytest.approx(1.0, abs=2e-4), context
+
+
+def test_tiny_corpus_falls_back_and_loads(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="focuscrawl.lm.train"):
+        model, path = train_to(tmp_path, ["the cat sat"], 5)
+    assert model.fallback_orders == [1, 2, 3, 4, 5]
+    assert caplog.text.count("fallback discounts") == 5
+    lm = kenlm.Model(str(path))
+    assert lm.order == 5
+    assert context_distribution_sum(lm, model.vocab, ["the"], True) == pytest.approx(1.0, abs=1e-4)
+    assert math.isfinite(lm.score("the cat sat")) and lm.score("the cat sat") > lm.score("sat cat the")
+
+
+def test_no_sentences_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="no training sentences"):
+        estimate([], 3)
+    with pytest.raises(ValueError, match="order"):
+        estimate(["a b"], 1)
+
+
+def test_reserved_words_are_whitespace(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="focuscrawl.lm.train"):
+        model = estimate(["a <s> b </s>", "b <unk> a"], 2)
+    assert "treated as white space" in caplog.text
+    assert model.vocab.tolist() == ["<unk>", "<s>", "</s>", "a", "b"]
+    assert model.tokens == 4
+
+
+# -- agreement with lmplz (committed fixtures) -----------------------------------------
+def test_matches_lmplz_arpa_entry_by_entry(tmp_path):
+    sentences = (FIXTURES / "lmplz_corpus.txt").read_text().splitlines()
+    model, path = train_to(tmp_path, sentences, 3)
+    ours, ref = read_arpa(path), read_arpa(FIXTURES / "lmplz_tiny.arpa")
+    assert set(ours) == set(ref)
+    # lmplz's own order (suffix order) is kept too, so the files can be diffed.
+    assert list(ours) == list(ref)
+    for gram, (p, b) in ref.items():
+        assert ours[gram][0] == pytest.approx(p, abs=2e-6), gram
+        if b is not None:
+            assert ours[gram][1] == pytest.approx(b, abs=2e-6), gram
+
+
+@pytest.mark.parametrize("name", ["lmplz_tiny.arpa", "lmplz_tiny.binary"])
+def test_topic_scorer_loads_lmplz_models_unchanged(tmp_path, name):
+    scorer = TopicScorer(load_kenlm(FIXTURES / name))
+    sentences = (FIXTURES / "lmplz_corpus.txt").read_text().splitlines()
+    _, ours_path = train_to(tmp_path, sentences, 3)
+    ours = TopicScorer(load_kenlm(ours_path))
+    text = "The cat sat on the mat. Her kittens play with a small ball!"
+    pp = scorer.perplexity(text)
+    assert pp is not None and 1 < pp < 300
+    assert pp == pytest.approx(ours.perplexity(text), rel=1e-4)
+    # seen text scores better than the same words scrambled
+    assert scorer.perplexity("the cat sat on mat") < scorer.perplexity("mat on sat cat the")
+
+
+# -- inputs and the CLI ----------------------------------------------------------------
+HTML = b"""<!doctype html><html><head><title>x</title><style>p{}</style></head><body>
+<p>The cat sat on the mat all day long.</p><p>Too short.</p>
+<p>Her 3 kittens play with a small red ball!</p><script>var cat = 1;</script></body></html>"""
+
+
+def test_file_sentences_html_gz_and_normalized(tmp_path):
+    (tmp_path / "page.html").write_bytes(HTML)
+    (tmp_path / "notes.txt.gz").write_bytes(gzip.compress("Cats purr when they are happy. Yes.\n".encode()))
+    (tmp_path / "norm.txt").write_text("already normal text\n\nshort one\n")
+    assert file_sentences(tmp_path / "page.html") == [
+        "the cat sat on the mat all day long", "her kittens play with a small red ball"]
+    assert file_sentences(tmp_path / "notes.txt.gz") == ["cats purr when they are happy"]
+    assert file_sentences(tmp_path / "norm.txt", normalized=True) == ["already normal text", "short one"]
+
+
+def test_train_lm_cli(tmp_path, capsys):
+    (tmp_path / "page.html").write_bytes(HTML)
+    (tmp_path / "notes.txt.gz").write_bytes(gzip.compress(b"Cats purr when they are happy and warm.\n"))
+    out = tmp_path / "out.arpa"
+    assert main(["train-lm", "--order", "3", "-o", str(out), str(tmp_path / "page.html"),
+                 str(tmp_path / "notes.txt.gz")]) == 0
+    assert "3 sentences" in capsys.readouterr().err
+    expected = tmp_path / "expected.arpa"
+    write_arpa(estimate(document_sentences("The cat sat on the mat all day long.\nHer kittens play with a "
+                                           "small red ball!\nCats purr when they are happy and warm."), 3),
+               expected)
+    assert out.read_text() == expected.read_text()
+    assert load_kenlm(out).order == 3
+    assert not (tmp_path / "out.arpa.part").exists()
+
+
+def test_train_lm_cli_errors(tmp_path, capsys):
+    (tmp_path / "empty.txt").write_text("\n\n")
+    assert main(["train-lm", "--normalized", "-o", str(tmp_path / "x.arpa"), str(tmp_path / "empty.txt")]) == 2
+    assert "no training sentences" in capsys.readouterr().err
+    assert main(["train-lm", "-o", str(tmp_path / "x.arpa"), str(tmp_path / "missing.txt")]) == 2
+    assert "missing.txt" in capsys.readouterr().err
+    assert not (tmp_path / "x.arpa").exists()
+
+
+def test_train_lm_function_writes_normalized_input(tmp_path):
+    src = tmp_path / "s.txt"
+    src.write_text("a b c\nb c a\n")
+    model = train_lm([src], tmp_path / "m.arpa", order=2, normalized=True)
+    assert model.sentences == 2 and model.tokens == 6
+    assert kenlm.Model(str(tmp_path / "m.arpa")).order == 2
