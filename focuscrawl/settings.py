@@ -255,3 +255,10 @@ FOCUSCRAWL_REDIS_HOST_DELAY = -1
 FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
 
 ADDONS = {"focuscrawl.distributed.RedisProfile": 0}
+
+#: Scheduler: Scrapy's, plus a frontier journal in JOBDIR (focuscrawl.frontier) that
+#: lets a crawl killed without a clean stop recover its queued and in-flight requests.
+SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
+#: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
+#: loses the requests it had queued).
+FOCUSCRAWL_FRONTIER_JOURNAL = True
