@@ -123,3 +123,19 @@ def test_bad_arguments_stop_with_a_clear_message(tmp_path):
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode != 0, args
         assert f"cannot start the crawl: {message}" in stderr, (args, stderr[-2000:])
+
+
+def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):
+    site = {
+        ("seed.test", "/"): Page(html("seed", ON_TOPIC + " " + ON_TOPIC, [("http://empty.test/", "cat"),
+                                                                         ("http://next.test/", "cat")])),
+        ("empty.test", "/"): Page(b""),  # boilerpy3 fails on an empty document
+        ("next.test", "/"): Page(html("next", ON_TOPIC + " " + ON_TOPIC)),
+    }
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", extractor="article")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert web.pages_requested() == ["seed.test/", "empty.test/", "next.test/"]
+    assert stats["focuscrawl/skipped/extraction_error"] == 1
+    assert stats["focuscrawl/pages"] == 2
+    assert "text extraction failed on http://empty.test/" in proc.stderr
