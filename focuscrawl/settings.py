@@ -215,6 +215,14 @@ FOCUSCRAWL_EVAL_PAGE_BUDGET = 0
 
 
 # --- Ranking, export, annotation (issue "Corpus ranking") -----------------------------
+# Read by `focuscrawl rank` and `focuscrawl annotate` as their defaults (docs/CORPUS.md);
+# the score cut of the ranking is FOCUSCRAWL_SCORE_MIN / FOCUSCRAWL_SCORE_MAX above.
+#: Images loaded for annotation from the top of the ranking (thesis: 2500).
+FOCUSCRAWL_ANNOTATION_TOP = 2500
+#: Distinct annotators per image (thesis: 3).
+FOCUSCRAWL_ANNOTATION_PER_IMAGE = 3
+#: The five image-topic categories shown to annotators: topic, pet, animal, living being, other.
+FOCUSCRAWL_ANNOTATION_IMAGE_LABELS = ["Cat", "Pet", "Animal", "Living being", "Other"]
 
 
 # --- Deployment, Redis, WARC, resume (issue "Deployment and scale") -------------------
@@ -247,3 +255,10 @@ FOCUSCRAWL_REDIS_HOST_DELAY = -1
 FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
 
 ADDONS = {"focuscrawl.distributed.RedisProfile": 0}
+
+#: Scheduler: Scrapy's, plus a frontier journal in JOBDIR (focuscrawl.frontier) that
+#: lets a crawl killed without a clean stop recover its queued and in-flight requests.
+SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
+#: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
+#: loses the requests it had queued).
+FOCUSCRAWL_FRONTIER_JOURNAL = True
