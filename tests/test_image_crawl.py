@@ -148,3 +148,28 @@ def test_images_rules_merge_download_and_logs(tmp_path):
     assert sentences == [s for i in page_items for s in i["sentences"]]
     saved = json.loads((out / "stats.json").read_text())
     assert saved["images/written"] == 3 and saved["finish_reason"] == "finished"
+
+
+def test_images_of_near_duplicate_pages_are_marked(tmp_path):
+    """The real NearDuplicatePageMiddleware flags the copy; its new image is marked, the shared one merged."""
+    text = " ".join(f"The cat number {w} sleeps on the warm sofa in the living room all day." for w in
+                    ("one", "two", "three", "four", "five", "six", "seven", "eight"))
+    def body(img_name, links=""):
+        return page(f"<div><p>{text}</p>{img('/img/a.jpg', 'a cat')}{img(img_name, 'another cat')}</div>{links}")
+    site = {("cats.test", "/"): Page(body("/img/b.jpg", '<a href="/copy">copy</a>')),
+            ("cats.test", "/copy"): Page(body("/img/c.jpg")),
+            ("cats.test", "/img/a.jpg"): Page(JPEG, "image/jpeg"),
+            ("cats.test", "/img/b.jpg"): Page(JPEG, "image/jpeg"),
+            ("cats.test", "/img/c.jpg"): Page(JPEG, "image/jpeg")}
+    with quiet(LocalWeb(site)) as web:
+        stats, proc = crawl(web, tmp_path, "http://cats.test/", settings={"FOCUSCRAWL_NEARDUP_IMAGES": "mark"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "out"
+    pages = read_tsv(out / "pages.tsv")
+    assert [(p["url"], p["near_duplicate_of"]) for p in pages] == [
+        ("http://cats.test/", ""), ("http://cats.test/copy", "http://cats.test/")]
+    rows = {r["image_url"].rsplit("/", 1)[1]: r for r in read_tsv(out / "images.tsv")}
+    assert {k: r["near_duplicate_page"] for k, r in rows.items()} == {"a.jpg": "0", "b.jpg": "0", "c.jpg": "1"}
+    assert stats["images/kept_near_duplicate_page"] == 2
+    rec = json.loads((out / rows["a.jpg"]["record_path"]).read_text())
+    assert [s["near_duplicate_page"] for s in rec["sightings"]] == [False, True]
