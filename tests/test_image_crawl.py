@@ -40,7 +40,7 @@ def site() -> dict:
       <div class="wp-caption"><a href="/p2">{img("/img/a.jpg", "tabby cat", extra='class="size-full" style="border: 0"')}</a>
       <p>kitten cat caption.</p></div>
       {img("/img/trunc.jpg")}{img("/img/bomb.png")}{img("/img/big.png")}{img("/img/bomb2.png")}
-      {img("/img/html.jpg")}{img("/img/missing.jpg")}
+      {img("/img/html.jpg")}{img("/img/missing.jpg")}{img("/img/private/p.jpg")}
       {img("/img/small.jpg", size='width="50" height="50"')}{img("/img/noalt.jpg", alt="")}
       {img("/img/nosize.png", size="")}{img("/img/x.webp")}
       <a href="/latin">latin</a></div>""")
@@ -53,6 +53,8 @@ def site() -> dict:
     assert len(big) > 100_000
     return {
         ("cats.test", "/"): Page(home),
+        ("cats.test", "/robots.txt"): Page("User-agent: *\nDisallow: /img/private/\n", "text/plain"),
+        ("cats.test", "/img/private/p.jpg"): Page(JPEG, "image/jpeg"),
         ("cats.test", "/p2"): Page(p2),
         ("cats.test", "/latin"): Page(latin, "text/html; charset=utf-8"),
         ("cats.test", "/img/a.jpg"): Page(JPEG, "image/jpeg"),
@@ -88,15 +90,16 @@ def test_images_rules_merge_download_and_logs(tmp_path):
         stats, proc = crawl(web, tmp_path, "http://cats.test/", settings=SETTINGS)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "out"
+    assert "cats.test/img/private/p.jpg" not in web.requests  # robots.txt obeyed for images too
     # HTML rules: every <img> counted, each drop by reason
-    assert stats["images/seen"] == 11 + 2 + 1
+    assert stats["images/seen"] == 12 + 2 + 1
     assert stats["images/dropped/too_small"] == 1
     assert stats["images/dropped/no_alt_title"] == 1
     assert stats["images/dropped/size_unspecified"] == 1
     assert stats["images/dropped/format"] == 1
-    assert stats["images/kept"] == 7 + 2 + 1
+    assert stats["images/kept"] == 8 + 2 + 1
     # downloads: bad files counted and skipped
-    for reason in ("truncated", "too_big_file", "not_an_image", "http_status"):
+    for reason in ("truncated", "too_big_file", "not_an_image", "http_status", "filtered"):  # filtered: robots.txt
         assert stats[f"images/failed/{reason}"] == 1, reason
     assert stats["images/failed/decompression_bomb"] == 2
     assert stats["images/merge/later_sightings"] == 1
@@ -105,7 +108,7 @@ def test_images_rules_merge_download_and_logs(tmp_path):
     rows = read_tsv(out / "images.tsv")
     assert list(rows[0]) == image_columns(2, 1)
     assert [(r["image_url"], r["first_seen"]) for r in rows] == [
-        ("http://cats.test/img/a.jpg", "0"), ("http://other.test/b.png", "7"), ("http://cats.test/img/c.gif", "8")]
+        ("http://cats.test/img/a.jpg", "0"), ("http://other.test/b.png", "8"), ("http://cats.test/img/c.gif", "9")]
     a, b, c = rows
     assert (a["width"], a["height"], a["image_format"], a["html_width"]) == ("600", "400", "JPEG", "600")
     assert (b["width"], b["height"], b["image_format"]) == ("800", "600", "PNG")
