@@ -155,6 +155,8 @@ FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
 #: Decompression-bomb guard: images with more pixels are rejected before decoding.
 #: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
 FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
+#: Image URLs that redirect (http -> https, CDNs) are followed (Scrapy's media setting).
+MEDIA_ALLOW_REDIRECTS = True
 #: Later sightings merged into one image record at most (a logo on every page).
 FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
 #: sentences.txt.gz is written as one gzip member per batch of this many bytes of
