@@ -91,9 +91,8 @@ class _AppendFile:
             raise ValueError(f"{self.path} is shorter ({self.path.stat().st_size} bytes) than the "
                              f"{truncate_to} bytes the JOBDIR state recorded: the run directory does not "
                              f"belong to this JOBDIR (use the original output directory or a fresh JOBDIR)")
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.ftruncate(self.fd, truncate_to)
-        os.lseek(self.fd, truncate_to, os.SEEK_SET)
         self.offset = truncate_to
 
     def _good_size(self) -> int:
