@@ -18,6 +18,7 @@ def test_src_guess_string_thesis_example():
     ("http://example.com/img/kitten.v2/tabby?size=large", "example com img kitten v tabby size large"),
     ("https://ex.org/a/", "ex org a"),
     ("https://ex.org/Kätzchen.png", "ex org kätzchen"),
+    ("https://ex.org/K%C3%A4tzchen%20Bild.png?q=zwei%20Katzen", "ex org kätzchen bild q zwei katzen"),
 ])
 def test_src_guess_string_more(url, expected):
     assert src_guess_string(url) == expected

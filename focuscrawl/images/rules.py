@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 from scrapy.settings import BaseSettings
 
@@ -147,8 +147,8 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 def src_guess_string(url: str) -> str:
     """The image URL as words (SPEC §6 step 3).
 
-    Scheme and ``www.`` removed, the path's file extension dropped, split on
-    everything that is not a letter (numbers go), lower-cased.
+    Scheme and ``www.`` removed, the path's file extension dropped, percent-escapes
+    decoded, split on everything that is not a letter (numbers go), lower-cased.
     """
     try:
         parts = urlsplit(url)
@@ -162,6 +162,6 @@ def src_guess_string(url: str) -> str:
         stem, ext = posixpath.splitext(path)
         if ext and "/" not in ext:
             path = stem
-        rest = " ".join(p for p in (host, path, parts.query) if p)
+        rest = " ".join(unquote(p) for p in (host, path, parts.query) if p)
     rest = re.sub(r"^www\.", "", rest.strip(), flags=re.I)
     return " ".join(w.lower() for w in _LETTERS.findall(rest))
