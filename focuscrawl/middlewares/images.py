@@ -84,6 +84,8 @@ class ImageExtractionMiddleware:
                 self.stats.inc_value(f"images/dropped/{d.reason}")
                 continue
             self.stats.inc_value("images/kept")
+            if d.lazy:
+                self.stats.inc_value("images/kept_lazy_src")
             if mark:
                 d.item["near_duplicate_page"] = True
                 self.stats.inc_value("images/kept_near_duplicate_page")
