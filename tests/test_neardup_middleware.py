@@ -127,6 +127,17 @@ def test_settings_ngrams_k_blocks_and_errors(tmp_path):
         middleware(tmp_path, FOCUSCRAWL_NEARDUP_NGRAMS="5")
 
 
+def test_torn_header_starts_a_fresh_file(tmp_path):
+    (tmp_path / STATE_FILE).write_bytes(b"focuscrawl-neard")  # killed while writing the header
+    mw, crawler = middleware(tmp_path)
+    assert mw.urls == [] and crawler.stats.get_value("neardup/torn_records") == 1
+    run(mw, "http://a.test/1", ARTICLE)
+    mw.spider_closed()
+    mw2, _ = middleware(tmp_path)
+    assert mw2.urls == ["http://a.test/1"]
+    mw2.spider_closed()
+
+
 # --- real crawls of a local web with the focused spider ------------------------------
 
 from tests.crawlhelp import crawl, items  # noqa: E402
@@ -185,3 +196,4 @@ def test_real_crawl_image_middleware_skips_images_of_near_duplicate_pages(tmp_pa
         assert pages["http://copy.test/"]["near_duplicate_of"] == "http://cats.test/"
         assert stats[stat] == 1
         assert stats["images/kept"] == (1 if mode == "skip" else 2)
+

@@ -1,7 +1,7 @@
 """Final image score: geometric mean of ALT and parent-1 weighted perplexity (SPEC §6).
 
-``FOCUSCRAWL_IMAGE_FINAL_CONTEXT`` may name an extra context extractor to use instead
-of parent-1 (see ``focuscrawl.images.final``).
+``FOCUSCRAWL_IMAGE_FINAL_CONTEXT`` other than "thesis" takes that extra context
+(``ImageItem["extra_contexts"]``) instead of parent-1.
 """
 from __future__ import annotations
 
