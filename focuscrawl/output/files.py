@@ -114,16 +114,24 @@ class LineLog(_AppendFile):
 
     def __init__(self, path: str | Path, header: str | None = None, truncate_to: int | None = None) -> None:
         super().__init__(path, truncate_to)
+        self.header: str | None = None
         if header is not None:
-            if self.offset == 0:
-                self.write_lines([header])
-            else:
-                with open(self.path, "rb") as f:
-                    first = f.readline().decode("utf-8", "replace").rstrip("\n")
-                if first != header:
-                    self.close()
-                    raise ValueError(f"{self.path} has other columns than this crawl writes "
-                                     f"(settings changed?); use a new output directory")
+            self.ensure_header(header)
+
+    def ensure_header(self, header: str) -> None:
+        """Write ``header`` to an empty log, or check that the existing first line is it."""
+        if self.header == header:
+            return
+        if self.offset == 0:
+            self.write_lines([header])
+        else:
+            with open(self.path, "rb") as f:
+                first = f.readline().decode("utf-8", "replace").rstrip("\n")
+            if first != header:
+                self.close()
+                raise ValueError(f"{self.path} has other columns than this crawl writes "
+                                 f"(settings changed?); use a new output directory")
+        self.header = header
 
     def _good_size(self) -> int:
         return complete_lines_size(self.path)
