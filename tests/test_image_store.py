@@ -91,3 +91,25 @@ def test_jobdir_of_another_run_directory_is_refused(tmp_path):
     (tmp_path / "out" / "pages.tsv").write_text("")
     with pytest.raises(ValueError, match="does not belong to this JOBDIR"):
         RunOutput(tmp_path / "out", tmp_path / "job").line_log("pages.tsv", "url")
+
+
+def test_image_in_flight_at_a_kill_is_recovered(tmp_path):
+    out, job = tmp_path / "out", tmp_path / "job"
+    run = RunOutput(out, job)
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    done, flying = item("http://s.test/done.jpg", "http://s.test/1"), item("http://s.test/fly.jpg", "http://s.test/1")
+    assert store.first_sighting(done) and store.first_sighting(flying)
+    store.commit(done)
+    # SIGKILL while fly.jpg downloads: no close, no commit of it
+    run = RunOutput(out, job)
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    recovered = store.take_recovered()
+    assert [i["image_url"] for i in recovered] == ["http://s.test/fly.jpg"]
+    assert recovered[0]["contexts"][0]["text"] == "The cat sleeps." and store.take_recovered() == []
+    assert store.first_sighting(recovered[0])  # goes through the pipelines again
+    store.commit(recovered[0])
+    store.close()
+    run.close()
+    assert (job / "focuscrawl" / "images.pending").read_bytes() == b""  # clean close: nothing pending
+    rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()[1:]]
+    assert sorted(r[-9] for r in rows) == ["http://s.test/done.jpg", "http://s.test/fly.jpg"]
