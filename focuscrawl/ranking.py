@@ -15,16 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from focuscrawl import settings as defaults
 from focuscrawl.corpus import CorpusEntry
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SCORE_MIN = 2.0
-DEFAULT_SCORE_MAX = 70000.0
+DEFAULT_SCORE_MIN = float(defaults.FOCUSCRAWL_SCORE_MIN)
+DEFAULT_SCORE_MAX = float(defaults.FOCUSCRAWL_SCORE_MAX)
 FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
 #: Fixed export columns, in order; the scores follow as ``score:<name>``.
 BASE_COLUMNS = ("rank", "final_score", "image_url", "image_path", "page_url", "alt", "title",
-                "final_context", "context_text", "first_seen")
+                "final_context", "context_text", "first_seen", "width", "height")
 
 
 @dataclass
@@ -36,25 +37,29 @@ class RankStats:
     cut: int = 0  # within [min, max]
     unique: int = 0  # after dropping repeated image URLs
     filtered: dict[str, int] = field(default_factory=dict)  # dropped by optional filters
+    collapsed: int | None = None  # near-duplicates collapsed (None: not asked for)
     ranked: int = 0  # after top N
 
     def as_dict(self) -> dict:
-        return {"initial": self.initial, "no_score": self.no_score, "score_cut": self.cut,
-                "unique": self.unique, "filtered": dict(self.filtered), "ranked": self.ranked}
+        result = {"initial": self.initial, "no_score": self.no_score, "score_cut": self.cut,
+                  "unique": self.unique, "filtered": dict(self.filtered), "ranked": self.ranked}
+        if self.collapsed is not None:
+            result["collapsed"] = self.collapsed
+        return result
 
 
 def rank(entries: Iterable[CorpusEntry], top: int | None = None,
          score_min: float = DEFAULT_SCORE_MIN, score_max: float = DEFAULT_SCORE_MAX,
          filters: dict[str, Callable[[CorpusEntry], bool]] | None = None,
          stats: RankStats | None = None,
-         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None) -> list[CorpusEntry]:
-    """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort, top N.
+         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None
+         ) -> list[CorpusEntry]:
+    """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort,
+    optional near-duplicate collapse, top N.
 
     ``filters`` maps a name to a predicate that returns True for entries to *drop*;
-    their counts land in ``stats.filtered``. ``collapse`` (e.g.
-    ``focuscrawl.dedup.collapse.corpus_collapser``) then drops near-duplicate pairs,
-    keeping the best-scored of each; its count lands in ``stats.filtered["near_duplicates"]``.
-    Ties keep crawl order.
+    their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and
+    returns ``(kept, number collapsed)``. Ties keep crawl order.
     """
     stats = stats if stats is not None else RankStats()
     kept: list[CorpusEntry] = []
@@ -78,9 +83,9 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
         before = len(unique)
         unique = [e for e in unique if not drop(e)]
         stats.filtered[name] = before - len(unique)
-    if collapse is not None:
-        unique, stats.filtered["near_duplicates"] = collapse(unique)
     unique.sort(key=lambda e: (e.final_score, e.first_seen))
+    if collapse is not None:
+        unique, stats.collapsed = collapse(unique)
     ranked = unique[:top] if top is not None else unique
     stats.ranked = len(ranked)
     return ranked
@@ -100,7 +105,8 @@ def export_row(rank_no: int, entry: CorpusEntry, scores: list[str]) -> dict:
     row = {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
            "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
            "title": entry.title, "final_context": entry.final_context,
-           "context_text": entry.context_text, "first_seen": entry.first_seen}
+           "context_text": entry.context_text, "first_seen": entry.first_seen, "width": entry.width,
+           "height": entry.height}
     for name in scores:
         row[f"score:{name}"] = entry.scores.get(name)
     return row
@@ -129,7 +135,7 @@ def _json_record(rank_no: int, entry: CorpusEntry) -> dict:
             "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
             "title": entry.title, "final_context": entry.final_context,
             "context_text": entry.context_text, "first_seen": entry.first_seen,
-            "scores": entry.scores}
+            "width": entry.width, "height": entry.height, "scores": entry.scores}
 
 
 def write_jsonl(entries: list[CorpusEntry], out: Path) -> int:
@@ -146,8 +152,8 @@ def write_parquet(entries: list[CorpusEntry], out: Path) -> int:
     scores = score_names(entries)
     rows = [export_row(i, e, scores) for i, e in enumerate(entries, 1)]
     fields = [pa.field("rank", pa.int64()), pa.field("final_score", pa.float64())]
-    fields += [pa.field(c, pa.string()) for c in BASE_COLUMNS[2:-1]]
-    fields += [pa.field("first_seen", pa.int64())]
+    fields += [pa.field(c, pa.string()) for c in BASE_COLUMNS[2:-3]]
+    fields += [pa.field(c, pa.int64()) for c in ("first_seen", "width", "height")]
     fields += [pa.field(f"score:{s}", pa.float64()) for s in scores]
     schema = pa.schema(fields)
     table = pa.Table.from_pylist(rows, schema=schema)
@@ -189,7 +195,7 @@ def write_webdataset(entries: list[CorpusEntry], out: Path, run_dir: Path,
                 shard += 1
             key = f"{i:09d}"
             ext = image.suffix.lstrip(".").lower() or "img"
-            text = entry.alt or entry.title or entry.context_text
+            text = pair_text(entry)
             members = [(f"{key}.{ext}", image.read_bytes()),
                        (f"{key}.txt", text.encode("utf-8")),
                        (f"{key}.json", json.dumps(_json_record(i, entry), ensure_ascii=False).encode("utf-8"))]
@@ -219,6 +225,45 @@ def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str |
     return writer(entries, out)
 
 
+#: pHashes of a flat (one-colour) picture: nothing to compare, so only its text counts.
+FLAT_PHASHES = frozenset({0, 1 << 63})
+
+
+def pair_text(entry: CorpusEntry) -> str:
+    """The text of an image-text pair: its ALT, else its title, else the chosen context."""
+    return entry.alt or entry.title or entry.context_text
+
+
+def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]]:
+    """A ``collapse`` for ``rank``: same picture by perceptual hash of the downloaded file, or
+    near-identical pair text (``pair_text``) by SimHash (``focuscrawl.dedup.collapse``); the
+    best-scored stays. The pair text, not the page context, so that gallery images sharing one
+    parent element are not taken for duplicates. Flat one-colour pictures (placeholders,
+    the synthetic test web) all share one pHash and are compared by text only."""
+    from focuscrawl.corpus import fill_context
+    from focuscrawl.dedup.collapse import collapse_near_duplicates
+    from focuscrawl.dedup.image_hash import ImageHashError, phash_bytes
+
+    def phash(entry: CorpusEntry) -> int | None:
+        path = entry.image_file(run_dir)
+        if path is None:
+            return None
+        try:
+            value = phash_bytes(path.read_bytes())
+        except (ImageHashError, OSError):
+            return None
+        return None if value in FLAT_PHASHES else value
+
+    def collapse(entries: list[CorpusEntry]) -> tuple[list[CorpusEntry], int]:
+        fill_context((e for e in entries if not (e.alt or e.title)), run_dir)
+        rows = [{"entry": e, "final_score": e.final_score, "image_phash": phash(e),
+                 "context_text": pair_text(e)} for e in entries]
+        kept, collapsed = collapse_near_duplicates(rows)
+        return [r["entry"] for r in kept], collapsed
+
+    return collapse
+
+
 def register(sub) -> None:
     p = sub.add_parser("rank", help="rank a run's images (score cut, dedupe, sort, top N) and export them")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the crawl's output directory")
@@ -232,10 +277,6 @@ def register(sub) -> None:
     p.add_argument("--collapse-near-duplicates", action="store_true",
                    help="keep only the best-scored of near-duplicate pairs (same picture by perceptual hash, "
                         "or near-identical context text by SimHash)")
-    p.add_argument("--image-distance", type=int, default=4, metavar="K",
-                   help="pictures within this pHash Hamming distance are the same (default %(default)s)")
-    p.add_argument("--text-distance", type=int, default=3, metavar="K",
-                   help="context texts within this SimHash Hamming distance are near-identical (default %(default)s)")
     p.add_argument("--format", choices=FORMATS, default="tsv", help="export format (default %(default)s)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="output file; for webdataset a directory or a shard pattern like out-%%06d.tar")
@@ -244,7 +285,7 @@ def register(sub) -> None:
 
 def cmd_rank(args) -> int:
     from focuscrawl.altfilter import is_generated_alt
-    from focuscrawl.corpus import iter_entries
+    from focuscrawl.corpus import fill_context, iter_entries
 
     if args.top is not None and args.top < 1:
         raise ValueError("--top must be at least 1")
@@ -253,15 +294,12 @@ def cmd_rank(args) -> int:
     filters = {}
     if args.drop_generated_alt:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
-    collapse = None
-    if args.collapse_near_duplicates:
-        from focuscrawl.dedup.collapse import corpus_collapser
-        for name in ("image_distance", "text_distance"):
-            if not 0 <= getattr(args, name) <= 15:
-                raise ValueError(f"--{name.replace('_', '-')} must be between 0 and 15")
-        collapse = corpus_collapser(args.run_dir, args.image_distance, args.text_distance)
     stats = RankStats()
-    ranked = rank(iter_entries(args.run_dir), args.top, args.score_min, args.score_max, filters, stats, collapse)
+    collapse = near_duplicate_collapser(args.run_dir) if args.collapse_near_duplicates else None
+    # info records are read only for the images that are exported
+    ranked = rank(iter_entries(args.run_dir, with_context=False), args.top, args.score_min, args.score_max,
+                  filters, stats, collapse)
+    fill_context(ranked, args.run_dir)
     written = export(ranked, args.format, args.output, args.run_dir)
     summary = stats.as_dict() | {"written": written}
     print(json.dumps(summary))

@@ -123,8 +123,9 @@ def test_annotators_cannot_read_or_change_each_others_answers(app):
     status, headers, _ = bert.post("/answer", {"csrf": bert.csrf(), "item": 3, "image": 4, "text": 3})
     assert headers["Location"] == "/?m=notyours"
     assert (item, "anna", 0, 0) in db.all_answers() and len(db.all_answers()) == 1
-    # bert's answers page lists only his own answers
+    # bert's answers page lists only his own answers, whatever he asks for
     page = bert.get("/answers")[2]
+    assert "&lt;script&gt;" not in bert.get("/answers?user=anna")[2]
     assert "cat number" not in page and "&lt;script&gt;" not in page
     assert "&lt;script&gt;" in anna.get("/answers")[2]
     # the admin page is for admins only
@@ -162,3 +163,14 @@ def test_concurrent_http_answers_are_counted_once(app):
     answers = [a for a in db.all_answers() if a[0] == item]
     assert sorted(a[1] for a in answers) == ["anna", "bert"]
     assert sorted(results).count("/?m=saved") == 2
+
+
+def test_repeated_failed_logins_are_throttled(app):
+    from focuscrawl.annotate import web
+
+    _, port, _ = app
+    client = Client(port)
+    for _ in range(web.LOGIN_MAX_FAILURES):
+        assert client.login("anna", "wrong-password") == (303, "/login?m=login")
+    assert client.login("anna", "anna-password") == (303, "/login?m=throttled")  # even the right one
+    assert logged_in(port, "bert").current_item() is not None  # other users are not affected

@@ -36,9 +36,11 @@ def test_corpus_reads_rows_scores_and_context(run_dir):
     first = entries[0]
     assert (first.image_url, first.alt, first.final_score) == ("http://a.org/cat1.jpg", "a cat on a mat", 50.0)
     assert first.context_text == "The cat sat."  # parent-1 text from the info record
-    assert first.scores["alt_perplexity"] == 123.5 and first.scores["title_weighted"] is None
+    assert first.scores["alt_pp"] == 123.5 and first.scores["title_wpp"] is None
     assert entries[5].final_score is None
-    assert "src_guess" not in first.scores  # text columns are not scores
+    assert "src_guess" not in first.scores and "width" not in first.scores  # texts and sizes are not scores
+    assert (first.width, first.height, first.final_context) == (40, 30, "alt+parent-1")
+    assert first.scores["parent_1_wpp"] == 50.0 and first.scores["sibling_0_pp"] is None
 
 
 def test_corpus_skips_malformed_rows(tmp_path, caplog):
@@ -84,11 +86,11 @@ def test_cli_tsv_export(run_dir, tmp_path, capsys):
     lines = out.read_text().splitlines()
     header = lines[0].split("\t")
     assert header[:5] == ["rank", "final_score", "image_url", "image_path", "page_url"]
-    assert "score:alt_perplexity" in header and "context_text" in header
+    assert "score:alt_pp" in header and "context_text" in header
     rows = [dict(zip(header, line.split("\t"))) for line in lines[1:]]
     assert [r["rank"] for r in rows] == ["1", "2", "3"]
     assert rows[2]["context_text"] == "The cat sat." and rows[2]["page_url"] == "http://example.org/p"
-    assert rows[0]["score:parent-1_weighted"] == "17.25"
+    assert rows[0]["score:parent_1_pp"] == "17.25"
 
 
 def test_cli_jsonl_export_keeps_texts_intact(run_dir, tmp_path, capsys):
@@ -97,7 +99,7 @@ def test_cli_jsonl_export_keeps_texts_intact(run_dir, tmp_path, capsys):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["rank"] for r in records] == [1, 2, 3, 4]
     assert records[-1]["alt"] == "<b>tabby</b> kitten"
-    assert records[0]["scores"]["alt_perplexity"] == 123.5
+    assert records[0]["scores"]["alt_pp"] == 123.5
 
 
 def test_cli_parquet_export(run_dir, tmp_path, capsys):
@@ -105,8 +107,8 @@ def test_cli_parquet_export(run_dir, tmp_path, capsys):
     assert main(["rank", str(run_dir), "--format", "parquet", "-o", str(out)]) == 0
     table = pq.read_table(out).to_pylist()
     assert [r["image_url"] for r in table][:2] == ["http://a.org/cat2.jpg", "http://a.org/dup.jpg"]
-    assert table[0]["final_score"] == 2.0 and table[0]["score:alt_perplexity"] == 123.5
-    assert table[0]["score:title_weighted"] is None
+    assert table[0]["final_score"] == 2.0 and table[0]["score:alt_pp"] == 123.5
+    assert table[0]["score:title_wpp"] is None
 
 
 def test_cli_webdataset_reads_back_with_webdataset(run_dir, tmp_path, capsys):
@@ -140,3 +142,44 @@ def test_cli_bad_arguments_are_clear_errors(run_dir, tmp_path, capsys):
     assert main(["rank", str(tmp_path / "nope"), "-o", str(tmp_path / "x.tsv")]) == 2
     assert "not a run directory" in capsys.readouterr().err
     assert main(["rank", str(run_dir), "--min", "5", "--max", "1", "-o", str(tmp_path / "x.tsv")]) == 2
+
+
+def test_cli_collapse_near_duplicates(tmp_path, capsys):
+    long_alt = "a grey tabby cat sleeping on a red woollen blanket next to the window in the sun"
+    rows = [{"url": "http://a.org/1.jpg", "score": 9, "alt": long_alt},
+            {"url": "http://b.org/1-copy.jpg", "score": 4, "alt": long_alt},  # better-scored copy
+            {"url": "http://a.org/2.jpg", "score": 6, "alt": "two kittens playing with a ball of yarn on the floor"}]
+    run_dir = make_run_dir(tmp_path / "run", rows)
+    # the copy's picture again under another URL (same pixels) with a different text
+    import shutil
+    from focuscrawl.output.images import url_sha1
+    shutil.copy(run_dir / f"images/{url_sha1('http://b.org/1-copy.jpg')}.png",
+                run_dir / f"images/{url_sha1('http://a.org/2.jpg')}.png")
+    out = tmp_path / "out.jsonl"
+    assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["collapsed"] == 2
+    kept = [json.loads(line)["image_url"] for line in out.read_text().splitlines()]
+    assert kept == ["http://b.org/1-copy.jpg"]  # 1.jpg is its text twin, 2.jpg its picture
+    shutil.copy(run_dir / f"images/{url_sha1('http://a.org/1.jpg')}.png",
+                run_dir / f"images/{url_sha1('http://a.org/2.jpg')}.png")
+    assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["collapsed"] == 1  # 2.jpg now has 1.jpg's (dropped) picture
+    assert [json.loads(line)["image_url"] for line in out.read_text().splitlines()] == [
+        "http://b.org/1-copy.jpg", "http://a.org/2.jpg"]
+    assert main(["rank", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
+    assert "collapsed" not in json.loads(capsys.readouterr().out)
+
+
+def test_flat_pictures_are_compared_by_text_only(tmp_path, capsys):
+    from PIL import Image
+
+    from focuscrawl.output.images import url_sha1
+
+    rows = [{"url": f"http://a.org/{i}.jpg", "score": 3 + i, "alt": alt} for i, alt in
+            enumerate(["a black cat asleep on the warm sofa cushion", "two dogs running on a sandy beach at dawn"])]
+    run_dir = make_run_dir(tmp_path / "run", rows)
+    for i, colour in enumerate([(200, 10, 10), (10, 10, 200)]):  # one colour each: identical pHashes
+        Image.new("RGB", (40, 30), colour).save(run_dir / f"images/{url_sha1(f'http://a.org/{i}.jpg')}.png")
+    out = tmp_path / "out.jsonl"
+    assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["collapsed"] == 0

@@ -9,6 +9,7 @@ import math
 import os
 import sys
 
+from focuscrawl import settings as defaults
 from focuscrawl.annotate.db import DEFAULT_IMAGE_LABELS, TEXT_LABELS, AnnotationDB, AnnotationError
 from focuscrawl.annotate import stats as st
 
@@ -30,10 +31,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     q = add("serve", "rank RUN_DIR, load the top images and serve the annotation app", cmd_serve)
     q.add_argument("run_dir", metavar="RUN_DIR")
-    q.add_argument("--per-image", type=int, default=3, help="distinct annotators per image (default %(default)s)")
-    q.add_argument("--top", type=int, default=2500, help="images loaded from the ranking (default %(default)s)")
-    q.add_argument("--min", type=float, default=2.0, dest="score_min", help="lowest final score (default 2)")
-    q.add_argument("--max", type=float, default=70000.0, dest="score_max", help="highest final score (default 70000)")
+    q.add_argument("--per-image", type=int, default=defaults.FOCUSCRAWL_ANNOTATION_PER_IMAGE,
+                   help="distinct annotators per image (default %(default)s)")
+    q.add_argument("--top", type=int, default=defaults.FOCUSCRAWL_ANNOTATION_TOP,
+                   help="images loaded from the top of the ranking (default %(default)s)")
+    q.add_argument("--min", type=float, default=defaults.FOCUSCRAWL_SCORE_MIN, dest="score_min",
+                   help="lowest final score (default %(default)s)")
+    q.add_argument("--max", type=float, default=defaults.FOCUSCRAWL_SCORE_MAX, dest="score_max",
+                   help="highest final score (default %(default)s)")
     q.add_argument("--drop-generated-alt", action="store_true", help="leave out auto-generated ALT texts")
     q.add_argument("--labels", help="the 5 image categories, comma-separated (default: "
                    + ", ".join(DEFAULT_IMAGE_LABELS) + ")")

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-DEFAULT_IMAGE_LABELS = ("Cat", "Pet", "Animal", "Living being", "Other")
+from focuscrawl import settings as _defaults
+
+DEFAULT_IMAGE_LABELS = tuple(_defaults.FOCUSCRAWL_ANNOTATION_IMAGE_LABELS)
 TEXT_LABELS = ("describes the image", "fits the topic", "irrelevant", "misleading")
 ASSIGNMENT_TTL = 30 * 60
 SESSION_TTL = 7 * 24 * 3600

@@ -15,6 +15,7 @@ import logging
 import mimetypes
 import secrets
 import threading
+import time
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
 from importlib import resources
@@ -29,6 +30,9 @@ from focuscrawl.annotate.db import TEXT_LABELS, AnnotationDB, AnnotationError, U
 logger = logging.getLogger(__name__)
 
 SESSION_COOKIE = "fc_session"
+#: Failed logins per user name allowed within LOGIN_WINDOW seconds before logins are refused.
+LOGIN_MAX_FAILURES = 10
+LOGIN_WINDOW = 15 * 60
 LOGIN_CSRF_COOKIE = "fc_login_csrf"
 MAX_FORM_BYTES = 64 * 1024
 IMAGE_TYPES = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif",
@@ -49,6 +53,7 @@ MESSAGES = {  # fixed texts selected by code: nothing from the request is reflec
     "invalid": "Please choose one answer for each question.",
     "notyours": "That image was not given to you.",
     "login": "Wrong user name or password.",
+    "throttled": "Too many failed logins for this user; try again in 15 minutes.",
     "user-added": "User added.",
     "user-error": "User not added: check the name (letters, digits, . _ -) and the password (8+ characters); "
                   "the name may exist already.",
@@ -119,6 +124,8 @@ class AnnotationApp:
         self.db = db
         self.run_dir = Path(run_dir).resolve()
         self.secure_cookies = secure_cookies
+        self._failures: dict[str, list[float]] = {}  # user name -> times of failed logins
+        self._failures_lock = threading.Lock()
         self.routes: dict[tuple[str, str], Callable] = {
             ("GET", "/"): self.page_annotate,
             ("GET", "/login"): self.page_login,
@@ -212,12 +219,29 @@ class AnnotationApp:
     def do_login(self, request: Request) -> Response:
         if not self.csrf_ok(request.cookies.get(LOGIN_CSRF_COOKIE, ""), request):
             return self.error(403, "Form expired or forged (CSRF check failed). Reload the login page.")
-        user = self.db.authenticate(request.field("name").strip(), request.field("password"))
+        name = request.field("name").strip()
+        if self._throttled(name):
+            return Response.redirect("/login?m=throttled")
+        user = self.db.authenticate(name, request.field("password"))
         if user is None:
+            self._throttled(name, failed=True)
             return Response.redirect("/login?m=login")
         token, _ = self.db.create_session(user)
         return Response.redirect("/", [_cookie(SESSION_COOKIE, token, 7 * 24 * 3600, self.secure_cookies),
                                        _cookie(LOGIN_CSRF_COOKIE, "", 0, self.secure_cookies)])
+
+    def _throttled(self, name: str, failed: bool = False) -> bool:
+        """Count a failed login (``failed``) and tell whether ``name`` has too many recent failures."""
+        now = time.monotonic()
+        with self._failures_lock:
+            times = [t for t in self._failures.get(name, []) if now - t < LOGIN_WINDOW]
+            if failed:
+                times.append(now)
+            if times:
+                self._failures[name] = times
+            else:
+                self._failures.pop(name, None)
+            return len(times) >= LOGIN_MAX_FAILURES
 
     def do_logout(self, request: Request) -> Response:
         session = self.current(request)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any, TypeVar
 
-from focuscrawl.dedup.image_hash import IMAGE_MAX_DISTANCE, ImageHashError, parse_image_hash, phash_bytes
+from focuscrawl.dedup.image_hash import IMAGE_MAX_DISTANCE, parse_image_hash
 from focuscrawl.dedup.index import SimHashIndex
 from focuscrawl.dedup.simhash import text_simhash
 
@@ -74,26 +73,3 @@ def collapse_near_duplicates(
         if text_fp is not None:
             texts.add(text_fp)
     return kept, collapsed
-
-
-def image_file_phash(path: Path | None) -> int | None:
-    """pHash of an image file, or None if there is none or it cannot be decoded."""
-    if path is None:
-        return None
-    try:
-        return phash_bytes(path.read_bytes())
-    except (OSError, ImageHashError) as exc:
-        logger.debug("no perceptual hash for %s: %s", path, exc)
-        return None
-
-
-def corpus_collapser(run_dir: str | Path, image_max_distance: int = IMAGE_MAX_DISTANCE,
-                     text_max_distance: int = TEXT_MAX_DISTANCE) -> Callable[[list], tuple[list, int]]:
-    """A collapse for ``focuscrawl.ranking.rank`` over ``CorpusEntry`` objects of a run directory:
-    pictures hashed from the downloaded files, texts from ``context_text``."""
-    def collapse(entries: list) -> tuple[list, int]:
-        return collapse_near_duplicates(
-            entries, score=lambda e: e.final_score, image_hash=lambda e: image_file_phash(e.image_file(run_dir)),
-            text=lambda e: e.context_text, image_max_distance=image_max_distance,
-            text_max_distance=text_max_distance)
-    return collapse
