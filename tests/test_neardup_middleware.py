@@ -158,7 +158,7 @@ SITE = {
 
 
 def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path):
-    """Run 1 stops after 2 pages (page budget); run 2 resumes the JOBDIR and finds the copy of a run-1 page."""
+    """Run 1 stops after 2 HTML pages (the page budget); run 2 resumes the JOBDIR and finds the copy of a run-1 page."""
     settings = {"JOBDIR": str(tmp_path / "job")}
     with LocalWeb(SITE) as web:
         stats1, proc1 = crawl(web, tmp_path, "http://seed.test/", mode="unfocused", settings=settings, budget="2")
