@@ -14,6 +14,7 @@ COMMAND_MODULES = [
     "focuscrawl.lm.cli",
     "focuscrawl.text.cli",
     "focuscrawl.eval.cli",
+    "focuscrawl.archive.cli",
 ]
 
 
