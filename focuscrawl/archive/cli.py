@@ -23,18 +23,21 @@ def cmd_warc(args: argparse.Namespace) -> int:
     from scrapy.crawler import CrawlerProcess
     from scrapy.utils.project import get_project_settings
 
-    from focuscrawl.cli import CommandError
+    from focuscrawl.archive.reader import ArchiveIndex
 
     for path in args.paths:
         if not Path(path).is_file():
-            raise CommandError(f"no such archive: {path}")
+            raise FileNotFoundError(f"no such archive: {path}")
+    index = ArchiveIndex(args.paths)  # a file that is no archive: ArchiveError, exit 2
+    if not index.html_refs():
+        raise ValueError(f"no HTML responses in {', '.join(args.paths)}")
     settings = get_project_settings()
     for item in args.set:
         name, sep, value = item.partition("=")
         if not sep:
-            raise CommandError(f"-s expects NAME=VALUE, got {item!r}")
+            raise ValueError(f"-s expects NAME=VALUE, got {item!r}")
         settings.set(name, value, priority="cmdline")
-    spider_args = {"archives": list(args.paths), "output": args.output}
+    spider_args = {"archives": index, "output": args.output}
     for name in ("mode", "model", "keywords"):
         if getattr(args, name):
             spider_args[name] = getattr(args, name)

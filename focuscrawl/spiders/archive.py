@@ -44,14 +44,18 @@ class ArchiveSpider(FocusedSpider):
         settings.set("DOWNLOAD_HANDLERS", {"http": handler, "https": handler}, priority="spider")
 
     @classmethod
-    def from_crawler(cls, crawler, *args: Any, archives: str | list[str] = "", **kwargs: Any):
-        paths = archives if isinstance(archives, list) else [p for p in archives.split(",") if p]
-        if not paths:
-            raise UsageError("no archives: pass -a archives=FILE.warc.gz[,FILE.arc.gz...]")
-        try:
-            index = ArchiveIndex(paths)
-        except (ArchiveError, FileNotFoundError) as exc:
-            raise UsageError(str(exc)) from exc
+    def from_crawler(cls, crawler, *args: Any, archives: str | list[str] | ArchiveIndex = "", **kwargs: Any):
+        """``archives``: comma-separated paths (``-a``), a list of paths, or a built index."""
+        if isinstance(archives, ArchiveIndex):
+            index, paths = archives, archives.paths
+        else:
+            paths = archives if isinstance(archives, list) else [p for p in archives.split(",") if p]
+            if not paths:
+                raise UsageError("no archives: pass -a archives=FILE.warc.gz[,FILE.arc.gz...]")
+            try:
+                index = ArchiveIndex(paths)
+            except (ArchiveError, FileNotFoundError) as exc:
+                raise UsageError(str(exc)) from exc
         pages = index.html_refs()
         if not pages:
             raise UsageError(f"no HTML responses in {', '.join(paths)}")
