@@ -10,7 +10,7 @@ setup(
     packages=find_packages(include=["focuscrawl", "focuscrawl.*"]) + ["focuscrawl.models"],
     package_dir={"focuscrawl.models": "models"},
     package_data={"focuscrawl.models": ["*.arpa", "*.arpa.gz", "*.bin", "*.txt", "*.md"],
-                  "focuscrawl": ["**/*.html", "**/*.css", "**/*.js", "**/*.json", "**/*.txt"]},
+                  "focuscrawl": ["**/*.html", "**/*.css", "**/*.js", "**/*.json", "**/*.txt", "**/*.json.gz"]},
     include_package_data=True,
     zip_safe=False,
 )

@@ -13,7 +13,11 @@ import sys
 COMMAND_MODULES = [
     "focuscrawl.lm.cli",
     "focuscrawl.text.cli",
+    "focuscrawl.testweb.cli",
+    "focuscrawl.demo",
     "focuscrawl.eval.cli",
+    "focuscrawl.ranking",
+    "focuscrawl.annotate.cli",
     "focuscrawl.archive.cli",
 ]
 

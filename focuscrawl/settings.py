@@ -96,9 +96,9 @@ FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
 FOCUSCRAWL_REJECT_SURTS = [
     "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
 ]
-#: Page budget: the crawl closes cleanly after this many responses (Scrapy's own
-#: setting, spider arg ``budget``; robots.txt responses count); 0 = unlimited.
-CLOSESPIDER_PAGECOUNT = 0
+#: Page budget (spider arg ``budget``): FOCUSCRAWL_EVAL_PAGE_BUDGET, counted in HTML pages
+#: by focuscrawl.eval.budget.PageBudget (enabled below; Scrapy's CLOSESPIDER_PAGECOUNT
+#: would count image downloads and robots.txt too).
 #: Maximum link depth from the seeds (Scrapy's setting; 0 = unlimited).
 DEPTH_LIMIT = 0
 #: Pages fetched per host at most (robots.txt and retries not counted); 0 = unlimited.
@@ -125,6 +125,9 @@ SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 #: queued that page's links: best-first lags by one response per free download slot.
 #: SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 (with CONCURRENT_REQUESTS = 1) makes the order
 #: exact at the cost of throughput; the default keeps Scrapy's value.
+#: No Referer header: the crawl does not need it, and Scrapy's RefererMiddleware
+#: computes a referrer policy for every out-link (~10% of the CPU per page with 20 links).
+REFERER_ENABLED = False
 SPIDER_MIDDLEWARES = {
     # output runs from high to low numbers: depth (900), url length (800), scope, priority
     "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
@@ -135,6 +138,7 @@ DOWNLOADER_MIDDLEWARES = {
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
+    "focuscrawl.eval.budget.PageBudget": 500,
 }
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
@@ -189,12 +193,36 @@ FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
 
 
 # --- Near-duplicates (issue "Near-duplicate detection") -------------------------------
+#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
+#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
+FOCUSCRAWL_NEARDUP_ENABLED = True
+#: Word n-grams of the SimHash features: "3", "5" or "3+5" (the union in one vector).
+FOCUSCRAWL_NEARDUP_NGRAMS = "3"
+#: k: pages whose 64-bit SimHashes differ in at most k bits are near-duplicates.
+FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
+#: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
+FOCUSCRAWL_NEARDUP_BLOCKS = 4
+#: A higher number is closer to the spider: at 950 the middleware sees each PageItem
+#: before the image middleware (lower number) reads its near_duplicate_of.
+SPIDER_MIDDLEWARES["focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"] = 950
 
 
 # --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
+#: Close the crawl after this many pages (PageItems; image downloads and robots.txt
+#: not counted) when the extension focuscrawl.eval.budget.PageBudget is enabled, as
+#: ``focuscrawl eval run`` does; 0 = no budget.
+FOCUSCRAWL_EVAL_PAGE_BUDGET = 0
 
 
 # --- Ranking, export, annotation (issue "Corpus ranking") -----------------------------
+# Read by `focuscrawl rank` and `focuscrawl annotate` as their defaults (docs/CORPUS.md);
+# the score cut of the ranking is FOCUSCRAWL_SCORE_MIN / FOCUSCRAWL_SCORE_MAX above.
+#: Images loaded for annotation from the top of the ranking (thesis: 2500).
+FOCUSCRAWL_ANNOTATION_TOP = 2500
+#: Distinct annotators per image (thesis: 3).
+FOCUSCRAWL_ANNOTATION_PER_IMAGE = 3
+#: The five image-topic categories shown to annotators: topic, pet, animal, living being, other.
+FOCUSCRAWL_ANNOTATION_IMAGE_LABELS = ["Cat", "Pet", "Animal", "Living being", "Other"]
 
 
 # --- Deployment, Redis, WARC, resume (issue "Deployment and scale") -------------------

@@ -40,14 +40,6 @@ def thesis_keywords_path() -> Path:
     return FIXTURES / "thesis_cat_keywords.txt"
 
 
-@pytest.fixture
-def redis_server(tmp_path):
-    from support.redisserver import RedisServer
-    server = RedisServer(tmp_path)
-    yield server
-    server.stop()
-
-
 @pytest.fixture(scope="session")
 def cats_scorer():
     """The bundled cats demo model and keywords (shipped in the package, not shared/ data)."""
@@ -55,3 +47,11 @@ def cats_scorer():
     from focuscrawl.resources import default_keywords_path, default_model_path
 
     return TopicScorer.from_files(default_model_path(), default_keywords_path())
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    from tests.support.redisserver import RedisServer
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from crawlhelp import LOW, NORMAL, OFF_TOPIC, ON_TOPIC, crawl, items, links_log
-from localweb import LocalWeb, Page, html
+from tests.crawlhelp import LOW, NORMAL, OFF_TOPIC, ON_TOPIC, crawl, items, links_log
+from tests.localweb import LocalWeb, Page, html
 
 
 def site() -> dict:

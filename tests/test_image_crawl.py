@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from crawlhelp import ON_TOPIC, NORMAL, crawl, items
-from imagesite import image_bytes, png_bomb, truncated_jpeg
-from localweb import LocalWeb, Page
+from tests.crawlhelp import ON_TOPIC, NORMAL, crawl, items
+from tests.imagesite import image_bytes, png_bomb, truncated_jpeg
+from tests.localweb import LocalWeb, Page
 
 from focuscrawl.output.images import image_columns, record_path, url_sha1
 from focuscrawl.pipelines.writers import PAGE_COLUMNS
@@ -24,7 +24,7 @@ PNG_B = image_bytes("PNG", (800, 600), (10, 200, 10))
 GIF_C = image_bytes("GIF", (640, 480))
 SETTINGS = {"FOCUSCRAWL_IMAGE_MAX_BYTES": 100_000, "FOCUSCRAWL_IMAGE_MAX_PIXELS": 1_000_000,
             "FOCUSCRAWL_IMAGE_MAX_PARENTS": 2, "FOCUSCRAWL_IMAGE_MAX_SIBLINGS": 1,
-            "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0}
+            "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0, "FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS": ["par"]}
 
 
 def img(src, alt="a cat", size='width="600" height="400"', extra=""):
@@ -131,6 +131,7 @@ def test_images_rules_merge_download_and_logs(tmp_path):
     assert first["contexts"][0]["text"] == "kitten cat caption."  # parent-0: the caption div (<a> is empty)
     assert [(x["kind"], x["level"]) for x in first["contexts"]] == [("parent", 0), ("parent", 1), ("sibling", 0)]
     assert later["contexts"][0]["text"].startswith("cat qqq")
+    assert first["extra_contexts"]["par"]["text"] == "kitten cat caption."  # extra extractor recorded
     assert later["final_score"] is not None
     assert rec["width"] == 600 and rec["image_sha1"] == hashlib.sha1(JPEG).hexdigest()
     assert rec["final_score"] == pytest.approx(fnum(a["final_score"]))

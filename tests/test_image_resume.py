@@ -10,10 +10,10 @@ import sys
 import time
 from collections import Counter
 
-from crawlhelp import ON_TOPIC, REPO, crawl, write_model
-from imagesite import image_bytes
-from localweb import LocalWeb, Page
-from test_image_crawl import read_tsv
+from tests.crawlhelp import ON_TOPIC, REPO, crawl, write_model
+from tests.imagesite import image_bytes
+from tests.localweb import LocalWeb, Page
+from tests.test_image_crawl import read_tsv
 
 from focuscrawl.output.images import record_path
 

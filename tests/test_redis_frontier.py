@@ -8,8 +8,8 @@ from collections import Counter
 import redis
 
 from focuscrawl.distributed import _RESERVE_SLOT
-from support.crawl import run_links, start_links
-from support.localweb import LocalWeb, Page, link_site
+from tests.support.crawl import run_links, start_links
+from tests.support.localweb import LocalWeb, Page, link_site
 
 
 def rows(path):

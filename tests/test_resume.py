@@ -14,9 +14,9 @@ import sys
 import time
 from collections import Counter
 
-from crawlhelp import ON_TOPIC, REPO, write_model
-from imagesite import image_bytes
-from localweb import LocalWeb, Page
+from tests.crawlhelp import ON_TOPIC, REPO, write_model
+from tests.imagesite import image_bytes
+from tests.localweb import LocalWeb, Page
 from test_image_crawl import read_tsv
 
 N = 24

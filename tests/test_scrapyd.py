@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from support.localweb import LocalWeb, Page, png_bytes
-from support.scrapydserver import Scrapyd
+from tests.support.localweb import LocalWeb, Page, png_bytes
+from tests.support.scrapydserver import Scrapyd
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = str(Path(sys.executable).parent / "scrapyd-deploy")

@@ -7,7 +7,7 @@ import pytest
 from scrapy.http import HtmlResponse
 
 from focuscrawl.archive.reader import ArchiveError, ArchiveIndex, iter_responses, read_response
-from support.archives import write_arc, write_warc
+from tests.support.archives import write_arc, write_warc
 
 LATIN1_PAGE = "<html><body><p>Die Katze schläft auf dem Sofa.</p></body></html>".encode("latin-1")
 META_PAGE = ('<html><head><meta charset="windows-1251"></head><body><p>Кошка спит</p></body></html>'

@@ -12,6 +12,8 @@ import importlib
 EVAL_COMMAND_MODULES: list[str] = [
     "focuscrawl.eval.extraction",
     "focuscrawl.eval.context",
+    "focuscrawl.eval.neardup",
+    "focuscrawl.eval.crawls",
 ]
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
-from focuscrawl.images.final import final_score
+from focuscrawl.images.final import FINAL_CONTEXT_THESIS, final_score
 from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.run import RunOutput, run_output
 from focuscrawl.output.tsv import row
@@ -85,10 +85,11 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
     return values
 
 
-def sighting_of(item: Any) -> dict[str, Any]:
+def sighting_of(item: Any, context_name: str = FINAL_CONTEXT_THESIS) -> dict[str, Any]:
     """One page's view of an image, with the final score that sighting alone gives."""
     s = {f: item.get(f) for f in SIGHTING_FIELDS}
-    s["final_score"], s["final_context"] = final_score(s["alt_scores"], s["title_scores"], s["contexts"])
+    s["final_score"], s["final_context"] = final_score(s["alt_scores"], s["title_scores"], s["contexts"],
+                                                       s["extra_contexts"], context_name)
     return s
 
 
@@ -107,8 +108,8 @@ class _Entry:
 
 class ImageStore:
     def __init__(self, run: RunOutput, stats, max_parents: int = 5, max_siblings: int = 5,
-                 max_sightings: int = 100) -> None:
-        self.run, self.stats = run, stats
+                 max_sightings: int = 100, final_context: str = FINAL_CONTEXT_THESIS) -> None:
+        self.run, self.stats, self.final_context = run, stats, final_context
         self.max_parents, self.max_siblings, self.max_sightings = max_parents, max_siblings, max_sightings
         self.entries: dict[str, _Entry] = {}
         self.next_order = 0
@@ -138,7 +139,7 @@ class ImageStore:
             item["record_path"] = record_path(url)
             self.next_order += 1
             return True
-        self._merge(url, entry, sighting_of(item))
+        self._merge(url, entry, sighting_of(item, self.final_context))
         return False
 
     def _merge(self, url: str, entry: _Entry, sighting: dict[str, Any]) -> None:
@@ -183,7 +184,7 @@ class ImageStore:
         entry = self.entries.get(url) or _Entry(item.get("first_seen", self.next_order), PENDING)
         record = {f: item.get(f) for f in IMAGE_FIELDS}
         record["html_width"], record["html_height"] = item.get("html_width"), item.get("html_height")
-        record["sightings"] = [sighting_of(item)]
+        record["sightings"] = [sighting_of(item, self.final_context)]
         self._add_sightings(record, entry.pending)
         path = self.run.path(record_path(url))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -209,7 +210,7 @@ class ImageStore:
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8")
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")  # C encoder: no indent
 
 
 _stores: "weakref.WeakKeyDictionary[Crawler, ImageStore | None]" = weakref.WeakKeyDictionary()
@@ -224,5 +225,6 @@ def image_store(crawler: Crawler) -> ImageStore | None:
             run, crawler.stats,
             max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS", 5),
             max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS", 5),
-            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS", 100))
+            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS", 100),
+            final_context=s.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT") or FINAL_CONTEXT_THESIS)
     return _stores[crawler]

@@ -1,0 +1,354 @@
+"""The annotation database (SQLite): users, sessions, items to annotate, assignments, answers.
+
+Every image goes to exactly ``per_image`` distinct annotators. The guarantees live in
+the schema and in short ``BEGIN IMMEDIATE`` transactions, so concurrent annotators
+(threads of one server, or several servers on one file) never lose or double-count
+an answer: ``answers`` has one row per (item, user) at most (primary key), and an
+answer is only stored while the item has fewer than ``per_image`` answers.
+Assignments reserve a slot for a user while they look at an image; a slot not
+answered within ``ASSIGNMENT_TTL`` seconds is given to someone else.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from focuscrawl import settings as _defaults
+
+DEFAULT_IMAGE_LABELS = tuple(_defaults.FOCUSCRAWL_ANNOTATION_IMAGE_LABELS)
+TEXT_LABELS = ("describes the image", "fits the topic", "irrelevant", "misleading")
+ASSIGNMENT_TTL = 30 * 60
+SESSION_TTL = 7 * 24 * 3600
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+MIN_PASSWORD_LENGTH = 8
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS users (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    password TEXT NOT NULL,
+    is_admin INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    token_hash TEXT PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    csrf TEXT NOT NULL,
+    expires REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY,
+    rank INTEGER NOT NULL,
+    image_url TEXT NOT NULL UNIQUE,
+    image_path TEXT NOT NULL,
+    page_url TEXT NOT NULL,
+    alt TEXT NOT NULL,
+    title TEXT NOT NULL,
+    score REAL
+);
+CREATE TABLE IF NOT EXISTS assignments (
+    item_id INTEGER NOT NULL REFERENCES items(id),
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    assigned REAL NOT NULL,
+    PRIMARY KEY (item_id, user_id)
+);
+CREATE TABLE IF NOT EXISTS answers (
+    item_id INTEGER NOT NULL REFERENCES items(id),
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    image_label INTEGER NOT NULL CHECK (image_label BETWEEN 0 AND 4),
+    text_label INTEGER NOT NULL CHECK (text_label BETWEEN 0 AND 3),
+    answered REAL NOT NULL,
+    PRIMARY KEY (item_id, user_id)
+);
+CREATE INDEX IF NOT EXISTS answers_by_user ON answers(user_id);
+CREATE INDEX IF NOT EXISTS assignments_by_user ON assignments(user_id);
+"""
+
+
+class AnnotationError(ValueError):
+    """A refused operation (bad user name, duplicate user, full item, ...)."""
+
+
+@dataclass
+class Item:
+    id: int
+    rank: int
+    image_url: str
+    image_path: str
+    page_url: str
+    alt: str
+    title: str
+    score: float | None
+
+
+@dataclass
+class User:
+    id: int
+    name: str
+    is_admin: bool
+
+
+def hash_password(password: str, salt: bytes | None = None) -> str:
+    """``scrypt$N$r$p$salt$hash`` with a random 16-byte salt."""
+    salt = salt or secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P,
+                            dklen=32)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${salt.hex()}${digest.hex()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        candidate = hashlib.scrypt(password.encode("utf-8"), salt=bytes.fromhex(salt), n=int(n), r=int(r),
+                                   p=int(p), dklen=len(digest) // 2)
+    except ValueError:
+        return False
+    return hmac.compare_digest(candidate.hex(), digest)
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("ascii", "replace")).hexdigest()
+
+
+class AnnotationDB:
+    """All reads and writes of the annotation database; one short connection per call."""
+
+    def __init__(self, path: str | Path, per_image: int | None = None):
+        self.path = str(path)
+        with self._connect() as conn:
+            conn.executescript(SCHEMA)
+        if per_image is not None:
+            if per_image < 1:
+                raise AnnotationError("--per-image must be at least 1")
+            self.set_meta("per_image", str(per_image))
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA busy_timeout = 30000")
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that takes the write lock up front (no lost updates)."""
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # --- meta ------------------------------------------------------------------------
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
+                         (key, value, value))
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        with self._connect() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    @property
+    def per_image(self) -> int:
+        return int(self.get_meta("per_image", "3"))
+
+    @property
+    def image_labels(self) -> list[str]:
+        value = self.get_meta("image_labels")
+        return value.split("\n") if value else list(DEFAULT_IMAGE_LABELS)
+
+    def set_image_labels(self, labels: Iterable[str]) -> None:
+        labels = [" ".join(label.split()) for label in labels]
+        if len(labels) != 5 or not all(labels):
+            raise AnnotationError("image labels: give exactly 5 non-empty labels (topic, pet, animal, "
+                                  "living being, other)")
+        self.set_meta("image_labels", "\n".join(labels))
+
+    # --- users and sessions -------------------------------------------------------------
+    def add_user(self, name: str, password: str, is_admin: bool = False) -> User:
+        name = name.strip()
+        if not name or len(name) > 64 or not all(ch.isalnum() or ch in "._-" for ch in name):
+            raise AnnotationError("user name: 1-64 letters, digits, '.', '_' or '-'")
+        if len(password) < MIN_PASSWORD_LENGTH:
+            raise AnnotationError(f"password: at least {MIN_PASSWORD_LENGTH} characters")
+        try:
+            with self._write() as conn:
+                cur = conn.execute("INSERT INTO users(name, password, is_admin, created) VALUES (?, ?, ?, ?)",
+                                   (name, hash_password(password), int(is_admin), time.time()))
+        except sqlite3.IntegrityError:
+            raise AnnotationError(f"user {name!r} exists already") from None
+        return User(cur.lastrowid, name, is_admin)
+
+    def set_password(self, name: str, password: str) -> None:
+        if len(password) < MIN_PASSWORD_LENGTH:
+            raise AnnotationError(f"password: at least {MIN_PASSWORD_LENGTH} characters")
+        with self._write() as conn:
+            cur = conn.execute("UPDATE users SET password = ? WHERE name = ?", (hash_password(password), name))
+            if cur.rowcount == 0:
+                raise AnnotationError(f"no user {name!r}")
+            conn.execute("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)", (name,))
+
+    def users(self) -> list[dict]:
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT u.name, u.is_admin, COUNT(a.item_id) FROM users u "
+                "LEFT JOIN answers a ON a.user_id = u.id GROUP BY u.id ORDER BY u.name").fetchall()
+        return [{"name": n, "is_admin": bool(adm), "answers": c} for n, adm, c in rows]
+
+    def authenticate(self, name: str, password: str) -> User | None:
+        with self._connect() as conn:
+            row = conn.execute("SELECT id, name, password, is_admin FROM users WHERE name = ?",
+                               (name,)).fetchone()
+        if row is None:
+            verify_password(password, hash_password("timing-equaliser"))  # same work for unknown names
+            return None
+        return User(row[0], row[1], bool(row[3])) if verify_password(password, row[2]) else None
+
+    def create_session(self, user: User) -> tuple[str, str]:
+        """A new session: (token for the cookie, CSRF token for the forms). Only the token's hash is stored."""
+        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        with self._write() as conn:
+            conn.execute("DELETE FROM sessions WHERE expires < ?", (time.time(),))
+            conn.execute("INSERT INTO sessions(token_hash, user_id, csrf, expires) VALUES (?, ?, ?, ?)",
+                         (_token_hash(token), user.id, csrf, time.time() + SESSION_TTL))
+        return token, csrf
+
+    def session_user(self, token: str) -> tuple[User, str] | None:
+        """The user and CSRF token of a live session, or None."""
+        if not token:
+            return None
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT u.id, u.name, u.is_admin, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id "
+                "WHERE s.token_hash = ? AND s.expires > ?", (_token_hash(token), time.time())).fetchone()
+        return (User(row[0], row[1], bool(row[2])), row[3]) if row else None
+
+    def end_session(self, token: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM sessions WHERE token_hash = ?", (_token_hash(token),))
+
+    # --- items --------------------------------------------------------------------------
+    def add_items(self, entries: Iterable) -> int:
+        """Load ranked ``CorpusEntry`` objects (rank = order); image URLs already loaded are kept."""
+        with self._write() as conn:
+            start = conn.execute("SELECT COALESCE(MAX(rank), 0) FROM items").fetchone()[0]
+            added = 0
+            for offset, e in enumerate(entries, 1):
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO items(rank, image_url, image_path, page_url, alt, title, score) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (start + offset, e.image_url, e.image_path, e.page_url, e.alt, e.title, e.final_score))
+                added += cur.rowcount
+        return added
+
+    def count_items(self) -> int:
+        with self._connect() as conn:
+            return conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+
+    def item(self, item_id: int) -> Item | None:
+        with self._connect() as conn:
+            row = conn.execute("SELECT id, rank, image_url, image_path, page_url, alt, title, score "
+                               "FROM items WHERE id = ?", (item_id,)).fetchone()
+        return Item(*row) if row else None
+
+    # --- assignment and answers -----------------------------------------------------------
+    def next_item(self, user: User, now: float | None = None) -> Item | None:
+        """The image this user should annotate now: their open assignment, else the best-ranked
+        image that still has a free slot and that they have never been given. None = nothing left."""
+        now = time.time() if now is None else now
+        with self._write() as conn:
+            per_image = self.per_image_in(conn)
+            row = conn.execute(
+                "SELECT s.item_id FROM assignments s WHERE s.user_id = ? AND s.assigned > ? "
+                "AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.item_id = s.item_id AND a.user_id = s.user_id) "
+                "AND (SELECT COUNT(*) FROM answers a WHERE a.item_id = s.item_id) < ? "
+                "ORDER BY s.assigned LIMIT 1", (user.id, now - ASSIGNMENT_TTL, per_image)).fetchone()
+            if row is None:
+                # taken slots = answers + live assignments of other users not yet answered
+                row = conn.execute(
+                    "SELECT i.id FROM items i WHERE NOT EXISTS "
+                    "(SELECT 1 FROM assignments s WHERE s.item_id = i.id AND s.user_id = ?) "
+                    "AND (SELECT COUNT(*) FROM answers a WHERE a.item_id = i.id) "
+                    "  + (SELECT COUNT(*) FROM assignments s WHERE s.item_id = i.id AND s.assigned > ? "
+                    "     AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.item_id = s.item_id "
+                    "                     AND a.user_id = s.user_id)) < ? "
+                    "ORDER BY i.rank LIMIT 1", (user.id, now - ASSIGNMENT_TTL, per_image)).fetchone()
+                if row is None:
+                    return None
+                conn.execute("INSERT INTO assignments(item_id, user_id, assigned) VALUES (?, ?, ?)",
+                             (row[0], user.id, now))
+        return self.item(row[0])
+
+    def answer(self, user: User, item_id: int, image_label: int, text_label: int) -> None:
+        """Store one answer. Refused if the user was never given the image, has answered it
+        already, or the image has its ``per_image`` answers (someone else's late slot)."""
+        if not (0 <= image_label < len(DEFAULT_IMAGE_LABELS)) or not (0 <= text_label < len(TEXT_LABELS)):
+            raise AnnotationError("answer out of range")
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM assignments WHERE item_id = ? AND user_id = ?",
+                            (item_id, user.id)).fetchone() is None:
+                raise AnnotationError("this image was not given to you")
+            if conn.execute("SELECT 1 FROM answers WHERE item_id = ? AND user_id = ?",
+                            (item_id, user.id)).fetchone():
+                raise AnnotationError("you have answered this image already")
+            count = conn.execute("SELECT COUNT(*) FROM answers WHERE item_id = ?", (item_id,)).fetchone()[0]
+            if count >= self.per_image_in(conn):
+                raise AnnotationError("this image has all its answers already")
+            conn.execute("INSERT INTO answers(item_id, user_id, image_label, text_label, answered) "
+                         "VALUES (?, ?, ?, ?, ?)", (item_id, user.id, image_label, text_label, time.time()))
+
+    @staticmethod
+    def per_image_in(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'per_image'").fetchone()
+        return int(row[0]) if row else 3
+
+    def progress(self, user: User) -> dict:
+        """The user's own count and the overall progress (no one else's answers)."""
+        with self._connect() as conn:
+            mine = conn.execute("SELECT COUNT(*) FROM answers WHERE user_id = ?", (user.id,)).fetchone()[0]
+            items = conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+            total = conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+            complete = conn.execute(
+                "SELECT COUNT(*) FROM (SELECT item_id FROM answers GROUP BY item_id HAVING COUNT(*) >= ?)",
+                (self.per_image_in(conn),)).fetchone()[0]
+        return {"mine": mine, "items": items, "answers": total, "complete": complete,
+                "needed": items * self.per_image}
+
+    def my_answers(self, user: User, limit: int = 50) -> list[tuple[Item, int, int]]:
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT i.id, i.rank, i.image_url, i.image_path, i.page_url, i.alt, i.title, i.score, "
+                "a.image_label, a.text_label FROM answers a JOIN items i ON i.id = a.item_id "
+                "WHERE a.user_id = ? ORDER BY a.answered DESC LIMIT ?", (user.id, limit)).fetchall()
+        return [(Item(*r[:8]), r[8], r[9]) for r in rows]
+
+    def all_answers(self) -> list[tuple[int, str, int, int]]:
+        """(item id, user name, image label, text label) for the statistics (admin side only)."""
+        with self._connect() as conn:
+            return conn.execute(
+                "SELECT a.item_id, u.name, a.image_label, a.text_label FROM answers a "
+                "JOIN users u ON u.id = a.user_id ORDER BY a.item_id, u.name").fetchall()
+
+    def items_by_id(self) -> dict[int, Item]:
+        with self._connect() as conn:
+            rows = conn.execute("SELECT id, rank, image_url, image_path, page_url, alt, title, score "
+                                "FROM items").fetchall()
+        return {r[0]: Item(*r) for r in rows}

@@ -1,0 +1,199 @@
+"""Reading a run directory: the one place that knows the on-disk format of a crawl.
+
+Ranking, export and the annotation app consume ``CorpusEntry`` objects and never
+open ``images.tsv`` or the info records themselves, so a change of the writers'
+format is absorbed here.
+
+Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``):
+
+* ``images.tsv``: tab-separated, one header line, one row per unique image in crawl
+  order. Columns used by name: ``image_url``, ``page_url``, ``alt``, ``title``,
+  ``final_score``, ``final_context`` (a label such as ``alt+parent-1``), ``image_path``,
+  ``record_path``, ``first_seen``, ``width``, ``height``. Every other numeric column
+  (``alt_pp``, ``alt_wpp``, ``parent_1_wpp``, ...) except the size and flag columns in
+  ``NON_SCORE_COLUMNS`` is a score and is carried through as it is.
+* ``records/<sha1[:2]>/<sha1>.json``: the info record, read only for the text of the
+  context the final score used (first sighting's ``contexts`` or ``extra_contexts``).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+logger = logging.getLogger(__name__)
+
+IMAGES_TSV = "images.tsv"
+
+#: Columns of images.tsv that are not scores (texts, sizes, flags, order).
+NON_SCORE_COLUMNS = frozenset({
+    "image_url", "page_url", "alt", "title", "src_guess", "final_score", "final_context",
+    "final_context_text", "image_path", "record_path", "image_sha1", "image_format", "extension",
+    "css_class", "style", "host", "near_duplicate_page", "first_seen", "width", "height", "image_size",
+    "html_width", "html_height",
+})
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+
+class RunDirError(ValueError):
+    """The directory is not a readable run directory."""
+
+
+@dataclass
+class CorpusEntry:
+    """One image with its page, texts and every score, as the crawl logged it."""
+
+    image_url: str
+    page_url: str
+    alt: str
+    title: str
+    final_score: float | None
+    final_context: str  # which context the final score used, e.g. "parent-1"
+    context_text: str  # the text of that context ("" if unknown)
+    image_path: str  # relative to the run directory ("" if not downloaded)
+    first_seen: int  # crawl order of the first sighting
+    width: int | None = None  # real size after download
+    height: int | None = None
+    record_path: str = ""  # relative to the run directory
+    #: the images.tsv cells and the (name, index) of its score columns (shared by all rows);
+    #: parsed on first use of ``scores``, as ranking needs only the final score
+    row: list[str] = field(default_factory=list, repr=False, compare=False)
+    score_columns: list[tuple[str, int]] = field(default_factory=list, repr=False, compare=False)
+    _scores: dict[str, float | None] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def scores(self) -> dict[str, float | None]:
+        """Every score of the images.tsv row by column name (None = missing)."""
+        if self._scores is None:
+            parsed = {}
+            for name, i in self.score_columns:
+                try:
+                    parsed[name] = _number(self.row[i])
+                except ValueError:
+                    continue  # a text column this reader does not know: not a score
+            self._scores = parsed
+        return self._scores
+
+    def image_file(self, run_dir: str | Path) -> Path | None:
+        """The downloaded image inside ``run_dir``, or None (missing, or path escapes the run)."""
+        if not self.image_path:
+            return None
+        root = Path(run_dir).resolve()
+        path = (root / self.image_path).resolve()
+        if not path.is_relative_to(root) or not path.is_file():
+            return None
+        return path
+
+
+def _number(value: str) -> float | None:
+    """A score cell: float, or None for an empty/missing/NaN value. Raises ValueError if not numeric."""
+    value = value.strip()
+    if value == "" or value.lower() in {"none", "null", "nan", "-"}:
+        return None
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
+def context_name(label: str) -> str:
+    """The context part of a final-score label: ``alt+parent-1`` -> ``parent-1``; ``alt`` -> ``""``."""
+    parts = [p for p in (label or "").split("+") if p and p not in {"alt", "title"}]
+    return parts[-1] if parts else ""
+
+
+def _context_from_record(record: dict[str, Any], name: str) -> str:
+    """Text of the context ``name`` (``parent-1``, ``sibling-0`` or an extra extractor's name)."""
+    if not name:
+        return ""
+    candidates = [s for s in record.get("sightings", []) if isinstance(s, dict)] + [record]
+    for rec in candidates:
+        for ctx in rec.get("contexts") or []:
+            if f"{ctx.get('kind')}-{ctx.get('level')}" == name:
+                return str(ctx.get("text") or "")
+        extra = (rec.get("extra_contexts") or {}).get(name)
+        if isinstance(extra, dict):
+            return str(extra.get("text") or "")
+    return ""
+
+
+def _read_record(run_dir: Path, record_path: str) -> dict[str, Any] | None:
+    if not record_path:
+        return None
+    root = run_dir.resolve()
+    path = (root / record_path).resolve()
+    if not path.is_relative_to(root):
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as exc:
+        logger.warning("cannot read info record %s: %s", path, exc)
+        return None
+
+
+def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> None:
+    """Set ``context_text`` from the info records (for entries read with ``with_context=False``)."""
+    run_dir = Path(run_dir)
+    for entry in entries:
+        name = context_name(entry.final_context)
+        if not entry.context_text and name and entry.record_path:
+            record = _read_record(run_dir, entry.record_path)
+            if record is not None:
+                entry.context_text = _context_from_record(record, name)
+
+
+def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[CorpusEntry]:
+    """Every row of the run's image log in file order (= crawl order), as ``CorpusEntry``.
+
+    ``with_context=False`` skips reading the info records (fast; call ``fill_context``
+    on the entries you keep). Rows with an unparsable score are skipped with a warning,
+    never silently changed.
+    """
+    run_dir = Path(run_dir)
+    tsv = run_dir / IMAGES_TSV
+    if not tsv.is_file():
+        raise RunDirError(f"{run_dir} is not a run directory: {IMAGES_TSV} is missing")
+    with open(tsv, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(reader, None)
+        if not header or "image_url" not in header:
+            raise RunDirError(f"{tsv}: header has no image_url column")
+        col = {name: i for i, name in enumerate(header)}
+        score_columns = [(name, i) for i, name in enumerate(header) if name not in NON_SCORE_COLUMNS]
+
+        def get(row: list[str], name: str) -> str:
+            i = col.get(name)
+            return row[i] if i is not None else ""
+
+        for line_no, row in enumerate(reader, start=2):
+            if len(row) != len(header):
+                logger.warning("%s:%d: wrong number of columns, row skipped", tsv, line_no)
+                continue
+            try:
+                first_seen = get(row, "first_seen").strip()
+                entry = CorpusEntry(
+                    image_url=row[col["image_url"]], page_url=get(row, "page_url"), alt=get(row, "alt"),
+                    title=get(row, "title"), final_score=_number(get(row, "final_score")),
+                    final_context=get(row, "final_context"), context_text=get(row, "final_context_text"),
+                    image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
+                    width=_int(get(row, "width")), height=_int(get(row, "height")),
+                    record_path=get(row, "record_path"),
+                    row=row, score_columns=score_columns)
+            except ValueError as exc:
+                logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)
+                continue
+            if with_context:
+                fill_context([entry], run_dir)
+            yield entry
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(float(value)) if value.strip() else None
+    except ValueError:
+        return None

@@ -1,0 +1,243 @@
+"""The thesis's crawl comparison (SPEC §7) as pure functions over a crawl's run directory.
+
+Inputs are the files the crawl writes (docs/ARCHITECTURE.md): ``pages.tsv`` (crawl
+order), ``sentences.txt.gz``, ``images.tsv``, ``stats.json``; and, for a test web, its
+ground truth (``truth_pages.tsv.gz``, ``truth_images.tsv.gz``). Without truth the
+label-based numbers are ``None`` and the rest is still computed.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+from urllib.parse import urlsplit
+
+from focuscrawl.corpus import CorpusEntry, iter_entries
+from focuscrawl.lm.scorer import perplexity_from_log10
+from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+SCORE_RANGE = (DEFAULT_SCORE_MIN, DEFAULT_SCORE_MAX)
+
+
+def read_tsv(path: str | Path) -> list[dict[str, str]]:
+    """Rows of a TSV with a header line (``.gz`` read transparently); missing file = no rows."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def _float(value) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+@dataclass
+class Truth:
+    """Labels of a test web: page URL -> on topic; image URL -> (shows topic, ALT describes it)."""
+
+    pages: dict[str, bool] = field(default_factory=dict)
+    images: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "Truth | None":
+        folder = Path(folder)
+        if not (folder / "truth_pages.tsv.gz").exists():
+            return None
+        pages = {r["url"]: r["on_topic"] == "1" for r in read_tsv(folder / "truth_pages.tsv.gz")}
+        images = {r["url"]: (r["shows_topic"] == "1", r["alt_describes"] == "1")
+                  for r in read_tsv(folder / "truth_images.tsv.gz")}
+        return cls(pages, images)
+
+    def page_on_topic(self, url: str) -> bool:
+        return self.pages.get(url, False)  # trap pages and unknown URLs are off topic
+
+    def image(self, url: str) -> tuple[bool, bool]:
+        return self.images.get(url, (False, False))  # logos, ads, icons: not the topic
+
+
+@dataclass
+class Run:
+    """One crawl's outputs, cut to the first ``budget`` pages (crawl order)."""
+
+    name: str
+    folder: Path
+    pages: list[dict]
+    images: list[dict]
+    stats: dict
+    sentences_path: Path | None
+    #: (image URL, final score) of every sighting: each page an image was found on
+    sightings: list[tuple[str, float | None]] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, folder: str | Path, name: str | None = None, budget: int | None = None) -> "Run":
+        folder = Path(folder)
+        if not (folder / "pages.tsv").exists():
+            raise FileNotFoundError(f"{folder}: no pages.tsv (not a crawl run directory)")
+        pages = read_tsv(folder / "pages.tsv")
+        if budget:
+            pages = pages[:budget]
+        kept = {p["url"] for p in pages}
+        images = [r for r in read_tsv(folder / "images.tsv") if not budget or r.get("page_url") in kept]
+        stats = json.loads((folder / "stats.json").read_text()) if (folder / "stats.json").exists() else {}
+        sentences = folder / "sentences.txt.gz"
+        sightings = []
+        for r in images:
+            record = folder / r["record_path"] if r.get("record_path") else None
+            if record is not None and record.exists():
+                for sight in json.loads(record.read_text()).get("sightings", []):
+                    if not budget or sight.get("page_url") in kept:
+                        sightings.append((r["image_url"], _float(sight.get("final_score"))))
+            else:
+                sightings.append((r["image_url"], _score(r)))
+        return cls(name or folder.name, folder, pages, images, stats, sentences if sentences.exists() else None,
+                   sightings)
+
+
+# -- harvest rate ----------------------------------------------------------------------
+def harvest_curve(run: Run, truth: Truth) -> dict[str, list[int]]:
+    """Cumulative on-topic pages and on-topic (unique) images against pages fetched."""
+    first_page_images: dict[str, list[str]] = {}
+    for r in run.images:
+        first_page_images.setdefault(r.get("page_url", ""), []).append(r["image_url"])
+    seen: set[str] = set()
+    pages_on, images_on = [], []
+    n_pages = n_images = 0
+    for p in run.pages:
+        n_pages += truth.page_on_topic(p["url"])
+        for url in first_page_images.get(p["url"], []):
+            if url not in seen:
+                seen.add(url)
+                n_images += truth.image(url)[0]
+        pages_on.append(n_pages)
+        images_on.append(n_images)
+    return {"on_topic_pages": pages_on, "on_topic_images": images_on}
+
+
+# -- focus curve (Fig. 5.1) ---------------------------------------------------------------
+def prefix_sizes(total: int, start: int = 100) -> list[int]:
+    """1-2-5 steps (100, 200, 500, 1000, ...) up to and including ``total``."""
+    sizes, k = [], start
+    while k < total:
+        sizes.extend(s for s in (k, 2 * k, 5 * k) if s < total)
+        k *= 10
+    return sorted(set(sizes)) + ([total] if total else [])
+
+
+def iter_sentences(path: Path | None) -> Iterator[str]:
+    if path is None:
+        return
+    with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            line = line.strip()
+            if line:
+                yield line
+
+
+def focus_curve(sentences: Iterable[str], log10_prob: Callable[[str], float],
+                sizes: list[int] | None = None) -> list[tuple[int, float]]:
+    """Perplexity of growing prefixes of the sentence log: [(n sentences, PP)].
+
+    ``log10_prob(sentence)`` is the LM's log10 probability with ``<s>``/``</s>``;
+    tokens counted as in ``TopicScorer`` (words + ``</s>``).
+    """
+    sentences = list(sentences)
+    sizes = sizes or prefix_sizes(len(sentences))
+    out, total, tokens, i = [], 0.0, 0, 0
+    for size in sizes:
+        while i < min(size, len(sentences)):
+            s = sentences[i]
+            total += log10_prob(s)
+            tokens += s.count(" ") + 2
+            i += 1
+        pp = perplexity_from_log10(total, tokens)
+        if pp is not None:
+            out.append((i, pp))
+    return out
+
+
+# -- crawl statistics (Table 5.1) ------------------------------------------------------------
+def crawl_statistics(run: Run) -> dict:
+    sentences = tokens = 0
+    for s in iter_sentences(run.sentences_path):
+        sentences += 1
+        tokens += s.count(" ") + 1
+    hosts = {urlsplit(p["url"]).hostname for p in run.pages}
+    volume = sum(int(_float(p.get("size")) or 0) for p in run.pages)
+    uris = int(run.stats.get("downloader/response_count") or len(run.pages))
+    elapsed = _float(run.stats.get("elapsed_time_seconds"))
+    if not elapsed:
+        times = [_float(p.get("fetched_at")) for p in run.pages]
+        times = [t for t in times if t]
+        elapsed = (max(times) - min(times)) if len(times) > 1 else None
+    return {"sentences": sentences, "tokens": tokens, "hosts": len(hosts), "pages": len(run.pages),
+            "uris": uris, "volume_bytes": volume, "seconds": elapsed,
+            "uris_per_s": uris / elapsed if elapsed else None,
+            "pages_per_s": len(run.pages) / elapsed if elapsed else None,
+            "kb_per_s": volume / 1024 / elapsed if elapsed else None}
+
+
+# -- images: funnel (Table 5.2) and top-N --------------------------------------------------
+def _score(row: dict) -> float | None:
+    return _float(row.get("final_score"))
+
+
+HTML_RULE_DROPS = ("no_alt_title", "no_src", "bad_src", "size_unspecified", "too_small", "too_large")
+
+
+def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> dict[str, int]:
+    """initial -> format filter -> score cut -> unique, as thesis Table 5.2.
+
+    *initial*: image sightings that passed the HTML rules (ALT/title, size), *format*:
+    those with a kept format. Both come from the crawl's stats (``images/seen``,
+    ``images/dropped/<reason>``, ``images/kept``; a few pages in flight after the budget
+    closed the crawl may be counted); without them both are the logged sightings. *score*:
+    sightings (every page an image was found on, from the records) whose final score is
+    in ``score_range``; *unique*: their distinct image URLs.
+    """
+    st = run.stats
+    lo, hi = score_range
+    if "images/seen" in st:
+        initial = int(st["images/seen"]) - sum(int(st.get(f"images/dropped/{r}", 0)) for r in HTML_RULE_DROPS)
+        formatted = int(st.get("images/kept", 0))
+    else:
+        initial = formatted = len(run.sightings)
+    scored = [(url, s) for url, s in run.sightings if s is not None and lo <= s <= hi]
+    return {"initial": initial, "format": formatted, "score": len(scored), "unique": len({u for u, _ in scored})}
+
+
+def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> list[CorpusEntry]:
+    """The run's images ranked as the thesis did (``focuscrawl.ranking.rank``): score cut,
+    unique by URL (first seen), final score ascending; only images of the run's pages."""
+    if not (run.folder / "images.tsv").exists():
+        return []
+    kept = {p["url"] for p in run.pages}
+    entries = (e for e in iter_entries(run.folder, with_context=False) if e.page_url in kept)
+    return rank(entries, score_min=score_range[0], score_max=score_range[1])
+
+
+def top_n_shares(ranked: list[CorpusEntry], truth: Truth, n: int) -> dict:
+    """Share of the top ``n`` ranked images that show the topic / whose ALT describes the image."""
+    top = ranked[:n]
+    if not top:
+        return {"n": 0, "on_topic": None, "alt_describes": None, "on_topic_and_alt_describes": None}
+    labels = [truth.image(e.image_url) for e in top]
+    return {"n": len(top), "on_topic": sum(s for s, _ in labels) / len(top),
+            "alt_describes": sum(d for _, d in labels) / len(top),
+            "on_topic_and_alt_describes": sum(s and d for s, d in labels) / len(top)}
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None

@@ -1,0 +1,188 @@
+"""Plots (matplotlib, Agg), an HTML page and ``summary.json`` for an ``eval run`` folder."""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, crawl_statistics, focus_curve, harvest_curve,
+                                           image_funnel, iter_sentences, ranked_images, ratio, top_n_shares)
+
+THESIS = {"top_n_on_topic": {"unfocused": 0.199, "document": 0.325, "keywords": 0.700},
+          "ratio_keywords_unfocused": 3.5, "ratio_keywords_document": 2.1}
+PRECISION_AT = (100, 250, 500, 1000, 2500, 5000)
+COLOURS = {"keywords": "tab:red", "document": "tab:blue", "unfocused": "tab:gray"}
+
+
+def _run_folders(folder: Path) -> dict[str, Path]:
+    runs = folder / "runs"
+    base = runs if runs.is_dir() else folder
+    found = {p.name: p for p in sorted(base.iterdir()) if (p / "pages.tsv").exists()}
+    if not found:
+        raise FileNotFoundError(f"{folder}: no run folders with pages.tsv (expected runs/<mode>/)")
+    order = {"keywords": 0, "document": 1, "unfocused": 2}
+    return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], 9), kv[0])))
+
+
+def _log10_prob(model: str | None, eval_meta: dict):
+    from focuscrawl.lm.scorer import load_kenlm
+    from focuscrawl.resources import default_model_path
+
+    lm = load_kenlm(model or eval_meta.get("model") or default_model_path())
+    return lambda s: lm.score(s, bos=True, eos=True)
+
+
+def build_report(folder: Path, top_n: int = 500, budget: int | None = None, model: str | None = None,
+                 output: str | None = None, score_range: tuple[float, float] = SCORE_RANGE) -> dict:
+    eval_meta = json.loads((folder / "eval.json").read_text()) if (folder / "eval.json").exists() else {}
+    out = Path(output) if output else folder / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    truth = Truth.load(folder / "web")
+    log10_prob = _log10_prob(model, eval_meta)
+    summary: dict = {"folder": str(folder), "top_n": top_n, "budget": budget, "ground_truth": truth is not None,
+                     "score_range": list(score_range),
+                     "web": eval_meta.get("web"), "thesis": THESIS, "runs": {}}
+    curves: dict[str, dict] = {}
+    for name, path in _run_folders(folder).items():
+        run = Run.load(path, name, budget)
+        entry: dict = {"statistics": crawl_statistics(run), "funnel": image_funnel(run, score_range)}
+        focus = focus_curve(iter_sentences(run.sentences_path), log10_prob)
+        entry["focus_curve"] = focus
+        curves[name] = {"focus": focus}
+        if truth is not None:
+            harvest = harvest_curve(run, truth)
+            curves[name].update(harvest)
+            n = len(run.pages)
+            entry["harvest"] = {"pages": n, "on_topic_pages": harvest["on_topic_pages"][-1] if n else 0,
+                                "on_topic_images": harvest["on_topic_images"][-1] if n else 0,
+                                "page_harvest_rate": harvest["on_topic_pages"][-1] / n if n else None}
+            ranked = ranked_images(run, score_range)
+            entry["top_n"] = top_n_shares(ranked, truth, top_n)
+            entry["top_n_by_n"] = {n: top_n_shares(ranked, truth, n)["on_topic"]
+                                   for n in PRECISION_AT if n <= len(ranked)}
+            step = max(1, len(ranked) // 100)
+            curves[name]["precision"] = [(n, top_n_shares(ranked, truth, n)["on_topic"])
+                                         for n in range(step, len(ranked) + 1, step)]
+        summary["runs"][name] = entry
+    if truth is not None:
+        share = {m: r["top_n"]["on_topic"] for m, r in summary["runs"].items()}
+        summary["ratios"] = {"keywords_over_unfocused": ratio(share.get("keywords"), share.get("unfocused")),
+                             "keywords_over_document": ratio(share.get("keywords"), share.get("document")),
+                             "document_over_unfocused": ratio(share.get("document"), share.get("unfocused"))}
+        k, d, u = (share.get(m) for m in ("keywords", "document", "unfocused"))
+        summary["thesis_ordering_holds"] = (None if None in (k, d, u) else bool(k > d > u))
+    summary["files"] = _plots(curves, summary, out)
+    summary["files"]["html"] = str(out / "report.html")
+    summary["files"]["summary"] = str(out / "summary.json")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "report.html").write_text(_html(summary))
+    return summary
+
+
+def _plots(curves: dict[str, dict], summary: dict, out: Path) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files: dict[str, str] = {}
+
+    def save(fig, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
+        files[name.rsplit(".", 1)[0]] = str(out / name)
+
+    for key, label in (("on_topic_pages", "on-topic pages"), ("on_topic_images", "on-topic images")):
+        if not any(key in c for c in curves.values()):
+            continue
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for mode, c in curves.items():
+            ys = c.get(key, [])
+            ax.plot(range(1, len(ys) + 1), ys, label=mode, color=COLOURS.get(mode))
+        ax.set_xlabel("pages fetched")
+        ax.set_ylabel(label)
+        ax.set_title(f"Harvest: {label}")
+        ax.legend()
+        save(fig, f"harvest_{key.split('_')[-1]}.png")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for mode, c in curves.items():
+        if c["focus"]:
+            xs, ys = zip(*c["focus"])
+            ax.plot(xs, ys, marker="o", label=mode, color=COLOURS.get(mode))
+    ax.set_xscale("log")
+    ax.set_xlabel("sentences (prefix of the sentence log)")
+    ax.set_ylabel("perplexity")
+    ax.set_title("Focus (thesis Fig. 5.1)")
+    ax.legend()
+    save(fig, "focus.png")
+    if summary["ground_truth"]:
+        modes = list(summary["runs"])
+        fig, ax = plt.subplots(figsize=(6, 4))
+        xs = range(len(modes))
+        on = [summary["runs"][m]["top_n"]["on_topic"] or 0 for m in modes]
+        alt = [summary["runs"][m]["top_n"]["on_topic_and_alt_describes"] or 0 for m in modes]
+        ax.bar([x - 0.2 for x in xs], on, 0.4, label="shows the topic")
+        ax.bar([x + 0.2 for x in xs], alt, 0.4, label="topic and ALT describes it")
+        ax.set_xticks(list(xs), modes)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"Top-{summary['top_n']} ranked images")
+        ax.legend()
+        save(fig, "top_n.png")
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for mode, c in curves.items():
+            if c.get("precision"):
+                xs, ys = zip(*c["precision"])
+                ax.plot(xs, ys, label=mode, color=COLOURS.get(mode))
+        ax.set_xlabel("top N ranked images")
+        ax.set_ylabel("share showing the topic")
+        ax.set_ylim(0, 1.02)
+        ax.set_title("On-topic share of the top N")
+        ax.legend()
+        save(fig, "precision_at_n.png")
+    return files
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}" if v < 100 else f"{v:,.0f}"
+    return f"{v:,}" if isinstance(v, int) else html.escape(str(v))
+
+
+def _table(title: str, header: list[str], rows: list[list]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_fmt(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<h2>{html.escape(title)}</h2><table><tr>{head}</tr>{body}</table>"
+
+
+def _html(summary: dict) -> str:
+    runs = summary["runs"]
+    parts = [f"<h1>focuscrawl: three-run comparison</h1><p>{html.escape(summary['folder'])}; "
+             f"ground truth: {'yes' if summary['ground_truth'] else 'no (real web)'}</p>"]
+    stats_cols = ["sentences", "tokens", "hosts", "uris", "volume_bytes", "uris_per_s", "kb_per_s"]
+    parts.append(_table("Crawl statistics (thesis Table 5.1)", ["mode"] + stats_cols,
+                        [[m] + [r["statistics"][c] for c in stats_cols] for m, r in runs.items()]))
+    parts.append(_table("Image funnel (thesis Table 5.2)", ["mode", "initial", "format filter", "score cut", "unique"],
+                        [[m] + [r["funnel"][c] for c in ("initial", "format", "score", "unique")]
+                         for m, r in runs.items()]))
+    if summary["ground_truth"]:
+        parts.append(_table(f"Top-{summary['top_n']} ranked images", [
+            "mode", "images", "on topic", "ALT describes", "on topic and ALT describes", "thesis on topic"],
+            [[m, r["top_n"]["n"], r["top_n"]["on_topic"], r["top_n"]["alt_describes"],
+              r["top_n"]["on_topic_and_alt_describes"], THESIS["top_n_on_topic"].get(m)] for m, r in runs.items()]))
+        parts.append(_table("Harvest", ["mode", "pages", "on-topic pages", "page harvest rate", "on-topic images"],
+                            [[m, r["harvest"]["pages"], r["harvest"]["on_topic_pages"],
+                              r["harvest"]["page_harvest_rate"], r["harvest"]["on_topic_images"]]
+                             for m, r in runs.items()]))
+        ratios = summary["ratios"]
+        parts.append(f"<p>keywords / unfocused = {_fmt(ratios['keywords_over_unfocused'])} (thesis 3.5); "
+                     f"keywords / document = {_fmt(ratios['keywords_over_document'])} (thesis 2.1); "
+                     f"ordering keywords &gt; document &gt; unfocused holds: "
+                     f"{_fmt(summary['thesis_ordering_holds'])}</p>")
+    for key, path in summary["files"].items():
+        if path.endswith(".png"):
+            parts.append(f'<h2>{html.escape(key)}</h2><img src="{html.escape(Path(path).name)}" alt="{key} plot">')
+    style = "body{font-family:sans-serif;max-width:60em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+    return f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>focuscrawl eval</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n"

@@ -1,0 +1,144 @@
+"""``focuscrawl eval run`` and ``focuscrawl eval report``: the thesis's three-run comparison.
+
+``run`` crawls one web with each mode (keywords, document, unfocused) from the same
+seeds with the same page budget; on the offline test web (default) it writes the
+web's ground truth beside the runs. ``report`` turns the run folders into PNG plots,
+an HTML page and ``summary.json`` (SPEC §7: harvest rates, focus curve, Table 5.1
+crawl statistics, Table 5.2 image funnel, top-N on-topic image shares).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MODES = ("keywords", "document", "unfocused")
+LOCAL_WEB_SETTINGS = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0}
+
+
+def _crawl_command(mode: str, seeds: list[str], out: Path, budget: int, deterministic: bool,
+                   model: str | None, keywords: str | None, extra: list[str], local: bool) -> list[str]:
+    from focuscrawl import settings as project
+
+    settings = {
+        "FOCUSCRAWL_MODE": mode,
+        "FOCUSCRAWL_EVAL_PAGE_BUDGET": budget,
+        "EXTENSIONS": json.dumps({**getattr(project, "EXTENSIONS", {}), "focuscrawl.eval.budget.PageBudget": 500}),
+        "LOG_LEVEL": "INFO",
+    }
+    if local:  # our own server on 127.0.0.1: per-host slots and robots.txt stay, the delays go,
+        settings.update(LOCAL_WEB_SETTINGS)  # so the crawler is measured, not the waits
+    if model:
+        settings["FOCUSCRAWL_MODEL"] = model
+    if keywords:
+        settings["FOCUSCRAWL_KEYWORDS"] = keywords
+    if deterministic:  # one request at a time: the same web gives the same crawl order
+        settings.update(CONCURRENT_REQUESTS=1, CONCURRENT_REQUESTS_PER_DOMAIN=1, SCRAPER_SLOT_MAX_ACTIVE_SIZE=1)
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={','.join(seeds)}",
+           "-a", f"output={out}"]
+    for key, value in settings.items():
+        cmd += ["-s", f"{key}={value}"]
+    for item in extra:
+        cmd += ["-s", item]
+    return cmd
+
+
+def run_crawl(mode: str, seeds: list[str], out: Path, budget: int, *, proxy: str | None = None,
+              deterministic: bool = False, model: str | None = None, keywords: str | None = None,
+              extra_settings: list[str] = (), timeout: float | None = None) -> dict:
+    """One crawl in its own process (own reactor); the test web is reached as an HTTP proxy."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="focuscrawl.settings")
+    for key in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+        env.pop(key, None)
+    if proxy:
+        env["http_proxy"] = proxy
+    cmd = _crawl_command(mode, seeds, out, budget, deterministic, model, keywords, list(extra_settings),
+                         local=proxy is not None)
+    t0 = time.perf_counter()
+    with open(out / "crawl.log", "w") as log:
+        proc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = (out / "crawl.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"crawl {mode} failed (exit {proc.returncode}); end of {out / 'crawl.log'}:\n{tail}")
+    return {"mode": mode, "seconds": seconds, "output": str(out)}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from focuscrawl.testweb.cli import web_from_args, write_truth
+    from focuscrawl.testweb.server import TestWebServer
+
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    server = None
+    if args.seeds:  # the real web: no truth, no proxy
+        seeds = [s.strip() for s in Path(args.seeds).read_text().splitlines() if s.strip()]
+        info = {"web": "seed list", "seeds": seeds}
+    else:
+        web = web_from_args(args)
+        info = write_truth(web, out / "web")
+        seeds = web.seeds()
+        server = TestWebServer(web, slow_factor=args.slow_factor).start()
+    meta = {"modes": args.modes, "budget": args.budget, "deterministic": args.deterministic,
+            "model": args.model, "keywords": args.keywords, "web": info, "runs": []}
+    try:
+        for mode in args.modes:
+            print(f"eval run: {mode} ({args.budget} pages) ...", flush=True)
+            result = run_crawl(mode, seeds, out / "runs" / mode, args.budget,
+                               proxy=server.proxy if server else None, deterministic=args.deterministic,
+                               model=args.model, keywords=args.keywords, extra_settings=args.set)
+            print(f"eval run: {mode} done in {result['seconds']:.0f}s", flush=True)
+            meta["runs"].append(result)
+    finally:
+        if server is not None:
+            meta["server"] = {"requests": server.requests, "statuses": dict(server.statuses),
+                              "robots_violations": len(server.robots_violations)}
+            server.stop()
+        (out / "eval.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"eval run: outputs in {out}; next: focuscrawl eval report {out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from focuscrawl.eval.crawl_report import build_report
+
+    summary = build_report(Path(args.folder), top_n=args.top_n, budget=args.budget,
+                           model=args.model, output=args.output, score_range=(args.score_min, args.score_max))
+    print(json.dumps({"report": summary["files"]["html"],
+                      "top_n_on_topic": {m: r.get("top_n", {}).get("on_topic") for m, r in summary["runs"].items()},
+                      "ratios": summary.get("ratios")}, indent=2))
+    return 0
+
+
+def register(eval_sub: argparse._SubParsersAction) -> None:
+    from focuscrawl.testweb.cli import add_web_arguments
+
+    p = eval_sub.add_parser("run", help="crawl one web with the three modes (same seeds, same page budget)")
+    add_web_arguments(p)
+    p.add_argument("-o", "--output", required=True, help="evaluation folder (web/, runs/<mode>/, eval.json)")
+    p.add_argument("--budget", type=int, default=5000, help="pages per run (default %(default)s)")
+    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    p.add_argument("--seeds", help="a file of seed URLs on the real web instead of the test web (no truth)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="one request at a time: same seed and settings give the same numbers")
+    p.add_argument("--slow-factor", type=float, default=0.0, help="delay scale of the web's slow pages")
+    p.add_argument("--model", help="LM for the crawl (default: the bundled cats model)")
+    p.add_argument("--keywords", help="keyword list for the crawl")
+    p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra Scrapy setting for every run")
+    p.set_defaults(func=cmd_run)
+
+    p = eval_sub.add_parser("report", help="plots, HTML report and summary.json of an eval run folder")
+    p.add_argument("folder", help="folder written by 'focuscrawl eval run'")
+    p.add_argument("--top-n", type=int, default=500, help="ranked images per mode judged (thesis: 2500)")
+    p.add_argument("--budget", type=int, help="cut every run to its first N pages")
+    p.add_argument("--model", help="LM for the focus curve (default: the one the runs used)")
+    p.add_argument("--score-min", type=float, default=2.0, help="score cut, lower bound (SPEC: 2)")
+    p.add_argument("--score-max", type=float, default=70000.0, help="score cut, upper bound (SPEC: 70000)")
+    p.add_argument("-o", "--output", help="report folder (default FOLDER/report)")
+    p.set_defaults(func=cmd_report)

@@ -1,0 +1,306 @@
+"""Ranking of a crawl's images (SPEC §6 end) and export of the ranked corpus.
+
+``rank`` is the thesis's evaluation cut: keep final scores within [min, max], drop
+repeated image URLs keeping the first seen, sort ascending (lower = more on topic),
+take the top N. Exporters write the ranked entries as TSV, JSON lines, Parquet or
+WebDataset tar shards.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from focuscrawl import settings as defaults
+from focuscrawl.corpus import CorpusEntry
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SCORE_MIN = float(defaults.FOCUSCRAWL_SCORE_MIN)
+DEFAULT_SCORE_MAX = float(defaults.FOCUSCRAWL_SCORE_MAX)
+FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
+#: Fixed export columns, in order; the scores follow as ``score:<name>``.
+BASE_COLUMNS = ("rank", "final_score", "image_url", "image_path", "page_url", "alt", "title",
+                "final_context", "context_text", "first_seen", "width", "height")
+
+
+@dataclass
+class RankStats:
+    """The image funnel of a ranking (thesis Table 5.2 after the format filter)."""
+
+    initial: int = 0
+    no_score: int = 0
+    cut: int = 0  # within [min, max]
+    unique: int = 0  # after dropping repeated image URLs
+    filtered: dict[str, int] = field(default_factory=dict)  # dropped by optional filters
+    collapsed: int | None = None  # near-duplicates collapsed (None: not asked for)
+    ranked: int = 0  # after top N
+
+    def as_dict(self) -> dict:
+        result = {"initial": self.initial, "no_score": self.no_score, "score_cut": self.cut,
+                  "unique": self.unique, "filtered": dict(self.filtered), "ranked": self.ranked}
+        if self.collapsed is not None:
+            result["collapsed"] = self.collapsed
+        return result
+
+
+def rank(entries: Iterable[CorpusEntry], top: int | None = None,
+         score_min: float = DEFAULT_SCORE_MIN, score_max: float = DEFAULT_SCORE_MAX,
+         filters: dict[str, Callable[[CorpusEntry], bool]] | None = None,
+         stats: RankStats | None = None,
+         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None
+         ) -> list[CorpusEntry]:
+    """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort,
+    optional near-duplicate collapse, top N.
+
+    ``filters`` maps a name to a predicate that returns True for entries to *drop*;
+    their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and
+    returns ``(kept, number collapsed)``. Ties keep crawl order.
+    """
+    stats = stats if stats is not None else RankStats()
+    kept: list[CorpusEntry] = []
+    for entry in entries:
+        stats.initial += 1
+        if entry.final_score is None:
+            stats.no_score += 1
+            continue
+        if score_min <= entry.final_score <= score_max:
+            kept.append(entry)
+    stats.cut = len(kept)
+    kept.sort(key=lambda e: e.first_seen)
+    seen: set[str] = set()
+    unique = []
+    for entry in kept:
+        if entry.image_url not in seen:
+            seen.add(entry.image_url)
+            unique.append(entry)
+    stats.unique = len(unique)
+    for name, drop in (filters or {}).items():
+        before = len(unique)
+        unique = [e for e in unique if not drop(e)]
+        stats.filtered[name] = before - len(unique)
+    unique.sort(key=lambda e: (e.final_score, e.first_seen))
+    if collapse is not None:
+        unique, stats.collapsed = collapse(unique)
+    ranked = unique[:top] if top is not None else unique
+    stats.ranked = len(ranked)
+    return ranked
+
+
+def score_names(entries: Iterable[CorpusEntry]) -> list[str]:
+    """All score names of the entries, in first-appearance order."""
+    names: dict[str, None] = {}
+    for entry in entries:
+        for name in entry.scores:
+            names.setdefault(name, None)
+    return list(names)
+
+
+def export_row(rank_no: int, entry: CorpusEntry, scores: list[str]) -> dict:
+    """One flat export row (scores as ``score:<name>``)."""
+    row = {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
+           "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
+           "title": entry.title, "final_context": entry.final_context,
+           "context_text": entry.context_text, "first_seen": entry.first_seen, "width": entry.width,
+           "height": entry.height}
+    for name in scores:
+        row[f"score:{name}"] = entry.scores.get(name)
+    return row
+
+
+def _tsv_cell(value) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+    return " ".join(text.replace("\t", " ").split()) if isinstance(value, str) else text
+
+
+def write_tsv(entries: list[CorpusEntry], out: Path) -> int:
+    scores = score_names(entries)
+    columns = list(BASE_COLUMNS) + [f"score:{s}" for s in scores]
+    with open(out, "w", encoding="utf-8", newline="") as fh:
+        fh.write("\t".join(columns) + "\n")
+        for i, entry in enumerate(entries, 1):
+            row = export_row(i, entry, scores)
+            fh.write("\t".join(_tsv_cell(row[c]) for c in columns) + "\n")
+    return len(entries)
+
+
+def _json_record(rank_no: int, entry: CorpusEntry) -> dict:
+    return {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
+            "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
+            "title": entry.title, "final_context": entry.final_context,
+            "context_text": entry.context_text, "first_seen": entry.first_seen,
+            "width": entry.width, "height": entry.height, "scores": entry.scores}
+
+
+def write_jsonl(entries: list[CorpusEntry], out: Path) -> int:
+    with open(out, "w", encoding="utf-8") as fh:
+        for i, entry in enumerate(entries, 1):
+            fh.write(json.dumps(_json_record(i, entry), ensure_ascii=False) + "\n")
+    return len(entries)
+
+
+def write_parquet(entries: list[CorpusEntry], out: Path) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    scores = score_names(entries)
+    rows = [export_row(i, e, scores) for i, e in enumerate(entries, 1)]
+    fields = [pa.field("rank", pa.int64()), pa.field("final_score", pa.float64())]
+    fields += [pa.field(c, pa.string()) for c in BASE_COLUMNS[2:-3]]
+    fields += [pa.field(c, pa.int64()) for c in ("first_seen", "width", "height")]
+    fields += [pa.field(f"score:{s}", pa.float64()) for s in scores]
+    schema = pa.schema(fields)
+    table = pa.Table.from_pylist(rows, schema=schema)
+    pq.write_table(table, out)
+    return len(entries)
+
+
+def _shard_pattern(out: Path) -> str:
+    """``out`` with a ``%06d`` shard number; a path without ``%`` is a directory of shards."""
+    text = str(out)
+    if "%" in text:
+        return text
+    out.mkdir(parents=True, exist_ok=True)
+    return str(out / "corpus-%06d.tar")
+
+
+def write_webdataset(entries: list[CorpusEntry], out: Path, run_dir: Path,
+                     shard_size: int = 1000) -> int:
+    """Tar shards, per sample ``<key>.<ext>`` (image bytes), ``<key>.txt`` (ALT, else context), ``<key>.json``.
+
+    Entries whose image file is missing are skipped (logged and counted).
+    """
+    pattern = _shard_pattern(out)
+    written = skipped = 0
+    tar = None
+    shard = 0
+    try:
+        for i, entry in enumerate(entries, 1):
+            image = entry.image_file(run_dir)
+            if image is None:
+                skipped += 1
+                continue
+            if tar is None or written % shard_size == 0:
+                if tar is not None:
+                    tar.close()
+                path = Path(pattern % shard)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tar = tarfile.open(path, "w", format=tarfile.USTAR_FORMAT)
+                shard += 1
+            key = f"{i:09d}"
+            ext = image.suffix.lstrip(".").lower() or "img"
+            text = pair_text(entry)
+            members = [(f"{key}.{ext}", image.read_bytes()),
+                       (f"{key}.txt", text.encode("utf-8")),
+                       (f"{key}.json", json.dumps(_json_record(i, entry), ensure_ascii=False).encode("utf-8"))]
+            for name, data in members:
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                info.mode = 0o644
+                tar.addfile(info, io.BytesIO(data))
+            written += 1
+    finally:
+        if tar is not None:
+            tar.close()
+    if skipped:
+        logger.warning("webdataset: %d ranked images have no downloaded file and were skipped", skipped)
+    return written
+
+
+def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str | Path) -> int:
+    """Write ``entries`` in ``fmt``; returns the number of samples written."""
+    out = Path(out)
+    if fmt == "webdataset":
+        return write_webdataset(entries, out, Path(run_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    writer = {"tsv": write_tsv, "jsonl": write_jsonl, "parquet": write_parquet}.get(fmt)
+    if writer is None:
+        raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    return writer(entries, out)
+
+
+#: pHashes of a flat (one-colour) picture: nothing to compare, so only its text counts.
+FLAT_PHASHES = frozenset({0, 1 << 63})
+
+
+def pair_text(entry: CorpusEntry) -> str:
+    """The text of an image-text pair: its ALT, else its title, else the chosen context."""
+    return entry.alt or entry.title or entry.context_text
+
+
+def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]]:
+    """A ``collapse`` for ``rank``: same picture by perceptual hash of the downloaded file, or
+    near-identical pair text (``pair_text``) by SimHash (``focuscrawl.dedup.collapse``); the
+    best-scored stays. The pair text, not the page context, so that gallery images sharing one
+    parent element are not taken for duplicates. Flat one-colour pictures (placeholders,
+    the synthetic test web) all share one pHash and are compared by text only."""
+    from focuscrawl.corpus import fill_context
+    from focuscrawl.dedup.collapse import collapse_near_duplicates
+    from focuscrawl.dedup.image_hash import ImageHashError, phash_bytes
+
+    def phash(entry: CorpusEntry) -> int | None:
+        path = entry.image_file(run_dir)
+        if path is None:
+            return None
+        try:
+            value = phash_bytes(path.read_bytes())
+        except (ImageHashError, OSError):
+            return None
+        return None if value in FLAT_PHASHES else value
+
+    def collapse(entries: list[CorpusEntry]) -> tuple[list[CorpusEntry], int]:
+        fill_context((e for e in entries if not (e.alt or e.title)), run_dir)
+        rows = [{"entry": e, "final_score": e.final_score, "image_phash": phash(e),
+                 "context_text": pair_text(e)} for e in entries]
+        kept, collapsed = collapse_near_duplicates(rows)
+        return [r["entry"] for r in kept], collapsed
+
+    return collapse
+
+
+def register(sub) -> None:
+    p = sub.add_parser("rank", help="rank a run's images (score cut, dedupe, sort, top N) and export them")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the crawl's output directory")
+    p.add_argument("--top", type=int, default=None, metavar="N", help="keep the N best (default: all)")
+    p.add_argument("--min", type=float, default=DEFAULT_SCORE_MIN, dest="score_min",
+                   help="lowest final score kept (default %(default)s)")
+    p.add_argument("--max", type=float, default=DEFAULT_SCORE_MAX, dest="score_max",
+                   help="highest final score kept (default %(default)s)")
+    p.add_argument("--drop-generated-alt", action="store_true",
+                   help="drop images whose ALT text looks auto-generated (file names, paths, camera names)")
+    p.add_argument("--collapse-near-duplicates", action="store_true",
+                   help="keep only the best-scored of near-duplicate pairs (same picture by perceptual hash, "
+                        "or near-identical context text by SimHash)")
+    p.add_argument("--format", choices=FORMATS, default="tsv", help="export format (default %(default)s)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="output file; for webdataset a directory or a shard pattern like out-%%06d.tar")
+    p.set_defaults(func=cmd_rank)
+
+
+def cmd_rank(args) -> int:
+    from focuscrawl.altfilter import is_generated_alt
+    from focuscrawl.corpus import fill_context, iter_entries
+
+    if args.top is not None and args.top < 1:
+        raise ValueError("--top must be at least 1")
+    if args.score_min > args.score_max:
+        raise ValueError("--min is greater than --max")
+    filters = {}
+    if args.drop_generated_alt:
+        filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
+    stats = RankStats()
+    collapse = near_duplicate_collapser(args.run_dir) if args.collapse_near_duplicates else None
+    # info records are read only for the images that are exported
+    ranked = rank(iter_entries(args.run_dir, with_context=False), args.top, args.score_min, args.score_max,
+                  filters, stats, collapse)
+    fill_context(ranked, args.run_dir)
+    written = export(ranked, args.format, args.output, args.run_dir)
+    summary = stats.as_dict() | {"written": written}
+    print(json.dumps(summary))
+    return 0

@@ -1,0 +1,74 @@
+"""A real annotation server on 127.0.0.1 and a small cookie-keeping HTTP client for tests."""
+from __future__ import annotations
+
+import http.client
+import re
+from http.cookies import SimpleCookie
+from urllib.parse import urlencode
+
+from focuscrawl.annotate.db import AnnotationDB
+from focuscrawl.annotate.web import AnnotationApp, serve_in_thread
+from focuscrawl.corpus import iter_entries
+from focuscrawl.ranking import rank
+
+
+def start_server(run_dir, db_path, per_image=3):
+    db = AnnotationDB(db_path, per_image=per_image)
+    db.add_items(e for e in rank(iter_entries(run_dir)) if e.image_path)
+    server, thread = serve_in_thread(AnnotationApp(db, run_dir))
+    return db, server, thread
+
+
+class Client:
+    """Raw HTTP (paths are sent exactly as given, e.g. with ``../``), cookies kept, no redirects followed."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.cookies: dict[str, str] = {}
+        self.set_cookie_headers: list[str] = []
+
+    def request(self, method: str, path: str, form: dict | None = None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        headers = {}
+        body = None
+        if form is not None:
+            body = urlencode(form)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        conn.request(method, path, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        for header in resp.headers.get_all("Set-Cookie") or []:
+            self.set_cookie_headers.append(header)
+            cookie = SimpleCookie()
+            cookie.load(header)
+            for k, m in cookie.items():
+                if m.value:
+                    self.cookies[k] = m.value
+                else:
+                    self.cookies.pop(k, None)
+        conn.close()
+        return resp.status, resp.headers, data.decode("utf-8", "replace")
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def post(self, path, form):
+        return self.request("POST", path, form)
+
+    def csrf(self, path="/"):
+        status, _, page = self.get(path)
+        match = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert match, f"no CSRF token on {path} ({status})"
+        return match.group(1)
+
+    def login(self, name, password):
+        token = self.csrf("/login")
+        status, headers, _ = self.post("/login", {"csrf": token, "name": name, "password": password})
+        return status, headers.get("Location")
+
+    def current_item(self):
+        _, _, page = self.get("/")
+        match = re.search(r'name="item" value="(\d+)"', page)
+        return int(match.group(1)) if match else None

@@ -1,0 +1,85 @@
+import random
+
+import numpy as np
+import pytest
+
+from focuscrawl.dedup.index import SimHashIndex, hamming_distances
+
+
+def flip(fp: int, bits: list[int]) -> int:
+    for b in bits:
+        fp ^= 1 << b
+    return fp
+
+
+def brute(fps: np.ndarray, q: int, k: int) -> list[tuple[int, int]]:
+    d = hamming_distances(fps, q)
+    ids = np.nonzero(d <= k)[0]
+    return sorted(((int(i), int(d[i])) for i in ids), key=lambda x: (x[1], x[0]))
+
+
+@pytest.mark.parametrize("k,blocks", [(0, 4), (1, 4), (3, 4), (2, 5), (3, 6), (6, 7), (2, 16)])
+def test_no_false_negatives_against_brute_force(k, blocks):
+    rng = random.Random(k * 100 + blocks)
+    base = [rng.getrandbits(64) for _ in range(300)]
+    fps = list(base)
+    # planted neighbours at every distance 0..k+2 (beyond k must not be reported)
+    for fp in base[:60]:
+        for d in range(k + 3):
+            fps.append(flip(fp, rng.sample(range(64), d)))
+    rng.shuffle(fps)
+    index = SimHashIndex(k, blocks, merge_threshold=97)  # several merges plus an unsorted tail
+    for fp in fps:
+        index.add(fp)
+    assert len(index) == len(fps)
+    arr = np.array(fps, dtype=np.uint64)
+    queries = fps[:80] + [flip(fp, rng.sample(range(64), rng.randint(0, k + 1))) for fp in base[:80]]
+    for q in queries:
+        assert index.query(q) == brute(arr, q, k)
+    # batch path agrees too, and smaller radii are exact as well
+    m = index.query_many(queries, max(0, k - 1))
+    got = sorted(zip(m.query.tolist(), m.ids.tolist()))
+    want = sorted((qi, i) for qi, q in enumerate(queries) for i, _ in brute(arr, q, max(0, k - 1)))
+    assert got == want
+    assert m.candidates >= len(got)
+
+
+def test_tables_count_and_bad_parameters():
+    assert SimHashIndex(3, 4).tables == 4
+    assert SimHashIndex(2, 4).tables == 6
+    assert SimHashIndex(3, 6).tables == 20
+    for k, b in [(4, 4), (-1, 4), (1, 0), (1, 17)]:
+        with pytest.raises(ValueError):
+            SimHashIndex(k, b)
+    index = SimHashIndex(2, 4)
+    with pytest.raises(ValueError):
+        index.query_many([1], max_distance=3)
+
+
+def test_empty_index_and_oldest_first():
+    index = SimHashIndex(3, 4)
+    assert index.query(12345) == []
+    a = index.add(0b1011)
+    b = index.add(0b1011)
+    c = index.add(0b1010)
+    assert (a, b, c) == (0, 1, 2)
+    assert index.query(0b1011) == [(0, 0), (1, 0), (2, 1)]
+    index.merge()
+    assert index.query(0b1011) == [(0, 0), (1, 0), (2, 1)]
+
+
+def test_extreme_values_and_from_fingerprints():
+    fps = [0, 2**64 - 1, 2**63, 1]
+    index = SimHashIndex.from_fingerprints(fps, 3, 4)
+    assert index.query(2**64 - 1) == [(1, 0)]
+    assert index.query(0) == [(0, 0), (2, 1), (3, 1)]
+
+
+def test_key_matches_count_equal_table_keys():
+    index = SimHashIndex.from_fingerprints([0, 1, 2**63, 0xFFFF_FFFF_0000_0000], 3, 4)
+    m = index.query_many([0], count_key_matches=True)
+    # 0 itself: 4 tables; 1 differs in block 0 and 2**63 in block 3: 3 tables each;
+    # the last one differs in blocks 2 and 3: tables of block 0 and block 1
+    assert m.key_matches == 4 + 3 + 3 + 2
+    assert m.candidates >= m.key_matches
+    assert index.query_many([0]).key_matches == 0  # not counted unless asked

@@ -1,0 +1,199 @@
+"""NearDuplicatePageMiddleware with real Scrapy crawlers, responses, items and JOBDIR files."""
+from pathlib import Path
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
+
+from focuscrawl.items import ImageItem, PageItem
+from focuscrawl.middlewares.neardup import STATE_FILE, NearDuplicatePageMiddleware
+from focuscrawl.text.normalize import document_sentences
+
+ARTICLE = """The domestic cat is a small carnivorous mammal.
+It is the only domesticated species in the family Felidae and is often called the house cat.
+A cat can either be a house cat, a farm cat or a feral cat which ranges freely and avoids people.
+Domestic cats are valued by humans for companionship and for their ability to kill rodents.
+About sixty cat breeds are recognised by various cat registries around the world today.
+Cats have a strong flexible body, quick reflexes, sharp teeth and retractable claws.
+Their night vision and sense of smell are well developed and they hunt small prey at dusk.
+Cats communicate by meowing, purring, trilling, hissing, growling and grunting as well as by body language.
+They are social animals that tend to groom each other and rest close together in groups.
+A kitten is born blind and deaf and opens its eyes after about one week of life.
+Mother cats move their kittens to a new hiding place several times in the first weeks.
+The kittens start to eat solid food at about four weeks and are weaned at about eight weeks.
+Indoor cats usually live longer than cats that roam outside among cars and predators.
+Many cats enjoy sleeping in warm sunny places such as window sills, sofas and cardboard boxes.
+Veterinarians recommend regular vaccinations, parasite control and a balanced diet for every cat.
+Cats were first domesticated in the Near East around the time that farming began there.
+Ancient Egyptians revered cats and sometimes mummified them after death with great care.
+Ships carried cats around the world because they kept the stores free of rats and mice.
+Today the domestic cat is one of the most popular pets in many countries of the world."""
+OTHER = """Kenlm estimates language models with modified Kneser Ney smoothing from large corpora.
+The binary format loads quickly and answers many queries per second on one core.
+Perplexity measures how well a model predicts a held out sample of text sentences.
+Focused crawlers use such scores to decide which links to follow first on the web.
+A crawler frontier keeps the pending requests ordered by the estimated relevance."""
+
+
+def page(url: str, text: str) -> tuple[HtmlResponse, PageItem]:
+    html = "<html><body>" + "".join(f"<p>{line}</p>" for line in text.splitlines()) + "</body></html>"
+    response = HtmlResponse(url=url, body=html.encode(), encoding="utf-8", request=Request(url))
+    body = "\n".join(response.css("p::text").getall())
+    item = PageItem(url=url, depth=0, status=200, sentences=document_sentences(body))
+    return response, item
+
+
+def run(mw: NearDuplicatePageMiddleware, url: str, text: str) -> list:
+    response, item = page(url, text)
+    image = ImageItem(image_url=url + "/a.jpg", page_url=url)
+    out = list(mw.process_spider_output(response, [item, image, Request(url + "/next")]))
+    assert out[1] is image and isinstance(out[2], Request)  # everything else passes untouched
+    return out
+
+
+def middleware(tmp_path: Path | None = None, **settings) -> tuple[NearDuplicatePageMiddleware, object]:
+    if tmp_path is not None:
+        settings["JOBDIR"] = str(tmp_path)
+    crawler = get_crawler(Spider, settings)
+    return NearDuplicatePageMiddleware.from_crawler(crawler), crawler
+
+
+def test_marks_near_duplicates_of_earlier_pages():
+    mw, crawler = middleware()
+    assert run(mw, "http://a.test/1", ARTICLE)[0]["near_duplicate_of"] is None
+    assert run(mw, "http://b.test/2", OTHER)[0]["near_duplicate_of"] is None
+    edited = ARTICLE.replace("sixty", "seventy") + "\nShare this page with your friends."
+    assert run(mw, "http://c.test/copy", edited)[0]["near_duplicate_of"] == "http://a.test/1"
+    empty = run(mw, "http://d.test/empty", "Hi.")[0]
+    assert empty["near_duplicate_of"] is None
+    stats = crawler.stats.get_stats()
+    assert stats["neardup/pages_checked"] == 3
+    assert stats["neardup/near_duplicates"] == 1
+    assert stats["neardup/pages_without_text"] == 1
+
+
+def test_state_survives_jobdir_and_same_url_is_not_its_own_duplicate(tmp_path):
+    mw, _ = middleware(tmp_path)
+    run(mw, "http://a.test/1", ARTICLE)
+    run(mw, "http://b.test/2", OTHER)
+    mw.spider_closed()
+    size = (tmp_path / STATE_FILE).stat().st_size
+
+    mw2, crawler2 = middleware(tmp_path)
+    assert crawler2.stats.get_value("neardup/fingerprints_loaded") == 2
+    assert run(mw2, "http://e.test/mirror", ARTICLE)[0]["near_duplicate_of"] == "http://a.test/1"
+    # the same URL fetched again after a resume is not a duplicate of itself, nor stored twice
+    assert run(mw2, "http://b.test/2", OTHER)[0]["near_duplicate_of"] is None
+    mw2.spider_closed()
+    assert len(mw2.urls) == 3
+    assert (tmp_path / STATE_FILE).stat().st_size == size + 12 + len("http://e.test/mirror")
+
+
+def test_torn_record_is_cut_and_crawl_goes_on(tmp_path):
+    mw, _ = middleware(tmp_path)
+    run(mw, "http://a.test/1", ARTICLE)
+    run(mw, "http://b.test/2", OTHER)
+    mw.spider_closed()
+    path = tmp_path / STATE_FILE
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-5])  # killed in the middle of the last record
+    mw2, crawler2 = middleware(tmp_path)
+    assert mw2.urls == ["http://a.test/1"]
+    assert crawler2.stats.get_value("neardup/torn_records") == 1
+    assert run(mw2, "http://b.test/2", OTHER)[0]["near_duplicate_of"] is None
+    mw2.spider_closed()
+    mw3, _ = middleware(tmp_path)
+    assert mw3.urls == ["http://a.test/1", "http://b.test/2"]
+    mw3.spider_closed()
+
+
+def test_settings_ngrams_k_blocks_and_errors(tmp_path):
+    mw, _ = middleware(FOCUSCRAWL_NEARDUP_NGRAMS="3+5", FOCUSCRAWL_NEARDUP_MAX_DISTANCE=5,
+                       FOCUSCRAWL_NEARDUP_BLOCKS=6)
+    assert mw.ngrams == (3, 5) and mw.index.max_distance == 5 and mw.index.tables == 6
+    with pytest.raises(NotConfigured):
+        middleware(FOCUSCRAWL_NEARDUP_ENABLED=False)
+    with pytest.raises(ValueError, match="FOCUSCRAWL_NEARDUP"):
+        middleware(FOCUSCRAWL_NEARDUP_MAX_DISTANCE=4, FOCUSCRAWL_NEARDUP_BLOCKS=4)
+    with pytest.raises(ValueError, match="FOCUSCRAWL_NEARDUP"):
+        middleware(FOCUSCRAWL_NEARDUP_NGRAMS="tri")
+    # a JOBDIR written with other n-grams is refused instead of silently compared
+    mw, _ = middleware(tmp_path)
+    run(mw, "http://a.test/1", ARTICLE)
+    mw.spider_closed()
+    with pytest.raises(ValueError, match="other near-duplicate settings"):
+        middleware(tmp_path, FOCUSCRAWL_NEARDUP_NGRAMS="5")
+
+
+def test_torn_header_starts_a_fresh_file(tmp_path):
+    (tmp_path / STATE_FILE).write_bytes(b"focuscrawl-neard")  # killed while writing the header
+    mw, crawler = middleware(tmp_path)
+    assert mw.urls == [] and crawler.stats.get_value("neardup/torn_records") == 1
+    run(mw, "http://a.test/1", ARTICLE)
+    mw.spider_closed()
+    mw2, _ = middleware(tmp_path)
+    assert mw2.urls == ["http://a.test/1"]
+    mw2.spider_closed()
+
+
+# --- real crawls of a local web with the focused spider ------------------------------
+
+from tests.crawlhelp import crawl, items  # noqa: E402
+from tests.localweb import LocalWeb, Page  # noqa: E402
+
+
+def paragraphs(text: str, links: str = "") -> Page:
+    return Page("<html><body>" + "".join(f"<p>{line}</p>" for line in text.splitlines()) + links + "</body></html>")
+
+
+SITE = {
+    ("seed.test", "/"): paragraphs("Welcome to the test site about cats and models.",
+                                   '<a href="http://cats.test/">cats</a> <a href="http://lm.test/">lm</a>'),
+    ("cats.test", "/"): paragraphs(ARTICLE, '<a href="/print">print</a>'),
+    ("cats.test", "/print"): paragraphs(ARTICLE + "\nPrinted from the archive of the test site."),
+    ("lm.test", "/"): paragraphs(OTHER),
+}
+
+
+def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path):
+    """Run 1 stops after 4 responses (robots.txt count); run 2 resumes the JOBDIR and finds the copy of a run-1 page."""
+    settings = {"JOBDIR": str(tmp_path / "job")}
+    with LocalWeb(SITE) as web:
+        stats1, proc1 = crawl(web, tmp_path, "http://seed.test/", mode="unfocused", settings=settings, budget="4")
+        assert proc1.returncode == 0, proc1.stderr[-3000:]
+        first = [p["url"] for p in items(tmp_path) if "sentences" in p]
+        assert "http://cats.test/" in first and "http://cats.test/print" not in first
+        stats2, proc2 = crawl(web, tmp_path, "http://seed.test/", mode="unfocused", settings=settings)
+        assert proc2.returncode == 0, proc2.stderr[-3000:]
+    pages = [p for p in items(tmp_path) if "sentences" in p]
+    by_url = {p["url"]: p for p in pages}
+    assert len(pages) == len(by_url) == 4  # nothing lost, nothing twice
+    assert by_url["http://cats.test/print"]["near_duplicate_of"] == "http://cats.test/"
+    assert by_url["http://cats.test/"]["near_duplicate_of"] is None
+    assert by_url["http://lm.test/"]["near_duplicate_of"] is None
+    assert stats2["neardup/fingerprints_loaded"] == len(first)
+    assert stats2["neardup/near_duplicates"] == 1
+
+
+def test_real_crawl_image_middleware_skips_images_of_near_duplicate_pages(tmp_path):
+    img = '<img src="/cat.jpg" width="640" height="480" alt="a tabby cat">'
+    site = {
+        ("seed.test", "/"): paragraphs("Welcome to the test site about cats and models.",
+                                       '<a href="http://cats.test/">cats</a> <a href="http://copy.test/">copy</a>'),
+        ("cats.test", "/"): paragraphs(ARTICLE, img),
+        ("copy.test", "/"): paragraphs(ARTICLE, img),
+    }
+    for mode, stat in (("skip", "images/pages_skipped_near_duplicate"), ("mark", "images/kept_near_duplicate_page")):
+        run_dir = tmp_path / mode
+        run_dir.mkdir()
+        with LocalWeb(site) as web:
+            stats, proc = crawl(web, run_dir, "http://seed.test/", mode="unfocused",
+                                settings={"FOCUSCRAWL_NEARDUP_IMAGES": mode})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = {p["url"]: p for p in items(run_dir) if "sentences" in p}
+        assert pages["http://copy.test/"]["near_duplicate_of"] == "http://cats.test/"
+        assert stats[stat] == 1
+        assert stats["images/kept"] == (1 if mode == "skip" else 2)
+

@@ -1,0 +1,188 @@
+"""The test web generator: determinism, size, topical locality, truth consistent with pages."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from urllib.parse import urlsplit
+
+import pytest
+from lxml import html as lxml_html
+
+from focuscrawl.testweb.cli import write_truth
+from focuscrawl.testweb.render import image_bytes
+from focuscrawl.testweb.web import TestWeb, WebConfig, image_spec
+from tests.testweb_pool import small_pool
+
+SMALL = WebConfig(scale=0.15)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    return small_pool()
+
+
+@pytest.fixture(scope="module")
+def web(pool):
+    return TestWeb(pool, "cat", 7, SMALL)
+
+
+def path_of(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.hostname, parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def fetch(web: TestWeb, url: str):
+    return web.respond(*path_of(url))
+
+
+def test_same_seed_same_web_other_seed_other_web(pool, web):
+    again = TestWeb(pool, "cat", 7, SMALL)
+    assert again.truth() == web.truth()
+    for page in web.truth()[0][:40]:
+        assert fetch(again, page["url"]).body == fetch(web, page["url"]).body
+    other = TestWeb(pool, "cat", 8, SMALL)
+    assert [p["url"] for p in other.truth()[0]] != [p["url"] for p in web.truth()[0]]
+
+
+def test_default_web_has_hundreds_of_hosts_and_20000_pages(pool):
+    full = TestWeb(pool, "cat", 1)
+    assert len(full.hosts) >= 200
+    assert full.page_count() >= 20_000
+    assert set(full.by_kind) >= {"topic", "neighbour", "portal", "other", "trap-calendar", "trap-session"}
+
+
+def _external_kinds(web: TestWeb, kind: str) -> Counter:
+    """Kinds of the hosts that article pages of ``kind`` hosts link to (other hosts only)."""
+    kinds: Counter = Counter()
+    for host in web.by_kind[kind]:
+        for i in range(web.hosts[host].n_articles):
+            page = fetch(web, web.article(host, i).url)
+            if page.status != 200:
+                continue
+            for href in lxml_html.fromstring(page.body).xpath("//a/@href"):
+                target = urlsplit(href).hostname
+                if target and target != host and target in web.hosts:
+                    kinds[web.hosts[target].kind] += 1
+    return kinds
+
+
+def test_topical_locality(web):
+    from_topic = _external_kinds(web, "topic")
+    from_other = _external_kinds(web, "other")
+    assert from_topic["topic"] / sum(from_topic.values()) > 0.5
+    assert from_other["topic"] / sum(from_other.values()) < 0.1
+    assert from_other["other"] / sum(from_other.values()) > 0.5
+
+
+def test_portals_link_out_with_the_targets_titles(web):
+    portal = web.by_kind["portal"][0]
+    doc = lxml_html.fromstring(fetch(web, f"http://{portal}/section/pets/").body)
+    titles = {web.article(h, i).url: web.article(h, i).title
+              for h in web.hosts for i in range(web.hosts[h].n_articles)}
+    outbound = [(a.get("href"), a.text_content()) for a in doc.xpath("//div[@class='teaser']//a")
+                if urlsplit(a.get("href")).hostname != portal]
+    assert outbound
+    assert all(titles[href] == text for href, text in outbound)
+    labels = Counter(web.article(*_host_index(web, href)).label for href, _ in outbound)
+    assert labels["cat"] + labels["dog"] > labels["other"]  # the pets section is mostly pets
+
+
+def _host_index(web: TestWeb, url: str) -> tuple[str, int]:
+    host, path = path_of(url)
+    return host, int(re.match(r"/post/(\d+)-", path).group(1))
+
+
+def test_truth_is_consistent_with_the_pages(web):
+    pages, images = web.truth()
+    by_page: dict[str, list[dict]] = {}
+    for img in images:
+        by_page.setdefault(img["page_url"], []).append(img)
+    pattern = re.compile(r"\b(cat|cats|kitten)\b", re.I)
+    checked = 0
+    for page in pages:
+        response = fetch(web, page["url"])
+        assert response.status == page["status"], page["url"]
+        if response.status != 200 or page["kind"] != "article":
+            continue
+        doc = lxml_html.fromstring(response.body)
+        imgs = {el.get("src"): el for el in doc.xpath("//img")}
+        text = doc.xpath("string(//article)")
+        if page["on_topic"]:
+            assert pattern.search(text), page["url"]
+        for img in by_page.get(page["url"], []):
+            el = imgs[img["url"]]
+            photo = next(p for p in web.pool.photos if p.key == img["photo"])
+            assert img["shows_topic"] == any(pattern.search(c) for c in photo.captions)
+            assert (el.get("alt") is None) == (img["alt"] is None)
+            if img["alt_describes"]:
+                assert el.get("alt") in photo.captions
+            if img["html_width"]:
+                assert int(el.get("width")) == img["html_width"]
+            assert image_spec(*path_of(img["url"]))[:2] == (img["width"], img["height"])
+            checked += 1
+    assert checked > 50
+    shows = [i for i in images if i["shows_topic"]]
+    assert shows and any(i["alt"] and i["alt"].startswith("wp-content-uploads-") for i in images)
+    assert any(i["alt"] is None for i in images) and any(i["html_width"] is None for i in images)
+
+
+def test_truth_is_written_beside_the_web_and_never_served(web, tmp_path):
+    info = write_truth(web, tmp_path)
+    assert info["pages"] == len(web.truth()[0])
+    assert (tmp_path / "truth_pages.tsv.gz").stat().st_size > 0
+    host = web.by_kind["topic"][0]
+    for path in ("/truth_pages.tsv.gz", "/web.json", "/truth_images.tsv.gz"):
+        assert web.respond(host, path).status == 404
+
+
+def test_other_topics_use_captions_mentioning_them(pool):
+    dogs = TestWeb(pool, "dog", 3, SMALL)
+    _, images = dogs.truth()
+    on = [i for i in images if i["shows_topic"]]
+    assert on and all(re.search(r"\bdogs?\b", p.captions[0], re.I)
+                      for p in pool.photos for i in on if p.key == i["photo"])
+    assert any(i["alt_describes"] and re.search(r"\bdogs?\b", i["alt"], re.I) for i in on)
+    assert dogs.hosts[dogs.by_kind["topic"][0]].name.startswith("dogs-")
+
+
+def test_traps_are_infinite_but_cheap(web):
+    cal = web.by_kind["trap-calendar"][0]
+    url, seen = f"http://{cal}/calendar/2015/3/", set()
+    for _ in range(30):
+        seen.add(url)
+        doc = lxml_html.fromstring(fetch(web, url).body)
+        url = f"http://{cal}" + doc.xpath("//a[text()='next']/@href")[0]
+    assert len(seen) == 30
+    shop = web.by_kind["trap-session"][0]
+    first = lxml_html.fromstring(fetch(web, f"http://{shop}/item/1?sid=start").body).xpath("//a[contains(@href,'sid=')]/@href")
+    second = lxml_html.fromstring(fetch(web, f"http://{shop}{first[0]}").body).xpath("//a[contains(@href,'sid=')]/@href")
+    assert set(first).isdisjoint(second)
+
+
+def test_http_behaviours(web):
+    hosts = list(web.hosts.values())
+    robots = {h.robots: web.respond(h.name, "/robots.txt") for h in hosts}
+    assert robots["standard"].status == 200 and b"Disallow: /private/" in robots["standard"].body
+    topic = web.hosts[web.by_kind["topic"][0]]
+    go = web.respond(topic.name, "/go/2")
+    assert go.status == 301 and go.headers["Location"] == web.article(topic.name, 2).url
+    assert web.respond(topic.name, f"/post/{topic.n_articles + 7}-removed.html").status == 404
+    assert web.respond("nowhere.test", "/").status == 502
+    w, h, fmt = image_spec(topic.name, "/wp-content/uploads/2015/02/img_1234.jpg")
+    from io import BytesIO
+
+    from PIL import Image
+    img = Image.open(BytesIO(image_bytes(w, h, fmt)))
+    assert img.size == (w, h) and img.format == "JPEG"
+    assert len(image_bytes(w, h, fmt)) < 40_000  # small in bytes at the true size
+
+
+def test_heldout_web_never_shows_the_reserved_photos(pool):
+    from focuscrawl.testweb.web import heldout_photos
+
+    reserved = {p.key for p in heldout_photos(pool, "cat")}
+    assert reserved and len(reserved) < len(pool.topic_photos("cat"))
+    web = TestWeb(pool, "cat", 7, WebConfig(scale=0.15, heldout=True))
+    shown = {i["photo"] for i in web.truth()[1]}
+    assert shown and not shown & reserved
+    assert {p.key for p in web.topic_photos} == {p.key for p in pool.topic_photos("cat")} - reserved
