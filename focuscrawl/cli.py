@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "focuscrawl.ranking",
     "focuscrawl.annotate.cli",
     "focuscrawl.archive.cli",
+    "focuscrawl.output.merge",
 ]
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 from tests.crawlhelp import ON_TOPIC, REPO, write_model
 from tests.imagesite import image_bytes
 from tests.localweb import LocalWeb, Page
-from test_image_crawl import read_tsv
+from tests.test_image_crawl import read_tsv
 
 N = 24
 JPEG = image_bytes("JPEG", (64, 48))

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.archives import write_arc
-from support.localweb import LocalWeb, Page, png_bytes
+from tests.support.archives import write_arc
+from tests.support.localweb import LocalWeb, Page, png_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO"]
