@@ -69,8 +69,11 @@ def test_two_processes_share_one_frontier(tmp_path, redis_server):
 
 
 def test_priorities_hold_across_processes(tmp_path, redis_server):
-    """A hub links to 30 leaves with priorities 0..29: two workers fetch them best-first."""
-    links = "".join(f'<a href="/leaf{j}" data-priority="{j}">leaf</a>' for j in range(30))
+    """A hub links to 30 leaves (shuffled) with priorities 0..29: two workers fetch them best-first."""
+    import random
+    leaves = list(range(30))
+    random.Random(7).shuffle(leaves)
+    links = "".join(f'<a href="/leaf{j}" data-priority="{j}">leaf</a>' for j in leaves)
     pages = {"/robots.txt": Page(b"User-agent: *\n", "text/plain"),
              "/hub": Page(f"<html><body>{links}</body></html>".encode())}
     pages.update({f"/leaf{j}": Page(b"<html><body>leaf</body></html>") for j in range(30)})
@@ -81,10 +84,14 @@ def test_priorities_hold_across_processes(tmp_path, redis_server):
             assert p.wait(90) == 0
         order = [int(p[5:]) for p in web.fetched("/leaf")]
     assert sorted(order) == list(range(30))
-    # each fetch may be overtaken only by requests already popped by the other worker
-    inversions = sum(1 for i, a in enumerate(order) for b in order[i + 1:] if b > a)
-    assert order[:5] and min(order[:10]) >= 15, order
-    assert inversions <= 6, order
+    # Only a request popped while the hub's links were still being queued, or two
+    # workers' requests started in the other order, can be out of place: the fetch
+    # order follows priority almost exactly (a FIFO frontier would give rho ~ 0 here).
+    ranks = [sorted(order, reverse=True).index(p) for p in order]
+    n = len(order)
+    rho = 1 - 6 * sum((i - r) ** 2 for i, r in enumerate(ranks)) / (n * (n * n - 1))
+    assert rho > 0.9, order
+    assert min(order[2:10]) >= 15, order
 
 
 def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_path, redis_server):
