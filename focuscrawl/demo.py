@@ -40,7 +40,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   extra_settings=["FOCUSCRAWL_LINKS_LOG=True"])
         served = server.requests
     seconds = time.perf_counter() - t0
-    run = Run.load(out / "run", args.mode)
+    run = Run.load(out / "run", args.mode, budget=args.pages)
     truth = Truth.load(out / "web")
     on_topic = sum(truth.page_on_topic(p["url"]) for p in run.pages)
     funnel = image_funnel(run)
@@ -54,9 +54,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if shares["n"]:
         print(f"top {shares['n']} ranked images: {shares['on_topic']:.0%} show a cat, "
               f"{shares['alt_describes']:.0%} have an ALT text that describes them")
-        for row in ranked[:5]:
-            score = float(row.get("final_score") or 0)
-            print(f"  {score:9.1f}  {row.get('alt') or row.get('image_url')}")
+        for entry in ranked[:5]:
+            print(f"  {entry.final_score:9.1f}  {entry.alt or entry.image_url}")
     print(f"\noutputs in {out / 'run'}: " + ", ".join(sorted(p.name for p in (out / 'run').iterdir())))
     print(f"ground truth of the demo web in {out / 'web'}")
     (out / "demo.json").write_text(json.dumps({"pages": len(run.pages), "on_topic_pages": on_topic,

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
 
@@ -77,7 +77,10 @@ class RedisProfile:
             "SCHEDULER_QUEUE_KEY": redis_key(settings, "requests"),
             "SCHEDULER_DUPEFILTER_KEY": redis_key(settings, "dupefilter"),
         }.items():
-            settings.set(name, value, "addon")
+            # the project's settings.py names its own SCHEDULER: the profile replaces
+            # project-level values, but not ones given on the command line
+            if (settings.getpriority(name) or 0) <= SETTINGS_PRIORITIES["project"]:
+                settings.set(name, value, "project")
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedisHostThrottle, 560)
         settings.set_in_component_priority_dict("EXTENSIONS", RedisWorkers, 100)
         settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", SharedSeeds, 10)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Iterable
-from urllib.parse import urlsplit
+from urllib.parse import ParseResult, SplitResult, urlsplit
 
 #: SPEC §5: the thesis's reject rules (crawler traps and giant sites).
 DEFAULT_REJECT_SURTS = (
@@ -27,9 +27,9 @@ def host_surt(host: str) -> str:
     return "(" + ",".join(reversed(host.split("."))) + ","
 
 
-def surt(url: str) -> str:
-    """SURT form of ``url`` without scheme: ``(org,wikipedia,en,)/wiki/Cat?q``."""
-    parts = urlsplit(url)
+def surt(url: "str | SplitResult | ParseResult") -> str:
+    """SURT form of ``url`` (or its parsed parts) without scheme: ``(org,wikipedia,en,)/wiki/Cat?q``."""
+    parts = urlsplit(url) if isinstance(url, str) else url
     path = parts.path or "/"
     query = f"?{parts.query}" if parts.query else ""
     return f"{host_surt(parts.hostname or '')}){path}{query}"
@@ -52,8 +52,13 @@ class SurtRules:
     def __init__(self, rules: Iterable[str]) -> None:
         self.prefixes = tuple(sorted({surt_prefix(r) for r in rules if r and r.strip()}))
 
-    def matches(self, url: str) -> bool:
-        return bool(self.prefixes) and surt(url).startswith(self.prefixes)
+    def matches(self, url: "str | SplitResult | ParseResult") -> bool:
+        """``url`` as a string or parsed (e.g. Scrapy's ``urlparse_cached(request)``)."""
+        if not self.prefixes:
+            return False
+        parts = urlsplit(url) if isinstance(url, str) else url
+        # the host decides most rules: check it before building the full SURT
+        return host_surt(parts.hostname or "").startswith(self.prefixes) or surt(parts).startswith(self.prefixes)
 
 
 def domain_allowed(host: str, allowed: Iterable[str]) -> bool:
@@ -65,12 +70,15 @@ def domain_allowed(host: str, allowed: Iterable[str]) -> bool:
     return any(host == d or host.endswith("." + d) for d in (a.lower().lstrip(".") for a in allowed))
 
 
-def repeated_path_segment(url: str, max_repeats: int) -> str | None:
+def repeated_path_segment(url: "str | SplitResult | ParseResult", max_repeats: int) -> str | None:
     """A path segment occurring more than ``max_repeats`` times (a calendar or
     relative-link loop such as ``/a/b/a/b/a/b``), or ``None``; 0 disables the check."""
     if max_repeats <= 0:
         return None
-    counts = Counter(s for s in urlsplit(url).path.split("/") if s)
+    path = (urlsplit(url) if isinstance(url, str) else url).path
+    if path.count("/") <= max_repeats:  # too few segments to repeat
+        return None
+    counts = Counter(s for s in path.split("/") if s)
     for segment, n in counts.items():
         if n > max_repeats:
             return segment
@@ -85,10 +93,10 @@ class QueryVariantLimit:
         self.limit = limit
         self._seen: dict[tuple[str, str], set[int]] = {}
 
-    def admit(self, url: str) -> bool:
+    def admit(self, url: "str | SplitResult | ParseResult") -> bool:
         if self.limit <= 0:
             return True
-        parts = urlsplit(url)
+        parts = urlsplit(url) if isinstance(url, str) else url
         if not parts.query:
             return True
         seen = self._seen.setdefault((parts.netloc.lower(), parts.path), set())

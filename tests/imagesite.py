@@ -31,5 +31,5 @@ def png_bomb(width: int = 30000, height: int = 30000) -> bytes:
 
 
 def truncated_jpeg() -> bytes:
-    data = image_bytes("JPEG", noise=True)
+    data = image_bytes("JPEG", (300, 200), noise=True)
     return data[: len(data) // 2]

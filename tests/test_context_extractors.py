@@ -201,3 +201,23 @@ def test_thesis_parents_wrap_the_thesis_context():
     assert ctx("thesis-parent1", html) == "Outer words Inner caption"
     # no parent-1: falls back to parent-0 like the final score
     assert ctx("thesis-parent1", "<body><img id=x>Only</body>") == "Only"
+    assert ctx("thesis-sibling0", html) == "Inner caption"
+    assert ctx("thesis-sibling0", "<body><p>a <img id=x> b</p></body>") == ""  # no element sibling
+
+
+def test_deeply_nested_pages_do_not_hit_the_recursion_limit():
+    from parsel import Selector  # parsel parses up to 2,047 levels (huge_tree), lxml.html 255
+    root = Selector(text="<html><body><p>cap <img id=x></p>" + "<div>x " * 3000 + "</div>" * 3000
+                    + "</body></html>").root
+    img = root.xpath("//img")[0]
+    for name in cx.CONTEXT_EXTRACTORS:
+        assert isinstance(cx.image_context(name, root, img), str)
+    assert cx.image_context("par", root, img) == "cap"
+
+
+def test_mon_semi_listed_needs_a_repeating_pattern():
+    html = ("<body><div>Intro"
+            "<img id=x><span>First</span><br>"
+            "<img id=y><p>Second</p><hr><span>x</span></div></body>")
+    # the two records differ (span+br vs p+hr+span): not semi-listed, so not "First" alone
+    assert ctx("mon", html) != "First"

@@ -48,3 +48,32 @@ def test_final_score_uses_the_chosen_context():
     # empty chosen context: the thesis parent stands in
     assert final_score({"weighted": 25.0}, None, ctx, extra, "clus") == (pytest.approx(100.0), "alt+parent-1")
     assert final_score({"weighted": 25.0}, None, ctx, extra) == (pytest.approx(100.0), "alt+parent-1")
+
+
+def test_real_crawl_records_extra_contexts_and_scores_with_the_chosen_one(tmp_path):
+    import io
+
+    from PIL import Image
+
+    from tests.crawlhelp import crawl, items
+    from tests.localweb import LocalWeb, Page
+
+    buf = io.BytesIO()
+    Image.new("RGB", (800, 600), (120, 120, 120)).save(buf, "PNG")
+    page = ("<html><body><p>qqq qqq qqq qqq qqq qqq qqq qqq qqq qqq qqq.</p>"
+            '<div><p>spam spam spam spam spam spam.</p><figure><img src="/tabby.png" alt="tabby cat" '
+            'width="800" height="600"><figcaption>cat cat cat cat cat</figcaption></figure></div>'
+            "</body></html>")
+    site = {("cats.test", "/"): Page(page), ("cats.test", "/tabby.png"): Page(buf.getvalue(), "image/png")}
+    settings = {"FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS": ["figure", "clus"], "FOCUSCRAWL_IMAGE_FINAL_CONTEXT": "figure"}
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://cats.test/", mode="unfocused", settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [image] = [i for i in items(tmp_path) if i.get("image_url") == "http://cats.test/tabby.png"]
+    assert image["extra_contexts"]["figure"]["text"] == "cat cat cat cat cat"
+    assert set(image["extra_contexts"]) == {"figure", "clus"}
+    assert image["final_context"] == "alt+figure"
+    alt_w = image["alt_scores"]["weighted"]
+    fig_w = image["extra_contexts"]["figure"]["scores"]["weighted"]
+    assert image["final_score"] == pytest.approx((alt_w * fig_w) ** 0.5)
+    assert stats.get("images/final_context/alt+figure") == 1

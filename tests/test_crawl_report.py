@@ -12,7 +12,7 @@ from focuscrawl.eval.crawl_metrics import (Run, Truth, crawl_statistics, focus_c
 from focuscrawl.eval.crawl_report import build_report
 
 PAGE_COLS = ["url", "depth", "status", "host", "size", "fetched_at", "perplexity", "keyword_score"]
-IMAGE_COLS = ["image_url", "page_url", "alt", "extension", "final_score"]
+IMAGE_COLS = ["image_url", "page_url", "alt", "image_format", "final_score"]
 
 
 def write_tsv(path: Path, cols: list[str], rows: list[list], gz: bool = False) -> None:
@@ -44,7 +44,6 @@ def evaldir(tmp_path: Path) -> Path:
         ("http://c.test/a.jpg", "http://c.test/1", "a cat", "jpg", 10),
         ("http://c.test/b.png", "http://c.test/1", "img", "png", 20),
         ("http://c.test/a.jpg", "http://c.test/2", "a cat", "jpg", 10),  # same URL again: one unique
-        ("http://c.test/w.webp", "http://c.test/2", "cat", "webp", 5),  # format filter
         ("http://o.test/x.jpg", "http://o.test/1", "bus", "jpg", 1.5),  # below the score cut
     ], ["the cat sat on the mat"] * 3)
     make_run(runs / "document", ["http://c.test/1", "http://o.test/1", "http://o.test/2"], [
@@ -62,9 +61,9 @@ def evaldir(tmp_path: Path) -> Path:
 def test_funnel_ranking_and_shares(evaldir):
     truth = Truth.load(evaldir / "web")
     run = Run.load(evaldir / "runs" / "keywords")
-    assert image_funnel(run) == {"initial": 5, "format": 4, "score": 3, "unique": 2}
+    assert image_funnel(run) == {"initial": 4, "format": 4, "score": 3, "unique": 2}
     ranked = ranked_images(run)
-    assert [r["image_url"] for r in ranked] == ["http://c.test/a.jpg", "http://c.test/b.png"]
+    assert [e.image_url for e in ranked] == ["http://c.test/a.jpg", "http://c.test/b.png"]
     assert top_n_shares(ranked, truth, 10) == {"n": 2, "on_topic": 1.0, "alt_describes": 0.5,
                                                 "on_topic_and_alt_describes": 0.5}
     doc = ranked_images(Run.load(evaldir / "runs" / "document"))
@@ -75,7 +74,7 @@ def test_funnel_ranking_and_shares(evaldir):
 def test_harvest_curve_and_budget(evaldir):
     truth = Truth.load(evaldir / "web")
     run = Run.load(evaldir / "runs" / "keywords")
-    assert harvest_curve(run, truth) == {"on_topic_pages": [1, 2, 2], "on_topic_images": [2, 3, 3]}
+    assert harvest_curve(run, truth) == {"on_topic_pages": [1, 2, 2], "on_topic_images": [2, 2, 2]}
     cut = Run.load(evaldir / "runs" / "keywords", budget=1)
     assert len(cut.pages) == 1 and {r["page_url"] for r in cut.images} == {"http://c.test/1"}
 
@@ -101,7 +100,7 @@ def test_report_files_and_ratios(evaldir, toy_arpa):
     assert summary["ratios"]["keywords_over_document"] == 2.0
     assert summary["ratios"]["keywords_over_unfocused"] is None  # no division by zero
     assert summary["thesis_ordering_holds"] is True
-    for name in ("harvest_pages", "harvest_images", "focus", "top_n"):
+    for name in ("harvest_pages", "harvest_images", "focus", "top_n", "precision_at_n"):
         png = Path(summary["files"][name])
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = Path(summary["files"]["html"]).read_text()
@@ -118,3 +117,22 @@ def test_report_without_ground_truth(evaldir, toy_arpa):
     assert "top_n" not in summary["runs"]["keywords"] and "harvest_pages" not in summary["files"]
     assert summary["runs"]["keywords"]["statistics"]["sentences"] == 3
     assert Path(summary["files"]["focus"]).exists()
+
+
+def test_funnel_from_stats_and_records(tmp_path):
+    run_dir = make_run(tmp_path / "run", ["http://c.test/1", "http://c.test/2"], [], ["a cat"])
+    rec = tmp_path / "run" / "records" / "ab"
+    rec.mkdir(parents=True)
+    # one image seen on two pages: scores 10 (kept) and 80000 (cut); another one with score 1 (cut)
+    (rec / "a.json").write_text(json.dumps({"sightings": [
+        {"page_url": "http://c.test/1", "final_score": 10.0}, {"page_url": "http://c.test/2", "final_score": 80000}]}))
+    (rec / "b.json").write_text(json.dumps({"sightings": [{"page_url": "http://c.test/2", "final_score": 1.0}]}))
+    write_tsv(run_dir / "images.tsv", IMAGE_COLS + ["record_path"], [
+        ["http://c.test/a.jpg", "http://c.test/1", "cat", "jpg", 10.0, "records/ab/a.json"],
+        ["http://c.test/b.jpg", "http://c.test/2", "cat", "jpg", 1.0, "records/ab/b.json"]])
+    (run_dir / "stats.json").write_text(json.dumps({
+        "images/seen": 20, "images/dropped/no_alt_title": 6, "images/dropped/size_unspecified": 4,
+        "images/dropped/format": 2, "images/kept": 8}))
+    assert image_funnel(Run.load(run_dir)) == {"initial": 10, "format": 8, "score": 1, "unique": 1}
+    only_first = Run.load(run_dir, budget=1)
+    assert only_first.sightings == [("http://c.test/a.jpg", 10.0)]

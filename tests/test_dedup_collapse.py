@@ -24,7 +24,7 @@ def test_collapses_near_identical_context_text():
     ]
     kept, collapsed = collapse_near_duplicates(rows)
     assert [r["id"] for r in kept] == ["b", "c"] and collapsed == 1
-    kept, collapsed = collapse_near_duplicates(rows, text_key=None)
+    kept, collapsed = collapse_near_duplicates(rows, text=None)
     assert [r["id"] for r in kept] == ["b", "c", "a"] and collapsed == 0
 
 
@@ -37,3 +37,14 @@ def test_missing_scores_rank_last_and_ties_keep_input_order():
     kept, collapsed = collapse_near_duplicates(rows)
     assert [r["id"] for r in kept] == ["y", "z"] and collapsed == 1
     assert collapse_near_duplicates([]) == ([], 0)
+
+
+def test_objects_and_custom_accessors():
+    from types import SimpleNamespace as NS
+    rows = [NS(s=3.0, h=0xFFFF, t="a"), NS(s=1.0, h=0xFFFE, t="b"), NS(s=2.0, h=0, t="c")]
+    kept, collapsed = collapse_near_duplicates(rows, score=lambda r: r.s, image_hash=lambda r: r.h,
+                                               text=lambda r: r.t, image_max_distance=1)
+    assert [r.s for r in kept] == [1.0, 2.0] and collapsed == 1
+    kept, collapsed = collapse_near_duplicates(rows, score=lambda r: r.s, image_hash=lambda r: r.h,
+                                               text=None, image_max_distance=0)
+    assert collapsed == 0

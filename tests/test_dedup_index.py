@@ -73,3 +73,25 @@ def test_extreme_values_and_from_fingerprints():
     index = SimHashIndex.from_fingerprints(fps, 3, 4)
     assert index.query(2**64 - 1) == [(1, 0)]
     assert index.query(0) == [(0, 0), (2, 1), (3, 1)]
+
+
+def test_key_matches_count_equal_table_keys():
+    index = SimHashIndex.from_fingerprints([0, 1, 2**63, 0xFFFF_FFFF_0000_0000], 3, 4)
+    m = index.query_many([0], count_key_matches=True)
+    # 0 itself: 4 tables; 1 differs in block 0 and 2**63 in block 3: 3 tables each;
+    # the last one differs in blocks 2 and 3: tables of block 0 and block 1
+    assert m.key_matches == 4 + 3 + 3 + 2
+    assert m.candidates >= m.key_matches
+    assert index.query_many([0]).key_matches == 0  # not counted unless asked
+
+
+def test_growing_tail_and_merges_agree_with_brute_force():
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 2**64, size=20000, dtype=np.uint64)
+    index = SimHashIndex(3, 4, merge_threshold=64)
+    for fp in base.tolist():
+        index.add(fp)
+    assert 0 < len(index) - index._n_sorted < 20000 // 64 + 1  # a tail is pending, merges happened
+    queries = [int(base[i]) ^ (1 << int(b)) for i, b in zip(rng.integers(0, 20000, 50), rng.integers(0, 64, 50))]
+    for q in queries:
+        assert index.query(q) == brute(base, q, 3)

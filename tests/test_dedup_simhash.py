@@ -1,10 +1,10 @@
-from collections import Counter
+import hashlib
 
 import numpy as np
 import pytest
 
-from focuscrawl.dedup.simhash import (feature_hashes, hamming, ngram_features, parse_ngrams, simhash,
-                                      simhash_of_features, text_simhash)
+from focuscrawl.dedup.simhash import (hamming, ngram_hashes, parse_ngrams, simhash, simhash_of_hashes, text_simhash,
+                                      token_hashes)
 
 TEXT = ("The domestic cat is a small carnivorous mammal. It is the only domesticated species in "
         "the family Felidae and is often referred to as the house cat to distinguish it from the wild "
@@ -23,33 +23,36 @@ def test_parse_ngrams():
             parse_ngrams(bad)
 
 
-def test_ngram_features_counts_and_union():
+def test_ngram_hashes_count_each_distinct_ngram_once_with_its_tf():
     tokens = "a rose is a rose is a rose".split()
-    tri = ngram_features(tokens, (3,))
-    assert tri == Counter({"a rose is": 2, "rose is a": 2, "is a rose": 2})
-    both = ngram_features(tokens, (3, 5))
-    assert both["a rose is a rose"] == 2 and both["a rose is"] == 2
-    assert len(both) == 3 + 3  # 5-grams: 'a rose is a rose', 'rose is a rose is', 'is a rose is a'
-    assert ngram_features(["two", "words"], (3,)) == Counter({"two words": 1})
-    assert ngram_features([], (3,)) == Counter()
+    hashes, tf = ngram_hashes(tokens, (3,))
+    assert len(hashes) == 3 and tf.tolist() == [2, 2, 2]  # 'a rose is', 'rose is a', 'is a rose'
+    both, tf35 = ngram_hashes(tokens, (3, 5))
+    # 5-grams: 'a rose is a rose' twice, 'rose is a rose is', 'is a rose is a'
+    assert len(both) == 6 and sorted(tf35.tolist()) == [1, 1, 2, 2, 2, 2]
+    assert set(hashes.tolist()) < set(both.tolist())
+    # order matters; a short text is one feature; no tokens, no features
+    assert ngram_hashes("a b c".split(), (3,))[0][0] != ngram_hashes("c b a".split(), (3,))[0][0]
+    assert len(ngram_hashes(["two", "words"], (3,))[0]) == 1
+    assert len(ngram_hashes([], (3,))[0]) == 0
+
+
+def test_token_hash_is_stable_blake2b():
+    h = int(token_hashes(["cat", "dog", "cat"])[2])
+    assert h == int.from_bytes(hashlib.blake2b(b"cat", digest_size=8).digest(), "little")
 
 
 def test_simhash_bits_are_weighted_signs():
     # Recompute bit by bit in pure Python: bit i = sign of sum of +-tf.
-    weights = Counter({"alpha beta gamma": 3, "beta gamma delta": 1, "x y z": 2})
-    hashes = [int(h) for h in feature_hashes(weights)]
+    tokens = "the cat sat on the mat and the cat sat again".split()
+    hashes, tf = ngram_hashes(tokens, (3,))
     expected = 0
     for i in range(64):
-        s = sum(w if (h >> i) & 1 else -w for h, w in zip(hashes, weights.values()))
+        s = sum(w if (int(h) >> i) & 1 else -w for h, w in zip(hashes, tf.tolist()))
         if s > 0:
             expected |= 1 << i
-    assert simhash_of_features(weights) == expected
-
-
-def test_feature_hash_is_stable_blake2b():
-    import hashlib
-    h = int(feature_hashes(["cat"])[0])
-    assert h == int.from_bytes(hashlib.blake2b(b"cat", digest_size=8).digest(), "little")
+    assert simhash_of_hashes(hashes, tf) == expected == simhash(tokens)
+    assert simhash_of_hashes(np.empty(0, dtype=np.uint64), np.empty(0)) is None
 
 
 @pytest.mark.parametrize("mode", ["3", "5", "3+5"])

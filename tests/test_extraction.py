@@ -62,7 +62,10 @@ def test_empty_and_broken_input_give_text_or_a_clear_error(name):
 def test_missing_optional_package_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "justext", None)  # makes ``import justext`` fail
     with pytest.raises(extractors.ExtractorUnavailable, match="pip install justext"):
-        extractors.get_extractor("justext")("<p>hello</p>")
+        extractors.get_extractor("justext")  # at selection time, before any page
+    with pytest.raises(extractors.ExtractorUnavailable, match="pip install justext"):
+        extractors.justext_text("<p>hello</p>")
+    assert extractors.get_extractor("fulltext")("<p>hello</p>").strip() == "hello"
 
 
 def test_unknown_extractor_lists_the_valid_names():

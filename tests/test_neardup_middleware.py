@@ -127,7 +127,18 @@ def test_settings_ngrams_k_blocks_and_errors(tmp_path):
         middleware(tmp_path, FOCUSCRAWL_NEARDUP_NGRAMS="5")
 
 
-# --- a real crawl of a local site with the focused spider, twice on one JOBDIR ---------
+def test_torn_header_starts_a_fresh_file(tmp_path):
+    (tmp_path / STATE_FILE).write_bytes(b"focuscrawl-neard")  # killed while writing the header
+    mw, crawler = middleware(tmp_path)
+    assert mw.urls == [] and crawler.stats.get_value("neardup/torn_records") == 1
+    run(mw, "http://a.test/1", ARTICLE)
+    mw.spider_closed()
+    mw2, _ = middleware(tmp_path)
+    assert mw2.urls == ["http://a.test/1"]
+    mw2.spider_closed()
+
+
+# --- real crawls of a local web with the focused spider ------------------------------
 
 from tests.crawlhelp import crawl, items  # noqa: E402
 from tests.localweb import LocalWeb, Page  # noqa: E402
@@ -143,27 +154,46 @@ SITE = {
     ("cats.test", "/"): paragraphs(ARTICLE, '<a href="/print">print</a>'),
     ("cats.test", "/print"): paragraphs(ARTICLE + "\nPrinted from the archive of the test site."),
     ("lm.test", "/"): paragraphs(OTHER),
-    ("mirror.test", "/lm"): paragraphs(OTHER),
 }
 
 
-def test_real_crawl_marks_near_duplicates_and_resumes_from_jobdir(tmp_path):
-    jobdir = tmp_path / "job"
-    settings = {"JOBDIR": str(jobdir)}
-    (tmp_path / "1").mkdir()
-    (tmp_path / "2").mkdir()
+def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path):
+    """Run 1 stops after 2 HTML pages (the page budget); run 2 resumes the JOBDIR and finds the copy of a run-1 page."""
+    settings = {"JOBDIR": str(tmp_path / "job")}
     with LocalWeb(SITE) as web:
-        stats, proc = crawl(web, tmp_path / "1", "http://seed.test/", mode="unfocused", settings=settings)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        pages = {p["url"]: p for p in items(tmp_path / "1") if "sentences" in p}
-        assert set(pages) == {"http://seed.test/", "http://cats.test/", "http://cats.test/print", "http://lm.test/"}
-        assert pages["http://cats.test/print"]["near_duplicate_of"] == "http://cats.test/"
-        assert pages["http://cats.test/"]["near_duplicate_of"] is None
-        assert pages["http://lm.test/"]["near_duplicate_of"] is None
-        assert stats["neardup/near_duplicates"] == 1
-        # second run on the same JOBDIR: pages of the first run are still known
-        stats2, proc2 = crawl(web, tmp_path / "2", "http://mirror.test/lm", mode="unfocused", settings=settings)
+        stats1, proc1 = crawl(web, tmp_path, "http://seed.test/", mode="unfocused", settings=settings, budget="2")
+        assert proc1.returncode == 0, proc1.stderr[-3000:]
+        first = [p["url"] for p in items(tmp_path) if "sentences" in p]
+        assert "http://cats.test/" in first and "http://cats.test/print" not in first
+        stats2, proc2 = crawl(web, tmp_path, "http://seed.test/", mode="unfocused", settings=settings)
         assert proc2.returncode == 0, proc2.stderr[-3000:]
-    pages2 = [p for p in items(tmp_path / "2") if "sentences" in p]
-    assert [p["near_duplicate_of"] for p in pages2] == ["http://lm.test/"]
-    assert stats2["neardup/fingerprints_loaded"] == 4
+    pages = [p for p in items(tmp_path) if "sentences" in p]
+    by_url = {p["url"]: p for p in pages}
+    assert len(pages) == len(by_url) == 4  # nothing lost, nothing twice
+    assert by_url["http://cats.test/print"]["near_duplicate_of"] == "http://cats.test/"
+    assert by_url["http://cats.test/"]["near_duplicate_of"] is None
+    assert by_url["http://lm.test/"]["near_duplicate_of"] is None
+    assert stats2["neardup/fingerprints_loaded"] == len(first)
+    assert stats2["neardup/near_duplicates"] == 1
+
+
+def test_real_crawl_image_middleware_skips_images_of_near_duplicate_pages(tmp_path):
+    img = '<img src="/cat.jpg" width="640" height="480" alt="a tabby cat">'
+    site = {
+        ("seed.test", "/"): paragraphs("Welcome to the test site about cats and models.",
+                                       '<a href="http://cats.test/">cats</a> <a href="http://copy.test/">copy</a>'),
+        ("cats.test", "/"): paragraphs(ARTICLE, img),
+        ("copy.test", "/"): paragraphs(ARTICLE, img),
+    }
+    for mode, stat in (("skip", "images/pages_skipped_near_duplicate"), ("mark", "images/kept_near_duplicate_page")):
+        run_dir = tmp_path / mode
+        run_dir.mkdir()
+        with LocalWeb(site) as web:
+            stats, proc = crawl(web, run_dir, "http://seed.test/", mode="unfocused",
+                                settings={"FOCUSCRAWL_NEARDUP_IMAGES": mode})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = {p["url"]: p for p in items(run_dir) if "sentences" in p}
+        assert pages["http://copy.test/"]["near_duplicate_of"] == "http://cats.test/"
+        assert stats[stat] == 1
+        assert stats["images/kept"] == (1 if mode == "skip" else 2)
+

@@ -175,3 +175,14 @@ def test_http_behaviours(web):
     img = Image.open(BytesIO(image_bytes(w, h, fmt)))
     assert img.size == (w, h) and img.format == "JPEG"
     assert len(image_bytes(w, h, fmt)) < 40_000  # small in bytes at the true size
+
+
+def test_heldout_web_never_shows_the_reserved_photos(pool):
+    from focuscrawl.testweb.web import heldout_photos
+
+    reserved = {p.key for p in heldout_photos(pool, "cat")}
+    assert reserved and len(reserved) < len(pool.topic_photos("cat"))
+    web = TestWeb(pool, "cat", 7, WebConfig(scale=0.15, heldout=True))
+    shown = {i["photo"] for i in web.truth()[1]}
+    assert shown and not shown & reserved
+    assert {p.key for p in web.topic_photos} == {p.key for p in pool.topic_photos("cat")} - reserved

@@ -96,69 +96,82 @@ class _Walker:
         self.page.items.append(item)
         self.x += 1
 
-    # -- tree walk ------------------------------------------------------------------
-    def walk(self, el: etree._Element, y: int, headline: int) -> None:
+    # -- tree walk (an explicit stack: parsel parses up to 2,047 levels deep) ----------
+    def walk(self, root: etree._Element, y: int, headline: int) -> None:
+        stack: list[tuple] = [("el", root, y, headline)]
+        rows: list[list[int]] = []  # [start x, end x] of the table rows being laid out
+        while stack:
+            op, *args = stack.pop()
+            if op == "el":
+                stack.extend(reversed(self._open(*args)))
+            elif op == "text":
+                self.text(*args)
+            elif op == "tag":
+                self.page.tokens.append(Token("tag", args[0]))
+            elif op == "flush":
+                self.flush(args[0])
+            elif op == "row_begin":
+                rows.append([self.x, self.x])
+            elif op == "cell_begin":
+                self.x = rows[-1][0]
+            elif op == "cell_end":
+                rows[-1][1] = max(rows[-1][1], self.x)
+            elif op == "row_end":
+                self.x = rows.pop()[1]
+
+    def _open(self, el: etree._Element, y: int, headline: int) -> list[tuple]:
+        """The operations that visit ``el``, in order."""
         tag = tag_name(el)
         if tag is None or tag in SKIP_TAGS:
-            return
+            return []
         if tag in HEADLINE_TAGS:
             headline = HEADLINE_TAGS[tag]
-        block = tag in BLOCK_TAGS
         if tag == "img":
             self.flush(y)
             self.page.tokens.append(Token("image", image=el))
             self._add(Item(len(self.page.items), self.x, y, image=el))
-            return
-        if block:
-            self.flush(y)
-            self.page.tokens.append(Token("tag", tag))
+            return []
+        block = tag in BLOCK_TAGS
+        ops: list[tuple] = [("flush", y), ("tag", tag)] if block else []
         if tag == "table":
-            self.table(el, y, headline)
+            ops += self._table(el, y, headline)
         else:
-            self.text(el.text, headline)
+            ops.append(("text", el.text, headline))
             for child in el:
-                self.walk(child, y, headline)
-                self.text(child.tail, headline)
+                ops += [("el", child, y, headline), ("text", child.tail, headline)]
         if block:
-            self.flush(y)
-            self.page.tokens.append(Token("tag", tag))
+            ops += [("flush", y), ("tag", tag)]
+        return ops
 
-    def table(self, table: etree._Element, y: int, headline: int) -> None:
+    def _table(self, table: etree._Element, y: int, headline: int) -> list[tuple]:
         """Rows one below the other; the cells of a row side by side (column -> y)."""
-        self.text(table.text, headline)
+        ops: list[tuple] = [("text", table.text, headline)]
         for child in table:
             ctag = tag_name(child)
             if ctag in ("thead", "tbody", "tfoot"):
-                self.page.tokens.append(Token("tag", ctag))
+                ops.append(("tag", ctag))
                 for row in child:
-                    if tag_name(row) == "tr":
-                        self.row(row, y, headline)
-                    else:
-                        self.walk(row, y, headline)
-                self.page.tokens.append(Token("tag", ctag))
+                    ops += self._row(row, y, headline) if tag_name(row) == "tr" else [("el", row, y, headline)]
+                ops.append(("tag", ctag))
             elif ctag == "tr":
-                self.row(child, y, headline)
+                ops += self._row(child, y, headline)
             else:
-                self.walk(child, y, headline)
+                ops.append(("el", child, y, headline))
+        return ops
 
-    def row(self, row: etree._Element, y: int, headline: int) -> None:
-        self.flush(y)
-        self.page.tokens.append(Token("tag", "tr"))
-        start = end = self.x
+    def _row(self, row: etree._Element, y: int, headline: int) -> list[tuple]:
+        ops: list[tuple] = [("flush", y), ("tag", "tr"), ("row_begin",)]
         column = 0
         for cell in row:
-            ctag = tag_name(cell)
-            if ctag not in ("td", "th"):
+            if tag_name(cell) not in ("td", "th"):
                 continue
-            self.x = start
-            self.walk(cell, y + column, headline)
-            end = max(end, self.x)
+            ops += [("cell_begin",), ("el", cell, y + column, headline), ("cell_end",)]
             try:
                 column += max(1, int(cell.get("colspan", "1")))
             except ValueError:
                 column += 1
-        self.x = end
-        self.page.tokens.append(Token("tag", "tr"))
+        ops += [("row_end",), ("tag", "tr")]
+        return ops
 
 
 def page_contents(root: etree._Element | None) -> PageContents:

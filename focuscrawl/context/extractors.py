@@ -22,9 +22,9 @@ Extractors (seed 003 chapter 3, 6, 7; docs/context.md has the details and choice
                 Gaussian-weighted local mean (σ² = 1.25);
 ``figure``      the caption when it is marked up (``<figcaption>``, WordPress
                 ``wp-caption-text`` and other caption classes), else ``par``;
-``thesis-parent0``/``thesis-parent1`` the thesis's parent-0 / parent-1 text
-                (``focuscrawl.context.thesis``; parent-1 falls back to parent-0 as the
-                final score does).
+``thesis-parent0``/``thesis-parent1``/``thesis-sibling0`` the thesis's parent-0 /
+                parent-1 / nearest sibling text (``focuscrawl.context.thesis``;
+                parent-1 falls back to parent-0 as the final score does).
 """
 from __future__ import annotations
 
@@ -113,20 +113,22 @@ def ant(root: etree._Element) -> ImageContext:
 
 
 def text_nodes(el: etree._Element) -> list[str]:
-    """The non-blank text nodes below ``el`` (scripts, styles… left out)."""
+    """The non-blank text nodes below ``el`` (scripts, styles… left out), in document order."""
     out: list[str] = []
-
-    def visit(node: etree._Element) -> None:
+    stack: list[tuple[etree._Element, bool]] = [(el, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:  # after the subtree: the node's tail (not for ``el`` itself)
+            if node is not el and node.tail and node.tail.strip():
+                out.append(node.tail)
+            continue
+        stack.append((node, True))
         tag = tag_name(node)
         if tag is None or tag in SKIP_TAGS:
-            return
+            continue
         if node.text and node.text.strip():
             out.append(node.text)
-        for child in node:
-            visit(child)
-            if child.tail and child.tail.strip():
-                out.append(child.tail)
-    visit(el)
+        stack.extend((child, False) for child in reversed(node))
     return out
 
 
@@ -171,9 +173,10 @@ def semi_listed_region(node: etree._Element, img: etree._Element) -> str | None:
         return None
     bounds = starts + [len(children)]
     segments = [children[bounds[j]:bounds[j + 1]] for j in range(len(starts))]
-    patterns = {tuple(tag_name(c) for c in seg) for seg in segments[:-1]}
-    last = tuple(tag_name(c) for c in segments[-1])
-    if len(patterns) != 1 or not next(iter(patterns)) == last[: len(next(iter(patterns)))]:
+    tags = [tuple(tag_name(c) for c in seg) for seg in segments]
+    pattern = tags[0]
+    # every record repeats the first one's tags; the last may be followed by other elements
+    if any(t != pattern for t in tags[1:-1]) or tags[-1][: len(pattern)] != pattern:
         return None
     for seg in segments:
         if any(c is img or img in c.iter() for c in seg):
@@ -486,6 +489,15 @@ def thesis_parent(level: int) -> PageExtractor:
     return bind
 
 
+def thesis_sibling0(root: etree._Element) -> ImageContext:
+    """The thesis's nearest sibling with text (sibling-0)."""
+    def context(img: etree._Element) -> str:
+        siblings = [c for c in thesis_context(img, max_parents=1, max_siblings=1, max_chars=10 ** 9)
+                    if c["kind"] == "sibling"]
+        return norm_space(siblings[0]["text"]) if siblings else ""
+    return context
+
+
 CONTEXT_EXTRACTORS: dict[str, PageExtractor] = {
     "full": full,
     "nt10": n_terms(5, 5),
@@ -500,6 +512,7 @@ CONTEXT_EXTRACTORS: dict[str, PageExtractor] = {
     "figure": figure,
     "thesis-parent0": thesis_parent(0),
     "thesis-parent1": thesis_parent(1),
+    "thesis-sibling0": thesis_sibling0,
 }
 
 

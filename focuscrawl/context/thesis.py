@@ -53,13 +53,24 @@ def _context(kind: str, level: int, el: etree._Element, text: str, distance_weig
 def thesis_context(img: etree._Element, max_parents: int = DEFAULT_MAX_PARENTS,
                    max_siblings: int = DEFAULT_MAX_SIBLINGS,
                    distance_weight: float = DEFAULT_DISTANCE_WEIGHT,
-                   max_chars: int = DEFAULT_MAX_CHARS) -> list[dict[str, Any]]:
+                   max_chars: int = DEFAULT_MAX_CHARS,
+                   text_cache: dict | None = None) -> list[dict[str, Any]]:
     """Parent and sibling contexts of ``img``: dicts with kind, level, tag, text, length,
     truncated, distance.
 
     ``length`` is the full text length; ``text`` is cut to ``max_chars`` (a parent
-    near ``<body>`` is the whole page).
+    near ``<body>`` is the whole page). ``text_cache`` (one dict per page) saves
+    re-reading the same ancestors' text for every image of a page.
     """
+    if text_cache is None:
+        text_cache = {}
+
+    def context_text_cached(el: etree._Element) -> str:
+        text = text_cache.get(el)
+        if text is None:
+            text = text_cache[el] = context_text(el)
+        return text
+
     contexts: list[dict[str, Any]] = []
     branch = img  # the child of parent-0 on the way up: img or its text-less wrapper
     parent_0 = None
@@ -68,7 +79,7 @@ def thesis_context(img: etree._Element, max_parents: int = DEFAULT_MAX_PARENTS,
     while node is not None and n_parents < max_parents:
         if not _is_element(node) or node.tag.lower() == "html":
             break
-        text = context_text(node)
+        text = context_text_cached(node)
         if text:
             if parent_0 is None:
                 parent_0 = node
@@ -91,7 +102,7 @@ def thesis_context(img: etree._Element, max_parents: int = DEFAULT_MAX_PARENTS,
     for el in ordered:
         if level >= max_siblings:
             break
-        text = context_text(el)
+        text = context_text_cached(el)
         if text:
             contexts.append(_context("sibling", level, el, text, distance_weight, max_chars))
             level += 1

@@ -7,7 +7,7 @@
 - ``collapse``: collapsing near-duplicate image-text pairs of a ranking.
 """
 from focuscrawl.dedup.index import SimHashIndex, hamming_distances
-from focuscrawl.dedup.simhash import NGRAM_MODES, ngram_features, parse_ngrams, simhash, text_simhash
+from focuscrawl.dedup.simhash import NGRAM_MODES, ngram_hashes, parse_ngrams, simhash, text_simhash
 
-__all__ = ["NGRAM_MODES", "SimHashIndex", "hamming_distances", "ngram_features", "parse_ngrams",
+__all__ = ["NGRAM_MODES", "SimHashIndex", "hamming_distances", "ngram_hashes", "parse_ngrams",
            "simhash", "text_simhash"]

@@ -9,14 +9,15 @@ so every kept row is the best of the rows collapsed into it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from focuscrawl.dedup.image_hash import IMAGE_MAX_DISTANCE, parse_image_hash
 from focuscrawl.dedup.index import SimHashIndex
 from focuscrawl.dedup.simhash import text_simhash
 
-Row = TypeVar("Row", bound=Mapping)
+
+Row = TypeVar("Row")
 
 TEXT_MAX_DISTANCE = 3
 
@@ -30,31 +31,37 @@ def _score(value: object) -> float:
     return math.inf if math.isnan(score) else score
 
 
+def _getter(key: str) -> Callable[[Any], Any]:
+    return lambda row: row.get(key) if isinstance(row, Mapping) else getattr(row, key, None)
+
+
 def collapse_near_duplicates(
     rows: Iterable[Row],
     *,
-    score_key: str = "final_score",
-    image_hash_key: str | None = "image_phash",
-    text_key: str | None = "context_text",
+    score: Callable[[Row], Any] = _getter("final_score"),
+    image_hash: Callable[[Row], int | str | None] | None = _getter("image_phash"),
+    text: Callable[[Row], str | None] | None = _getter("context_text"),
     image_max_distance: int = IMAGE_MAX_DISTANCE,
     text_max_distance: int = TEXT_MAX_DISTANCE,
     ngrams: str = "3+5",
 ) -> tuple[list[Row], int]:
-    """Return ``(kept rows in ranking order, number of rows collapsed)``.
+    """Return ``(kept rows, best first, number of rows collapsed)``.
 
-    ``row[image_hash_key]`` is a 64-bit perceptual hash (int or hex string, empty =
-    unknown); ``row[text_key]`` is the raw context text (SimHash of its ``ngrams``).
-    Pass ``None`` as a key to ignore that criterion. Ties in score keep input order.
+    ``score(row)``: the final score (lower is better; missing ranks last).
+    ``image_hash(row)``: a 64-bit perceptual hash, int or hex string (None/'' = unknown).
+    ``text(row)``: the raw context text, compared by the SimHash of its ``ngrams``.
+    The defaults read ``final_score``, ``image_phash`` and ``context_text`` from a
+    mapping or an object; pass ``None`` to ignore a criterion. Ties keep input order.
     """
-    ranked = sorted(enumerate(rows), key=lambda ir: (_score(ir[1].get(score_key)), ir[0]))
+    ranked = sorted(enumerate(rows), key=lambda ir: (_score(score(ir[1])), ir[0]))
     images = SimHashIndex(image_max_distance, max(4, image_max_distance + 1), merge_threshold=256)
     texts = SimHashIndex(text_max_distance, max(4, text_max_distance + 1), merge_threshold=256)
     kept: list[Row] = []
     collapsed = 0
     for _, row in ranked:
-        image_fp = parse_image_hash(row.get(image_hash_key)) if image_hash_key else None
-        text = row.get(text_key) if text_key else None
-        text_fp = text_simhash(text, ngrams) if isinstance(text, str) and text.strip() else None
+        image_fp = parse_image_hash(image_hash(row)) if image_hash else None
+        context = text(row) if text else None
+        text_fp = text_simhash(context, ngrams) if isinstance(context, str) and context.strip() else None
         if (image_fp is not None and images.query(image_fp)) or (text_fp is not None and texts.query(text_fp)):
             collapsed += 1
             continue

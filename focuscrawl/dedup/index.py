@@ -14,14 +14,15 @@ each key (contiguous candidates, no random gathers). A directory of bucket offse
 over the top ~log2(entries) key bits turns each table lookup into two reads, for
 one query or a vectorised batch. New fingerprints go to a small unsorted tail
 that queries scan by brute force; the tail is merged into the sorted array when it
-reaches ``merge_threshold`` (amortised O(log n) appends keep crawl-time adds cheap).
+reaches ``max(merge_threshold, n / 64)``, which balances the copy of a merge against
+the tail scan of a query as the index grows.
 Ids are insertion positions 0, 1, 2, ...; callers keep their own payloads (URLs).
 """
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -42,6 +43,7 @@ class Matches(NamedTuple):
     ids: np.ndarray  # id of the matching fingerprint
     distances: np.ndarray  # Hamming distance, <= max_distance
     candidates: int  # fingerprints compared: table hits (with repeats across tables) + unsorted tail
+    key_matches: int = 0  # table hits with exactly the query's key (if asked): the seed's candidates
 
 
 class SimHashIndex:
@@ -118,17 +120,6 @@ class SimHashIndex:
             out[t] = key
         return out
 
-    def _key_ints(self, fp: int) -> list[int]:
-        """Table keys of one fingerprint with Python ints (cheaper than numpy for one)."""
-        prefix_shift = self._keybits if len(self._parts) > 1 else 0
-        keys = []
-        for t, parts in enumerate(self._parts):
-            key = t << prefix_shift if prefix_shift else 0
-            for start, size, offset in parts:
-                key |= ((fp >> start) & ((1 << size) - 1)) << offset
-            keys.append(key)
-        return keys
-
     def add(self, fingerprint: int) -> int:
         """Add one fingerprint; returns its id."""
         return self.add_many(np.array([fingerprint], dtype=_U64))
@@ -144,7 +135,8 @@ class SimHashIndex:
             self._fps = grown
         self._fps[self._n:need] = fps
         self._n = need
-        if self._n - self._n_sorted >= self.merge_threshold:
+        # the tail may grow with the index (n/64): a merge copies all tables, a query scans the tail
+        if self._n - self._n_sorted >= max(self.merge_threshold, self._n_sorted >> 6):
             self.merge()
         return first
 
@@ -179,9 +171,32 @@ class SimHashIndex:
         self._shift = self._totalbits - d
         counts = np.bincount((self._keys >> _U64(self._shift)).astype(np.int64), minlength=1 << d)
         self._dir = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self._dir_ints = memoryview(self._dir)  # indexing gives Python ints, faster than .item()
+        self._buckets_of = self._compile_buckets()
 
-    def query_many(self, fingerprints: Iterable[int] | np.ndarray, max_distance: int | None = None) -> Matches:
-        """All stored fingerprints within ``max_distance`` (default k, at most k) of each query."""
+    def _compile_buckets(self) -> Callable[[int], tuple[int, ...]]:
+        """``fp -> (bucket in table 0, bucket in table 1, ...)`` as one expression of int constants.
+
+        A single query spends most of its time in interpreter overhead; unrolling the
+        per-table block extraction into one generated lambda (built only from this
+        index's integer layout) makes computing the keys ~4x cheaper than a loop.
+        """
+        prefix = self._keybits if len(self._parts) > 1 else 0
+        terms = []
+        for t, parts in enumerate(self._parts):
+            expr = " | ".join([str(t << prefix)] + [f"(((fp >> {start}) & {(1 << size) - 1}) << {offset})"
+                                                     for start, size, offset in parts])
+            terms.append(f"(({expr}) >> {self._shift})")
+        return eval(f"lambda fp: ({', '.join(terms)},)")  # noqa: S307 - integers only, see above
+
+    def query_many(self, fingerprints: Iterable[int] | np.ndarray, max_distance: int | None = None,
+                   count_key_matches: bool = False) -> Matches:
+        """All stored fingerprints within ``max_distance`` (default k, at most k) of each query.
+
+        ``candidates`` counts what was compared, directory-bucket neighbours included;
+        with ``count_key_matches`` the hits whose table key equals the query's (the
+        same B − k blocks) are counted too.
+        """
         k = self.max_distance if max_distance is None else int(max_distance)
         if not 0 <= k <= self.max_distance:
             raise ValueError(f"max_distance must be between 0 and the index's k={self.max_distance}")
@@ -190,9 +205,10 @@ class SimHashIndex:
         qs: list[np.ndarray] = []
         cs: list[np.ndarray] = []
         ds: list[np.ndarray] = []
-        candidates = 0
+        candidates = key_matches = 0
         if self._n_sorted and q:
-            buckets = (self.table_keys(fps).ravel() >> _U64(self._shift)).astype(np.int64)
+            keys = self.table_keys(fps).ravel()
+            buckets = (keys >> _U64(self._shift)).astype(np.int64)
             lo, hi = self._dir[buckets], self._dir[buckets + 1]
             counts = hi - lo
             total = int(counts.sum())
@@ -200,6 +216,8 @@ class SimHashIndex:
             if total:
                 qrep = np.repeat(np.tile(np.arange(q), len(self._parts)), counts)
                 pos = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+                if count_key_matches:
+                    key_matches = int(np.count_nonzero(self._keys[pos] == np.repeat(keys, counts)))
                 dist = np.bitwise_count(self._table_fps[pos] ^ fps[qrep])
                 ok = np.nonzero(dist <= k)[0]
                 qs.append(qrep[ok])
@@ -216,13 +234,13 @@ class SimHashIndex:
                 ds.append(dist[qi, ti].astype(np.int64))
         if not qs:
             empty = np.empty(0, dtype=np.int64)
-            return Matches(empty, empty, empty, candidates)
+            return Matches(empty, empty, empty, candidates, key_matches)
         qrep, cand, dist = np.concatenate(qs), np.concatenate(cs), np.concatenate(ds)
         # a pair found in several tables is reported once
         _, first = np.unique(qrep * np.int64(self._n) + cand, return_index=True)
         qrep, cand, dist = qrep[first], cand[first], dist[first]
         order = np.lexsort((cand, dist, qrep))
-        return Matches(qrep[order], cand[order], dist[order], candidates)
+        return Matches(qrep[order], cand[order], dist[order], candidates, key_matches)
 
     def query(self, fingerprint: int, max_distance: int | None = None) -> list[tuple[int, int]]:
         """``(id, distance)`` of stored fingerprints within the distance, nearest (then oldest) first.
@@ -236,13 +254,12 @@ class SimHashIndex:
         fp = int(fingerprint)
         found: dict[int, int] = {}
         if self._n_sorted:
-            shift, directory = self._shift, self._dir
-            ranges = [(directory.item(b), directory.item(b + 1))
-                      for b in (key >> shift for key in self._key_ints(fp))]
+            directory = self._dir_ints
+            ranges = [(directory[b], directory[b + 1]) for b in self._buckets_of(fp)]
             ranges = [(a, b) for a, b in ranges if b > a]
             if ranges:
                 cand = np.concatenate([self._table_fps[a:b] for a, b in ranges])
-                dist = np.bitwise_count(cand ^ _U64(fp))
+                dist = np.bitwise_count(np.bitwise_xor(cand, _U64(fp), out=cand))
                 ok = np.nonzero(dist <= k)[0]
                 if len(ok):
                     ids = np.concatenate([self._ids[a:b] for a, b in ranges])[ok]

@@ -1,15 +1,16 @@
 """64-bit SimHash of word n-grams weighted by term frequency (Charikar 2002; SPEC §10).
 
-Each feature (an n-gram of normalised tokens) is hashed to 64 bits with BLAKE2b, which
-is stable across processes and platforms (Python's ``hash`` is salted). Bit i of the
-fingerprint is the sign of Σ ±tf over the features, + where the feature's hash has bit i
-set. Fingerprints are Python ints in [0, 2**64); bit i is ``(fp >> i) & 1``.
+Each distinct token is hashed once with BLAKE2b (64 bits; stable across processes and
+platforms, unlike Python's salted ``hash``); an n-gram's hash chains the hashes of its
+n tokens through the SplitMix64 finaliser, vectorised over all positions with numpy.
+Bit i of the fingerprint is the sign of Σ ±tf over the distinct n-grams, + where the
+n-gram's hash has bit i set. Fingerprints are Python ints in [0, 2**64); bit i is
+``(fp >> i) & 1``.
 """
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from focuscrawl.text.normalize import normalize
 BITS = 64
 #: The n-gram settings of the seed: 3-grams, 5-grams, or the union of both in one vector.
 NGRAM_MODES = {"3": (3,), "5": (5,), "3+5": (3, 5)}
+_U64 = np.uint64
 
 
 def parse_ngrams(mode: str | int | Sequence[int]) -> tuple[int, ...]:
@@ -36,44 +38,61 @@ def parse_ngrams(mode: str | int | Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted(set(sizes)))
 
 
-def ngram_features(tokens: Sequence[str], sizes: Sequence[int]) -> Counter[str]:
-    """Term frequencies of the word n-grams of ``tokens`` for each length in ``sizes``.
+def _mix(z: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser (a bijection of uint64 with full avalanche), element-wise."""
+    z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
+    return z ^ (z >> _U64(31))
+
+
+def token_hashes(tokens: Sequence[str]) -> np.ndarray:
+    """BLAKE2b 64-bit hash of each token (little-endian), each distinct token hashed once."""
+    memo: dict[str, bytes] = {}
+    out = []
+    for t in tokens:
+        digest = memo.get(t)
+        if digest is None:
+            digest = memo[t] = hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest()
+        out.append(digest)
+    return np.frombuffer(b"".join(out), dtype="<u8").astype(_U64)
+
+
+def _chain(th: np.ndarray, n: int) -> np.ndarray:
+    """Hashes of all windows of n consecutive token hashes (order matters, n is mixed in)."""
+    count = len(th) - n + 1
+    h = _mix(np.full(count, n, dtype=_U64))
+    for j in range(n):
+        h = _mix(h ^ th[j:j + count])
+    return h
+
+
+def ngram_hashes(tokens: Sequence[str], sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct n-gram hashes, their term frequencies)`` for each length in ``sizes``.
 
     A text shorter than n contributes itself as one n-gram, so that short texts
-    (captions, ALT texts) still get a fingerprint; no tokens gives no features.
+    (captions, ALT texts) still get a fingerprint; no tokens gives empty arrays.
     """
-    counts: Counter[str] = Counter()
-    for n in sizes:
-        if len(tokens) < n:
-            if tokens:
-                counts[" ".join(tokens)] += 1
-            continue
-        counts.update(" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
-    return counts
+    th = token_hashes(tokens)
+    parts = [_chain(th, n if len(th) >= n else len(th)) for n in sizes if len(th)]
+    if not parts:
+        return np.empty(0, dtype=_U64), np.empty(0, dtype=np.int64)
+    return np.unique(np.concatenate(parts), return_counts=True)
 
 
-def feature_hashes(features: Iterable[str]) -> np.ndarray:
-    """Stable 64-bit hashes (BLAKE2b, 8-byte digest, little-endian) as a uint64 array."""
-    raw = b"".join(hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest() for f in features)
-    return np.frombuffer(raw, dtype="<u8")
-
-
-def simhash_of_features(weights: Counter[str] | dict[str, float]) -> int | None:
-    """SimHash of weighted features; None when there are none."""
-    if not weights:
+def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int | None:
+    """SimHash of feature hashes with weights; None when there are none."""
+    if not len(hashes):
         return None
-    hashes = feature_hashes(weights.keys())
-    w = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
     # bits[j, i] = bit i of hash j (little-endian bytes, little bit order within a byte).
-    bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    sums = w @ (bits.astype(np.float64) * 2.0 - 1.0)
-    fp = np.packbits(sums > 0, bitorder="little").view("<u8")[0]
-    return int(fp)
+    bits = np.unpackbits(np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8).reshape(-1, 8),
+                         axis=1, bitorder="little")
+    sums = np.asarray(weights, dtype=np.float64) @ (bits.astype(np.float64) * 2.0 - 1.0)
+    return int(np.packbits(sums > 0, bitorder="little").view("<u8")[0])
 
 
 def simhash(tokens: Sequence[str], ngrams: str | Sequence[int] = "3") -> int | None:
     """SimHash of already normalised tokens; None for an empty token list."""
-    return simhash_of_features(ngram_features(tokens, parse_ngrams(ngrams)))
+    return simhash_of_hashes(*ngram_hashes(tokens, parse_ngrams(ngrams)))
 
 
 def text_simhash(text: str, ngrams: str | Sequence[int] = "3") -> int | None:

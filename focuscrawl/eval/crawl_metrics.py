@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 from urllib.parse import urlsplit
 
+from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
+from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
-IMAGE_FORMATS = ("jpg", "jpeg", "png", "gif")
-SCORE_RANGE = (2.0, 70000.0)
+SCORE_RANGE = (DEFAULT_SCORE_MIN, DEFAULT_SCORE_MAX)
 
 
 def read_tsv(path: str | Path) -> list[dict[str, str]]:
@@ -41,13 +42,6 @@ def _float(value) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
-
-
-def _first(row: dict, *names: str, default=None):
-    for n in names:
-        if row.get(n) not in (None, ""):
-            return row[n]
-    return default
 
 
 @dataclass
@@ -79,10 +73,13 @@ class Run:
     """One crawl's outputs, cut to the first ``budget`` pages (crawl order)."""
 
     name: str
+    folder: Path
     pages: list[dict]
     images: list[dict]
     stats: dict
     sentences_path: Path | None
+    #: (image URL, final score) of every sighting: each page an image was found on
+    sightings: list[tuple[str, float | None]] = field(default_factory=list)
 
     @classmethod
     def load(cls, folder: str | Path, name: str | None = None, budget: int | None = None) -> "Run":
@@ -93,10 +90,20 @@ class Run:
         if budget:
             pages = pages[:budget]
         kept = {p["url"] for p in pages}
-        images = [r for r in read_tsv(folder / "images.tsv") if not budget or _first(r, "page_url") in kept]
+        images = [r for r in read_tsv(folder / "images.tsv") if not budget or r.get("page_url") in kept]
         stats = json.loads((folder / "stats.json").read_text()) if (folder / "stats.json").exists() else {}
         sentences = folder / "sentences.txt.gz"
-        return cls(name or folder.name, pages, images, stats, sentences if sentences.exists() else None)
+        sightings = []
+        for r in images:
+            record = folder / r["record_path"] if r.get("record_path") else None
+            if record is not None and record.exists():
+                for sight in json.loads(record.read_text()).get("sightings", []):
+                    if not budget or sight.get("page_url") in kept:
+                        sightings.append((r["image_url"], _float(sight.get("final_score"))))
+            else:
+                sightings.append((r["image_url"], _score(r)))
+        return cls(name or folder.name, folder, pages, images, stats, sentences if sentences.exists() else None,
+                   sightings)
 
 
 # -- harvest rate ----------------------------------------------------------------------
@@ -104,7 +111,7 @@ def harvest_curve(run: Run, truth: Truth) -> dict[str, list[int]]:
     """Cumulative on-topic pages and on-topic (unique) images against pages fetched."""
     first_page_images: dict[str, list[str]] = {}
     for r in run.images:
-        first_page_images.setdefault(_first(r, "page_url", default=""), []).append(_first(r, "image_url", "url"))
+        first_page_images.setdefault(r.get("page_url", ""), []).append(r["image_url"])
     seen: set[str] = set()
     pages_on, images_on = [], []
     n_pages = n_images = 0
@@ -183,51 +190,50 @@ def crawl_statistics(run: Run) -> dict:
 
 
 # -- images: funnel (Table 5.2) and top-N --------------------------------------------------
-def _extension(row: dict) -> str:
-    ext = _first(row, "extension")
-    if ext:
-        return ext.lower().lstrip(".")
-    path = urlsplit(_first(row, "image_url", "url", default="")).path
-    return path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
-
-
 def _score(row: dict) -> float | None:
-    return _float(_first(row, "final_score", "score"))
+    return _float(row.get("final_score"))
 
 
-def image_funnel(run: Run, formats: tuple[str, ...] = IMAGE_FORMATS,
-                 score_range: tuple[float, float] = SCORE_RANGE) -> dict[str, int]:
-    """initial -> format filter -> score cut -> unique (by image URL, first seen kept)."""
-    initial = run.images
-    formatted = [r for r in initial if _extension(r) in formats]
+HTML_RULE_DROPS = ("no_alt_title", "no_src", "bad_src", "size_unspecified", "too_small", "too_large")
+
+
+def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> dict[str, int]:
+    """initial -> format filter -> score cut -> unique, as thesis Table 5.2.
+
+    *initial*: image sightings that passed the HTML rules (ALT/title, size), *format*:
+    those with a kept format. Both come from the crawl's stats (``images/seen``,
+    ``images/dropped/<reason>``, ``images/kept``; a few pages in flight after the budget
+    closed the crawl may be counted); without them both are the logged sightings. *score*:
+    sightings (every page an image was found on, from the records) whose final score is
+    in ``score_range``; *unique*: their distinct image URLs.
+    """
+    st = run.stats
     lo, hi = score_range
-    scored = [r for r in formatted if (s := _score(r)) is not None and lo <= s <= hi]
-    unique = {_first(r, "image_url", "url") for r in scored}
-    return {"initial": len(initial), "format": len(formatted), "score": len(scored), "unique": len(unique)}
+    if "images/seen" in st:
+        initial = int(st["images/seen"]) - sum(int(st.get(f"images/dropped/{r}", 0)) for r in HTML_RULE_DROPS)
+        formatted = int(st.get("images/kept", 0))
+    else:
+        initial = formatted = len(run.sightings)
+    scored = [(url, s) for url, s in run.sightings if s is not None and lo <= s <= hi]
+    return {"initial": initial, "format": formatted, "score": len(scored), "unique": len({u for u, _ in scored})}
 
 
-def ranked_images(run: Run, formats: tuple[str, ...] = IMAGE_FORMATS,
-                  score_range: tuple[float, float] = SCORE_RANGE) -> list[dict]:
-    """Kept images (format, score cut), unique by URL (first seen), by final score ascending."""
-    lo, hi = score_range
-    seen: set[str] = set()
-    kept = []
-    for r in run.images:
-        url = _first(r, "image_url", "url")
-        s = _score(r)
-        if url in seen or _extension(r) not in formats or s is None or not lo <= s <= hi:
-            continue
-        seen.add(url)
-        kept.append((s, len(kept), r))
-    return [r for _, _, r in sorted(kept, key=lambda t: (t[0], t[1]))]
+def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> list[CorpusEntry]:
+    """The run's images ranked as the thesis did (``focuscrawl.ranking.rank``): score cut,
+    unique by URL (first seen), final score ascending; only images of the run's pages."""
+    if not (run.folder / "images.tsv").exists():
+        return []
+    kept = {p["url"] for p in run.pages}
+    entries = (e for e in iter_entries(run.folder, with_context=False) if e.page_url in kept)
+    return rank(entries, score_min=score_range[0], score_max=score_range[1])
 
 
-def top_n_shares(ranked: list[dict], truth: Truth, n: int) -> dict:
+def top_n_shares(ranked: list[CorpusEntry], truth: Truth, n: int) -> dict:
     """Share of the top ``n`` ranked images that show the topic / whose ALT describes the image."""
     top = ranked[:n]
     if not top:
         return {"n": 0, "on_topic": None, "alt_describes": None, "on_topic_and_alt_describes": None}
-    labels = [truth.image(_first(r, "image_url", "url")) for r in top]
+    labels = [truth.image(e.image_url) for e in top]
     return {"n": len(top), "on_topic": sum(s for s, _ in labels) / len(top),
             "alt_describes": sum(d for _, d in labels) / len(top),
             "on_topic_and_alt_describes": sum(s and d for s, d in labels) / len(top)}

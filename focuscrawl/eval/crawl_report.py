@@ -5,11 +5,12 @@ import html
 import json
 from pathlib import Path
 
-from focuscrawl.eval.crawl_metrics import (Run, Truth, crawl_statistics, focus_curve, harvest_curve,
+from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, crawl_statistics, focus_curve, harvest_curve,
                                            image_funnel, iter_sentences, ranked_images, ratio, top_n_shares)
 
 THESIS = {"top_n_on_topic": {"unfocused": 0.199, "document": 0.325, "keywords": 0.700},
           "ratio_keywords_unfocused": 3.5, "ratio_keywords_document": 2.1}
+PRECISION_AT = (100, 250, 500, 1000, 2500, 5000)
 COLOURS = {"keywords": "tab:red", "document": "tab:blue", "unfocused": "tab:gray"}
 
 
@@ -32,18 +33,19 @@ def _log10_prob(model: str | None, eval_meta: dict):
 
 
 def build_report(folder: Path, top_n: int = 500, budget: int | None = None, model: str | None = None,
-                 output: str | None = None) -> dict:
+                 output: str | None = None, score_range: tuple[float, float] = SCORE_RANGE) -> dict:
     eval_meta = json.loads((folder / "eval.json").read_text()) if (folder / "eval.json").exists() else {}
     out = Path(output) if output else folder / "report"
     out.mkdir(parents=True, exist_ok=True)
     truth = Truth.load(folder / "web")
     log10_prob = _log10_prob(model, eval_meta)
     summary: dict = {"folder": str(folder), "top_n": top_n, "budget": budget, "ground_truth": truth is not None,
+                     "score_range": list(score_range),
                      "web": eval_meta.get("web"), "thesis": THESIS, "runs": {}}
     curves: dict[str, dict] = {}
     for name, path in _run_folders(folder).items():
         run = Run.load(path, name, budget)
-        entry: dict = {"statistics": crawl_statistics(run), "funnel": image_funnel(run)}
+        entry: dict = {"statistics": crawl_statistics(run), "funnel": image_funnel(run, score_range)}
         focus = focus_curve(iter_sentences(run.sentences_path), log10_prob)
         entry["focus_curve"] = focus
         curves[name] = {"focus": focus}
@@ -54,7 +56,13 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
             entry["harvest"] = {"pages": n, "on_topic_pages": harvest["on_topic_pages"][-1] if n else 0,
                                 "on_topic_images": harvest["on_topic_images"][-1] if n else 0,
                                 "page_harvest_rate": harvest["on_topic_pages"][-1] / n if n else None}
-            entry["top_n"] = top_n_shares(ranked_images(run), truth, top_n)
+            ranked = ranked_images(run, score_range)
+            entry["top_n"] = top_n_shares(ranked, truth, top_n)
+            entry["top_n_by_n"] = {n: top_n_shares(ranked, truth, n)["on_topic"]
+                                   for n in PRECISION_AT if n <= len(ranked)}
+            step = max(1, len(ranked) // 100)
+            curves[name]["precision"] = [(n, top_n_shares(ranked, truth, n)["on_topic"])
+                                         for n in range(step, len(ranked) + 1, step)]
         summary["runs"][name] = entry
     if truth is not None:
         share = {m: r["top_n"]["on_topic"] for m, r in summary["runs"].items()}
@@ -121,6 +129,17 @@ def _plots(curves: dict[str, dict], summary: dict, out: Path) -> dict[str, str]:
         ax.set_title(f"Top-{summary['top_n']} ranked images")
         ax.legend()
         save(fig, "top_n.png")
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for mode, c in curves.items():
+            if c.get("precision"):
+                xs, ys = zip(*c["precision"])
+                ax.plot(xs, ys, label=mode, color=COLOURS.get(mode))
+        ax.set_xlabel("top N ranked images")
+        ax.set_ylabel("share showing the topic")
+        ax.set_ylim(0, 1.02)
+        ax.set_title("On-topic share of the top N")
+        ax.legend()
+        save(fig, "precision_at_n.png")
     return files
 
 

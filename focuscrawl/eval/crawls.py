@@ -22,12 +22,9 @@ LOCAL_WEB_SETTINGS = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUS
 
 def _crawl_command(mode: str, seeds: list[str], out: Path, budget: int, deterministic: bool,
                    model: str | None, keywords: str | None, extra: list[str], local: bool) -> list[str]:
-    from focuscrawl import settings as project
-
     settings = {
         "FOCUSCRAWL_MODE": mode,
-        "FOCUSCRAWL_EVAL_PAGE_BUDGET": budget,
-        "EXTENSIONS": json.dumps({**getattr(project, "EXTENSIONS", {}), "focuscrawl.eval.budget.PageBudget": 500}),
+        "FOCUSCRAWL_EVAL_PAGE_BUDGET": budget,  # PageBudget (enabled in settings.py) counts HTML pages
         "LOG_LEVEL": "INFO",
     }
     if local:  # our own server on 127.0.0.1: per-host slots and robots.txt stay, the delays go,
@@ -108,7 +105,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from focuscrawl.eval.crawl_report import build_report
 
     summary = build_report(Path(args.folder), top_n=args.top_n, budget=args.budget,
-                           model=args.model, output=args.output)
+                           model=args.model, output=args.output, score_range=(args.score_min, args.score_max))
     print(json.dumps({"report": summary["files"]["html"],
                       "top_n_on_topic": {m: r.get("top_n", {}).get("on_topic") for m, r in summary["runs"].items()},
                       "ratios": summary.get("ratios")}, indent=2))
@@ -138,5 +135,7 @@ def register(eval_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-n", type=int, default=500, help="ranked images per mode judged (thesis: 2500)")
     p.add_argument("--budget", type=int, help="cut every run to its first N pages")
     p.add_argument("--model", help="LM for the focus curve (default: the one the runs used)")
+    p.add_argument("--score-min", type=float, default=2.0, help="score cut, lower bound (SPEC: 2)")
+    p.add_argument("--score-max", type=float, default=70000.0, help="score cut, upper bound (SPEC: 70000)")
     p.add_argument("-o", "--output", help="report folder (default FOLDER/report)")
     p.set_defaults(func=cmd_report)

@@ -11,8 +11,9 @@ Per page, against the gold text:
   content.
 
 ``failed`` counts pages where the extractor raised (scored as empty output), ``empty``
-pages where it returned no word at all. Words are lowercased ``\\w+`` runs (punctuation is not compared). Tables average the
-per-page values (macro average). docs/extraction.md describes the data sets.
+pages where it returned no word at all (failures included). Words are lowercased
+``\\w+`` runs (punctuation is not compared). Tables average the per-page values
+(macro average). docs/extraction.md describes the data sets.
 """
 from __future__ import annotations
 
@@ -153,13 +154,14 @@ class ExtractorResult:
 
 
 def evaluate(pages: Iterable[Page], extractor_names: Sequence[str]) -> list[ExtractorResult]:
-    """Run every extractor on every page (decoding included in its time); a failure scores as empty."""
-    pages = list(pages)
-    results = []
-    for name in extractor_names:
-        extract = get_extractor(name)
-        result = ExtractorResult(name)
-        for page in pages:
+    """Run every extractor on every page (decoding included in its time); a failure scores as empty.
+
+    Pages are the outer loop so that load changes on a shared machine hit every
+    extractor alike: the speed ratios between extractors are the robust numbers.
+    """
+    extractors = [(get_extractor(name), ExtractorResult(name)) for name in extractor_names]
+    for page in pages:
+        for extract, result in extractors:
             start = time.perf_counter()
             try:
                 text = extract(decode_html(page.html))
@@ -170,16 +172,18 @@ def evaluate(pages: Iterable[Page], extractor_names: Sequence[str]) -> list[Extr
             result.pages += 1
             result.empty += not words(text)
             result.scores.append(score_page(text, page.gold))
-        results.append(result)
-    return results
+    return [result for _, result in extractors]
 
 
-def format_table(results: Sequence[ExtractorResult]) -> str:
-    """A Markdown table, best score first."""
-    lines = ["| extractor | score | P | R | F1 | pages/s | failed | empty |", "|---|---|---|---|---|---|---|---|"]
+def format_table(results: Sequence[ExtractorResult], baseline: str = "fulltext") -> str:
+    """A Markdown table, best score first; speed also relative to ``baseline`` when it ran."""
+    base = next((r for r in results if r.name == baseline), None)
+    lines = ["| extractor | score | P | R | F1 | pages/s | time vs fulltext | failed | empty |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(results, key=lambda r: r.mean("score"), reverse=True):
+        ratio = f"{r.seconds / base.seconds:.1f}×" if base and base.seconds else "-"
         lines.append(f"| {r.name} | {r.mean('score'):.3f} | {r.mean('precision'):.3f} | {r.mean('recall'):.3f} "
-                     f"| {r.mean('f1'):.3f} | {r.pages_per_second:.1f} | {r.failures} | {r.empty} |")
+                     f"| {r.mean('f1'):.3f} | {r.pages_per_second:.1f} | {ratio} | {r.failures} | {r.empty} |")
     return "\n".join(lines)
 
 

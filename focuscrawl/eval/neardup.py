@@ -19,9 +19,12 @@ Two protocols are reported:
 * ``newest vs older`` (the seed's Wikipedia experiment): only pairs (newest version,
   older version) of the same article, no cross-article pairs.
 
-Per method: precision, recall, predicted pairs, candidates per query (fingerprints
-compared before verification, not counting the query document itself) and time per
-query (lookup and verification; one query at a time). SimHash runs with 3-, 5- and 3+5-grams for k = 1..6; the index uses
+Per method: precision, recall, predicted pairs, candidates per query — "compared"
+(fingerprints verified by Hamming distance, directory-bucket neighbours included;
+MinHash: documents sharing a super-shingle) and "key matches" (the seed's candidates:
+stored fingerprints equal to the query on the B − k blocks of a table, counted once
+per table), both without the query document itself — and time per query (lookup and
+verification; one query at a time). SimHash runs with 3-, 5- and 3+5-grams for k = 1..6; the index uses
 B = max(4, k + 1) blocks (the seed's B = 4 for k ≤ 3).
 """
 from __future__ import annotations
@@ -67,6 +70,7 @@ class Row:
     true_positives: int
     relevant: int
     candidates_per_query: float
+    key_matches_per_query: float | None
     ms_per_query: float
 
 
@@ -145,24 +149,25 @@ class Evaluation:
         return self.cross_checked[pair] >= self.threshold
 
     def add_method(self, method: str, k: int | None, predicted: set[tuple[int, int]], candidates: float,
-                   ms_per_query: float) -> None:
+                   ms_per_query: float, key_matches: float | None = None) -> None:
         cross_relevant = {p for p in predicted if p not in self.same_article and self.is_relevant(p)}
         self.relevant_all = self.relevant | cross_relevant | getattr(self, "relevant_all", set())
         self._pending = getattr(self, "_pending", [])
-        self._pending.append((method, k, predicted, candidates, ms_per_query))
+        self._pending.append((method, k, predicted, candidates, key_matches, ms_per_query))
 
     def finish(self) -> list[Row]:
         """Rows for both protocols; recall of 'all pairs' counts cross-article duplicates any method found."""
         relevant_all = getattr(self, "relevant_all", self.relevant)
         relevant_newest = self.relevant & self.newest_pairs
-        for method, k, predicted, candidates, ms in self._pending:
+        for method, k, predicted, candidates, keys, ms in self._pending:
             p, r, tp = _pr(predicted, relevant_all)
-            self.rows.append(Row("all pairs", method, k, p, r, len(predicted), tp, len(relevant_all), candidates, ms))
-        for method, k, predicted, candidates, ms in self._pending:
+            self.rows.append(Row("all pairs", method, k, p, r, len(predicted), tp, len(relevant_all),
+                                 candidates, keys, ms))
+        for method, k, predicted, candidates, keys, ms in self._pending:
             pred = predicted & self.newest_pairs
             p, r, tp = _pr(pred, relevant_newest)
             self.rows.append(Row("newest vs older", method, k, p, r, len(pred), tp, len(relevant_newest),
-                                 candidates, ms))
+                                 candidates, keys, ms))
         return self.rows
 
 
@@ -179,11 +184,12 @@ def run_simhash(ev: Evaluation, mode: str, ks: list[int]) -> None:
         for fp in arr.tolist():
             index.query(fp)
         ms = (time.perf_counter() - t) * 1000 / len(arr)
-        m = index.query_many(arr)
+        m = index.query_many(arr, count_key_matches=True)
         predicted = {(min(ids[a], ids[b]), max(ids[a], ids[b]))
                      for a, b in zip(m.query.tolist(), m.ids.tolist()) if a != b}
         # the query document itself is stored too and hits every table: not a candidate in a crawl
-        ev.add_method(f"SimHash {mode}", k, predicted, m.candidates / len(arr) - index.tables, ms)
+        ev.add_method(f"SimHash {mode}", k, predicted, m.candidates / len(arr) - index.tables, ms,
+                      m.key_matches / len(arr) - index.tables)
 
 
 def run_minhash(ev: Evaluation) -> None:
@@ -214,13 +220,16 @@ def format_table(rows: list[Row]) -> str:
     for protocol in dict.fromkeys(r.protocol for r in rows):
         sel = [r for r in rows if r.protocol == protocol]
         out.append(f"\n### {protocol} (relevant pairs: {sel[0].relevant})\n")
-        out.append("| method | k | precision | recall | predicted | TP | candidates/query | ms/query | seed P / R |")
-        out.append("|---|---|---|---|---|---|---|---|---|")
+        out.append("| method | k | precision | recall | predicted | TP | compared/query | key matches/query "
+                   "| ms/query | seed P / R |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|")
         for r in sel:
             seed = SEED_TABLE.get(r.k) if r.method == "SimHash 3" else None
             out.append(f"| {r.method} | {'' if r.k is None else r.k} | "
                        f"{'-' if r.precision is None else f'{r.precision:.3f}'} | {r.recall:.3f} | {r.predicted} | "
-                       f"{r.true_positives} | {r.candidates_per_query:.1f} | {r.ms_per_query:.3f} | "
+                       f"{r.true_positives} | {r.candidates_per_query:.1f} | "
+                       f"{'' if r.key_matches_per_query is None else f'{r.key_matches_per_query:.2f}'} | "
+                       f"{r.ms_per_query:.3f} | "
                        f"{f'{seed[0]:.2f} / {seed[1]:.2f}' if seed else ''} |")
     return "\n".join(out)
 

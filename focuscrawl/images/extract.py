@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,7 +24,8 @@ ContextFunc = Callable[[etree._Element], list[dict[str, Any]]]
 
 def score_dict(score: TextScore) -> dict[str, Any]:
     """A ``TextScore`` as the dict stored in items and records."""
-    return dataclasses.asdict(score)
+    return {"perplexity": score.perplexity, "keyword_score": score.keyword_score,
+            "weighted": score.weighted, "tokens": score.tokens}
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,9 @@ class ContextSettings:
             final=settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT") or FINAL_CONTEXT_THESIS,
         )
 
-    def extract(self, img: etree._Element) -> list[dict[str, Any]]:
-        return thesis_context(img, self.max_parents, self.max_siblings, self.distance_weight, self.max_chars)
+    def extract(self, img: etree._Element, text_cache: dict | None = None) -> list[dict[str, Any]]:
+        return thesis_context(img, self.max_parents, self.max_siblings, self.distance_weight, self.max_chars,
+                              text_cache)
 
 
 @dataclass
@@ -72,12 +73,11 @@ class ImageDecision:
     src: str | None  # absolute URL, or the raw attribute when it did not resolve
     reason: str | None
     item: ImageItem | None  # kept: the scored item; dropped: only when score_dropped
+    lazy: bool = False  # the URL came from a lazy-loading attribute (data-src, ...)
 
 
 def _iter_imgs(root: etree._Element):
-    for el in root.iter():
-        if isinstance(el.tag, str) and el.tag.lower() == "img":
-            yield el
+    return root.iter("img", "IMG")
 
 
 def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
@@ -96,31 +96,47 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
         return decisions
     base = base_url or page_url
     extra = context.bind_extra(root) if context.extra else {}
+    text_cache: dict = {}  # element -> context text, shared by the page's images
+    page_scorer = _PageScorer(scorer)  # a page's texts (its body, shared parents) are scored once
     kept = 0
     for img in _iter_imgs(root):
-        attrs = read_attributes(img.attrib, base)
+        attrs = read_attributes(img.attrib, base, rules.lazy_src)
         reason = drop_reason(img.attrib, attrs, rules)
         if reason is None and kept >= rules.max_per_page:
             reason = PAGE_LIMIT
         item = None
         if reason is None or score_dropped:
-            item = _scored_item(img, attrs, page_url, page_item, scorer, context, extra)
+            item = _scored_item(img, attrs, page_url, page_item, page_scorer, context, extra, text_cache)
         if reason is None:
             kept += 1
-        decisions.append(ImageDecision(attrs.src or (img.get("src") or None), reason, item))
+        decisions.append(ImageDecision(attrs.src or (attrs.raw_src or None), reason, item, attrs.lazy))
     return decisions
 
 
-def _scored_item(img, attrs, page_url, page_item, scorer: TopicScorer, context: ContextSettings,
-                 extra: dict[str, Callable[[etree._Element], str]]) -> ImageItem:
+class _PageScorer:
+    """``score_dict(scorer.score(text))`` memoised per text for one page."""
+
+    def __init__(self, scorer: TopicScorer) -> None:
+        self.scorer = scorer
+        self.memo: dict[str, dict[str, Any]] = {}
+
+    def __call__(self, text: str) -> dict[str, Any]:
+        found = self.memo.get(text)
+        if found is None:
+            found = self.memo[text] = score_dict(self.scorer.score(text))
+        return dict(found)
+
+
+def _scored_item(img, attrs, page_url, page_item, score, context: ContextSettings,
+                 extra: dict[str, Callable[[etree._Element], str]], text_cache: dict) -> ImageItem:
     src_guess = src_guess_string(attrs.src) if attrs.src else ""
-    contexts = context.extract(img)
+    contexts = context.extract(img, text_cache)
     for c in contexts:
-        c["scores"] = score_dict(scorer.score(c["text"]))
+        c["scores"] = score(c["text"])
     extra_contexts = {}
     for name, bound in extra.items():
         text = bound(img)[: context.max_chars]
-        extra_contexts[name] = {"text": text, "scores": score_dict(scorer.score(text))}
+        extra_contexts[name] = {"text": text, "scores": score(text)}
     page = page_item or {}
     return ImageItem(
         image_url=attrs.src,
@@ -130,9 +146,9 @@ def _scored_item(img, attrs, page_url, page_item, scorer: TopicScorer, context: 
         alt=attrs.alt,
         title=attrs.title,
         src_guess=src_guess,
-        alt_scores=score_dict(scorer.score(attrs.alt)),
-        title_scores=score_dict(scorer.score(attrs.title)),
-        src_scores=score_dict(scorer.score(src_guess)),
+        alt_scores=score(attrs.alt),
+        title_scores=score(attrs.title),
+        src_scores=score(src_guess),
         html_width=attrs.width,
         html_height=attrs.height,
         css_class=attrs.css_class,

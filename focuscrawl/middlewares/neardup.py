@@ -85,7 +85,8 @@ class FingerprintLog:
     def append(self, fingerprint: int, url: str) -> None:
         raw = url.encode("utf-8")
         record = _RECORD.pack(fingerprint, len(raw)) + raw
-        assert self._fd is not None
+        if self._fd is None:
+            raise RuntimeError(f"{self.path} is not open")
         written = os.write(self._fd, record)
         if written != len(record):  # pragma: no cover - short write on a full disk
             raise OSError(f"short write to {self.path}")

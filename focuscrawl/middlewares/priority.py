@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import TextIO
 
 from scrapy import Request, signals
@@ -43,11 +45,36 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def drop_partial_last_line(path: str) -> None:
+    """Cut a line a killed crawl left half-written, so that appending keeps whole lines."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                f.truncate(pos - step + i + 1)
+                return
+            pos -= step
+        f.truncate(0)
+
+
 class LinksLog:
     """``links.tsv``: one whole, flushed line per scored link (append: a resumed crawl continues it)."""
 
     def __init__(self, path: str) -> None:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        drop_partial_last_line(path)
         new = not os.path.exists(path) or os.path.getsize(path) == 0
         self.file: TextIO = open(path, "a", encoding="utf-8", buffering=1)
         if new:
@@ -61,13 +88,26 @@ class LinksLog:
         self.file.close()
 
 
-class LinkPriorityMiddleware(BaseSpiderMiddleware):
-    """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
+@dataclass(frozen=True)
+class LinkDecision:
+    """What the crawl does with one out-link (``score`` etc. ``None`` in ``unfocused``)."""
 
-    def __init__(self, crawler) -> None:
-        super().__init__(crawler)
-        s = crawler.settings
-        self.stats = crawler.stats
+    score: float | None
+    anchor_perplexity: float | None
+    anchor_keyword_score: float | None
+    bucket: str
+    priority: int
+    followed: bool
+
+
+class LinkRanker:
+    """The mode's link rule with its settings: ``decide(doc_pp, anchor, depth)``.
+
+    Shared by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``.
+    """
+
+    def __init__(self, settings, scorer=None) -> None:
+        s = settings
         self.mode = s.get("FOCUSCRAWL_MODE")
         self.focused = self.mode in ("keywords", "document")
         self.buckets = [float(b) for b in s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS")]
@@ -80,7 +120,43 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"),
         )
         self.seed_priority = seed_priority(self.buckets, self.steps)
-        self.scorer = topic_scorer(crawler) if self.mode == "keywords" else None
+        self.scorer = scorer
+        # navigation anchors repeat on every page of a site: remember their scores
+        self.anchor_score = lru_cache(maxsize=s.getint("FOCUSCRAWL_LM_CACHE_SIZE") or 1)(self._anchor_score)
+
+    def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
+        score = self.scorer.score(anchor)
+        return score.perplexity, score.keyword_score
+
+    def decide(self, doc_pp: float | None, anchor: str, depth: int = 0,
+               inherited: float | None = None) -> LinkDecision:
+        """Score, bucket, priority and razor decision of a link found on a page with
+        perplexity ``doc_pp`` (``None``: the page had no text; ``inherited``, the score of
+        the link that led to the page, or the razor value stands in)."""
+        if not self.focused:
+            return LinkDecision(None, None, None, "", -depth, True)
+        base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
+        anchor_pp = anchor_kw = None
+        if self.mode == "keywords":
+            anchor_pp, anchor_kw = self.anchor_score(anchor)
+            score = link_score(base, anchor_pp, anchor_kw, **self.weights)
+        else:
+            score = base
+        name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
+        followed = not score > self.razor
+        priority = bucket_priority(score, self.buckets, self.steps) if followed else 0
+        return LinkDecision(score, anchor_pp, anchor_kw, name, priority, followed)
+
+
+class LinkPriorityMiddleware(BaseSpiderMiddleware):
+    """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        s = crawler.settings
+        self.stats = crawler.stats
+        mode = s.get("FOCUSCRAWL_MODE")
+        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode == "keywords" else None)
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         if s.getbool("FOCUSCRAWL_LINKS_LOG") and out:
@@ -96,44 +172,27 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.log.close()
             self.log = None
 
-    # -- scoring -----------------------------------------------------------------
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         meta = request.meta
         if response is None or meta.get("seed"):
-            request.priority = self.seed_priority
+            request.priority = self.ranker.seed_priority
             meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        if not self.focused:
-            request.priority = -meta.get("depth", 0)
-            self.stats.inc_value("focuscrawl/links/queued")
-            if self.log:
-                self.log.write(response.url, request.url, meta.get("anchor", ""), response.meta.get("page_perplexity"),
-                               None, None, None, "", request.priority, 1)
-            return request
-
         doc_pp = response.meta.get("page_perplexity")
+        anchor = meta.get("anchor", "")
+        d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"))
         meta["parent_perplexity"] = doc_pp
-        base = doc_pp if doc_pp is not None else response.meta.get("link_score", self.razor)
-        anchor_pp = anchor_kw = None
-        if self.mode == "keywords":
-            anchor_score = self.scorer.score(meta.get("anchor", ""))
-            anchor_pp, anchor_kw = anchor_score.perplexity, anchor_score.keyword_score
-            score = link_score(base, anchor_pp, anchor_kw, **self.weights)
-            meta["anchor_perplexity"], meta["anchor_keyword_score"] = anchor_pp, anchor_kw
+        if self.ranker.focused:
+            meta["link_score"], meta["link_bucket"] = d.score, d.bucket
+            if d.anchor_perplexity is not None or d.anchor_keyword_score is not None:
+                meta["anchor_perplexity"], meta["anchor_keyword_score"] = d.anchor_perplexity, d.anchor_keyword_score
+            self.stats.inc_value(f"focuscrawl/links/bucket/{d.bucket}" if d.followed else "focuscrawl/links/razored")
         else:
-            score = base
-        self.stats.inc_value("focuscrawl/links/scored")
-        index = bucket_index(score, self.buckets)
-        name = bucket_name(index, len(self.buckets) + 1)
-        meta["link_score"], meta["link_bucket"] = score, name
-        followed = not score > self.razor
-        if followed:
-            request.priority = bucket_priority(score, self.buckets, self.steps)
-            self.stats.inc_value(f"focuscrawl/links/bucket/{name}")
-        else:
-            self.stats.inc_value("focuscrawl/links/razored")
+            self.stats.inc_value("focuscrawl/links/queued")
+        if d.followed:
+            request.priority = d.priority
         if self.log:
-            self.log.write(response.url, request.url, meta.get("anchor", ""), doc_pp, anchor_pp, anchor_kw,
-                           score, name, request.priority if followed else "", int(followed))
-        return request if followed else None
+            self.log.write(response.url, request.url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
+                           d.score, d.bucket, d.priority if d.followed else "", int(d.followed))
+        return request if d.followed else None

@@ -8,11 +8,10 @@ is Scrapy's own ``UrlLengthMiddleware`` (``URLLENGTH_LIMIT``); Scrapy's
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlsplit
-
 from scrapy import Request
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.urls import QueryVariantLimit, SurtRules, domain_allowed, repeated_path_segment
 
@@ -40,13 +39,13 @@ class ScopeMiddleware(BaseSpiderMiddleware):
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         if response is None:  # a seed
             return request
-        url = request.url
-        if self.allowed and not domain_allowed(urlsplit(url).hostname or "", self.allowed):
+        parts = urlparse_cached(request)  # cached on the request: later components reuse it
+        if self.allowed and not domain_allowed(parts.hostname or "", self.allowed):
             return self._drop("offsite", request)
-        if self.reject.matches(url):
+        if self.reject.matches(parts):
             return self._drop("rejected", request)
-        if repeated_path_segment(url, self.max_repeats):
+        if repeated_path_segment(parts, self.max_repeats):
             return self._drop("path_repeats", request)
-        if not self.query_variants.admit(url):
+        if not self.query_variants.admit(parts):
             return self._drop("query_variants", request)
         return request

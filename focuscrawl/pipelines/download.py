@@ -22,7 +22,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadCancelledError, DropItem, IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.pipelines.files import FilesPipeline, FSFilesStore
-from scrapy.pipelines.media import FileException
+try:  # Scrapy >= 2.14: failures of this type are expected, logged without a traceback
+    from scrapy.pipelines.media import _MediaRequestFiltered as _ExpectedMediaFailure
+except ImportError:  # pragma: no cover
+    from scrapy.pipelines.media import FileException as _ExpectedMediaFailure
 from scrapy.utils.asyncio import run_in_thread
 
 from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_formats, inspect_image
@@ -46,11 +49,13 @@ class AtomicFSFilesStore(FSFilesStore):
 
     def persist_file(self, path, buf, info, meta=None, headers=None) -> None:
         absolute = self._get_filesystem_path(path)
-        self._mkdir(absolute.parent, info)
+        absolute.parent.mkdir(parents=True, exist_ok=True)  # thread-safe, unlike FSFilesStore._mkdir
         atomic_write_bytes(absolute, buf.getvalue())
 
 
-class ImageRejectedFile(FileException):
+class ImageRejectedFile(_ExpectedMediaFailure):
+    """A counted, expected rejection: MediaPipeline logs it without a traceback."""
+
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
@@ -97,6 +102,11 @@ class ImageDownloadPipeline(FilesPipeline):
     def _inspect(self, data: bytes):
         return inspect_image(data, self.formats, self.max_pixels)
 
+    def _inspect_and_store(self, data: bytes, path: str, info):
+        found = self._inspect(data)
+        self.store.persist_file(path, BytesIO(data), info)
+        return found
+
     async def media_to_download(self, request, info, *, item=None):
         """An image already in the run directory (a resumed crawl) is inspected, not fetched."""
         path = self.store._get_filesystem_path(self.file_path(request, info=info, item=item))
@@ -115,12 +125,11 @@ class ImageDownloadPipeline(FilesPipeline):
             raise ImageRejectedFile(HTTP_STATUS, str(response.status))
         if not response.body:
             raise ImageRejectedFile(EMPTY)
-        try:
-            found = await run_in_thread(self._inspect, response.body)
-        except ImageRejected as exc:
-            raise ImageRejectedFile(exc.reason, str(exc)) from None
         path = self.file_path(request, response=response, info=info, item=item)
-        self.store.persist_file(path, BytesIO(response.body), info)
+        try:  # decode and store off the reactor thread
+            found = await run_in_thread(self._inspect_and_store, response.body, path, info)
+        except ImageRejected as exc:
+            raise ImageRejectedFile(exc.reason, exc.detail) from None
         self.inc_stats("downloaded")
         return self._file_info(request, path, response.body, found, "downloaded")
 
@@ -142,6 +151,8 @@ class ImageDownloadPipeline(FilesPipeline):
     def item_completed(self, results, item, info):
         if not isinstance(item, ImageItem):
             return item
+        # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
+        info.downloaded.pop(self._fingerprinter.fingerprint(Request(item["image_url"])), None)
         ok, value = results[0]
         if not ok:
             exc = value.value

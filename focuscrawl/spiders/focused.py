@@ -12,7 +12,6 @@ image middleware and pipelines.
 from __future__ import annotations
 
 import logging
-import posixpath
 import re
 import time
 from pathlib import Path
@@ -40,7 +39,7 @@ SPIDER_ARG_SETTINGS = {
     "output": "FOCUSCRAWL_OUTPUT_DIR",
     "seeds": "FOCUSCRAWL_SEEDS",
     "domains": "FOCUSCRAWL_ALLOWED_DOMAINS",
-    "budget": "CLOSESPIDER_PAGECOUNT",
+    "budget": "FOCUSCRAWL_EVAL_PAGE_BUDGET",
     "extractor": "FOCUSCRAWL_TEXT_EXTRACTOR",
 }
 _SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
@@ -80,6 +79,7 @@ def page_links(root, response: Response) -> tuple[dict[str, str], int]:
     images = 0
     if root is None:
         return links, 0
+    base = response.urljoin  # honours <base href>
     for el in root.iter("a", "img"):
         if el.tag == "img":
             images += 1
@@ -91,20 +91,27 @@ def page_links(root, response: Response) -> tuple[dict[str, str], int]:
         if not href or href.lower().startswith(_NOT_LINKS):
             continue
         try:
-            url = response.urljoin(href)
+            url = base(href)
         except ValueError:
             continue
         url = url.split("#", 1)[0]
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
+        if not url.startswith(("http://", "https://")):
             continue
-        ext = posixpath.splitext(parts.path)[1][1:].lower()
-        if ext and ext in _SKIPPED_EXTENSIONS:
+        path = url.split("?", 1)[0]
+        slash = path.rfind("/")
+        dot = path.rfind(".")
+        if dot > slash > path.find("//") + 1 and path[dot + 1:].lower() in _SKIPPED_EXTENSIONS:
             continue
-        anchor = links.get(url)
-        if not anchor:
+        if not links.get(url):
             links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
     return links, images
+
+
+def page_text(response: HtmlResponse, extractor_name: str, extract=None) -> str:
+    """The page text by ``FOCUSCRAWL_TEXT_EXTRACTOR``; ``fulltext`` reuses the parsed tree."""
+    if extractor_name == "fulltext":
+        return full_text_from_tree(response.selector.root)
+    return (extract or get_extractor(extractor_name))(response.text)
 
 
 class FocusedSpider(scrapy.Spider):
@@ -157,10 +164,7 @@ class FocusedSpider(scrapy.Spider):
             return
         try:
             root = response.selector.root
-            if self.extractor_name == "fulltext":
-                text = full_text_from_tree(root)
-            else:
-                text = self.extract(response.text)
+            text = page_text(response, self.extractor_name, self.extract)
         except (UnicodeError, LookupError) as exc:
             self.stats.inc_value("focuscrawl/skipped/undecodable")
             logger.warning("cannot decode %s: %s", response.url, exc)

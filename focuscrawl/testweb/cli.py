@@ -21,11 +21,14 @@ def add_web_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topic", default="cat", help="topic of the web: cat, dog, train, ... (default %(default)s)")
     p.add_argument("--seed", type=int, default=1, help="the web's seed (same seed, same web)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply the number of hosts (1.0 = ~28k pages)")
+    p.add_argument("--heldout", action="store_true",
+                   help="leave half of the topic's photos out of the web (train a model on their captions with "
+                        "'focuscrawl testweb heldout-corpus')")
 
 
 def web_from_args(args: argparse.Namespace) -> TestWeb:
     pool = TextPool.from_bundle() if args.data == "bundled" else TextPool.from_data(args.data)
-    return TestWeb(pool, args.topic, args.seed, WebConfig(scale=args.scale))
+    return TestWeb(pool, args.topic, args.seed, WebConfig(scale=args.scale, heldout=args.heldout))
 
 
 def write_truth(web: TestWeb, out: str | Path) -> dict:
@@ -81,6 +84,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_heldout_corpus(args: argparse.Namespace) -> int:
+    """Corpora for a model that has not seen the web's captions: the held-out photos' captions
+    plus the topic's Wikipedia lead (positive, LM), the other leads (neutral)."""
+    from focuscrawl.lm.demo_corpus import topic_pattern
+    from focuscrawl.testweb.web import heldout_photos
+    from focuscrawl.text.normalize import document_sentences, text_sentences
+
+    pool = TextPool.from_bundle() if args.data == "bundled" else TextPool.from_data(args.data)
+    pattern = topic_pattern(args.topic)
+    captions = [c for p in heldout_photos(pool, args.topic) for c in p.captions if pattern.search(c)]
+    out = Path(args.output)
+    (out / "positive").mkdir(parents=True, exist_ok=True)
+    (out / "neutral").mkdir(parents=True, exist_ok=True)
+    lead = pool.lead(args.topic) or ""
+    (out / "positive" / "lead.txt").write_text(lead + "\n")
+    (out / "positive" / "captions.txt").write_text("\n".join(captions) + "\n")
+    for k, text in enumerate(pool.other_leads(args.topic)):
+        (out / "neutral" / f"lead_{k:03d}.txt").write_text(text + "\n")
+    sentences = document_sentences(lead) + [s for c in captions for s in text_sentences(c)]
+    (out / "lm_sentences.txt").write_text("\n".join(sentences) + "\n")
+    print(json.dumps({"captions": len(captions), "lm_sentences": len(sentences), "output": str(out)}))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("testweb", help="the offline benchmark web: generate its truth, serve it")
     tsub = parser.add_subparsers(dest="testweb_command", metavar="TESTWEB_COMMAND", required=True)
@@ -93,3 +120,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8899)
     p.add_argument("--slow-factor", type=float, default=1.0, help="scale of the slow pages' delays (0 = none)")
     p.set_defaults(func=cmd_serve)
+    p = tsub.add_parser("heldout-corpus", help="corpora of the topic's held-out captions (for --heldout webs)")
+    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--topic", default="cat")
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=cmd_heldout_corpus)

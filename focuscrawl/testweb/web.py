@@ -50,6 +50,9 @@ class WebConfig:
     articles: tuple[int, int] = (20, 140)  # per blog-like host, uniform
     portal_articles: tuple[int, int] = (150, 400)
     scale: float = 1.0
+    #: Keep the topic's photos with an odd key hash out of the web, so that a model can be
+    #: trained on their captions without having seen the web's ALT texts (``heldout_photos``).
+    heldout: bool = False
 
     def count(self, n: int) -> int:
         return max(1, round(n * self.scale))
@@ -108,6 +111,16 @@ def stable_int(*parts: object) -> int:
     return int.from_bytes(hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=8).digest(), "big")
 
 
+def is_heldout(photo: Photo) -> bool:
+    """Half of the photos (by a stable hash of their key) reserved for training a model."""
+    return stable_int("heldout", photo.key) % 2 == 1
+
+
+def heldout_photos(pool: TextPool, topic: str) -> list[Photo]:
+    """The topic's photos a ``heldout`` web never shows: their captions may train its model."""
+    return [p for p in pool.topic_photos(topic) if is_heldout(p)]
+
+
 def image_spec(host: str, path: str) -> tuple[int, int, str] | None:
     """(width, height, format) of the image at ``path``: a pure function of the URL, so the
     server needs no image registry; ``None`` if the path is not an image."""
@@ -141,7 +154,7 @@ class TestWeb:
         self.config = config or WebConfig()
         self.neighbour = NEIGHBOURS.get(topic, "dog" if topic != "dog" else "cat")
         self._pattern = topic_pattern(topic)
-        self.topic_photos = pool.topic_photos(topic)
+        self.topic_photos = [p for p in pool.topic_photos(topic) if not (self.config.heldout and is_heldout(p))]
         self.neighbour_photos = [p for p in pool.topic_photos(self.neighbour) if not self._shows(p)]
         self.other_photos = pool.other_photos(topic, self.neighbour)
         if len(self.topic_photos) < 5:

@@ -105,9 +105,24 @@ EXTRACTORS: dict[str, Extractor] = {
 }
 
 
+#: The optional package (import name, pip name) each extractor needs.
+REQUIRES: dict[str, tuple[str, str]] = {
+    **{name: ("boilerpy3.extractors", "boilerpy3") for name in EXTRACTORS if name != "fulltext"},
+    "trafilatura": ("trafilatura", "trafilatura"),
+    "justext": ("justext", "justext"),
+}
+
+
 def get_extractor(name: str) -> Extractor:
-    """The extractor called ``name``; a clear error listing the valid names otherwise."""
+    """The extractor called ``name``; a clear error listing the valid names otherwise.
+
+    Its optional package is imported now, so a crawl configured with a missing one
+    stops at startup with :class:`ExtractorUnavailable` instead of failing every page.
+    """
     try:
-        return EXTRACTORS[name.lower()]
+        extractor = EXTRACTORS[name.lower()]
     except KeyError:
         raise ValueError(f"unknown text extractor {name!r}; choose one of {sorted(EXTRACTORS)}") from None
+    if name.lower() in REQUIRES:
+        _require(*REQUIRES[name.lower()], name.lower())
+    return extractor

@@ -13,6 +13,8 @@ import scrapy
 
 class LinkSpider(scrapy.Spider):
     name = "links"
+    # the focused crawl's own link scoring would overwrite the priorities under test
+    custom_settings = {"SPIDER_MIDDLEWARES": {}, "EXTENSIONS": {}}
 
     def __init__(self, start=None, out=None, *args, **kwargs):
         super().__init__(*args, **kwargs)

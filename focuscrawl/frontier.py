@@ -1,0 +1,218 @@
+"""A frontier journal in JOBDIR so that a killed crawl loses (almost) no scheduled work.
+
+Scrapy saves its request queue only on a clean stop; after SIGKILL, OOM or a power
+cut the requests it had queued are gone while ``requests.seen`` remembers them, so
+they are never crawled. ``JournaledScheduler`` (Scrapy's scheduler plus a journal)
+appends one line per *accepted* request and one when a request leaves the
+downloader, to ``JOBDIR/focuscrawl/frontier.log``:
+
+    +<TAB>fingerprint<TAB>base64(pickle(request_to_dict))   accepted into the queue
+    -<TAB>fingerprint                                        left the downloader
+    p<TAB>fingerprint<TAB>url                                an HTML page arrived (expects a pages.tsv row)
+
+Every line is written with one unbuffered ``write`` as it happens. After an
+unclean stop (no ``frontier.clean`` marker) the scheduler rebuilds the frontier
+from it: Scrapy's stale disk queue and seen-set are discarded, the seen-set is
+rebuilt from the journal, and every accepted request that had not left the
+downloader, plus every page that arrived but whose row is not in the
+checkpointed ``pages.tsv`` (the run directory is cut back to its last commit), is
+queued again. Fingerprints in Scrapy's seen-set that are missing from the journal
+are reported as ``frontier/unrecovered``.
+"""
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+from scrapy import Request, Spider, signals
+from scrapy.core.scheduler import Scheduler
+from scrapy.crawler import Crawler
+from scrapy.http import HtmlResponse, Response
+from scrapy.utils.job import job_dir
+from scrapy.utils.request import request_from_dict
+
+from focuscrawl.output.files import LineLog
+from focuscrawl.output.run import run_output
+
+logger = logging.getLogger(__name__)
+
+JOURNAL = "frontier.log"
+CLEAN_MARKER = "frontier.clean"
+
+
+def read_journal(path: Path) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """``(pending fp -> encoded request, every accepted fp -> encoded, page fp -> url)``."""
+    encoded: dict[str, str] = {}
+    pending: set[str] = set()
+    pages: dict[str, str] = {}
+    if not path.exists():
+        return {}, {}, {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 2:
+                continue
+            kind, fp = parts[0], parts[1]
+            if kind == "+" and len(parts) == 3:
+                encoded[fp] = parts[2]
+                pending.add(fp)
+            elif kind == "-":
+                pending.discard(fp)
+            elif kind == "p" and len(parts) == 3:
+                pages[fp] = parts[2]
+    return {fp: encoded[fp] for fp in encoded if fp in pending}, encoded, pages
+
+
+def _page_urls_written(run) -> set[str]:
+    if run is None:
+        return set()
+    path = run.path("pages.tsv")
+    if not path.exists():
+        return set()
+    with open(path, encoding="utf-8") as fh:
+        next(fh, None)
+        return {line.split("\t", 1)[0] for line in fh if line.strip()}
+
+
+def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[LineLog, tuple[list, list]]:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    run = run_output(crawler)
+    path = state_dir / JOURNAL
+    clean = (state_dir / CLEAN_MARKER).exists()
+    existed = path.exists() and path.stat().st_size > 0
+    # Not cut back to the outputs' checkpoint: a page's row can be committed before
+    # its links are queued, so the journal must run ahead; pages whose rows were cut
+    # back are found by their "p" lines and crawled again.
+    journal = LineLog(path)  # a torn last line (kill mid-write) is dropped here
+    recovery = _prepare_recovery(crawler, path, run, jobdir) if existed and not clean else ([], [])
+    (state_dir / CLEAN_MARKER).unlink(missing_ok=True)
+    return journal, recovery
+
+
+def _old_seen(seen_path: Path) -> set[bytes] | None:
+    """Fingerprints in Scrapy's ``requests.seen`` (its binary format since 2.13), if readable."""
+    try:
+        from scrapy.dupefilters import _read_fingerprints
+    except ImportError:  # a Scrapy with another format: the count is unknown
+        return None
+    return set(_read_fingerprints(seen_path.read_bytes())) if seen_path.exists() else set()
+
+
+def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path) -> tuple[list[str], list[Request]]:
+    """Unclean stop: drop the stale queue and seen-set; return (requests to queue again,
+    requests to mark as seen) as rebuilt from the journal."""
+    stats = crawler.stats
+    pending, accepted, pages = read_journal(path)
+    if run is not None:
+        run.line_log("pages.tsv")  # cut pages.tsv back to its checkpoint before reading it
+    written = _page_urls_written(run)
+    lost_pages = {fp for fp, url in pages.items() if url not in written and fp not in pending}
+    seen_path = jobdir / "requests.seen"
+    old = _old_seen(seen_path)
+    unrecovered = len(old - {bytes.fromhex(fp) for fp in accepted}) if old is not None else -1
+    shutil.rmtree(jobdir / "requests.queue", ignore_errors=True)
+    seen_path.unlink(missing_ok=True)
+    recovery = list(pending.values())
+    recovery += [e for e in (_encoded_for(path, fp) for fp in sorted(lost_pages)) if e]
+    seen = [_fingerprint_request(e) for e in accepted.values()]
+    stats.set_value("frontier/recovered", len(pending))
+    stats.set_value("frontier/recovered_pages_without_rows", len(lost_pages))
+    stats.set_value("frontier/unrecovered", unrecovered)
+    logger.warning(
+        "frontier: unclean stop detected in %s: %d queued/in-flight requests and %d fetched pages "
+        "without committed rows recovered from the journal; %s requests Scrapy had scheduled were "
+        "not in the journal's checkpoint and could not be recovered", jobdir, len(pending),
+        len(lost_pages), unrecovered if unrecovered >= 0 else "an unknown number of")
+    return recovery, seen
+
+
+def _decode(encoded: str) -> dict:
+    return pickle.loads(base64.b64decode(encoded))
+
+
+def _fingerprint_request(encoded: str) -> Request:
+    """A callback-free copy of a journaled request, enough for the dupefilter's fingerprint."""
+    d = _decode(encoded)
+    return Request(d["url"], method=d.get("method", "GET"), body=d.get("body") or b"",
+                   headers=d.get("headers"))
+
+
+def _encoded_for(path: Path, fp: str) -> str | None:
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith(f"+\t{fp}\t"):
+                return line.rstrip("\n").split("\t")[2]
+    return None
+
+
+class JournaledScheduler(Scheduler):
+    """Scrapy's scheduler; with JOBDIR it journals the frontier and recovers it after a kill."""
+
+    journal: LineLog | None = None
+    state_dir: Path | None = None
+    _recovery_encoded: list[str] = []
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "JournaledScheduler":
+        jobdir = job_dir(crawler.settings)
+        journal, state_dir, recovery = None, None, ([], [])
+        if jobdir and crawler.settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
+            # before Scrapy's dupefilter reads requests.seen and its queue is opened
+            state_dir = Path(jobdir) / "focuscrawl"
+            journal, recovery = _open_journal(crawler, Path(jobdir), state_dir)
+        scheduler = super().from_crawler(crawler)
+        scheduler.crawler = crawler
+        scheduler.journal, scheduler.state_dir = journal, state_dir
+        scheduler._recovery_encoded, seen = recovery
+        for request in seen:  # rebuild requests.seen in the dupefilter's own format
+            scheduler.df.request_seen(request)
+        scheduler._pending = set()
+        if journal is not None:
+            crawler.signals.connect(scheduler._left_downloader, signal=signals.request_left_downloader)
+            crawler.signals.connect(scheduler._response_received, signal=signals.response_received)
+            crawler.signals.connect(scheduler._spider_closed, signal=signals.spider_closed)
+        return scheduler
+
+    def _fp(self, request: Request) -> str:
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()
+
+    def open(self, spider: Spider):
+        result = super().open(spider)
+        for encoded in getattr(self, "_recovery_encoded", []):
+            try:
+                request = request_from_dict(_decode(encoded), spider=spider)
+            except Exception as exc:  # a callback renamed since the crawl started, ...
+                self.crawler.stats.inc_value("frontier/recovery_errors")
+                logger.warning("frontier: cannot restore a journaled request: %s", exc)
+                continue
+            self.enqueue_request(request.replace(dont_filter=True))
+        self._recovery_encoded = []
+        return result
+
+    def enqueue_request(self, request: Request) -> bool:
+        accepted = super().enqueue_request(request)
+        if accepted and self.journal is not None:
+            fp = self._fp(request)
+            data = base64.b64encode(pickle.dumps(request.to_dict(spider=self.crawler.spider),
+                                                 protocol=4)).decode("ascii")
+            self.journal.write_lines([f"+\t{fp}\t{data}"])
+            self._pending.add(fp)
+        return accepted
+
+    def _left_downloader(self, request: Request, spider: Spider | None = None) -> None:
+        fp = self._fp(request)
+        if fp in self._pending:
+            self._pending.discard(fp)
+            self.journal.write_lines([f"-\t{fp}"])
+
+    def _response_received(self, response: Response, request: Request, spider: Spider | None = None) -> None:
+        if isinstance(response, HtmlResponse) and 200 <= response.status < 300:
+            self.journal.write_lines([f"p\t{self._fp(request)}\t{response.url}"])
+
+    def _spider_closed(self, spider: Spider, reason: str) -> None:
+        # Scrapy has saved its queue (close() runs before spider_closed): a clean stop
+        (self.state_dir / CLEAN_MARKER).write_text(reason + "\n")

@@ -1,0 +1,119 @@
+"""Why did the crawl do that? ``explain(response)`` in ``scrapy shell``.
+
+    $ scrapy shell http://example.org/cats
+    >>> from focuscrawl.shell import explain
+    >>> explain(response)                   # project settings (mode, model, thresholds)
+    >>> explain(response, mode="document")  # or another mode, or settings=crawler.settings
+
+Prints the page's document perplexity and keyword score, then every out-link with
+anchor perplexity, anchor keyword score, link score, bucket, priority and whether
+the crawl follows it, then every ``<img>`` with its ALT/title/context scores, final
+score and keep/drop reason; computed by the same functions as the crawl.
+"""
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from scrapy.http import HtmlResponse, Response
+from scrapy.settings import BaseSettings
+
+from scrapy.utils.response import get_base_url
+
+from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
+from focuscrawl.images.final import final_score
+from focuscrawl.images.rules import ImageRules
+from focuscrawl.middlewares.priority import LinkDecision, LinkRanker
+from focuscrawl.scoring import scorer_from_settings
+from focuscrawl.spiders.focused import page_links, page_text
+from focuscrawl.urls import SurtRules, domain_allowed, repeated_path_segment
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def explain_links(response: Response, settings: BaseSettings | None = None, mode: str | None = None,
+                  scorer=None) -> tuple[float | None, float, list[tuple[str, str, LinkDecision, str]]]:
+    """(document PP, keyword score, [(url, anchor, decision, scope verdict)]) of ``response``."""
+    settings = _settings(settings).copy()
+    if mode:
+        settings.set("FOCUSCRAWL_MODE", mode, priority="cmdline")
+    scorer = scorer or scorer_from_settings(settings)
+    if not isinstance(response, HtmlResponse):
+        raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
+    text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"))
+    doc, _ = scorer.score_document(text, settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"))
+    ranker = LinkRanker(settings, scorer)
+    reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
+    allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
+    max_repeats = settings.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
+    depth = response.meta.get("depth", 0) if response.request is not None else 0
+    links, _ = page_links(response.selector.root, response)
+    rows = []
+    for url, anchor in links.items():
+        if allowed and not domain_allowed(url.split("/")[2].split(":")[0], allowed):
+            scope = "offsite"
+        elif reject.matches(url):
+            scope = "rejected"
+        elif repeated_path_segment(url, max_repeats):
+            scope = "path trap"
+        elif len(url) > settings.getint("URLLENGTH_LIMIT"):
+            scope = "too long"
+        else:
+            scope = ""
+        rows.append((url, anchor, ranker.decide(doc.perplexity, anchor, depth + 1), scope))
+    return doc.perplexity, doc.keyword_score, rows
+
+
+def _settings(settings: BaseSettings | None) -> BaseSettings:
+    if settings is None:
+        from scrapy.utils.project import get_project_settings
+        settings = get_project_settings()
+    return settings
+
+
+def explain_images(response: HtmlResponse, settings: BaseSettings | None = None,
+                   scorer=None) -> list[tuple[ImageDecision, float | None, str | None]]:
+    """Every ``<img>`` of the page: (decision with its scored item, final score, final context)."""
+    settings = _settings(settings)
+    scorer = scorer or scorer_from_settings(settings)
+    context = ContextSettings.from_settings(settings)
+    decisions = image_items(response.selector.root, response.url, scorer, ImageRules.from_settings(settings),
+                            context, base_url=get_base_url(response), score_dropped=True)
+    rows = []
+    for d in decisions:
+        score, label = (None, None)
+        if d.item is not None:
+            score, label = final_score(d.item.get("alt_scores"), d.item.get("title_scores"), d.item.get("contexts"),
+                                       d.item.get("extra_contexts"), context.final)
+        rows.append((d, score, label))
+    return rows
+
+
+def explain(response: Response, settings: BaseSettings | None = None, mode: str | None = None,
+            out: TextIO | None = None) -> None:
+    """Print the document perplexity, every link's score, bucket and decision, and
+    every image's scores and keep/drop reason."""
+    out = out or sys.stdout
+    settings = _settings(settings)
+    doc_pp, kw, rows = explain_links(response, settings, mode)
+    print(f"page {response.url}\n  document perplexity {_num(doc_pp)}, keyword score {kw:.4f}, "
+          f"{len(rows)} links", file=out)
+    print(f"  {'decision':<10} {'score':>10} {'bucket':<7} {'prio':>5} {'anchor PP':>10} {'anchor kw':>9}  url  [anchor]",
+          file=out)
+    for url, anchor, d, scope in rows:
+        decision = scope or ("follow" if d.followed else "razored")
+        print(f"  {decision:<10} {_num(d.score):>10} {d.bucket:<7} {d.priority if d.followed else '':>5} "
+              f"{_num(d.anchor_perplexity):>10} {_num(d.anchor_keyword_score):>9}  {url}  [{anchor[:60]}]", file=out)
+    images = explain_images(response, settings)
+    print(f"  {len(images)} images", file=out)
+    print(f"  {'decision':<16} {'final':>9} {'from':<14} {'ALT PP':>9} {'ALT wPP':>9} {'parent-1 wPP':>12}  src  [alt]",
+          file=out)
+    for d, score, label in images:
+        item = d.item or {}
+        alt = item.get("alt_scores") or {}
+        parents = [c for c in item.get("contexts") or [] if c.get("kind") == "parent" and c.get("level") == 1]
+        parent = (parents[0].get("scores") or {}).get("weighted") if parents else None
+        print(f"  {d.reason or 'keep':<16} {_num(score):>9} {label or '-':<14} {_num(alt.get('perplexity')):>9} "
+              f"{_num(alt.get('weighted')):>9} {_num(parent):>12}  {d.src}  [{(item.get('alt') or '')[:50]}]", file=out)

@@ -1,0 +1,31 @@
+"""``focuscrawl demo`` end to end: bundled web, real server, real focused spider, outputs."""
+from __future__ import annotations
+
+import json
+
+from focuscrawl.cli import main
+from focuscrawl.eval.crawl_metrics import read_tsv
+from focuscrawl.testweb.textpool import TextPool
+
+
+def test_bundled_pool_is_small_and_real():
+    from importlib import resources
+
+    data = resources.files("focuscrawl.testweb").joinpath("demo_textpool.json.gz").read_bytes()
+    assert len(data) < 1_000_000
+    pool = TextPool.from_bundle()
+    assert len(pool.topic_photos("cat")) >= 100 and len(pool.topic_photos("dog")) >= 100
+    assert "Cat" in pool.leads and len(pool.documents) >= 20
+
+
+def test_demo_crawls_the_bundled_web(tmp_path, capsys):
+    assert main(["demo", "--pages", "40", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "crawled 40 pages" in out and str(tmp_path / "run") in out
+    pages = read_tsv(tmp_path / "run" / "pages.tsv")
+    assert len(pages) >= 40
+    assert all(p["url"].startswith("http://") and ".test/" in p["url"] for p in pages)
+    assert (tmp_path / "run" / "images.tsv").exists() and (tmp_path / "web" / "truth_pages.tsv.gz").exists()
+    summary = json.loads((tmp_path / "demo.json").read_text())
+    assert summary["pages"] == 40 and summary["on_topic_pages"] > 0
+    assert summary["funnel"]["initial"] >= summary["funnel"]["format"] >= summary["funnel"]["score"] > 0

@@ -1,0 +1,136 @@
+"""End-to-end resume of the focused crawl (JOBDIR) after SIGTERM and after SIGKILL.
+
+Each interrupted crawl is compared with an uninterrupted one of the same site: no
+page row lost, none duplicated, no page fetched twice after a clean stop; after a
+kill the frontier journal (focuscrawl.frontier) recovers the queued work.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+from tests.crawlhelp import ON_TOPIC, REPO, write_model
+from tests.imagesite import image_bytes
+from tests.localweb import LocalWeb, Page
+from tests.test_image_crawl import read_tsv
+
+N = 24
+JPEG = image_bytes("JPEG", (64, 48))
+
+
+def tree_site() -> dict:
+    """p0 links p1..p3, p1 links p4..p6, ... each page with its own image."""
+    pages = {}
+    for i in range(N):
+        links = "".join(f'<a href="/p{j}">cat page {j}</a>' for j in range(3 * i + 1, 3 * i + 4) if j < N)
+        pages[("cats.test", f"/p{i}")] = Page(
+            f"<html><body><div><p>{ON_TOPIC} Page {i} is about cats.</p>"
+            f'<img src="/u{i}.jpg" alt="cat {i}" width="600" height="400"></div>{links}</body></html>')
+        pages[("cats.test", f"/u{i}.jpg")] = Page(JPEG, "image/jpeg")
+    return pages
+
+
+def start_crawl(web, tmp, out, jobdir, delay=0.1):
+    model, keywords = write_model(tmp)
+    settings = {"JOBDIR": str(jobdir), "DOWNLOAD_DELAY": delay, "RANDOMIZE_DOWNLOAD_DELAY": False,
+                "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2, "LOG_LEVEL": "INFO",
+                "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0, "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False}
+    args = {"seeds": "http://cats.test/p0", "model": str(model), "keywords": str(keywords), "output": str(out)}
+    env = dict(os.environ, http_proxy=web.proxy, HTTP_PROXY=web.proxy, no_proxy="", NO_PROXY="")
+    stats = tmp / f"stats-{time.monotonic_ns()}.json"
+    log = open(tmp / "crawl.log", "a")
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "run_crawl.py"), str(stats),
+                             json.dumps(settings), json.dumps(args)], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=log)
+    return proc, stats
+
+
+def finish(proc, stats_path) -> dict:
+    assert proc.wait(90) == 0
+    return json.loads(stats_path.read_text())
+
+
+def wait_rows(path, n, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= n + 1:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never reached {n} rows")
+
+
+def page_fetches(web) -> Counter:
+    return Counter(r for r in web.pages_requested() if not r.endswith(".jpg"))
+
+
+def check_complete(out, all_images: bool = True) -> set[str]:
+    """Every page once, every image at most once; returns the images missing."""
+    pages = [r["url"] for r in read_tsv(out / "pages.tsv")]
+    images = [r["image_url"] for r in read_tsv(out / "images.tsv")]
+    assert len(pages) == len(set(pages)), Counter(pages).most_common(3)
+    assert len(images) == len(set(images)), Counter(images).most_common(3)
+    assert sorted(pages) == sorted(f"http://cats.test/p{i}" for i in range(N))
+    expected = {f"http://cats.test/u{i}.jpg" for i in range(N)}
+    assert set(images) <= expected
+    if all_images:
+        assert set(images) == expected
+    assert (out / "pages.tsv").read_bytes().endswith(b"\n")
+    assert (out / "images.tsv").read_bytes().endswith(b"\n")
+    return expected - set(images)
+
+
+def test_sigterm_then_resume_equals_uninterrupted_run(tmp_path):
+    with LocalWeb(tree_site()) as web:
+        proc, stats = start_crawl(web, tmp_path, tmp_path / "base", tmp_path / "basejob", delay=0)
+        finish(proc, stats)
+        check_complete(tmp_path / "base")
+        web.requests.clear()
+        out, job = tmp_path / "out", tmp_path / "job"
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        wait_rows(out / "pages.tsv", 6)
+        proc.send_signal(signal.SIGTERM)
+        first = finish(proc, stats)
+        assert first["finish_reason"] == "shutdown"
+        rows_before = len(read_tsv(out / "pages.tsv"))
+        assert rows_before < N
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        second = finish(proc, stats)
+    assert second["finish_reason"] == "finished"
+    check_complete(out)
+    fetches = page_fetches(web)
+    assert max(fetches.values()) == 1, fetches.most_common(3)  # no page fetched twice
+    assert len(fetches) == N
+    assert "frontier/recovered" not in second  # a clean stop needs no recovery
+
+
+def test_sigkill_then_resume_recovers_the_frontier(tmp_path):
+    out, job = tmp_path / "out", tmp_path / "job"
+    with LocalWeb(tree_site()) as web:
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        wait_rows(out / "pages.tsv", 8)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        killed_rows = read_tsv(out / "pages.tsv")
+        assert (out / "pages.tsv").read_bytes().endswith(b"\n")  # no half-written row
+        assert len(killed_rows) < N
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        second = finish(proc, stats)
+    # Known gap (docs/DEPLOY.md): an image whose item was still in the pipelines
+    # when the kill came is lost if its page's row was already committed.
+    lost_images = check_complete(out, all_images=False)  # every page once, no duplicate
+    assert len(lost_images) <= 4
+    fetches = page_fetches(web)
+    twice = sum(1 for c in fetches.values() if c > 1)
+    assert second["frontier/recovered"] > 0
+    assert second["frontier/unrecovered"] == 0
+    print(f"\nSIGKILL gap: killed after {len(killed_rows)} page rows; recovered {second['frontier/recovered']} "
+          f"requests + {second['frontier/recovered_pages_without_rows']} pages without rows; "
+          f"unrecovered {second['frontier/unrecovered']}; pages fetched twice: {twice}; "
+          f"images lost: {len(lost_images)}")
+    log = (tmp_path / "crawl.log").read_text()
+    assert "unclean stop detected" in log

@@ -1,0 +1,102 @@
+"""Packaging and deployment: the scrapyd egg carries the bundled model, a real scrapyd runs `focused`."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from tests.support.localweb import LocalWeb, Page, png_bytes
+from tests.support.scrapydserver import Scrapyd
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = str(Path(sys.executable).parent / "scrapyd-deploy")
+
+
+@pytest.fixture(scope="module")
+def egg(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("egg") / "focuscrawl.egg"
+    proc = subprocess.run([DEPLOY, f"--build-egg={path}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return path
+
+
+def test_egg_carries_model_keywords_and_settings_entry_point(egg):
+    with zipfile.ZipFile(egg) as z:
+        names = set(z.namelist())
+        entry_points = z.read("EGG-INFO/entry_points.txt").decode()
+    assert {"focuscrawl/models/cats.arpa", "focuscrawl/models/cats.keywords.txt",
+            "focuscrawl/models/__init__.py", "focuscrawl/spiders/focused.py"} <= names
+    assert "settings = focuscrawl.settings" in entry_points
+
+
+def test_bundled_model_loads_from_the_zipped_egg(egg, tmp_path):
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import focuscrawl, json\n"
+        "from scrapy.settings import Settings\n"
+        "from focuscrawl.scoring import scorer_from_settings\n"
+        "s = scorer_from_settings(Settings({}))\n"
+        "print(json.dumps([focuscrawl.__file__, s.perplexity('the cat sleeps on the sofa'), s.keywords.score('the cat sleeps')]))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(egg)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    module_file, perplexity, keyword_score = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert module_file.startswith(str(egg) + os.sep)  # imported from inside the zip
+    assert 1 < perplexity < 1e6
+    assert keyword_score > 0  # "cat" is a bundled keyword
+
+
+def cat_site() -> dict[str, Page]:
+    text = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
+    img = '<img src="/cat{0}.png" alt="a cat sleeping on a sofa" width="640" height="480">'
+    pages = {"/robots.txt": Page(b"User-agent: *\nAllow: /\n", "text/plain")}
+    for i in range(4):
+        links = "".join(f'<a href="/page{j}">cats and kittens {j}</a>' for j in range(4) if j != i)
+        pages[f"/page{i}"] = Page(f"<html><body><div><p>{text}</p>{img.format(i)}</div>{links}</body></html>"
+                                  .encode())
+        pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 40, 100, 50)), "image/png")
+    return pages
+
+
+def test_scrapyd_deploys_and_runs_focused(tmp_path):
+    out = tmp_path / "run"
+    server = Scrapyd(tmp_path / "scrapyd")
+    try:
+        # scrapyd-deploy reads targets from scrapy.cfg files, including $XDG_CONFIG_HOME/scrapy.cfg
+        cfg = tmp_path / "xdg"
+        cfg.mkdir()
+        (cfg / "scrapy.cfg").write_text(f"[deploy:testserver]\nurl = {server.url}\nproject = focuscrawl\n")
+        env = dict(os.environ, XDG_CONFIG_HOME=str(cfg))
+        deploy = subprocess.run([DEPLOY, "testserver", "--version", "r1"], cwd=REPO, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert deploy.returncode == 0, deploy.stderr[-2000:]
+        assert '"status": "ok"' in deploy.stdout or '"status": "ok"' in deploy.stderr
+        assert "focused" in server.get("listspiders.json", project="focuscrawl")["spiders"]
+        with LocalWeb(cat_site()) as web:
+            job = server.post("schedule.json", [
+                ("project", "focuscrawl"), ("spider", "focused"),
+                ("seeds", f"{web.base}/page0"), ("output", str(out)), ("mode", "keywords"),
+                ("setting", "DOWNLOAD_DELAY=0"), ("setting", "AUTOTHROTTLE_ENABLED=False"),
+                ("setting", "FOCUSCRAWL_PROGRESS_INTERVAL=0"), ("setting", "FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED=True")])
+            assert job["status"] == "ok", job
+            entry = server.wait_finished("focuscrawl", job["jobid"])
+            fetched = set(web.fetched())
+        log = (tmp_path / "scrapyd" / "logs" / "focuscrawl" / "focused" / f"{job['jobid']}.log").read_text()
+    finally:
+        server.stop()
+    assert "Spider closed (finished)" in log, log[-3000:]
+    assert "'AUTOTHROTTLE_ENABLED': 'False'" in log  # setting= overrides reached the crawl
+    assert "Traceback" not in log
+    assert {f"/page{i}" for i in range(4)} <= fetched
+    pages = (out / "pages.tsv").read_text().splitlines()
+    assert len(pages) == 1 + 4
+    images = (out / "images.tsv").read_text().splitlines()
+    assert len(images) == 1 + 4
+    assert all((out / "images").iterdir())
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["finish_reason"] == "finished"
+    assert entry.get("log_url")

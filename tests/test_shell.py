@@ -1,0 +1,62 @@
+"""``focuscrawl.shell.explain``: the crawl's decisions for one page, without a crawl."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from scrapy.http import HtmlResponse, TextResponse
+from scrapy.utils.project import get_project_settings
+
+from tests.crawlhelp import NORMAL, write_model
+from focuscrawl.shell import explain, explain_links
+from tests.localweb import html
+
+
+@pytest.fixture
+def settings(tmp_path):
+    model, keywords = write_model(tmp_path)
+    s = get_project_settings().copy()
+    s.setdict({"FOCUSCRAWL_MODEL": str(model), "FOCUSCRAWL_KEYWORDS": str(keywords),
+               "FOCUSCRAWL_REJECT_SURTS": ["(test,rejected,"]}, priority="cmdline")
+    return s
+
+
+IMAGES = ('<p>tabby kitten <img src="/big.jpg" width="800" height="600" alt="tabby kitten"></p>'
+          '<img src="/small.jpg" width="20" height="20" alt="cat">')
+
+
+def page() -> HtmlResponse:
+    body = html("seed", NORMAL, [("http://a.test/", "click here"), ("/kit", "tabby"),
+                                 ("http://rejected.test/", "tabby"), ("/photo.jpg", "tabby")], extra=IMAGES)
+    return HtmlResponse("http://seed.test/", body=body.encode(), encoding="utf-8")
+
+
+def test_explain_links_keywords_mode(settings):
+    doc_pp, kw, rows = explain_links(page(), settings, mode="keywords")
+    assert doc_pp == pytest.approx(3162.28, rel=1e-4)
+    by_url = {url: (d, scope) for url, _, d, scope in rows}
+    assert set(by_url) == {"http://a.test/", "http://seed.test/kit", "http://rejected.test/"}
+    assert by_url["http://a.test/"][0].score == pytest.approx(3162.28, rel=1e-4)
+    assert by_url["http://a.test/"][0].bucket == "normal" and by_url["http://a.test/"][0].priority == 1
+    assert by_url["http://seed.test/kit"][0].score == 1.0 and by_url["http://seed.test/kit"][0].bucket == "high"
+    assert by_url["http://rejected.test/"][1] == "rejected"
+
+
+def test_explain_prints_every_link_and_razor(settings):
+    settings.set("FOCUSCRAWL_LINK_RAZOR", 3000.0, priority="cmdline")
+    out = io.StringIO()
+    explain(page(), settings, mode="document", out=out)
+    text = out.getvalue()
+    assert "document perplexity 3162" in text
+    lines = [line for line in text.splitlines() if "test/" in line and not line.startswith("page")
+             and ".jpg" not in line]
+    assert len(lines) == 3
+    assert all(line.split()[0] in ("razored", "rejected") for line in lines)
+    images = [line.split() for line in text.splitlines() if ".jpg" in line and "photo" not in line]
+    assert [(row[0], next(t for t in row if t.endswith(".jpg"))) for row in images] == [("keep", "http://seed.test/big.jpg"),
+                                                     ("too_small", "http://seed.test/small.jpg")]
+
+
+def test_explain_refuses_non_html(settings):
+    with pytest.raises(ValueError, match="not an HTML page"):
+        explain_links(TextResponse("http://x.test/a.txt", body=b"hi", encoding="utf-8"), settings)
