@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 
 import redis
@@ -136,3 +137,20 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
         return {url: sorted(json.dumps({k: v for k, v in json.loads(s).items() if k != "near_duplicate_page"},
                                        sort_keys=True) for s in ss) for url, ss in sightings(run).items()}
     assert contexts(merged_dir) == contexts(single_dir)
+
+
+def test_two_processes_refuse_one_output_directory(tmp_path, redis_server):
+    pages = link_site(30)
+    for page in pages.values():
+        page.delay = 0.4  # the first process crawls for > 6 s
+    output = f"FOCUSCRAWL_OUTPUT_DIR={tmp_path / 'same'}"
+    with LocalWeb(pages) as web:
+        first = start_links(f"{web.base}/p0", *redis_settings(redis_server), output, out=tmp_path / "a.jsonl")
+        deadline = time.time() + 30
+        while not (tmp_path / "a.jsonl").exists() and time.time() < deadline:
+            time.sleep(0.1)  # the first process is crawling: it has claimed the directory
+        second = run_links(f"{web.base}/p0", *redis_settings(redis_server), output, out=tmp_path / "b.jsonl")
+        assert first.wait(90) == 0
+    assert second.returncode != 0
+    assert "is being written by worker" in second.stderr
+    assert not (tmp_path / "b.jsonl").exists()  # it crawled nothing
