@@ -64,7 +64,7 @@ def test_stopped_crawl_resumes_without_loss_or_duplicates(tmp_path):
     with LocalWeb(chain_site()) as web:
         stats1, proc = crawl(web, tmp_path, "http://cats.test/p0", settings=settings, budget=8)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert stats1["finish_reason"] == "closespider_pagecount"
+        assert stats1["finish_reason"] == "page_budget"
         out = tmp_path / "out"
         first = read_tsv(out / "pages.tsv")
         assert 0 < len(first) < N

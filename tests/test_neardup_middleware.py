@@ -158,10 +158,10 @@ SITE = {
 
 
 def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path):
-    """Run 1 stops after 4 responses (robots.txt count); run 2 resumes the JOBDIR and finds the copy of a run-1 page."""
+    """Run 1 stops after 2 HTML pages (the page budget); run 2 resumes the JOBDIR and finds the copy of a run-1 page."""
     settings = {"JOBDIR": str(tmp_path / "job")}
     with LocalWeb(SITE) as web:
-        stats1, proc1 = crawl(web, tmp_path, "http://seed.test/", mode="unfocused", settings=settings, budget="4")
+        stats1, proc1 = crawl(web, tmp_path, "http://seed.test/", mode="unfocused", settings=settings, budget="2")
         assert proc1.returncode == 0, proc1.stderr[-3000:]
         first = [p["url"] for p in items(tmp_path) if "sentences" in p]
         assert "http://cats.test/" in first and "http://cats.test/print" not in first

@@ -45,11 +45,36 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def drop_partial_last_line(path: str) -> None:
+    """Cut a line a killed crawl left half-written, so that appending keeps whole lines."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                f.truncate(pos - step + i + 1)
+                return
+            pos -= step
+        f.truncate(0)
+
+
 class LinksLog:
     """``links.tsv``: one whole, flushed line per scored link (append: a resumed crawl continues it)."""
 
     def __init__(self, path: str) -> None:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        drop_partial_last_line(path)
         new = not os.path.exists(path) or os.path.getsize(path) == 0
         self.file: TextIO = open(path, "a", encoding="utf-8", buffering=1)
         if new:

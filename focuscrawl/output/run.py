@@ -51,7 +51,11 @@ class RunOutput:
         return self._logs[key]
 
     def line_log(self, name: str, header: str | None = None) -> LineLog:
-        return self._open(name, lambda off: LineLog(self.dir / name, header, off))
+        """The log ``name`` (opened once; a later caller's ``header`` is still written or checked)."""
+        log = self._open(name, lambda off: LineLog(self.dir / name, header, off))
+        if header is not None:
+            log.ensure_header(header)
+        return log
 
     def gzip_log(self, name: str) -> GzipLog:
         return self._open(name, lambda off: GzipLog(self.dir / name, off))
