@@ -159,15 +159,19 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.ranker = LinkRanker(s, topic_scorer(crawler) if mode == "keywords" else None)
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
-        if s.getbool("FOCUSCRAWL_LINKS_LOG") and out:
-            self.log_path = os.path.join(out, "links.tsv")
-            crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
-            crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     def spider_opened(self, spider=None) -> None:
-        self.log = LinksLog(self.log_path)
+        if self.log_path:
+            self.log = LinksLog(self.log_path)
 
     def spider_closed(self, spider=None) -> None:
+        if self.ranker.scorer is not None:  # anchors answered from the per-anchor cache
+            info = self.ranker.anchor_score.cache_info()
+            self.stats.set_value("focuscrawl/links/anchor_lookups", info.hits + info.misses)
+            self.stats.set_value("focuscrawl/links/anchor_cache_hits", info.hits)
         if self.log:
             self.log.close()
             self.log = None
