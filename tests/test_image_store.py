@@ -100,8 +100,12 @@ def test_image_in_flight_at_a_kill_is_recovered(tmp_path):
     done, flying = item("http://s.test/done.jpg", "http://s.test/1"), item("http://s.test/fly.jpg", "http://s.test/1")
     assert store.first_sighting(done) and store.first_sighting(flying)
     store.commit(done)
-    # SIGKILL while fly.jpg downloads: no close, no commit of it
+    # SIGKILL while fly.jpg downloads: no close, no commit of it; a record was mid-rename
+    torn = out / "records" / "ab" / ".x.json.tmp123"
+    torn.parent.mkdir(parents=True)
+    torn.write_bytes(b'{"image_u')
     run = RunOutput(out, job)
+    assert not torn.exists()
     store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
     recovered = store.take_recovered()
     assert [i["image_url"] for i in recovered] == ["http://s.test/fly.jpg"]

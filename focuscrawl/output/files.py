@@ -139,7 +139,7 @@ class LineLog(_AppendFile):
     def write_lines(self, lines: list[str]) -> None:
         """Append whole lines (no newlines inside) with one write."""
         if lines:
-            self.write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
+            self.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "replace"))
 
 
 class GzipLog(_AppendFile):
@@ -154,5 +154,5 @@ class GzipLog(_AppendFile):
 
     def write_lines(self, lines: list[str]) -> None:
         if lines:
-            data = ("\n".join(lines) + "\n").encode("utf-8")
+            data = ("\n".join(lines) + "\n").encode("utf-8", "replace")
             self.write_bytes(gzip.compress(data, self.compresslevel, mtime=0))

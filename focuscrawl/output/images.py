@@ -45,7 +45,7 @@ PENDING_FILE = "images.pending"
 
 
 def url_sha1(url: str) -> str:
-    return hashlib.sha1(url.encode("utf-8")).hexdigest()
+    return hashlib.sha1(url.encode("utf-8", "replace")).hexdigest()
 
 
 def record_path(url: str) -> str:
@@ -155,7 +155,7 @@ class ImageStore:
                 if url and url not in self.entries and url not in {i["image_url"] for i in self.recovered}:
                     self.recovered.append(ImageItem(**{k: v for k, v in fields.items() if k in ImageItem.fields}))
                     kept.append(line)
-            atomic_write_bytes(path, "".join(f"{k}\n" for k in kept).encode("utf-8"))
+            atomic_write_bytes(path, "".join(f"{k}\n" for k in kept).encode("utf-8", "replace"))
             if self.recovered:
                 self.stats.set_value("images/recovered_pending", len(self.recovered))
                 logger.warning("%d images accepted before an unclean stop but never written are queued again",
@@ -260,7 +260,7 @@ class ImageStore:
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")  # C encoder: no indent
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")  # C encoder: no indent
 
 
 _stores: "weakref.WeakKeyDictionary[Crawler, ImageStore | None]" = weakref.WeakKeyDictionary()

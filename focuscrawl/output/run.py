@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import weakref
 from pathlib import Path
@@ -45,6 +46,23 @@ class RunOutput:
                 self._offsets = {k: int(v) for k, v in state.get("files", {}).items()}
         self.resumed = bool(self._offsets)
         self._logs: dict[str, _AppendFile] = {}
+        if self.resumed:
+            self.remove_temp_files()
+
+    def remove_temp_files(self) -> int:
+        """Delete temp files a killed crawl left mid-``atomic_write_bytes`` (``.<name>.tmp<pid>``)."""
+        removed = 0
+        dirs = [self.dir, self.dir / "images"] + sorted((self.dir / "records").glob("*"))
+        for d in dirs:
+            if not d.is_dir():
+                continue
+            for entry in os.scandir(d):
+                if entry.name.startswith(".") and ".tmp" in entry.name and entry.is_file():
+                    os.unlink(entry.path)
+                    removed += 1
+        if removed:
+            logger.info("removed %d temp files left by an interrupted crawl in %s", removed, self.dir)
+        return removed
 
     def path(self, relative: str) -> Path:
         return self.dir / relative
