@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 
 import redis
@@ -45,9 +46,9 @@ def test_host_slots_are_spaced_across_clients(redis_server):
 
 
 def test_two_processes_share_one_frontier(tmp_path, redis_server):
-    pages = link_site(40)
+    pages = link_site(24)
     for path, page in pages.items():
-        page.delay = 0.1  # slow enough that both processes get work
+        page.delay = 0.05  # slow enough that both processes get work
     with LocalWeb(pages) as web:
         single = run_links(f"{web.base}/p0", out=tmp_path / "single.jsonl")
         assert single.returncode == 0, single.stderr[-2000:]
@@ -59,10 +60,10 @@ def test_two_processes_share_one_frontier(tmp_path, redis_server):
             assert p.wait(90) == 0, (tmp_path / "w0.log").read_text()[-3000:]
         fetched = Counter(web.fetched())
     both = rows(tmp_path / "w0.jsonl") + rows(tmp_path / "w1.jsonl")
-    assert len(single_urls) == 40
+    assert len(single_urls) == 24
     assert {r["url"] for r in both} == single_urls
-    assert len(both) == 40  # no page processed twice
-    assert max(fetched.values()) == 1 and len(fetched) == 40  # server saw each page once
+    assert len(both) == 24  # no page processed twice
+    assert max(fetched.values()) == 1 and len(fetched) == 24  # server saw each page once
     assert len({r["pid"] for r in both}) == 2, "both processes must have crawled"
     log = (tmp_path / "w0.log").read_text()
     assert "redis_throttle/requests" in log
@@ -136,3 +137,21 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
         return {url: sorted(json.dumps({k: v for k, v in json.loads(s).items() if k != "near_duplicate_page"},
                                        sort_keys=True) for s in ss) for url, ss in sightings(run).items()}
     assert contexts(merged_dir) == contexts(single_dir)
+
+
+def test_two_processes_refuse_one_output_directory(tmp_path, redis_server):
+    pages = link_site(30)
+    for page in pages.values():
+        page.delay = 0.4  # the first process crawls for > 6 s
+    output = f"FOCUSCRAWL_OUTPUT_DIR={tmp_path / 'same'}"
+    with LocalWeb(pages) as web:
+        first = start_links(f"{web.base}/p0", *redis_settings(redis_server), output, out=tmp_path / "a.jsonl")
+        deadline = time.time() + 30
+        while not (tmp_path / "a.jsonl").exists() and time.time() < deadline:
+            time.sleep(0.1)  # the first process is crawling: it has claimed the directory
+        second = run_links(f"{web.base}/p0", *redis_settings(redis_server), output, out=tmp_path / "b.jsonl")
+        first.terminate()  # a clean stop; no need to crawl the rest
+        assert first.wait(60) == 0
+    assert second.returncode != 0
+    assert "is being written by worker" in second.stderr
+    assert not (tmp_path / "b.jsonl").exists()  # it crawled nothing
