@@ -127,9 +127,12 @@ class AnnotationDB:
     def __init__(self, path: str | Path, per_image: int | None = None):
         self.path = str(path)
         self._local = threading.local()
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file: readers never block the writer
-            conn.executescript(SCHEMA)
+        try:
+            with self._connect() as conn:
+                conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file: readers never block the writer
+                conn.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise AnnotationError(f"cannot open the annotation database {self.path}: {exc}") from None
         if per_image is not None:
             if per_image < 1:
                 raise AnnotationError("--per-image must be at least 1")
