@@ -76,9 +76,10 @@ def main() -> int:
     ap.add_argument("--per-image", type=int, default=3)
     ap.add_argument("--annotators", type=int, default=8)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="annotate-load-"))
-    base_t, base_n, base_ok = run(work, args.images, args.per_image, args.annotators, concurrent=False)
-    conc_t, conc_n, conc_ok = run(work, args.images, args.per_image, args.annotators, concurrent=True)
+    with tempfile.TemporaryDirectory(prefix="annotate-load-") as tmp:
+        work = Path(tmp)
+        base_t, base_n, base_ok = run(work, args.images, args.per_image, args.annotators, concurrent=False)
+        conc_t, conc_n, conc_ok = run(work, args.images, args.per_image, args.annotators, concurrent=True)
     print(f"sequential, {args.per_image} annotators in turn: {base_n} answers in {base_t:.2f}s = "
           f"{base_n / base_t:.1f} answers/s, counts exact: {base_ok}")
     print(f"concurrent, {args.annotators} annotators: {conc_n} answers in {conc_t:.2f}s = "

@@ -170,6 +170,11 @@ FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
 #: text (with the batch's pages.tsv rows); 0 = one member per page.
 FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
 
+#: With JOBDIR: seconds between checkpoints of the run directory's offsets (0 = after
+#: every image and page batch). After a kill the rows since the last checkpoint are
+#: cut back and redone (frontier journal, images.pending).
+FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
+
 #: Spider middlewares: spider output flows from high to low numbers. The
 #: near-duplicate middleware (dedup) must have a higher number than 500 so that
 #: ``near_duplicate_of`` is set before images are extracted.

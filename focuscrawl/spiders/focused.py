@@ -22,6 +22,7 @@ import scrapy
 from scrapy.exceptions import UsageError
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.items import PageItem
 from focuscrawl.scoring import topic_scorer
@@ -190,7 +191,7 @@ class FocusedSpider(scrapy.Spider):
             url=response.url,
             depth=response.meta.get("depth", 0),
             status=response.status,
-            host=urlsplit(response.url).hostname,
+            host=urlparse_cached(response).hostname,
             size=len(response.body),
             fetched_at=time.time(),
             perplexity=score.perplexity,
