@@ -123,7 +123,7 @@ def test_sigkill_then_resume_recovers_the_frontier(tmp_path):
     # Known gap (docs/DEPLOY.md): an image whose item was still in the pipelines
     # when the kill came is lost if its page's row was already committed.
     lost_images = check_complete(out, all_images=False)  # every page once, no duplicate
-    assert len(lost_images) <= 4
+    assert len(lost_images) <= 2
     fetches = page_fetches(web)
     twice = sum(1 for c in fetches.values() if c > 1)
     assert second["frontier/recovered"] > 0
