@@ -8,17 +8,19 @@ arrival order as ``host/path``.
 from __future__ import annotations
 
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 
 class Page:
     def __init__(self, body: bytes | str, content_type: str = "text/html; charset=utf-8", status: int = 200,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, delay: float = 0.0) -> None:
         self.body = body.encode("utf-8") if isinstance(body, str) else body
         self.content_type = content_type
         self.status = status
         self.headers = headers or {}
+        self.delay = delay  # seconds before answering (a slow host)
 
 
 def html(title: str, text: str, links: list[tuple[str, str]] = (), extra: str = "") -> str:
@@ -44,6 +46,8 @@ class LocalWeb:
                 path = parts.path + (f"?{parts.query}" if parts.query else "")
                 web.requests.append(f"{host}{path}")
                 page = web.pages.get((host, path)) or Page("not found", "text/plain", 404)
+                if page.delay:
+                    time.sleep(page.delay)
                 self.send_response(page.status)
                 self.send_header("Content-Type", page.content_type)
                 self.send_header("Content-Length", str(len(page.body)))

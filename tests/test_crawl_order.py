@@ -53,6 +53,9 @@ def test_keywords_mode_is_best_first_across_hosts(tmp_path):
     assert stats["focuscrawl/links/bucket/normal"] == 2
     assert stats["focuscrawl/pages"] == 6
     assert stats["lm/queries"] > 0
+    # 6 anchors scored; "click here" and "tabby" twice: answered from the anchor cache
+    assert stats["focuscrawl/links/anchor_lookups"] == 6
+    assert stats["focuscrawl/links/anchor_cache_hits"] == 2
     pages = [i for i in items(tmp_path) if "sentences" in i]
     assert [p["url"] for p in pages][:2] == ["http://seed.test/", "http://c.test/"]
     assert pages[0]["perplexity"] == pytest.approx(3162.28, rel=1e-4)

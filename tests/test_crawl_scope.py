@@ -41,14 +41,14 @@ def scope_site() -> dict:
         ("broken.test", "/ok"): leaf,
         ("latin.test", "/"): Page(LATIN1, "text/html; charset=utf-8"),
         ("huge.test", "/"): Page(html("huge", ON_TOPIC + " cat" * 20000)),
-        ("h.test", "/1"): leaf, ("h.test", "/2"): leaf, ("h.test", "/3"): leaf,
+        ("h.test", "/1"): Page(html("leaf", ON_TOPIC), delay=0.4), ("h.test", "/2"): leaf, ("h.test", "/3"): leaf,
     }
 
 
 def test_scope_traps_robots_and_bad_input(tmp_path):
     settings = {"FOCUSCRAWL_REJECT_SURTS": ["(test,rejected,"], "FOCUSCRAWL_MAX_QUERY_VARIANTS": 2,
                 "URLLENGTH_LIMIT": 200, "FOCUSCRAWL_MAX_PAGES_PER_HOST": 2, "DOWNLOAD_MAXSIZE": 50_000,
-                "DOWNLOAD_WARNSIZE": 0}
+                "DOWNLOAD_WARNSIZE": 0, "FOCUSCRAWL_PROGRESS_INTERVAL": 0.1}
     with LocalWeb(scope_site()) as web:
         stats, proc = crawl(web, tmp_path, "http://seed.test/", settings=settings)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -80,6 +80,9 @@ def test_scope_traps_robots_and_bad_input(tmp_path):
     # seed, q.test x2, robots.test/public, broken.test x2, latin.test, h.test x2
     assert stats["focuscrawl/pages"] == len(pages) == 9
     assert stats["focuscrawl/download_errors/HttpError"] == 1  # gone.test: 404
+    # the progress extension logged while h.test/1 was slow
+    progress = [line for line in proc.stderr.splitlines() if "progress: " in line]
+    assert progress and all("pages/s" in line and "queue " in line and "LM " in line for line in progress)
 
 
 def test_allowed_domains_and_page_budget(tmp_path):
@@ -120,3 +123,19 @@ def test_bad_arguments_stop_with_a_clear_message(tmp_path):
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode != 0, args
         assert f"cannot start the crawl: {message}" in stderr, (args, stderr[-2000:])
+
+
+def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):
+    site = {
+        ("seed.test", "/"): Page(html("seed", ON_TOPIC + " " + ON_TOPIC, [("http://empty.test/", "cat"),
+                                                                         ("http://next.test/", "cat")])),
+        ("empty.test", "/"): Page(b""),  # boilerpy3 fails on an empty document
+        ("next.test", "/"): Page(html("next", ON_TOPIC + " " + ON_TOPIC)),
+    }
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", extractor="article")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert web.pages_requested() == ["seed.test/", "empty.test/", "next.test/"]
+    assert stats["focuscrawl/skipped/extraction_error"] == 1
+    assert stats["focuscrawl/pages"] == 2
+    assert "text extraction failed on http://empty.test/" in proc.stderr

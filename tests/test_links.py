@@ -63,3 +63,22 @@ def test_other_bucket_counts_get_generic_names():
     assert bucket_index(5.0, [10.0]) == 0 and bucket_index(50.0, [10.0]) == 1
     assert bucket_name(1, 2) == "b1"
     assert bucket_priority(50.0, [10.0]) == 0 and seed_priority([10.0]) == 2
+
+
+def test_links_log_keeps_whole_lines_after_a_kill(tmp_path):
+    from focuscrawl.middlewares.priority import LINKS_LOG_COLUMNS, LinksLog
+
+    path = tmp_path / "links.tsv"
+    log = LinksLog(str(path))
+    log.write("http://a.test/", "http://b.test/", "tab\there", 10.0, None, 0.5, 12.5, "high", 3, 1)
+    log.close()
+    with open(path, "a") as f:
+        f.write("http://a.test/\thttp://c.test/\thalf-wri")  # a killed crawl
+    log = LinksLog(str(path))
+    log.write("http://a.test/", "http://d.test/", "", 10.0, None, None, 10.0, "high", 3, 1)
+    log.close()
+    lines = path.read_text().splitlines()
+    assert lines[0].split("\t") == list(LINKS_LOG_COLUMNS)
+    assert [line.split("\t") for line in lines[1:]] == [
+        ["http://a.test/", "http://b.test/", "tab here", "10", "", "0.5", "12.5", "high", "3", "1"],
+        ["http://a.test/", "http://d.test/", "", "10", "", "", "10", "high", "3", "1"]]

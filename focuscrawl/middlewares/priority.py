@@ -45,11 +45,36 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def drop_partial_last_line(path: str) -> None:
+    """Cut a line a killed crawl left half-written, so that appending keeps whole lines."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                f.truncate(pos - step + i + 1)
+                return
+            pos -= step
+        f.truncate(0)
+
+
 class LinksLog:
     """``links.tsv``: one whole, flushed line per scored link (append: a resumed crawl continues it)."""
 
     def __init__(self, path: str) -> None:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        drop_partial_last_line(path)
         new = not os.path.exists(path) or os.path.getsize(path) == 0
         self.file: TextIO = open(path, "a", encoding="utf-8", buffering=1)
         if new:
@@ -134,15 +159,19 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.ranker = LinkRanker(s, topic_scorer(crawler) if mode == "keywords" else None)
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
-        if s.getbool("FOCUSCRAWL_LINKS_LOG") and out:
-            self.log_path = os.path.join(out, "links.tsv")
-            crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
-            crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     def spider_opened(self, spider=None) -> None:
-        self.log = LinksLog(self.log_path)
+        if self.log_path:
+            self.log = LinksLog(self.log_path)
 
     def spider_closed(self, spider=None) -> None:
+        if self.ranker.scorer is not None:  # anchors answered from the per-anchor cache
+            info = self.ranker.anchor_score.cache_info()
+            self.stats.set_value("focuscrawl/links/anchor_lookups", info.hits + info.misses)
+            self.stats.set_value("focuscrawl/links/anchor_cache_hits", info.hits)
         if self.log:
             self.log.close()
             self.log = None
