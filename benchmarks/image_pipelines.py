@@ -51,7 +51,7 @@ def part1(data: Path) -> None:
           f"{extract / parse:.2f}x parse time")
 
 
-def part2(n_pages: int, n_images: int, concurrency: int) -> None:
+def part2(n_pages: int, n_images: int, concurrency: int, repeat: int) -> None:
     from tests.crawlhelp import crawl
     from tests.imagesite import image_bytes
     from tests.localweb import LocalWeb, Page
@@ -70,20 +70,26 @@ def part2(n_pages: int, n_images: int, concurrency: int) -> None:
                 "LOG_LEVEL": "WARNING", "FEEDS": {}, "FOCUSCRAWL_LINKS_LOG": False}
     results = {}
     with LocalWeb(site) as web:
-        for name, output in (("baseline (no run dir)", ""), ("with image pipelines", None)):
-            with tempfile.TemporaryDirectory() as tmp:
-                tmp = Path(tmp)
-                extra = {} if output is None else {"output": ""}
-                t0 = time.perf_counter()
-                stats, proc = crawl(web, tmp, "http://bench.test/p0", settings=settings, timeout=600,
-                                    model=str(default_model_path()), keywords=str(default_keywords_path()), **extra)
-                wall = time.perf_counter() - t0
-                if proc.returncode != 0:
-                    raise SystemExit(proc.stderr[-2000:])
-                results[name] = (wall, stats)
+        for name, output, jobdir in (("baseline (no run dir)", "", False), ("with image pipelines", None, False),
+                                     ("pipelines + JOBDIR", None, True)):
+            for _ in range(repeat):  # best of N: the machine is shared
+                with tempfile.TemporaryDirectory() as tmp:
+                    tmp = Path(tmp)
+                    extra = {} if output is None else {"output": ""}
+                    run_settings = {**settings, "JOBDIR": str(tmp / "job")} if jobdir else settings
+                    t0 = time.perf_counter()
+                    stats, proc = crawl(web, tmp, "http://bench.test/p0", settings=run_settings, timeout=600,
+                                        model=str(default_model_path()), keywords=str(default_keywords_path()),
+                                        **extra)
+                    wall = time.perf_counter() - t0
+                    if proc.returncode != 0:
+                        raise SystemExit(proc.stderr[-2000:])
+                    best = results.get(name)
+                    if best is None or float(stats["elapsed_time_seconds"]) < float(best[1]["elapsed_time_seconds"]):
+                        results[name] = (wall, stats)
     base_crawl = float(results["baseline (no run dir)"][1]["elapsed_time_seconds"])
     print(f"part 2: local crawl, {n_pages} pages x {n_images} images (600x400 JPEG), focused spider, "
-          f"concurrency {concurrency}; "
+          f"concurrency {concurrency}, best of {repeat}; "
           f"crawl time = Scrapy's elapsed_time_seconds (no start-up), wall = whole subprocess")
     for name, (wall, stats) in results.items():
         written = stats.get("images/written", 0)
@@ -100,9 +106,10 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=10)
     ap.add_argument("--concurrency", type=int, default=32,
                     help="CONCURRENT_REQUESTS(_PER_DOMAIN): image downloads are latency-bound")
+    ap.add_argument("--repeat", type=int, default=3, help="crawls per variant; the fastest counts")
     args = ap.parse_args()
     part1(args.data)
-    part2(args.pages, args.images, args.concurrency)
+    part2(args.pages, args.images, args.concurrency, args.repeat)
 
 
 if __name__ == "__main__":

@@ -77,3 +77,17 @@ def run_lmplz(lmplz: str, order: int, text: Path, arpa: Path, memory: str = "1G"
                         "--discount_fallback"], stdin=fin, stdout=fout,
                        stderr=subprocess.DEVNULL, check=True)
     return time.perf_counter() - t0
+
+
+def read_arpa(path: Path) -> tuple[list[str], dict[str, tuple[float, float | None]]]:
+    """The ``ngram k=n`` header lines and ``{ngram: (log10 p, log10 backoff or None)}``."""
+    header, entries, in_grams = [], {}, False
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("ngram "):
+            header.append(line)
+        elif line.startswith("\\") and line.endswith("-grams:"):
+            in_grams = True
+        elif in_grams and line.strip() and not line.startswith("\\"):
+            parts = line.split("\t")
+            entries[parts[1]] = (float(parts[0]), float(parts[2]) if len(parts) > 2 else None)
+    return header, entries

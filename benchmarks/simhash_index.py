@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--brute-queries", type=int, default=200, help="queries checked against brute force")
+    ap.add_argument("--crawl-pages", type=int, default=50_000, help="query+add rounds after the build")
     ap.add_argument("--repeat", type=int, default=3, help="timings are the best of this many runs")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
@@ -95,6 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"speedup single         {t_brute / t_single:.0f}x")
     print(f"speedup batched        {t_brute / t_batch:.0f}x")
     print(f"agreement with brute   single {agree_single}/{nb}, batch {agree_batch}/{nb}")
+
+    # the crawl's pattern: query, then add, one page at a time (tail scans and merges included)
+    new = rng.integers(0, 2**64, size=args.crawl_pages, dtype=np.uint64).tolist()
+    t = time.perf_counter()
+    for fp in new:
+        index.query(fp)
+        index.add(fp)
+    print(f"crawl pattern          {(time.perf_counter() - t) / len(new) * 1e6:.1f} us per page "
+          f"(query + add, {len(new):,} pages onto {args.n:,})")
     return 0 if agree_single == agree_batch == nb else 1
 
 

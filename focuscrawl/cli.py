@@ -18,6 +18,8 @@ COMMAND_MODULES = [
     "focuscrawl.eval.cli",
     "focuscrawl.ranking",
     "focuscrawl.annotate.cli",
+    "focuscrawl.archive.cli",
+    "focuscrawl.output.merge",
 ]
 
 

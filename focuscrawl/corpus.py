@@ -158,7 +158,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
     tsv = run_dir / IMAGES_TSV
     if not tsv.is_file():
         raise RunDirError(f"{run_dir} is not a run directory: {IMAGES_TSV} is missing")
-    with open(tsv, encoding="utf-8", newline="") as fh:
+    with open(tsv, encoding="utf-8", errors="replace", newline="") as fh:  # bad bytes: U+FFFD, row kept
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
         header = next(reader, None)
         if not header or "image_url" not in header:

@@ -14,7 +14,8 @@ add-on then configures:
   ``FOCUSCRAWL_REDIS_HOST_DELAY`` seconds apart;
 * ``RedisWorkers``: a process whose local work is done stays alive while the shared
   queue has requests or another process is still busy (its links may come), so all
-  processes stop together when the frontier is really exhausted.
+  processes stop together when the frontier is really exhausted; a process refuses
+  to start on a run directory that another live process of the crawl writes.
 
 Limits: ``CONCURRENT_REQUESTS_PER_DOMAIN`` and AutoThrottle stay per process (N
 processes may have N times as many connections open to a host, but start at most
@@ -155,9 +156,14 @@ class RedisWorkers:
         self.crawler = crawler
         self.server = server
         self.key = key
+        self.alive_key = key.rsplit(":", 1)[0] + ":alive"
+        self.outputs_key = key.rsplit(":", 1)[0] + ":outputs"
         self.queue_key = queue_key
         self.busy_timeout = busy_timeout
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.output = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
+        if self.output:
+            self._claim_output()
         self._loop = task.LoopingCall(self._beat)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
@@ -173,11 +179,26 @@ class RedisWorkers:
                    s.get("SCHEDULER_QUEUE_KEY") % {"spider": name},
                    s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT", 3.0))
 
+    def _claim_output(self) -> None:
+        """Each process needs its own run directory: refuse one a live worker writes."""
+        path = f"{socket.gethostname()}:{os.path.abspath(self.output)}"
+        self.server.zadd(self.alive_key, {self.worker: time.time()})
+        if self.server.hsetnx(self.outputs_key, path, self.worker):
+            return
+        owner = (self.server.hget(self.outputs_key, path) or b"").decode()
+        seen = self.server.zscore(self.alive_key, owner)
+        if owner != self.worker and seen is not None and seen > time.time() - 10:
+            raise ValueError(f"output directory {self.output} is being written by worker {owner} of this "
+                             f"Redis crawl: give every process its own -a output=... and merge them with "
+                             f"'focuscrawl merge'")
+        self.server.hset(self.outputs_key, path, self.worker)  # its owner is gone
+
     def spider_opened(self, spider: Spider) -> None:
         self.server.zadd(self.key, {self.worker: time.time()})
         self._loop.start(0.5, now=False)
 
     def _beat(self) -> None:
+        self.server.zadd(self.alive_key, {self.worker: time.time()})
         engine = self.crawler.engine
         if engine is None:
             return
@@ -207,3 +228,4 @@ class RedisWorkers:
         if self._loop.running:
             self._loop.stop()
         self.server.zrem(self.key, self.worker)
+        self.server.zrem(self.alive_key, self.worker)

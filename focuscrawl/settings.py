@@ -149,6 +149,9 @@ FOCUSCRAWL_IMAGE_MAX_SIBLINGS = 5
 #: A context text longer than this is stored and scored cut to this many characters
 #: (a parent near <body> is the whole page); its full length is kept in the record.
 FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS = 10_000
+#: Lazy-loading attributes read when ``src`` is missing or a ``data:`` placeholder
+#: **(choice)**: the thesis read ``src`` only; [] restores that.
+FOCUSCRAWL_IMAGE_LAZY_SRC = ["data-src", "data-lazy-src", "data-original"]
 #: Candidate images kept per page; more are dropped as ``page_limit`` (crawler traps).
 FOCUSCRAWL_IMAGE_MAX_PER_PAGE = 200
 #: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
@@ -159,11 +162,18 @@ FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
 #: Decompression-bomb guard: images with more pixels are rejected before decoding.
 #: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
 FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
+#: Image URLs that redirect (http -> https, CDNs) are followed (Scrapy's media setting).
+MEDIA_ALLOW_REDIRECTS = True
 #: Later sightings merged into one image record at most (a logo on every page).
 FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
 #: sentences.txt.gz is written as one gzip member per batch of this many bytes of
 #: text (with the batch's pages.tsv rows); 0 = one member per page.
 FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
+
+#: With JOBDIR: seconds between checkpoints of the run directory's offsets (0 = after
+#: every image and page batch). After a kill the rows since the last checkpoint are
+#: cut back and redone (frontier journal, images.pending).
+FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
 
 #: Spider middlewares: spider output flows from high to low numbers. The
 #: near-duplicate middleware (dedup) must have a higher number than 500 so that

@@ -32,7 +32,7 @@ class Client:
         headers = {}
         body = None
         if form is not None:
-            body = urlencode(form)
+            body = urlencode(form).encode("ascii")  # one send with the headers (no Nagle stall)
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())

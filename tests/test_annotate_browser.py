@@ -31,15 +31,21 @@ def served(tmp_path):
     thread.join(5)
 
 
-@pytest.fixture
-def page():
+@pytest.fixture(scope="module")
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 800, "height": 1000})
-        yield context.new_page()
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 800, "height": 1000})  # fresh cookies per test
+    yield context.new_page()
+    context.close()
 
 
 def test_annotate_with_hotkeys_only(served, page):

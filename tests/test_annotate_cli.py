@@ -29,6 +29,19 @@ def test_add_user_and_users(tmp_path, monkeypatch, capsys):
     assert AnnotationDB(db).authenticate("anna", "a-long-password") is not None
 
 
+def test_clear_errors_for_bad_database_and_busy_port(tmp_path, capsys):
+    assert main(["annotate", "users", "--db", str(tmp_path / "no" / "such" / "dir.sqlite3")]) == 2
+    assert "cannot open the annotation database" in capsys.readouterr().err
+    run_dir = make_run_dir(tmp_path / "run", [{"url": "http://a.org/1.jpg", "score": 5}])
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["annotate", "serve", str(run_dir), "--db", str(tmp_path / "d.sqlite3"),
+                     "--port", str(port)]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

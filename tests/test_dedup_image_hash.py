@@ -50,3 +50,10 @@ def test_parse_image_hash():
     assert parse_image_hash("") is None and parse_image_hash(None) is None
     with pytest.raises(ValueError):
         parse_image_hash("xyz")
+
+
+def test_flat_images_have_no_hash_so_they_never_collapse():
+    yellow = encode(Image.new("RGB", (640, 427), (222, 200, 81)), "JPEG")
+    blue = encode(Image.new("RGB", (300, 200), (20, 40, 200)))
+    assert phash_bytes(yellow) is None and phash_bytes(blue) is None
+    assert phash_bytes(encode(picture(3))) is not None

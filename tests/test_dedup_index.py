@@ -83,3 +83,15 @@ def test_key_matches_count_equal_table_keys():
     assert m.key_matches == 4 + 3 + 3 + 2
     assert m.candidates >= m.key_matches
     assert index.query_many([0]).key_matches == 0  # not counted unless asked
+
+
+def test_growing_tail_and_merges_agree_with_brute_force():
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 2**64, size=20000, dtype=np.uint64)
+    index = SimHashIndex(3, 4, merge_threshold=64)
+    for fp in base.tolist():
+        index.add(fp)
+    assert 0 < len(index) - index._n_sorted < 20000 // 64 + 1  # a tail is pending, merges happened
+    queries = [int(base[i]) ^ (1 << int(b)) for i, b in zip(rng.integers(0, 20000, 50), rng.integers(0, 64, 50))]
+    for q in queries:
+        assert index.query(q) == brute(base, q, 3)

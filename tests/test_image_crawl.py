@@ -22,6 +22,7 @@ from focuscrawl.pipelines.writers import PAGE_COLUMNS
 JPEG = image_bytes("JPEG")
 PNG_B = image_bytes("PNG", (800, 600), (10, 200, 10))
 GIF_C = image_bytes("GIF", (640, 480))
+JPEG_D = image_bytes("JPEG", (700, 500), (0, 0, 255))
 SETTINGS = {"FOCUSCRAWL_IMAGE_MAX_BYTES": 100_000, "FOCUSCRAWL_IMAGE_MAX_PIXELS": 1_000_000,
             "FOCUSCRAWL_IMAGE_MAX_PARENTS": 2, "FOCUSCRAWL_IMAGE_MAX_SIBLINGS": 1,
             "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0, "FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS": ["par"]}
@@ -40,7 +41,7 @@ def site() -> dict:
       <div class="wp-caption"><a href="/p2">{img("/img/a.jpg", "tabby cat", extra='class="size-full" style="border: 0"')}</a>
       <p>kitten cat caption.</p></div>
       {img("/img/trunc.jpg")}{img("/img/bomb.png")}{img("/img/big.png")}{img("/img/bomb2.png")}
-      {img("/img/html.jpg")}{img("/img/missing.jpg")}
+      {img("/img/html.jpg")}{img("/img/missing.jpg")}{img("/img/private/p.jpg")}{img("/img/moved.jpg")}
       {img("/img/small.jpg", size='width="50" height="50"')}{img("/img/noalt.jpg", alt="")}
       {img("/img/nosize.png", size="")}{img("/img/x.webp")}
       <a href="/latin">latin</a></div>""")
@@ -53,6 +54,10 @@ def site() -> dict:
     assert len(big) > 100_000
     return {
         ("cats.test", "/"): Page(home),
+        ("cats.test", "/robots.txt"): Page("User-agent: *\nDisallow: /img/private/\n", "text/plain"),
+        ("cats.test", "/img/private/p.jpg"): Page(JPEG, "image/jpeg"),
+        ("cats.test", "/img/moved.jpg"): Page(b"", "text/html", 301, {"Location": "http://cdn.test/new.jpg"}),
+        ("cdn.test", "/new.jpg"): Page(JPEG_D, "image/jpeg"),
         ("cats.test", "/p2"): Page(p2),
         ("cats.test", "/latin"): Page(latin, "text/html; charset=utf-8"),
         ("cats.test", "/img/a.jpg"): Page(JPEG, "image/jpeg"),
@@ -88,25 +93,28 @@ def test_images_rules_merge_download_and_logs(tmp_path):
         stats, proc = crawl(web, tmp_path, "http://cats.test/", settings=SETTINGS)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "out"
+    assert "cats.test/img/private/p.jpg" not in web.requests  # robots.txt obeyed for images too
     # HTML rules: every <img> counted, each drop by reason
-    assert stats["images/seen"] == 11 + 2 + 1
+    assert stats["images/seen"] == 13 + 2 + 1
     assert stats["images/dropped/too_small"] == 1
     assert stats["images/dropped/no_alt_title"] == 1
     assert stats["images/dropped/size_unspecified"] == 1
     assert stats["images/dropped/format"] == 1
-    assert stats["images/kept"] == 7 + 2 + 1
+    assert stats["images/kept"] == 9 + 2 + 1
     # downloads: bad files counted and skipped
-    for reason in ("truncated", "too_big_file", "not_an_image", "http_status"):
+    for reason in ("truncated", "too_big_file", "not_an_image", "http_status", "filtered"):  # filtered: robots.txt
         assert stats[f"images/failed/{reason}"] == 1, reason
     assert stats["images/failed/decompression_bomb"] == 2
     assert stats["images/merge/later_sightings"] == 1
-    assert stats["images/written"] == 3 and stats["images/downloaded"] == 3
+    assert stats["images/written"] == 4 and stats["images/downloaded"] == 4
 
     rows = read_tsv(out / "images.tsv")
     assert list(rows[0]) == image_columns(2, 1)
     assert [(r["image_url"], r["first_seen"]) for r in rows] == [
-        ("http://cats.test/img/a.jpg", "0"), ("http://other.test/b.png", "7"), ("http://cats.test/img/c.gif", "8")]
-    a, b, c = rows
+        ("http://cats.test/img/a.jpg", "0"), ("http://cats.test/img/moved.jpg", "8"),
+        ("http://other.test/b.png", "9"), ("http://cats.test/img/c.gif", "10")]
+    a, moved, b, c = rows
+    assert (out / moved["image_path"]).read_bytes() == JPEG_D  # redirect followed, kept under the page's URL
     assert (a["width"], a["height"], a["image_format"], a["html_width"]) == ("600", "400", "JPEG", "600")
     assert (b["width"], b["height"], b["image_format"]) == ("800", "600", "PNG")
     assert c["alt"] == "Ktzchen cat"  # the undecodable byte is dropped, the image kept
@@ -147,4 +155,29 @@ def test_images_rules_merge_download_and_logs(tmp_path):
     sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().splitlines()
     assert sentences == [s for i in page_items for s in i["sentences"]]
     saved = json.loads((out / "stats.json").read_text())
-    assert saved["images/written"] == 3 and saved["finish_reason"] == "finished"
+    assert saved["images/written"] == 4 and saved["finish_reason"] == "finished"
+
+
+def test_images_of_near_duplicate_pages_are_marked(tmp_path):
+    """The real NearDuplicatePageMiddleware flags the copy; its new image is marked, the shared one merged."""
+    text = " ".join(f"The cat number {w} sleeps on the warm sofa in the living room all day." for w in
+                    ("one", "two", "three", "four", "five", "six", "seven", "eight"))
+    def body(img_name, links=""):
+        return page(f"<div><p>{text}</p>{img('/img/a.jpg', 'a cat')}{img(img_name, 'another cat')}</div>{links}")
+    site = {("cats.test", "/"): Page(body("/img/b.jpg", '<a href="/copy">copy</a>')),
+            ("cats.test", "/copy"): Page(body("/img/c.jpg")),
+            ("cats.test", "/img/a.jpg"): Page(JPEG, "image/jpeg"),
+            ("cats.test", "/img/b.jpg"): Page(JPEG, "image/jpeg"),
+            ("cats.test", "/img/c.jpg"): Page(JPEG, "image/jpeg")}
+    with quiet(LocalWeb(site)) as web:
+        stats, proc = crawl(web, tmp_path, "http://cats.test/", settings={"FOCUSCRAWL_NEARDUP_IMAGES": "mark"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "out"
+    pages = read_tsv(out / "pages.tsv")
+    assert [(p["url"], p["near_duplicate_of"]) for p in pages] == [
+        ("http://cats.test/", ""), ("http://cats.test/copy", "http://cats.test/")]
+    rows = {r["image_url"].rsplit("/", 1)[1]: r for r in read_tsv(out / "images.tsv")}
+    assert {k: r["near_duplicate_page"] for k, r in rows.items()} == {"a.jpg": "0", "b.jpg": "0", "c.jpg": "1"}
+    assert stats["images/kept_near_duplicate_page"] == 2
+    rec = json.loads((out / rows["a.jpg"]["record_path"]).read_text())
+    assert [s["near_duplicate_page"] for s in rec["sightings"]] == [False, True]

@@ -18,6 +18,7 @@ def test_src_guess_string_thesis_example():
     ("http://example.com/img/kitten.v2/tabby?size=large", "example com img kitten v tabby size large"),
     ("https://ex.org/a/", "ex org a"),
     ("https://ex.org/Kätzchen.png", "ex org kätzchen"),
+    ("https://ex.org/K%C3%A4tzchen%20Bild.png?q=zwei%20Katzen", "ex org kätzchen bild q zwei katzen"),
 ])
 def test_src_guess_string_more(url, expected):
     assert src_guess_string(url) == expected
@@ -32,7 +33,7 @@ def test_html_dimension(value, expected):
 
 def _reason(tag, base="http://site.test/page/a.html", rules=ImageRules()):
     img = lhtml.fragment_fromstring(tag)
-    attrs = R.read_attributes(img.attrib, base)
+    attrs = R.read_attributes(img.attrib, base, rules.lazy_src)
     return R.drop_reason(img.attrib, attrs, rules)
 
 
@@ -55,9 +56,24 @@ def _reason(tag, base="http://site.test/page/a.html", rules=ImageRules()):
     ('<img src="a.JPEG" title="cat" width="9600" height="7200">', None),
     ('<img src="a.gif?x=1" alt="cat" width="600px" height="400px">', None),
     ('<img src="//cdn.test/a.png" alt="cat" width="600" height="400">', None),
+    # lazy loading: the real URL in data-src when src is missing or a data: placeholder
+    ('<img data-src="a.jpg" alt="cat" width="600" height="400">', None),
+    ('<img src="data:image/gif;base64,R0lG" data-lazy-src="a.jpg" alt="cat" width="600" height="400">', None),
+    ('<img src="data:image/gif;base64,R0lG" data-src=" " alt="cat" width="600" height="400">', R.BAD_SRC),
+    ('<img data-src="a.webp" alt="cat" width="600" height="400">', R.FORMAT),
 ])
 def test_rules_reasons(tag, reason):
     assert _reason(tag) == reason
+
+
+def test_lazy_src_resolves_and_can_be_switched_off():
+    img = lhtml.fragment_fromstring('<img src="data:image/gif;base64,R0lG" data-original="/x/a.jpg" alt="c">')
+    attrs = R.read_attributes(img.attrib, "http://s.test/p/", ("data-src", "data-original"))
+    assert (attrs.src, attrs.lazy) == ("http://s.test/x/a.jpg", True)
+    attrs = R.read_attributes(img.attrib, "http://s.test/p/", ())
+    assert (attrs.src, attrs.lazy) == (None, False)
+    assert _reason('<img data-src="a.jpg" alt="cat" width="600" height="400">',
+                   rules=ImageRules(lazy_src=())) == R.NO_SRC
 
 
 def test_unspecified_size_kept_when_not_kicked():

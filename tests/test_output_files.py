@@ -75,3 +75,24 @@ def test_atomic_write_bytes(tmp_path):
     atomic_write_bytes(path, b'{"a": 1}')
     assert path.read_bytes() == b'{"a": 1}'
     assert os.listdir(tmp_path) == ["r.json"]
+
+
+def test_header_given_by_a_later_opener(tmp_path):
+    from focuscrawl.output.run import RunOutput
+
+    run = RunOutput(tmp_path / "out", tmp_path / "job")
+    run.line_log("pages.tsv")  # e.g. the frontier reads it first, without knowing the columns
+    run.line_log("pages.tsv", "url\tdepth").write_lines(["http://s.test/\t0"])
+    run.close()
+    assert (tmp_path / "out" / "pages.tsv").read_text() == "url\tdepth\nhttp://s.test/\t0\n"
+
+
+def test_lone_surrogates_do_not_break_a_row(tmp_path):
+    log = LineLog(tmp_path / "x.tsv")
+    log.write_lines(["alt \ud800 text"])  # e.g. from a broken numeric character reference
+    log.close()
+    assert (tmp_path / "x.tsv").read_text() == "alt ? text\n"
+    glog = GzipLog(tmp_path / "s.gz")
+    glog.write_lines(["cat \udcff sat"])
+    glog.close()
+    assert gzip.decompress((tmp_path / "s.gz").read_bytes()) == b"cat ? sat\n"

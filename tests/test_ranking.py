@@ -51,6 +51,19 @@ def test_corpus_skips_malformed_rows(tmp_path, caplog):
     assert "wrong number of columns" in caplog.text
 
 
+def test_corpus_survives_bad_bytes_and_broken_records(tmp_path):
+    run_dir = make_run_dir(tmp_path / "r", [{"url": "http://a.org/1.jpg", "score": 3, "alt": "cat"},
+                                            {"url": "http://a.org/2.jpg", "score": 4, "alt": "dog"}])
+    tsv = run_dir / "images.tsv"
+    tsv.write_bytes(tsv.read_bytes().replace(b"\tcat\t", b"\tc\xffat\t"))
+    entries = list(iter_entries(run_dir, with_context=False))
+    assert [e.alt for e in entries] == ["c\ufffdat", "dog"]
+    record = run_dir / entries[1].record_path
+    record.write_text("{not json")
+    entries = list(iter_entries(run_dir))
+    assert entries[1].context_text == "" and entries[0].context_text == "context of http://a.org/1.jpg"
+
+
 def test_corpus_rejects_non_run_dir(tmp_path):
     with pytest.raises(RunDirError):
         list(iter_entries(tmp_path))

@@ -67,3 +67,22 @@ def test_perplexity_from_log10():
     assert perplexity_from_log10(-2.0, 2) == pytest.approx(10.0)
     assert perplexity_from_log10(0.0, 0) is None
     assert math.isclose(perplexity_from_log10(-1.0, 1) ** 1, 10.0)
+
+
+def test_scores_equal_the_definition_over_sentences(toy_arpa):
+    # score / score_document take a shortcut (tokens from the normaliser, one-sentence
+    # path, fast TextScore construction); they must equal score_sentences' definition.
+    import dataclasses
+
+    from focuscrawl.text.normalize import document_sentences, text_sentences
+    scorer = TopicScorer(load_kenlm(toy_arpa), KeywordList({"cat": 1.0, "dog": 3.0}))
+    for text in ["Cat dog cat.", "Cat dog. Dog dog cat cat dog! Zebra cat dog dog cat.", "", "42"]:
+        assert scorer.score(text) == scorer.score_sentences(text_sentences(text))
+        score, sentences = scorer.score_document(text, 3)
+        assert sentences == document_sentences(text, 3)
+        assert score == scorer.score_sentences(sentences)
+        assert dataclasses.asdict(score) == dataclasses.asdict(scorer.score_sentences(sentences))
+    s = scorer.score("Cat dog cat.")
+    assert (s.tokens, s.keyword_score) == (3, (1.0 + 3.0 + 1.0) / 4.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.tokens = 4

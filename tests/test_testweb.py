@@ -186,3 +186,22 @@ def test_heldout_web_never_shows_the_reserved_photos(pool):
     shown = {i["photo"] for i in web.truth()[1]}
     assert shown and not shown & reserved
     assert {p.key for p in web.topic_photos} == {p.key for p in pool.topic_photos("cat")} - reserved
+
+
+def test_cli_generate_and_heldout_corpus(tmp_path, capsys):
+    import json
+
+    from focuscrawl.cli import main
+    from focuscrawl.testweb.textpool import TextPool
+    from focuscrawl.testweb.web import heldout_photos
+
+    assert main(["testweb", "generate", "--data", "bundled", "--scale", "0.05", "--seed", "3",
+                 "-o", str(tmp_path / "web")]) == 0
+    info = json.loads((tmp_path / "web" / "web.json").read_text())
+    assert info["seed"] == 3 and info["pages"] > 100 and info["on_topic_pages"] > 0
+    assert main(["testweb", "heldout-corpus", "--data", "bundled", "-o", str(tmp_path / "corpus")]) == 0
+    captions = (tmp_path / "corpus" / "positive" / "captions.txt").read_text().splitlines()
+    reserved = {c for p in heldout_photos(TextPool.from_bundle(), "cat") for c in p.captions}
+    assert captions and set(captions) <= reserved
+    assert (tmp_path / "corpus" / "lm_sentences.txt").stat().st_size > 0
+    assert len(list((tmp_path / "corpus" / "neutral").iterdir())) >= 10

@@ -256,3 +256,54 @@ def test_train_lm_function_writes_normalized_input(tmp_path):
     model = train_lm([src], tmp_path / "m.arpa", order=2, normalized=True)
     assert model.sentences == 2 and model.tokens == 6
     assert kenlm.Model(str(tmp_path / "m.arpa")).order == 2
+
+
+# Made with KenLM 0.3.0: printf '%s\n' "w2 w2 w0 w5" "w2" "w0 w2 w1 w0 w0 w2 w1 w5" | lmplz -o 2 --discount_fallback
+QUIRK_LMPLZ_ARPA = """\\data\\
+ngram 1=7
+ngram 2=12
+
+\\1-grams:
+-1.1169698\t<unk>\t0
+0\t<s>\t-0.30103
+-0.7966346\t</s>\t0
+-0.69596446\tw2\t-0.30103
+-0.54557866\tw0\t-0.30103
+-0.7966346\tw5\t-0.30103
+-0.92791355\tw1\t-0.30103
+
+\\2-grams:
+-0.7450627\tw2 </s>
+-0.23667604\tw5 </s>
+-0.36248246\t<s> w2
+-0.69746464\tw2 w2
+-0.45507112\tw0 w2
+-0.5100025\t<s> w0
+-0.6155371\tw2 w0
+-0.5729018\tw0 w0
+-0.40631405\tw1 w0
+-0.68854046\tw0 w5
+-0.4816689\tw1 w5
+-0.5866537\tw2 w1
+
+\\end\\
+"""
+
+
+def test_lmplz_count_of_counts_quirk(tmp_path):
+    # Adjusted unigram counts: w1 1 (w2 left of it), w5 2, </s> 2, w2 3, w0 4: n1..n4 all
+    # non-zero, so the closed form would give D1 = 1 - 2*(1/5)*2/1 = 0.2. But lmplz counts
+    # the suffixes of the last bigram in suffix order ("w2 w1": w1 has the highest id) with
+    # raw counts: w1 occurs twice, n1 becomes 0 and lmplz falls back to 0.5/1/1.5.
+    sentences = ["w2 w2 w0 w5", "w2", "w0 w2 w1 w0 w0 w2 w1 w5"]
+    model, path = train_to(tmp_path, sentences, 2)
+    assert dict(zip(model.vocab.tolist(), model.orders[0].count.tolist()))["w1"] == 1
+    assert model.discounts[0] == DISCOUNT_FALLBACK
+    (tmp_path / "ref.arpa").write_text(QUIRK_LMPLZ_ARPA)
+    ours, ref = read_arpa(path), read_arpa(tmp_path / "ref.arpa")
+    assert list(ours) == list(ref)
+    for gram, (p, b) in ref.items():
+        assert ours[gram][0] == pytest.approx(p, abs=2e-6), gram
+        assert (ours[gram][1] is None) == (b is None)
+        if b is not None:
+            assert ours[gram][1] == pytest.approx(b, abs=2e-6), gram

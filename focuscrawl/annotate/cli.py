@@ -82,11 +82,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         db.set_image_labels(args.labels.split(","))
     filters = {"generated_alt": lambda e: is_generated_alt(e.alt)} if args.drop_generated_alt else None
     ranked = rank(iter_entries(args.run_dir, with_context=False), args.top, args.score_min, args.score_max, filters)
-    added = db.add_items(e for e in ranked if e.image_path)
+    added = db.add_items(e for e in ranked if e.image_file(args.run_dir) is not None)
     if not db.users():
         print("annotate: no accounts yet; create one with `focuscrawl annotate add-user NAME --admin "
               f"--db {args.db}`", file=sys.stderr)
-    server = make_annotation_server(AnnotationApp(db, args.run_dir, args.secure_cookies), args.host, args.port)
+    try:
+        server = make_annotation_server(AnnotationApp(db, args.run_dir, args.secure_cookies), args.host, args.port)
+    except OSError as exc:
+        raise AnnotationError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     print(f"annotate: {added} new images loaded ({db.count_items()} in total), {db.per_image} annotators "
           f"per image; serving http://{args.host}:{server.server_port}/ (Ctrl-C stops)", file=sys.stderr)
     try:

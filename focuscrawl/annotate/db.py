@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import secrets
 import sqlite3
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -125,8 +126,13 @@ class AnnotationDB:
 
     def __init__(self, path: str | Path, per_image: int | None = None):
         self.path = str(path)
-        with self._connect() as conn:
-            conn.executescript(SCHEMA)
+        self._local = threading.local()
+        try:
+            with self._connect() as conn:
+                conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file: readers never block the writer
+                conn.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise AnnotationError(f"cannot open the annotation database {self.path}: {exc}") from None
         if per_image is not None:
             if per_image < 1:
                 raise AnnotationError("--per-image must be at least 1")
@@ -134,14 +140,15 @@ class AnnotationDB:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        try:
+        """This thread's connection (one per thread, reused; a server thread serves one request)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA busy_timeout = 30000")
-            yield conn
-        finally:
-            conn.close()
+            conn.execute("PRAGMA synchronous = FULL")  # every answer on disk at commit, even on power loss
+            self._local.conn = conn
+        yield conn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

@@ -14,6 +14,7 @@ import html
 import logging
 import mimetypes
 import secrets
+import socket
 import threading
 import time
 from http import HTTPStatus
@@ -418,6 +419,11 @@ class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
 
 
 class QuietHandler(WSGIRequestHandler):
+    def setup(self) -> None:
+        super().setup()
+        # wsgiref writes headers and body separately: without this, Nagle + delayed ACK add ~40 ms
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
         logger.info("%s %s", self.address_string(), format % args)
 

@@ -174,12 +174,15 @@ class ArchiveIndex:
         for path in self.paths:
             if not Path(path).is_file():
                 raise FileNotFoundError(f"archive {path} does not exist")
+            before = sum(v for k, v in self.stats.items() if k.startswith("records/"))
             for ref in iter_refs(path, self.stats):
                 self.order.append(ref)
                 if ref.url in self.refs:
                     self.stats["records/duplicate_url"] = self.stats.get("records/duplicate_url", 0) + 1
                     continue
                 self.refs[ref.url] = ref
+            if sum(v for k, v in self.stats.items() if k.startswith("records/")) == before:
+                raise ArchiveError(f"{path}: no WARC or ARC records (not an archive?)")
 
     def __len__(self) -> int:
         return len(self.refs)

@@ -8,7 +8,6 @@ so every kept row is the best of the rows collapsed into it.
 """
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -17,7 +16,6 @@ from focuscrawl.dedup.image_hash import IMAGE_MAX_DISTANCE, parse_image_hash
 from focuscrawl.dedup.index import SimHashIndex
 from focuscrawl.dedup.simhash import text_simhash
 
-logger = logging.getLogger(__name__)
 
 Row = TypeVar("Row")
 

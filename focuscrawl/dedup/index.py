@@ -14,7 +14,8 @@ each key (contiguous candidates, no random gathers). A directory of bucket offse
 over the top ~log2(entries) key bits turns each table lookup into two reads, for
 one query or a vectorised batch. New fingerprints go to a small unsorted tail
 that queries scan by brute force; the tail is merged into the sorted array when it
-reaches ``merge_threshold`` (amortised O(log n) appends keep crawl-time adds cheap).
+reaches ``max(merge_threshold, n / 64)``, which balances the copy of a merge against
+the tail scan of a query as the index grows.
 Ids are insertion positions 0, 1, 2, ...; callers keep their own payloads (URLs).
 """
 from __future__ import annotations
@@ -134,7 +135,8 @@ class SimHashIndex:
             self._fps = grown
         self._fps[self._n:need] = fps
         self._n = need
-        if self._n - self._n_sorted >= self.merge_threshold:
+        # the tail may grow with the index (n/64): a merge copies all tables, a query scans the tail
+        if self._n - self._n_sorted >= max(self.merge_threshold, self._n_sorted >> 6):
             self.merge()
         return first
 

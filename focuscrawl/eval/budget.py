@@ -9,6 +9,7 @@ from __future__ import annotations
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 
 from focuscrawl.items import PageItem
 
@@ -18,6 +19,7 @@ class PageBudget:
         self.crawler = crawler
         self.budget = budget
         self.pages = 0
+        self.closing = None  # the close in progress, kept so it is not garbage-collected
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "PageBudget":
@@ -28,10 +30,10 @@ class PageBudget:
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
         return ext
 
-    def item_scraped(self, item, spider) -> None:
+    def item_scraped(self, item) -> None:
         if not isinstance(item, PageItem):
             return
         self.pages += 1
         if self.pages == self.budget:
             self.crawler.stats.set_value("focuscrawl/page_budget_reached", self.budget)
-            self.crawler.engine.close_spider(spider, "page_budget")
+            self.closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="page_budget"))

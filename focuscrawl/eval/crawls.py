@@ -22,12 +22,9 @@ LOCAL_WEB_SETTINGS = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUS
 
 def _crawl_command(mode: str, seeds: list[str], out: Path, budget: int, deterministic: bool,
                    model: str | None, keywords: str | None, extra: list[str], local: bool) -> list[str]:
-    from focuscrawl import settings as project
-
     settings = {
         "FOCUSCRAWL_MODE": mode,
-        "FOCUSCRAWL_EVAL_PAGE_BUDGET": budget,
-        "EXTENSIONS": json.dumps({**getattr(project, "EXTENSIONS", {}), "focuscrawl.eval.budget.PageBudget": 500}),
+        "FOCUSCRAWL_EVAL_PAGE_BUDGET": budget,  # PageBudget (enabled in settings.py) counts HTML pages
         "LOG_LEVEL": "INFO",
     }
     if local:  # our own server on 127.0.0.1: per-host slots and robots.txt stay, the delays go,

@@ -73,6 +73,7 @@ class ImageDecision:
     src: str | None  # absolute URL, or the raw attribute when it did not resolve
     reason: str | None
     item: ImageItem | None  # kept: the scored item; dropped: only when score_dropped
+    lazy: bool = False  # the URL came from a lazy-loading attribute (data-src, ...)
 
 
 def _iter_imgs(root: etree._Element):
@@ -99,7 +100,7 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
     page_scorer = _PageScorer(scorer)  # a page's texts (its body, shared parents) are scored once
     kept = 0
     for img in _iter_imgs(root):
-        attrs = read_attributes(img.attrib, base)
+        attrs = read_attributes(img.attrib, base, rules.lazy_src)
         reason = drop_reason(img.attrib, attrs, rules)
         if reason is None and kept >= rules.max_per_page:
             reason = PAGE_LIMIT
@@ -108,7 +109,7 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
             item = _scored_item(img, attrs, page_url, page_item, page_scorer, context, extra, text_cache)
         if reason is None:
             kept += 1
-        decisions.append(ImageDecision(attrs.src or (img.get("src") or None), reason, item))
+        decisions.append(ImageDecision(attrs.src or (attrs.raw_src or None), reason, item, attrs.lazy))
     return decisions
 
 

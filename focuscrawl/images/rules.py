@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 from scrapy.settings import BaseSettings
 
@@ -39,6 +39,9 @@ class ImageRules:
     kick_unspecified: bool = True
     formats: frozenset[str] = field(default_factory=lambda: frozenset({"jpg", "jpeg", "png", "gif"}))
     max_per_page: int = 200
+    #: attributes holding the real URL of a lazy-loaded image, used when ``src`` is
+    #: missing or a ``data:`` placeholder (first non-blank wins)
+    lazy_src: tuple[str, ...] = ("data-src", "data-lazy-src", "data-original")
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> "ImageRules":
@@ -51,6 +54,8 @@ class ImageRules:
             formats=frozenset(f.lower().lstrip(".") for f in settings.getlist(
                 "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"])),
             max_per_page=settings.getint("FOCUSCRAWL_IMAGE_MAX_PER_PAGE", 200),
+            lazy_src=tuple(a.lower() for a in settings.getlist(
+                "FOCUSCRAWL_IMAGE_LAZY_SRC", ["data-src", "data-lazy-src", "data-original"])),
         )
 
 
@@ -95,6 +100,8 @@ class ImageAttributes:
     """What the rules read from one ``<img>``."""
 
     src: str | None  # absolute URL, when resolvable
+    raw_src: str  # the attribute value it came from
+    lazy: bool  # taken from a lazy-loading attribute instead of src
     alt: str
     title: str
     width: int | None
@@ -104,12 +111,25 @@ class ImageAttributes:
     style: str
 
 
-def read_attributes(attrib, base_url: str) -> ImageAttributes:
-    """Cleaned attributes of an ``<img>`` (``attrib`` is the element's attribute mapping)."""
+def read_attributes(attrib, base_url: str, lazy_src: tuple[str, ...] = ()) -> ImageAttributes:
+    """Cleaned attributes of an ``<img>`` (``attrib`` is the element's attribute mapping).
+
+    A missing/blank ``src`` or a ``data:`` placeholder gives way to the first
+    non-blank lazy-loading attribute of ``lazy_src``.
+    """
     raw_src = (attrib.get("src") or "").strip()
+    lazy = False
+    if not raw_src or raw_src[:5].lower() == "data:":
+        for name in lazy_src:
+            value = (attrib.get(name) or "").strip()
+            if value:
+                raw_src, lazy = value, True
+                break
     src = resolve_src(raw_src, base_url) if raw_src else None
     return ImageAttributes(
         src=src,
+        raw_src=raw_src,
+        lazy=lazy,
         alt=clean_attribute(attrib.get("alt")),
         title=clean_attribute(attrib.get("title")),
         width=html_dimension(attrib.get("width")),
@@ -124,7 +144,7 @@ def drop_reason(attrib, attrs: ImageAttributes, rules: ImageRules) -> str | None
     """The first rule the image fails, or ``None`` when it is a candidate."""
     if not attrs.alt and not attrs.title:
         return NO_ALT_TITLE
-    if not (attrib.get("src") or "").strip():
+    if not attrs.raw_src:
         return NO_SRC
     if attrs.src is None:
         return BAD_SRC
@@ -147,8 +167,8 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 def src_guess_string(url: str) -> str:
     """The image URL as words (SPEC §6 step 3).
 
-    Scheme and ``www.`` removed, the path's file extension dropped, split on
-    everything that is not a letter (numbers go), lower-cased.
+    Scheme and ``www.`` removed, the path's file extension dropped, percent-escapes
+    decoded, split on everything that is not a letter (numbers go), lower-cased.
     """
     try:
         parts = urlsplit(url)
@@ -162,6 +182,6 @@ def src_guess_string(url: str) -> str:
         stem, ext = posixpath.splitext(path)
         if ext and "/" not in ext:
             path = stem
-        rest = " ".join(p for p in (host, path, parts.query) if p)
+        rest = " ".join(unquote(p) for p in (host, path, parts.query) if p)
     rest = re.sub(r"^www\.", "", rest.strip(), flags=re.I)
     return " ".join(w.lower() for w in _LETTERS.findall(rest))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -59,7 +60,7 @@ class KeywordList:
 
     weights: dict[str, float]
 
-    @property
+    @cached_property
     def total_weight(self) -> float:
         return sum(self.weights.values())
 
@@ -68,7 +69,9 @@ class KeywordList:
         total = self.total_weight
         if total <= 0:
             return 0.0
-        return sum(self.weights.get(t, 0.0) for t in tokens) / total
+        weights = self.weights
+        # only keyword tokens are looked up (same sum: the others would add 0.0)
+        return sum(map(weights.__getitem__, filter(weights.__contains__, tokens))) / total
 
     def score(self, normalized_text: str) -> float:
         """Keyword score of an already normalised text (whitespace tokens)."""

@@ -226,17 +226,13 @@ def estimate(sentences: Iterable[str], order: int = DEFAULT_ORDER,
     # lmplz counts the n-grams left open at the end of its adjust loop (suffixes of the
     # last full n-gram in suffix order) with their raw counts in the count-of-counts.
     stat_counts = [t.count.copy() for t in tables]
+    # Ids are in suffix order, so that n-gram is found by narrowing the rows order by order.
     cand = np.arange(R)
     for k in range(1, order):
-        ids = row_ids[k - 1] if k == 1 else None
-        if k == 1:
-            best = ids.max()
-            cand = cand[ids[cand] == best]
-        else:
-            full = np.full(R, -1, np.int64)
-            full[rows[k - 1]] = row_ids[k - 1]
-            best = full[cand].max()
-            cand = cand[full[cand] == best]
+        ids = np.full(R, -1, np.int64)
+        ids[rows[k - 1]] = row_ids[k - 1]
+        best = ids[cand].max()
+        cand = cand[ids[cand] == best]
         stat_counts[k - 1][best] = raw_counts[k - 1][best]
         if starts_bos[k - 1][best]:
             break

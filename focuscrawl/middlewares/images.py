@@ -5,7 +5,8 @@ When the spider's ``PageItem`` for a response passes, it is yielded first, then 
 ``images/seen``; every drop in ``images/dropped/<reason>``, kept ones in
 ``images/kept``. Pages flagged ``near_duplicate_of`` (by the near-duplicate
 middleware, which must sit closer to the spider) have their images marked or
-skipped (``FOCUSCRAWL_NEARDUP_IMAGES``).
+skipped (``FOCUSCRAWL_NEARDUP_IMAGES``). At start it hands back the images a
+killed crawl had accepted but not written (``ImageStore.take_recovered``).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from scrapy.utils.response import get_base_url
 from focuscrawl.images.extract import ContextSettings, image_items
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.items import PageItem
+from focuscrawl.output.images import image_store
 from focuscrawl.scoring import topic_scorer
 
 logger = logging.getLogger(__name__)
@@ -48,6 +50,15 @@ class ImageExtractionMiddleware:
         if self._scorer is None:
             self._scorer = topic_scorer(self.crawler)
         return self._scorer
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """First the images a killed crawl had accepted but never written (JOBDIR), then the seeds."""
+        store = image_store(self.crawler)
+        for item in store.take_recovered() if store is not None else ():
+            self.stats.inc_value("images/recovered")
+            yield item
+        async for obj in start:
+            yield obj
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         for obj in result:
@@ -84,6 +95,8 @@ class ImageExtractionMiddleware:
                 self.stats.inc_value(f"images/dropped/{d.reason}")
                 continue
             self.stats.inc_value("images/kept")
+            if d.lazy:
+                self.stats.inc_value("images/kept_lazy_src")
             if mark:
                 d.item["near_duplicate_page"] = True
                 self.stats.inc_value("images/kept_near_duplicate_page")

@@ -91,9 +91,8 @@ class _AppendFile:
             raise ValueError(f"{self.path} is shorter ({self.path.stat().st_size} bytes) than the "
                              f"{truncate_to} bytes the JOBDIR state recorded: the run directory does not "
                              f"belong to this JOBDIR (use the original output directory or a fresh JOBDIR)")
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.ftruncate(self.fd, truncate_to)
-        os.lseek(self.fd, truncate_to, os.SEEK_SET)
         self.offset = truncate_to
 
     def _good_size(self) -> int:
@@ -115,16 +114,24 @@ class LineLog(_AppendFile):
 
     def __init__(self, path: str | Path, header: str | None = None, truncate_to: int | None = None) -> None:
         super().__init__(path, truncate_to)
+        self.header: str | None = None
         if header is not None:
-            if self.offset == 0:
-                self.write_lines([header])
-            else:
-                with open(self.path, "rb") as f:
-                    first = f.readline().decode("utf-8", "replace").rstrip("\n")
-                if first != header:
-                    self.close()
-                    raise ValueError(f"{self.path} has other columns than this crawl writes "
-                                     f"(settings changed?); use a new output directory")
+            self.ensure_header(header)
+
+    def ensure_header(self, header: str) -> None:
+        """Write ``header`` to an empty log, or check that the existing first line is it."""
+        if self.header == header:
+            return
+        if self.offset == 0:
+            self.write_lines([header])
+        else:
+            with open(self.path, "rb") as f:
+                first = f.readline().decode("utf-8", "replace").rstrip("\n")
+            if first != header:
+                self.close()
+                raise ValueError(f"{self.path} has other columns than this crawl writes "
+                                 f"(settings changed?); use a new output directory")
+        self.header = header
 
     def _good_size(self) -> int:
         return complete_lines_size(self.path)
@@ -132,7 +139,7 @@ class LineLog(_AppendFile):
     def write_lines(self, lines: list[str]) -> None:
         """Append whole lines (no newlines inside) with one write."""
         if lines:
-            self.write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
+            self.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "replace"))
 
 
 class GzipLog(_AppendFile):
@@ -147,5 +154,5 @@ class GzipLog(_AppendFile):
 
     def write_lines(self, lines: list[str]) -> None:
         if lines:
-            data = ("\n".join(lines) + "\n").encode("utf-8")
+            data = ("\n".join(lines) + "\n").encode("utf-8", "replace")
             self.write_bytes(gzip.compress(data, self.compresslevel, mtime=0))

@@ -20,13 +20,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import weakref
 from typing import Any
 
 from scrapy.crawler import Crawler
 
 from focuscrawl.images.final import FINAL_CONTEXT_THESIS, final_score
-from focuscrawl.output.files import atomic_write_bytes
+from focuscrawl.items import ImageItem
+from focuscrawl.output.files import LineLog, atomic_write_bytes, complete_lines_size
 from focuscrawl.output.run import RunOutput, run_output
 from focuscrawl.output.tsv import row
 
@@ -39,10 +41,11 @@ IMAGE_FIELDS = ("image_url", "first_seen", "final_score", "final_context", "imag
                 "width", "height", "image_format", "image_size", "image_sha1")
 
 PENDING, WRITTEN, DROPPED = "P", "W", "D"
+PENDING_FILE = "images.pending"
 
 
 def url_sha1(url: str) -> str:
-    return hashlib.sha1(url.encode("utf-8")).hexdigest()
+    return hashlib.sha1(url.encode("utf-8", "replace")).hexdigest()
 
 
 def record_path(url: str) -> str:
@@ -115,8 +118,11 @@ class ImageStore:
         self.next_order = 0
         self.log = run.line_log("images.tsv", "\t".join(image_columns(max_parents, max_siblings)))
         self.seen = run.state_log("images.seen")
+        self.pending_log: LineLog | None = None
+        self.recovered: list[ImageItem] = []
         if self.seen is not None:
             self._load_seen()
+            self._load_pending()
 
     def _load_seen(self) -> None:
         with open(self.seen.path, "rb") as f:
@@ -128,6 +134,48 @@ class ImageStore:
         if self.entries:
             logger.info("resumed image state: %d image URLs seen", len(self.entries))
 
+    def _load_pending(self) -> None:
+        """First sightings accepted but never committed (a kill during their download).
+
+        ``images.pending`` is not cut back to the checkpoint: an image accepted just
+        before a kill is still there, and is handed back to the pipelines
+        (``recovered``) unless ``images.seen`` knows it.
+        """
+        path = self.run.state_dir / PENDING_FILE
+        if path.exists():
+            with open(path, "rb") as f:
+                data = f.read(complete_lines_size(path)).decode("utf-8")
+            kept = []
+            for line in data.splitlines():
+                try:
+                    fields = json.loads(line)
+                except ValueError:
+                    continue
+                url = fields.get("image_url")
+                if url and url not in self.entries and url not in {i["image_url"] for i in self.recovered}:
+                    self.recovered.append(ImageItem(**{k: v for k, v in fields.items() if k in ImageItem.fields}))
+                    kept.append(line)
+            atomic_write_bytes(path, "".join(f"{k}\n" for k in kept).encode("utf-8", "replace"))
+            if self.recovered:
+                self.stats.set_value("images/recovered_pending", len(self.recovered))
+                logger.warning("%d images accepted before an unclean stop but never written are queued again",
+                               len(self.recovered))
+        self.pending_log = LineLog(path)
+
+    def take_recovered(self) -> list[ImageItem]:
+        """The recovered first sightings, once (the spider middleware yields them at start)."""
+        items, self.recovered = self.recovered, []
+        return items
+
+    def close(self) -> None:
+        """At a clean close nothing is pending any more: empty ``images.pending``."""
+        if self.pending_log is not None:
+            if not any(e.status == PENDING for e in self.entries.values()):
+                os.ftruncate(self.pending_log.fd, 0)
+                self.pending_log.offset = 0
+            self.pending_log.close()
+            self.pending_log = None
+
     # -- merge pipeline ------------------------------------------------------------
     def first_sighting(self, item: Any) -> bool:
         """``True`` (and order and record path set) for a new image URL; else merge it here."""
@@ -138,6 +186,8 @@ class ImageStore:
             item["first_seen"] = self.next_order
             item["record_path"] = record_path(url)
             self.next_order += 1
+            if self.pending_log is not None:  # survives a kill during the download
+                self.pending_log.write_lines([json.dumps(dict(item), ensure_ascii=False, separators=(",", ":"))])
             return True
         self._merge(url, entry, sighting_of(item, self.final_context))
         return False
@@ -210,7 +260,7 @@ class ImageStore:
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")  # C encoder: no indent
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")  # C encoder: no indent
 
 
 _stores: "weakref.WeakKeyDictionary[Crawler, ImageStore | None]" = weakref.WeakKeyDictionary()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 import weakref
 from pathlib import Path
 
@@ -25,7 +27,10 @@ STATE_PREFIX = "state:"
 
 
 class RunOutput:
-    def __init__(self, directory: str | Path, jobdir: str | Path | None = None) -> None:
+    def __init__(self, directory: str | Path, jobdir: str | Path | None = None,
+                 checkpoint_interval: float = 0.0) -> None:
+        self.checkpoint_interval = checkpoint_interval
+        self._last_checkpoint = 0.0
         self.dir = Path(directory).resolve()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_dir = Path(jobdir).resolve() / "focuscrawl" if jobdir else None
@@ -41,6 +46,23 @@ class RunOutput:
                 self._offsets = {k: int(v) for k, v in state.get("files", {}).items()}
         self.resumed = bool(self._offsets)
         self._logs: dict[str, _AppendFile] = {}
+        if self.resumed:
+            self.remove_temp_files()
+
+    def remove_temp_files(self) -> int:
+        """Delete temp files a killed crawl left mid-``atomic_write_bytes`` (``.<name>.tmp<pid>``)."""
+        removed = 0
+        dirs = [self.dir, self.dir / "images"] + sorted((self.dir / "records").glob("*"))
+        for d in dirs:
+            if not d.is_dir():
+                continue
+            for entry in os.scandir(d):
+                if entry.name.startswith(".") and ".tmp" in entry.name and entry.is_file():
+                    os.unlink(entry.path)
+                    removed += 1
+        if removed:
+            logger.info("removed %d temp files left by an interrupted crawl in %s", removed, self.dir)
+        return removed
 
     def path(self, relative: str) -> Path:
         return self.dir / relative
@@ -51,7 +73,11 @@ class RunOutput:
         return self._logs[key]
 
     def line_log(self, name: str, header: str | None = None) -> LineLog:
-        return self._open(name, lambda off: LineLog(self.dir / name, header, off))
+        """The log ``name`` (opened once; a later caller's ``header`` is still written or checked)."""
+        log = self._open(name, lambda off: LineLog(self.dir / name, header, off))
+        if header is not None:
+            log.ensure_header(header)
+        return log
 
     def gzip_log(self, name: str) -> GzipLog:
         return self._open(name, lambda off: GzipLog(self.dir / name, off))
@@ -62,17 +88,26 @@ class RunOutput:
             return None
         return self._open(STATE_PREFIX + name, lambda off: LineLog(self.state_dir / name, None, off))
 
-    def commit(self) -> None:
-        """Checkpoint every log's offset (no-op without JOBDIR)."""
+    def commit(self, force: bool = False) -> None:
+        """Checkpoint every log's offset (no-op without JOBDIR).
+
+        At most one checkpoint per ``checkpoint_interval`` seconds unless ``force``:
+        after a kill, what came after the last one is cut back and redone (pages by
+        the frontier journal, images from ``images.pending``).
+        """
         if self.state_dir is None:
             return
+        now = time.monotonic()
+        if not force and now - self._last_checkpoint < self.checkpoint_interval:
+            return
+        self._last_checkpoint = now
         state = {"output_dir": str(self.dir), "files": {k: log.offset for k, log in self._logs.items()}}
         atomic_write_bytes(self.state_dir / OFFSETS_FILE, json.dumps(state, indent=1).encode("utf-8"))
 
     def close(self) -> None:
         if not self._logs:
             return
-        self.commit()
+        self.commit(force=True)
         for log in self._logs.values():
             log.close()
         self._logs.clear()
@@ -86,7 +121,8 @@ def run_output(crawler: Crawler) -> RunOutput | None:
     if crawler in _runs:
         return _runs[crawler]
     directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
-    run = RunOutput(directory, crawler.settings.get("JOBDIR") or None) if directory else None
+    run = RunOutput(directory, crawler.settings.get("JOBDIR") or None,
+                    crawler.settings.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL", 1.0)) if directory else None
     _runs[crawler] = run
     if run is None:
         logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")

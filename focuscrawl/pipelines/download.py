@@ -75,7 +75,6 @@ class ImageDownloadPipeline(FilesPipeline):
         self.max_pixels = settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS", 9600 * 7200)
         self.formats = allowed_formats(f.lower() for f in settings.getlist(
             "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"]))
-        self.expires = 10 ** 6  # an image file in the run directory stays valid for the run
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod

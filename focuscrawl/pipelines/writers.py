@@ -37,6 +37,9 @@ class ImageLogWriterPipeline:
             self.stats.inc_value("images/written")
         return item
 
+    def close_spider(self) -> None:
+        self.store.close()
+
 
 def page_row(item) -> list:
     sentences = item.get("sentences") or []

@@ -182,6 +182,11 @@ class FocusedSpider(scrapy.Spider):
         if score.perplexity is None:
             self.stats.inc_value("focuscrawl/pages_without_text")
         self.stats.inc_value("focuscrawl/links/found", len(links))
+        # Links before the page's item: they are queued (and journaled, focuscrawl.frontier)
+        # before the page's row can be written, so a crawl killed in between never has a
+        # committed page whose links were lost.
+        for url, anchor in links.items():
+            yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={"anchor": anchor})
         yield PageItem(
             url=response.url,
             depth=response.meta.get("depth", 0),
@@ -196,8 +201,6 @@ class FocusedSpider(scrapy.Spider):
             images=images,
             near_duplicate_of=None,
         )
-        for url, anchor in links.items():
-            yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={"anchor": anchor})
 
     def on_error(self, failure) -> None:
         """Count failed downloads by exception type; the crawl goes on."""

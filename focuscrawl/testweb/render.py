@@ -254,7 +254,7 @@ def _article_page(web: TestWeb, host: Host, meta: ArticleMeta) -> tuple[str, str
     return meta.title, _layout(web, host, meta.title, main, meta)
 
 
-def _teaser(a: ArticleMeta, external: bool) -> str:
+def _teaser(a: ArticleMeta) -> str:
     thumb = _img(a.images[0], thumbnail=True) if a.images else ""
     return f'<div class="teaser">{thumb}<h2><a href="{escape(a.url)}">{escape(a.title)}</a></h2></div>'
 
@@ -262,12 +262,12 @@ def _teaser(a: ArticleMeta, external: bool) -> str:
 def _listing(web: TestWeb, host: Host, k: int) -> tuple[str, str]:
     rng = random.Random(f"{web.seed}|listing|{host.name}|{k}")
     items = [web.article(host.name, i) for i in range((k - 1) * PER_PAGE, min(k * PER_PAGE, host.n_articles))]
-    teasers = [_teaser(a, False) for a in items]
+    teasers = [_teaser(a) for a in items]
     if host.kind == "portal":  # front pages link out with the target's title as anchor
         for _ in range(2 * PER_PAGE):
             a = _external_target(web, host, rng)
             if a is not None:
-                teasers.insert(rng.randint(0, len(teasers)), _teaser(a, True))
+                teasers.insert(rng.randint(0, len(teasers)), _teaser(a))
     n_pages = max(1, -(-host.n_articles // PER_PAGE))
     pager = "".join(f'<a href="{"/" if j == 1 else f"/page/{j}/"}">{j}</a> ' for j in
                     (k - 1, k + 1) if 1 <= j <= n_pages)
@@ -283,10 +283,10 @@ def _category(web: TestWeb, host: Host, cat: str) -> tuple[str, str]:
         for _ in range(4 * PER_PAGE):
             a = _external_target(web, host, rng)
             if a is not None and (want is None or a.label in want or rng.random() < 0.2):
-                teasers.append(_teaser(a, True))
+                teasers.append(_teaser(a))
     idx = host.categories.index(cat)
     own = [i for i in range(idx, host.n_articles, len(host.categories))][:15]
-    teasers += [_teaser(web.article(host.name, i), False) for i in own]
+    teasers += [_teaser(web.article(host.name, i)) for i in own]
     title = cat.replace("-", " ").title()
     return title, _layout(web, host, title, "\n".join(teasers), None)
 

@@ -211,7 +211,7 @@ class TestWeb:
             self.hosts[name] = Host(name, kind, site, n if not kind.startswith("trap") else 0, style, charset,
                                     robots, cats, archive_trap=(style == "wordpress" and rng.random() < 0.3))
         # blogrolls: mostly hosts of the same kind (topical locality)
-        names = {k: [h for h, _, kk in [(s[0], None, s[1]) for s in specs] if kk == k]
+        names = {k: [name for name, kind, _ in specs if kind == k]
                  for k in ("topic", "neighbour", "portal", "other", "trap-calendar", "trap-session")}
         for name, host in list(self.hosts.items()):
             same = [h for h in names.get(host.kind, []) if h != name] or names["other"]

@@ -3,9 +3,12 @@
 from focuscrawl.text.normalize import (
     MIN_SENTENCE_TOKENS,
     document_sentences,
+    document_tokens,
     normalize,
     split_sentences,
     text_sentences,
+    text_tokens,
 )
 
-__all__ = ["MIN_SENTENCE_TOKENS", "document_sentences", "normalize", "split_sentences", "text_sentences"]
+__all__ = ["MIN_SENTENCE_TOKENS", "document_sentences", "document_tokens", "normalize", "split_sentences",
+           "text_sentences", "text_tokens"]

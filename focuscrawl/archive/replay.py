@@ -1,0 +1,45 @@
+"""Serve a crawl from web archives instead of the network.
+
+``ArchiveDownloadHandler`` replaces the http/https download handlers: every request
+(pages, images from the media pipeline, redirect targets) is answered with the
+archived response of its URL, which then goes through every downloader
+middleware's ``process_response`` like a fetched one (decompression, redirects,
+stats), so extraction, scoring, pipelines and writers run unchanged. A URL the
+archive does not hold fails with ``IgnoreRequest`` (counted as ``archive/missing``).
+No request can reach the network: there is no network handler.
+"""
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.core.downloader.handlers.base import BaseDownloadHandler
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Response
+from w3lib.url import safe_url_string
+
+from focuscrawl.archive.reader import read_response
+
+
+class ArchiveDownloadHandler(BaseDownloadHandler):
+    """Download handler for http and https that reads ``crawler.spider.archive_index``."""
+
+    def __init__(self, crawler: Crawler):
+        super().__init__(crawler)
+        index = getattr(crawler.spider, "archive_index", None)
+        if index is None:
+            raise NotConfigured("ArchiveDownloadHandler needs a spider with an archive_index")
+        self.index = index
+        self.max_size = crawler.settings.getint("DOWNLOAD_MAXSIZE")
+        self.by_safe_url = {safe_url_string(url): ref for url, ref in index.refs.items()}
+
+    async def download_request(self, request: Request) -> Response:
+        ref = self.index.get(request.url) or self.by_safe_url.get(safe_url_string(request.url))
+        stats = self.crawler.stats
+        if ref is None:
+            stats.inc_value("archive/missing")
+            raise IgnoreRequest(f"not in the archive: {request.url}")
+        response = read_response(ref, request.meta.get("download_maxsize", self.max_size))
+        stats.inc_value("archive/responses")
+        if "truncated" in response.flags:
+            stats.inc_value("archive/truncated")
+        return response.replace(request=request)

@@ -1,0 +1,148 @@
+"""Merge the run directories of several crawler processes (Redis profile) into one.
+
+Each process of a shared-frontier crawl writes its own run directory (``-a
+output=RUN/part-<n>``): no two processes append to one file. ``merge_runs``
+builds the run directory a single process would have written:
+
+* ``pages.tsv`` and ``sentences.txt.gz``: pages of all parts in fetch order
+  (``fetched_at``), each page with its own sentences (split by the row's count);
+* ``images.tsv``, ``records/``, ``images/``: one row and one record per image URL.
+  An image seen by several processes keeps the row of its earliest sighting (by
+  its page's fetch time); the other processes' sightings are merged into its
+  record (same rule as within a crawl: ``sighting_key``); ``first_seen`` is
+  renumbered in that order;
+* ``links.tsv`` concatenated; ``stats.json`` = ``{"parts": {name: stats}}``.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from focuscrawl.output.files import atomic_write_bytes
+from focuscrawl.output.images import record_path, sighting_key
+
+csv.field_size_limit(sys.maxsize)
+
+
+def _read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
+    if not path.exists():
+        return [], []
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(reader, [])
+        return header, [r for r in reader if r]
+
+
+def _write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    lines = ["\t".join(header)] + ["\t".join(r) for r in rows]
+    atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def _float(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        return float("inf")
+
+
+def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
+    """Merge ``parts`` (run directories) into ``out``; returns counts for the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    if any(p.resolve() == out.resolve() for p in parts):
+        raise ValueError("the output directory must not be one of the parts")
+    # pages + sentences, in fetch order
+    page_header, pages = [], []
+    for part in parts:
+        header, rows = _read_tsv(part / "pages.tsv")
+        if not header:
+            continue
+        if page_header and header != page_header:
+            raise ValueError(f"{part}/pages.tsv has other columns than {parts[0]}/pages.tsv")
+        page_header = header
+        sentences = (gzip.decompress((part / "sentences.txt.gz").read_bytes()).decode("utf-8").splitlines()
+                     if (part / "sentences.txt.gz").exists() else [])
+        i_count, pos = header.index("sentences"), 0
+        for r in rows:
+            n = int(r[i_count] or 0)
+            pages.append((r, sentences[pos:pos + n]))
+            pos += n
+        if pos != len(sentences):
+            raise ValueError(f"{part}: sentences.txt.gz does not match the counts in pages.tsv")
+    i_time = page_header.index("fetched_at") if page_header else 0
+    i_url = page_header.index("url") if page_header else 0
+    pages.sort(key=lambda p: _float(p[0][i_time]))
+    fetched = {r[i_url]: _float(r[i_time]) for r, _ in pages}
+    if page_header:
+        _write_tsv(out / "pages.tsv", page_header, [r for r, _ in pages])
+        text = "".join(s + "\n" for _, ss in pages for s in ss)
+        atomic_write_bytes(out / "sentences.txt.gz", gzip.compress(text.encode("utf-8")))
+    # images: one row per URL, earliest sighting wins
+    image_header, best = [], {}
+    for part in parts:
+        header, rows = _read_tsv(part / "images.tsv")
+        if not header:
+            continue
+        image_header = header
+        i_img, i_page = header.index("image_url"), header.index("page_url")
+        for r in rows:
+            key = (fetched.get(r[i_page], float("inf")), str(part))
+            url = r[i_img]
+            if url not in best or key < best[url][0]:
+                best[url] = (key, part, r)
+    merged_rows = []
+    order = sorted(best.values(), key=lambda v: v[0])
+    for n, (_, part, r) in enumerate(order, 1):
+        r = list(r)
+        r[image_header.index("first_seen")] = str(n)
+        merged_rows.append(r)
+        url = r[image_header.index("image_url")]
+        rel = record_path(url)
+        record = json.loads((part / rel).read_text(encoding="utf-8"))
+        record["first_seen"] = n
+        keys = {sighting_key(s) for s in record["sightings"]}
+        for other in parts:
+            if other == part or not (other / rel).exists():
+                continue
+            for s in json.loads((other / rel).read_text(encoding="utf-8"))["sightings"]:
+                if sighting_key(s) not in keys:
+                    record["sightings"].append(s)
+                    keys.add(sighting_key(s))
+        record["sightings"].sort(key=lambda s: fetched.get(s.get("page_url"), float("inf")))
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(out / rel, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
+        image = r[image_header.index("image_path")]
+        if image and (part / image).exists() and not (out / image).exists():
+            (out / image).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(part / image, out / image)
+    if image_header:
+        _write_tsv(out / "images.tsv", image_header, merged_rows)
+    # links and stats
+    link_header, links = [], []
+    for part in parts:
+        header, rows = _read_tsv(part / "links.tsv")
+        link_header, links = header or link_header, links + rows
+    if link_header:
+        _write_tsv(out / "links.tsv", link_header, links)
+    stats = {p.name: json.loads((p / "stats.json").read_text()) for p in parts if (p / "stats.json").exists()}
+    atomic_write_bytes(out / "stats.json", json.dumps({"parts": stats}, indent=1).encode("utf-8"))
+    return {"parts": len(parts), "pages": len(pages), "images": len(merged_rows), "links": len(links)}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("merge", help="merge the run directories of several crawler processes into one")
+    p.add_argument("parts", nargs="+", metavar="RUN_DIR", help="run directories of the processes")
+    p.add_argument("-o", "--output", required=True, help="merged run directory")
+    p.set_defaults(func=cmd_merge)
+
+
+def cmd_merge(args) -> int:
+    parts = [Path(p) for p in args.parts]
+    for part in parts:
+        if not (part / "pages.tsv").exists():
+            raise FileNotFoundError(f"{part} is not a run directory (no pages.tsv)")
+    print(json.dumps(merge_runs(parts, Path(args.output))))
+    return 0

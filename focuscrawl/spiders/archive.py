@@ -1,0 +1,82 @@
+"""The ``archive`` spider: the ``focused`` crawl replayed over WARC/ARC files.
+
+    scrapy crawl archive -a archives=A.warc.gz,B.arc.gz -a output=DIR [-a mode=...] [-a follow=1]
+    focuscrawl warc A.warc.gz B.arc.gz -o DIR
+
+Every archived HTML page (status 200, first capture of its URL) is a seed; pages
+and images are served from the archives by ``ArchiveReplayMiddleware``, and the
+focused spider's parsing, link scoring, image middleware, pipelines and writers do
+the rest exactly as in a live crawl. Out-links are only followed when they are in
+the archive (pages are all seeds already, so the dupefilter drops them); others are
+dropped and counted as ``archive/links_not_archived``.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from scrapy import Request, signals
+from scrapy.http import Response
+from scrapy.exceptions import UsageError
+
+from focuscrawl.archive.reader import ArchiveError, ArchiveIndex
+from focuscrawl.spiders.focused import FocusedSpider
+
+#: settings of a replay: no network, so no politeness delays; robots.txt rules were
+#: applied (or not) by whoever made the archive
+REPLAY_SETTINGS = {
+    "ROBOTSTXT_OBEY": False,
+    "DOWNLOAD_DELAY": 0,
+    "AUTOTHROTTLE_ENABLED": False,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+    "RETRY_ENABLED": False,
+}
+
+
+class ArchiveSpider(FocusedSpider):
+    name = "archive"
+
+    @classmethod
+    def update_settings(cls, settings) -> None:
+        super().update_settings(settings)
+        for name, value in REPLAY_SETTINGS.items():
+            settings.set(name, value, priority="spider")
+        handler = "focuscrawl.archive.replay.ArchiveDownloadHandler"
+        settings.set("DOWNLOAD_HANDLERS", {"http": handler, "https": handler}, priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler, *args: Any, archives: str | list[str] | ArchiveIndex = "", **kwargs: Any):
+        """``archives``: comma-separated paths (``-a``), a list of paths, or a built index."""
+        if isinstance(archives, ArchiveIndex):
+            index, paths = archives, archives.paths
+        else:
+            paths = archives if isinstance(archives, list) else [p for p in archives.split(",") if p]
+            if not paths:
+                raise UsageError("no archives: pass -a archives=FILE.warc.gz[,FILE.arc.gz...]")
+            try:
+                index = ArchiveIndex(paths)
+            except (ArchiveError, FileNotFoundError) as exc:
+                raise UsageError(str(exc)) from exc
+        pages = index.html_refs()
+        if not pages:
+            raise UsageError(f"no HTML responses in {', '.join(paths)}")
+        # the focused spider needs seeds; the archive's pages are the seeds
+        crawler.settings.set("FOCUSCRAWL_SEEDS", pages[0].url, priority="spider")
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.archive_index = index
+        spider.seed_urls = [ref.url for ref in pages]
+        crawler.signals.connect(spider._archive_stats, signal=signals.spider_opened)
+        return spider
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        """The focused spider's parse; out-links the archive does not hold are dropped here
+        (counted) instead of becoming requests that can only fail."""
+        for obj in super().parse(response):
+            if isinstance(obj, Request) and self.archive_index.get(obj.url) is None:
+                self.stats.inc_value("archive/links_not_archived")
+                continue
+            yield obj
+
+    def _archive_stats(self, spider=None) -> None:
+        for key, value in self.archive_index.stats.items():
+            self.stats.set_value(f"archive/{key}", value)
+        self.stats.set_value("archive/html_pages", len(self.seed_urls))

@@ -1,0 +1,83 @@
+"""ImageExtractionMiddleware with a real Scrapy crawler, response and items (no crawl)."""
+import asyncio
+
+import pytest
+from scrapy import Request
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.utils.test import get_crawler
+
+from focuscrawl import settings as project_settings
+from focuscrawl.items import ImageItem, PageItem
+from focuscrawl.middlewares.images import ImageExtractionMiddleware
+
+HTML = b"""<html><head><base href="http://cdn.test/pics/"></head><body><div><p>My cat sleeps on the sofa.</p>
+<img src="a.jpg" alt="a cat" width="600" height="400"><img src="b.jpg" width="600" height="400">
+<img src="c.jpg" alt="tiny" width="10" height="10"></div></body></html>"""
+
+
+def make_mw(**settings):
+    base = {k: getattr(project_settings, k) for k in dir(project_settings) if k.startswith("FOCUSCRAWL_")}
+    crawler = get_crawler(settings_dict={**base, **settings})
+    crawler.stats.open_spider()
+    return ImageExtractionMiddleware.from_crawler(crawler), crawler.stats
+
+
+def output(mw, response, objs):
+    return list(mw.process_spider_output(response, iter(objs)))
+
+
+def page_item(url="http://s.test/p", dup=None):
+    return PageItem(url=url, depth=1, perplexity=50.0, sentences=[], near_duplicate_of=dup)
+
+
+def test_page_item_then_its_images_and_counts():
+    mw, stats = make_mw()
+    resp = HtmlResponse("http://s.test/p", body=HTML)
+    req = Request("http://s.test/next")
+    out = output(mw, resp, [page_item(), req])
+    assert isinstance(out[0], PageItem) and out[2] is req
+    img = out[1]
+    assert isinstance(img, ImageItem)
+    assert img["image_url"] == "http://cdn.test/pics/a.jpg"  # <base href> honoured
+    assert img["page_url"] == "http://s.test/p" and img["page_depth"] == 1 and img["page_perplexity"] == 50.0
+    assert img["near_duplicate_page"] is False
+    assert stats.get_value("images/seen") == 3 and stats.get_value("images/kept") == 1
+    assert stats.get_value("images/dropped/no_alt_title") == 1 and stats.get_value("images/dropped/too_small") == 1
+
+
+def test_async_output_matches_sync():
+    mw, _ = make_mw()
+    resp = HtmlResponse("http://s.test/p", body=HTML)
+
+    async def gen():
+        yield page_item()
+
+    async def collect():
+        return [o async for o in mw.process_spider_output_async(resp, gen())]
+
+    out = asyncio.run(collect())
+    assert [type(o) for o in out] == [PageItem, ImageItem]
+
+
+@pytest.mark.parametrize("mode, kept", [("mark", 1), ("skip", 0)])
+def test_near_duplicate_pages(mode, kept):
+    mw, stats = make_mw(FOCUSCRAWL_NEARDUP_IMAGES=mode)
+    out = output(mw, HtmlResponse("http://s.test/p2", body=HTML), [page_item("http://s.test/p2", "http://s.test/p")])
+    images = [o for o in out if isinstance(o, ImageItem)]
+    assert len(images) == kept
+    if mode == "mark":
+        assert images[0]["near_duplicate_page"] is True
+        assert stats.get_value("images/kept_near_duplicate_page") == 1
+    else:
+        assert stats.get_value("images/pages_skipped_near_duplicate") == 1
+        assert stats.get_value("images/seen") is None
+
+
+def test_non_html_and_bad_setting():
+    mw, stats = make_mw()
+    out = output(mw, Response("http://s.test/x.bin", body=b"\x00\x01"), [page_item()])
+    assert len(out) == 1 and stats.get_value("images/pages_unparseable") == 1
+    out = output(mw, TextResponse("http://s.test/x", body=b"", encoding="utf-8"), [page_item()])
+    assert len(out) == 1
+    with pytest.raises(ValueError, match="FOCUSCRAWL_NEARDUP_IMAGES"):
+        make_mw(FOCUSCRAWL_NEARDUP_IMAGES="drop")

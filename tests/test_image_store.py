@@ -1,0 +1,119 @@
+"""ImageStore and RunOutput: merging sightings into records, JOBDIR state and offsets."""
+import json
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from focuscrawl.items import ImageItem
+from focuscrawl.output.images import ImageStore, record_path
+from focuscrawl.output.run import RunOutput
+
+
+def stats():
+    s = get_crawler().stats
+    s.open_spider()
+    return s
+
+
+def item(url, page, alt="a cat", parent="The cat sleeps."):
+    return ImageItem(image_url=url, page_url=page, alt=alt, title="", alt_scores={"weighted": 4.0},
+                     title_scores={"weighted": None},
+                     contexts=[{"kind": "parent", "level": 0, "text": parent, "scores": {"weighted": 9.0}}])
+
+
+def record(run, url):
+    return json.loads(run.path(record_path(url)).read_text())
+
+
+def test_sightings_merge_pending_written_repeated_and_limited(tmp_path):
+    run = RunOutput(tmp_path / "out")
+    st = stats()
+    store = ImageStore(run, st, max_parents=1, max_siblings=0, max_sightings=3)
+    first = item("http://s.test/a.jpg", "http://s.test/1")
+    assert store.first_sighting(first) and first["first_seen"] == 0
+    assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2", alt="pending"))
+    first["final_score"] = 6.0
+    store.commit(first)
+    rec = record(run, "http://s.test/a.jpg")
+    assert [s["page_url"] for s in rec["sightings"]] == ["http://s.test/1", "http://s.test/2"]
+    assert rec["sightings"][1]["final_score"] == pytest.approx(6.0) and rec["sightings"][1]["final_context"] == "alt+parent-0"
+    assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2", alt="pending"))  # repeated
+    assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/3"))
+    assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/4"))  # over the limit of 3
+    rec = record(run, "http://s.test/a.jpg")
+    assert [s["page_url"] for s in rec["sightings"]] == ["http://s.test/1", "http://s.test/2", "http://s.test/3"]
+    assert rec["sightings_over_limit"] == 1
+    assert st.get_value("images/merge/repeated") == 1 and st.get_value("images/merge/over_limit") == 1
+    assert st.get_value("images/merge/merged") == 2  # the record is rewritten for page 3 and the counter of page 4
+    # a dropped image: later sightings are counted, not kept
+    b = item("http://s.test/b.jpg", "http://s.test/1")
+    assert store.first_sighting(b) and b["first_seen"] == 1
+    store.drop("http://s.test/b.jpg", "truncated")
+    assert not store.first_sighting(item("http://s.test/b.jpg", "http://s.test/5"))
+    assert st.get_value("images/merge/into_dropped") == 1
+    run.close()
+    lines = (tmp_path / "out" / "images.tsv").read_text().splitlines()
+    assert len(lines) == 2 and lines[1].split("\t")[0] == "0"
+
+
+def test_jobdir_state_survives_and_rolls_back_to_checkpoint(tmp_path):
+    out, job = tmp_path / "out", tmp_path / "job"
+    run = RunOutput(out, job)
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    for i in range(3):
+        it = item(f"http://s.test/{i}.jpg", "http://s.test/1")
+        store.first_sighting(it)
+        store.commit(it)
+    run.close()
+    # a killed crawl: a row written after the last checkpoint, and a torn line
+    with open(out / "images.tsv", "ab") as f:
+        f.write(b"9\t\t\tstray row\n7\tto")
+    run = RunOutput(out, job)
+    assert run.resumed
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    assert set(store.entries) == {f"http://s.test/{i}.jpg" for i in range(3)} and store.next_order == 3
+    assert not store.first_sighting(item("http://s.test/1.jpg", "http://s.test/2"))  # known: merged, no new row
+    new = item("http://s.test/new.jpg", "http://s.test/2")
+    assert store.first_sighting(new) and new["first_seen"] == 3
+    store.commit(new)
+    run.close()
+    rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()[1:]]
+    assert [r[0] for r in rows] == ["0", "1", "2", "3"]
+    assert len(record(RunOutput(out), "http://s.test/1.jpg")["sightings"]) == 2
+
+
+def test_jobdir_of_another_run_directory_is_refused(tmp_path):
+    run = RunOutput(tmp_path / "out", tmp_path / "job")
+    run.line_log("pages.tsv", "url").write_lines(["http://s.test/"])
+    run.close()
+    with pytest.raises(ValueError, match="resume with the same output directory"):
+        RunOutput(tmp_path / "other", tmp_path / "job")
+    (tmp_path / "out" / "pages.tsv").write_text("")
+    with pytest.raises(ValueError, match="does not belong to this JOBDIR"):
+        RunOutput(tmp_path / "out", tmp_path / "job").line_log("pages.tsv", "url")
+
+
+def test_image_in_flight_at_a_kill_is_recovered(tmp_path):
+    out, job = tmp_path / "out", tmp_path / "job"
+    run = RunOutput(out, job)
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    done, flying = item("http://s.test/done.jpg", "http://s.test/1"), item("http://s.test/fly.jpg", "http://s.test/1")
+    assert store.first_sighting(done) and store.first_sighting(flying)
+    store.commit(done)
+    # SIGKILL while fly.jpg downloads: no close, no commit of it; a record was mid-rename
+    torn = out / "records" / "ab" / ".x.json.tmp123"
+    torn.parent.mkdir(parents=True)
+    torn.write_bytes(b'{"image_u')
+    run = RunOutput(out, job)
+    assert not torn.exists()
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    recovered = store.take_recovered()
+    assert [i["image_url"] for i in recovered] == ["http://s.test/fly.jpg"]
+    assert recovered[0]["contexts"][0]["text"] == "The cat sleeps." and store.take_recovered() == []
+    assert store.first_sighting(recovered[0])  # goes through the pipelines again
+    store.commit(recovered[0])
+    store.close()
+    run.close()
+    assert (job / "focuscrawl" / "images.pending").read_bytes() == b""  # clean close: nothing pending
+    rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()[1:]]
+    assert sorted(r[-9] for r in rows) == ["http://s.test/done.jpg", "http://s.test/fly.jpg"]

@@ -1,0 +1,115 @@
+"""`focuscrawl warc`: a live crawl written to WARC and replayed from it gives the same outputs."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.archives import write_arc
+from tests.support.localweb import LocalWeb, Page, png_bytes
+
+REPO = Path(__file__).resolve().parents[1]
+FAST = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO"]
+ORDER_DEPENDENT = {"first_seen", "fetched_at", "depth", "page_depth"}
+TEXT = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
+
+
+def site() -> dict[str, Page]:
+    img = '<img src="/cat{0}.png" alt="a cat sleeping on the sofa {0}" width="640" height="480">'
+    pages = {"/robots.txt": Page(b"User-agent: *\nAllow: /\n", "text/plain")}
+    for i in range(4):
+        links = "".join(f'<a href="/page{j}">cats {j}</a>' for j in range(4) if j != i)
+        body = (f"<html><body><div><p>{TEXT} Page {i}.</p>{img.format(i)}"
+                f"<p>{img.format('shared')}</p></div>{links}</body></html>").encode()
+        pages[f"/page{i}"] = Page(body, gzip=(i == 2))  # one page stored content-encoded
+        pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 40, 100, 50)), "image/png")
+    pages["/catshared.png"] = Page(png_bytes(640, 480, (1, 2, 3)), "image/png")
+    return pages
+
+
+def rows(path: Path, key: str) -> dict[str, dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return {r[key]: {k: v for k, v in r.items() if k not in ORDER_DEPENDENT}
+                for r in csv.DictReader(fh, delimiter="\t")}
+
+
+def sightings(out: Path) -> dict[str, list]:
+    result = {}
+    for path in (out / "records").glob("*/*.json"):
+        rec = json.loads(path.read_text())
+        result[rec["image_url"]] = sorted(json.dumps({k: v for k, v in s.items() if k not in ORDER_DEPENDENT},
+                                                     sort_keys=True, ensure_ascii=False) for s in rec["sightings"])
+    return result
+
+
+def warc_cli(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args]
+    for s in FAST:
+        cmd += ["-s", s]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
+    live, replay, warcs = tmp_path / "live", tmp_path / "replay", tmp_path / "warcs"
+    with LocalWeb(site()) as web:
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={web.base}/page0",
+               "-a", f"output={live}", "-s", f"FOCUSCRAWL_WARC_DIR={warcs}", "-s", "FOCUSCRAWL_WARC_MAX_SIZE=4000"]
+        for s in FAST:
+            cmd += ["-s", s]
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        served = len(web.log)
+    archives = sorted(str(p) for p in warcs.glob("*.warc.gz"))
+    assert len(archives) >= 2  # rotated
+    proc = warc_cli(*archives, "-o", str(replay))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["finish_reason"] == "finished"
+    assert summary["archive/missing"] is None  # every image the crawl fetched is in its WARCs
+    live_pages, replay_pages = rows(live / "pages.tsv", "url"), rows(replay / "pages.tsv", "url")
+    assert len(live_pages) == 4 and replay_pages == live_pages
+    live_images, replay_images = rows(live / "images.tsv", "image_url"), rows(replay / "images.tsv", "image_url")
+    assert len(live_images) == 5 and replay_images == live_images
+    assert sightings(replay) == sightings(live)
+    shared = sightings(live)[f"{web.base}/catshared.png"]
+    assert len(shared) == 4  # the shared image's context from every page
+    for r in replay_images.values():
+        assert (replay / r["image_path"]).read_bytes() == (live / r["image_path"]).read_bytes()
+    assert len(web.log) == served  # the replay sent nothing to the server
+
+
+def test_arc_input_with_lying_headers_and_missing_images(tmp_path):
+    page = (f'<html><head><meta charset="iso-8859-1"></head><body><div><p>{TEXT} Die Katze schläft.</p>'
+            '<img src="http://a.test/cat.png" alt="a cat on the sofa" width="640" height="480">'
+            '<img src="http://a.test/gone.png" alt="a cat that was not archived" width="640" height="480">'
+            '</div><a href="http://elsewhere.test/">away</a></body></html>').encode("latin-1")
+    arc = write_arc(tmp_path / "x.arc.gz", [
+        ("http://a.test/", [("Content-Type", "text/html"), ("Content-Length", "5")], page),
+        ("http://a.test/cat.png", [("Content-Type", "image/png")], png_bytes()),
+    ])
+    out = tmp_path / "out"
+    proc = warc_cli(str(arc), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["archive/missing"] == 1  # gone.png: counted, not fetched
+    pages = rows(out / "pages.tsv", "url")
+    assert int(pages["http://a.test/"]["size"]) == len(page)  # record length, not Content-Length: 5
+    images = rows(out / "images.tsv", "image_url")
+    assert list(images) == ["http://a.test/cat.png"]
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["archive/links_not_archived"] == 1
+    record = sightings(out)["http://a.test/cat.png"]
+    assert "schläft" in record[0]  # latin-1 page decoded via its <meta> charset
+
+
+def test_bad_archive_is_a_clear_error(tmp_path, capsys):
+    from focuscrawl.cli import main
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(b"this is not an archive\n")
+    assert main(["warc", str(bad), "-o", str(tmp_path / "out")]) == 2
+    assert "bad.warc.gz" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert main(["warc", str(tmp_path / "missing.warc.gz"), "-o", str(tmp_path / "out")]) == 2
+    assert "no such archive" in capsys.readouterr().err
