@@ -104,7 +104,7 @@ def test_report_files_and_ratios(evaldir, toy_arpa):
         png = Path(summary["files"][name])
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = Path(summary["files"]["html"]).read_text()
-    assert "Image funnel" in html and "top_n.png" in html
+    assert "Image funnel" in html and "top_n.png" in html and "unfocused holds: yes" in html
     assert json.loads(Path(summary["files"]["summary"]).read_text())["runs"]["keywords"]["funnel"]["unique"] == 2
 
 

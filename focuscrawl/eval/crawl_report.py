@@ -146,6 +146,8 @@ def _plots(curves: dict[str, dict], summary: dict, out: Path) -> dict[str, str]:
 def _fmt(v) -> str:
     if v is None:
         return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.3f}" if v < 100 else f"{v:,.0f}"
     return f"{v:,}" if isinstance(v, int) else html.escape(str(v))
