@@ -7,10 +7,15 @@ appends one line per *accepted* request and one when a request leaves the
 downloader, to ``JOBDIR/focuscrawl/frontier.log``:
 
     +<TAB>fingerprint<TAB>base64(pickle(request_to_dict))   accepted into the queue
+    p<TAB>fingerprint<TAB>url                                a page was downloaded (may get a pages.tsv row)
     -<TAB>fingerprint                                        left the downloader
-    p<TAB>fingerprint<TAB>url                                an HTML page arrived (expects a pages.tsv row)
 
-Every line is written with one unbuffered ``write`` as it happens. After an
+Every line is written with one unbuffered ``write`` as it happens. A page's ``p``
+is written on ``response_downloaded``, which Scrapy sends before
+``request_left_downloader``: so at every instant a fetched page is still pending
+or known as a page, and a kill can never leave it in neither state (with ``p`` on
+``response_received``, a kill while the response passed back through the
+downloader middlewares lost the page and every link on it). After an
 unclean stop (no ``frontier.clean`` marker) the scheduler rebuilds the frontier
 from it: Scrapy's stale disk queue and seen-set are discarded, the seen-set is
 rebuilt from the journal, and every accepted request that had not left the
@@ -173,7 +178,7 @@ class JournaledScheduler(Scheduler):
         scheduler._pending = set()
         if journal is not None:
             crawler.signals.connect(scheduler._left_downloader, signal=signals.request_left_downloader)
-            crawler.signals.connect(scheduler._response_received, signal=signals.response_received)
+            crawler.signals.connect(scheduler._response_downloaded, signal=signals.response_downloaded)
             crawler.signals.connect(scheduler._spider_closed, signal=signals.spider_closed)
         return scheduler
 
@@ -209,9 +214,14 @@ class JournaledScheduler(Scheduler):
             self._pending.discard(fp)
             self.journal.write_lines([f"-\t{fp}"])
 
-    def _response_received(self, response: Response, request: Request, spider: Spider | None = None) -> None:
-        if isinstance(response, HtmlResponse) and 200 <= response.status < 300:
-            self.journal.write_lines([f"p\t{self._fp(request)}\t{response.url}"])
+    def _response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
+        # Before "-" (see the module docstring). The response is still raw here: a body
+        # whose type is only known after decoding (plain ``Response``) counts as a page.
+        if not 200 <= response.status < 300 or not (isinstance(response, HtmlResponse) or type(response) is Response):
+            return
+        fp = self._fp(request)
+        if fp in self._pending:
+            self.journal.write_lines([f"p\t{fp}\t{response.url}"])
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         # Scrapy has saved its queue (close() runs before spider_closed): a clean stop
