@@ -83,7 +83,8 @@ def _page_urls_written(run) -> set[str]:
         return {line.split("\t", 1)[0] for line in fh if line.strip()}
 
 
-def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[LineLog, tuple[list, list]]:
+def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[LineLog, tuple[list, list], set[str]]:
+    """``(journal, (requests to queue again, requests to mark seen), fingerprints still queued)``."""
     state_dir.mkdir(parents=True, exist_ok=True)
     run = run_output(crawler)
     path = state_dir / JOURNAL
@@ -94,8 +95,12 @@ def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[Line
     # back are found by their "p" lines and crawled again.
     journal = LineLog(path)  # a torn last line (kill mid-write) is dropped here
     recovery = _prepare_recovery(crawler, path, run, jobdir) if existed and not clean else ([], [])
+    # After a clean stop Scrapy restores its own queue: those requests are still pending
+    # in the journal and must get their "p" and "-" when fetched in this session, or a
+    # later kill would queue them again although their rows were written.
+    queued = set(read_journal(path)[0]) if existed and clean else set()
     (state_dir / CLEAN_MARKER).unlink(missing_ok=True)
-    return journal, recovery
+    return journal, recovery, queued
 
 
 def _old_seen(seen_path: Path) -> set[bytes] | None:
@@ -164,18 +169,18 @@ class JournaledScheduler(Scheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "JournaledScheduler":
         jobdir = job_dir(crawler.settings)
-        journal, state_dir, recovery = None, None, ([], [])
+        journal, state_dir, recovery, queued = None, None, ([], []), set()
         if jobdir and crawler.settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
             # before Scrapy's dupefilter reads requests.seen and its queue is opened
             state_dir = Path(jobdir) / "focuscrawl"
-            journal, recovery = _open_journal(crawler, Path(jobdir), state_dir)
+            journal, recovery, queued = _open_journal(crawler, Path(jobdir), state_dir)
         scheduler = super().from_crawler(crawler)
         scheduler.crawler = crawler
         scheduler.journal, scheduler.state_dir = journal, state_dir
         scheduler._recovery_encoded, seen = recovery
         for request in seen:  # rebuild requests.seen in the dupefilter's own format
             scheduler.df.request_seen(request)
-        scheduler._pending = set()
+        scheduler._pending = queued
         if journal is not None:
             crawler.signals.connect(scheduler._left_downloader, signal=signals.request_left_downloader)
             crawler.signals.connect(scheduler._response_downloaded, signal=signals.response_downloaded)

@@ -176,3 +176,24 @@ def test_sigkill_with_lagging_checkpoint_recrawls_every_cut_row(tmp_path):
         second = finish(proc, stats)
     check_complete(out, all_images=False)
     assert second["frontier/recovered_pages_without_rows"] >= killed_rows - kept_rows
+
+
+def test_sigterm_resume_then_sigkill_repeats_no_row(tmp_path):
+    """A clean stop, a resume from Scrapy's saved queue, then a kill: the requests of the
+    saved queue are pending in the journal from the first session, so the resumed session
+    must journal them as fetched too, or the second recovery fetches them again and their
+    committed rows are written twice."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    with LocalWeb(tree_site()) as web:
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        wait_rows(out / "pages.tsv", 4)
+        proc.send_signal(signal.SIGTERM)
+        finish(proc, stats)
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        wait_rows(out / "pages.tsv", 14)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        third = finish(proc, stats)
+    check_complete(out, all_images=False)  # every page exactly once
+    assert third["frontier/unrecovered"] == 0
