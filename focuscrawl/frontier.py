@@ -7,10 +7,15 @@ appends one line per *accepted* request and one when a request leaves the
 downloader, to ``JOBDIR/focuscrawl/frontier.log``:
 
     +<TAB>fingerprint<TAB>base64(pickle(request_to_dict))   accepted into the queue
+    p<TAB>fingerprint<TAB>url                                a page was downloaded (may get a pages.tsv row)
     -<TAB>fingerprint                                        left the downloader
-    p<TAB>fingerprint<TAB>url                                an HTML page arrived (expects a pages.tsv row)
 
-Every line is written with one unbuffered ``write`` as it happens. After an
+Every line is written with one unbuffered ``write`` as it happens. A page's ``p``
+is written on ``response_downloaded``, which Scrapy sends before
+``request_left_downloader``: so at every instant a fetched page is still pending
+or known as a page, and a kill can never leave it in neither state (with ``p`` on
+``response_received``, a kill while the response passed back through the
+downloader middlewares lost the page and every link on it). After an
 unclean stop (no ``frontier.clean`` marker) the scheduler rebuilds the frontier
 from it: Scrapy's stale disk queue and seen-set are discarded, the seen-set is
 rebuilt from the journal, and every accepted request that had not left the
@@ -78,7 +83,8 @@ def _page_urls_written(run) -> set[str]:
         return {line.split("\t", 1)[0] for line in fh if line.strip()}
 
 
-def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[LineLog, tuple[list, list]]:
+def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[LineLog, tuple[list, list], set[str]]:
+    """``(journal, (requests to queue again, requests to mark seen), fingerprints still queued)``."""
     state_dir.mkdir(parents=True, exist_ok=True)
     run = run_output(crawler)
     path = state_dir / JOURNAL
@@ -89,8 +95,12 @@ def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[Line
     # back are found by their "p" lines and crawled again.
     journal = LineLog(path)  # a torn last line (kill mid-write) is dropped here
     recovery = _prepare_recovery(crawler, path, run, jobdir) if existed and not clean else ([], [])
+    # After a clean stop Scrapy restores its own queue: those requests are still pending
+    # in the journal and must get their "p" and "-" when fetched in this session, or a
+    # later kill would queue them again although their rows were written.
+    queued = set(read_journal(path)[0]) if existed and clean else set()
     (state_dir / CLEAN_MARKER).unlink(missing_ok=True)
-    return journal, recovery
+    return journal, recovery, queued
 
 
 def _old_seen(seen_path: Path) -> set[bytes] | None:
@@ -159,21 +169,21 @@ class JournaledScheduler(Scheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "JournaledScheduler":
         jobdir = job_dir(crawler.settings)
-        journal, state_dir, recovery = None, None, ([], [])
+        journal, state_dir, recovery, queued = None, None, ([], []), set()
         if jobdir and crawler.settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
             # before Scrapy's dupefilter reads requests.seen and its queue is opened
             state_dir = Path(jobdir) / "focuscrawl"
-            journal, recovery = _open_journal(crawler, Path(jobdir), state_dir)
+            journal, recovery, queued = _open_journal(crawler, Path(jobdir), state_dir)
         scheduler = super().from_crawler(crawler)
         scheduler.crawler = crawler
         scheduler.journal, scheduler.state_dir = journal, state_dir
         scheduler._recovery_encoded, seen = recovery
         for request in seen:  # rebuild requests.seen in the dupefilter's own format
             scheduler.df.request_seen(request)
-        scheduler._pending = set()
+        scheduler._pending = queued
         if journal is not None:
             crawler.signals.connect(scheduler._left_downloader, signal=signals.request_left_downloader)
-            crawler.signals.connect(scheduler._response_received, signal=signals.response_received)
+            crawler.signals.connect(scheduler._response_downloaded, signal=signals.response_downloaded)
             crawler.signals.connect(scheduler._spider_closed, signal=signals.spider_closed)
         return scheduler
 
@@ -209,9 +219,14 @@ class JournaledScheduler(Scheduler):
             self._pending.discard(fp)
             self.journal.write_lines([f"-\t{fp}"])
 
-    def _response_received(self, response: Response, request: Request, spider: Spider | None = None) -> None:
-        if isinstance(response, HtmlResponse) and 200 <= response.status < 300:
-            self.journal.write_lines([f"p\t{self._fp(request)}\t{response.url}"])
+    def _response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
+        # Before "-" (see the module docstring). The response is still raw here: a body
+        # whose type is only known after decoding (plain ``Response``) counts as a page.
+        if not 200 <= response.status < 300 or not (isinstance(response, HtmlResponse) or type(response) is Response):
+            return
+        fp = self._fp(request)
+        if fp in self._pending:
+            self.journal.write_lines([f"p\t{fp}\t{response.url}"])
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         # Scrapy has saved its queue (close() runs before spider_closed): a clean stop

@@ -95,3 +95,28 @@ def test_growing_tail_and_merges_agree_with_brute_force():
     queries = [int(base[i]) ^ (1 << int(b)) for i, b in zip(rng.integers(0, 20000, 50), rng.integers(0, 64, 50))]
     for q in queries:
         assert index.query(q) == brute(base, q, 3)
+
+
+def test_single_query_with_exact_directory_agrees_with_batch_and_brute_force():
+    # > 2**16 fingerprints with k=3, B=4: the directory covers all 18 key bits (shift 0),
+    # as at 1M, so every bucket is one table key; query() walks the buckets in Python
+    rng = np.random.default_rng(11)
+    fps = rng.integers(0, 2**64, size=70_000, dtype=np.uint64)
+    pyrng = random.Random(11)
+    queries = [pyrng.getrandbits(64) for _ in range(60)]
+    for i, q in enumerate(queries):  # planted neighbours at 0..4 bits, one stored twice
+        for d in range(5):
+            fps[i * 5 + d] = flip(q, pyrng.sample(range(64), d))
+    fps[69_999] = fps[0]
+    index = SimHashIndex.from_fingerprints(fps, 3, 4)
+    assert index._shift == 0 and len(index) == index._n_sorted
+    m = index.query_many(queries)
+    for qi, q in enumerate(queries):
+        got = index.query(q)
+        assert got == brute(fps, q, 3)
+        assert len(got) >= 4 and len({i for i, _ in got}) == len(got)  # each id once
+        batch = sorted(zip(m.ids[m.query == qi].tolist(), m.distances[m.query == qi].tolist()),
+                       key=lambda x: (x[1], x[0]))
+        assert got == batch
+        assert index.query(q, max_distance=1) == [(i, d) for i, d in got if d <= 1]
+    assert index.query(queries[0])[:2] == [(0, 0), (69_999, 0)]
