@@ -165,7 +165,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         else:  # everything as shipped, writing a run directory; budget in pages, not image downloads
             overrides["FOCUSCRAWL_OUTPUT_DIR"] = tempfile.mkdtemp(prefix="focuscrawl-bench-")
             overrides["CLOSESPIDER_PAGECOUNT"] = 0
-            overrides["FOCUSCRAWL_EVAL_PAGE_BUDGET"] = pages
+            overrides["FOCUSCRAWL_PAGE_BUDGET"] = pages
         settings.setdict(dict(overrides, FOCUSCRAWL_LINK_RAZOR=1e300, FOCUSCRAWL_PROGRESS_INTERVAL=0),
                          priority="cmdline")
         process = CrawlerProcess(settings)

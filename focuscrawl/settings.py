@@ -96,9 +96,11 @@ FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
 FOCUSCRAWL_REJECT_SURTS = [
     "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
 ]
-#: Page budget (spider arg ``budget``): FOCUSCRAWL_EVAL_PAGE_BUDGET, counted in HTML pages
-#: by focuscrawl.eval.budget.PageBudget (enabled below; Scrapy's CLOSESPIDER_PAGECOUNT
-#: would count image downloads and robots.txt too).
+#: Page budget (spider arg ``budget``): close the crawl after this many HTML pages
+#: (PageItems), counted by focuscrawl.extensions.budget.PageBudget (enabled below);
+#: Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
+#: 0 = no budget.
+FOCUSCRAWL_PAGE_BUDGET = 0
 #: Maximum link depth from the seeds (Scrapy's setting; 0 = unlimited).
 DEPTH_LIMIT = 0
 #: Pages fetched per host at most (robots.txt and retries not counted); 0 = unlimited.
@@ -138,7 +140,7 @@ DOWNLOADER_MIDDLEWARES = {
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
-    "focuscrawl.eval.budget.PageBudget": 500,
+    "focuscrawl.extensions.budget.PageBudget": 500,
 }
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
@@ -218,10 +220,6 @@ SPIDER_MIDDLEWARES["focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"]
 
 
 # --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
-#: Close the crawl after this many pages (PageItems; image downloads and robots.txt
-#: not counted) when the extension focuscrawl.eval.budget.PageBudget is enabled, as
-#: ``focuscrawl eval run`` does; 0 = no budget.
-FOCUSCRAWL_EVAL_PAGE_BUDGET = 0
 
 
 # --- Ranking, export, annotation (issue "Corpus ranking") -----------------------------

@@ -1,8 +1,8 @@
 """``PageBudget``: stop a crawl after N pages (HTML pages, not image downloads).
 
-Scrapy's ``CLOSESPIDER_PAGECOUNT`` counts every response, images included, so runs
-that download different numbers of images would see different page budgets. The
-evaluation compares modes at the same number of pages fetched.
+Scrapy's ``CLOSESPIDER_PAGECOUNT`` counts every response, images and robots.txt
+included, so crawls that download different numbers of images would get different
+page budgets; the evaluation compares modes at the same number of pages fetched.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class PageBudget:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "PageBudget":
-        budget = crawler.settings.getint("FOCUSCRAWL_EVAL_PAGE_BUDGET")
+        budget = crawler.settings.getint("FOCUSCRAWL_PAGE_BUDGET")
         if budget <= 0:
             raise NotConfigured
         ext = cls(crawler, budget)
