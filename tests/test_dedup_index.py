@@ -99,7 +99,7 @@ def test_growing_tail_and_merges_agree_with_brute_force():
 
 def test_single_query_with_exact_directory_agrees_with_batch_and_brute_force():
     # > 2**16 fingerprints with k=3, B=4: the directory covers all 18 key bits (shift 0),
-    # as at 1M, so every bucket is one table key; query() walks the buckets in Python
+    # as at 1M, so every bucket is one table key; query() walks the buckets in compiled code
     rng = np.random.default_rng(11)
     fps = rng.integers(0, 2**64, size=70_000, dtype=np.uint64)
     pyrng = random.Random(11)
@@ -120,3 +120,21 @@ def test_single_query_with_exact_directory_agrees_with_batch_and_brute_force():
         assert got == batch
         assert index.query(q, max_distance=1) == [(i, d) for i, d in got if d <= 1]
     assert index.query(queries[0])[:2] == [(0, 0), (69_999, 0)]
+
+
+def test_single_query_with_many_matches_in_tables_and_tail():
+    # more matches than the compiled search's first result buffer (16), each found in
+    # several tables, plus matches in the unsorted tail: every id exactly once, in order
+    rng = random.Random(3)
+    q = rng.getrandbits(64)
+    near = [flip(q, rng.sample(range(64), rng.randint(0, 3))) for _ in range(50)]
+    far = [rng.getrandbits(64) for _ in range(500)]
+    fps = near[:40] + far + near[40:]
+    index = SimHashIndex(3, 4, merge_threshold=10_000)
+    index.add_many(fps[:-10])
+    index.merge()
+    index.add_many(fps[-10:])
+    assert index._n_sorted == len(fps) - 10  # the last 10 matches sit in the tail
+    got = index.query(q)
+    assert got == brute(np.array(fps, dtype=np.uint64), q, 3)
+    assert len(got) >= 50 and len({i for i, _ in got}) == len(got)
