@@ -1,26 +1,32 @@
-"""A real HTTP server on 127.0.0.1 serving a dict of pages for many host names.
+"""A real HTTP server on 127.0.0.1 (free port) serving a dict of pages, for every test crawl.
 
-Scrapy reaches it as an HTTP proxy (``http_proxy`` env), so pages can live on named
-hosts (``a.test``, ``b.test``: separate Scrapy download slots) without DNS and
-without any traffic leaving the machine. ``requests`` records every request in
-arrival order as ``host/path``.
+Two ways to reach it: as an HTTP proxy (``http_proxy`` env / ``web.proxy``), so pages
+can live on named hosts (``a.test``, ``b.test``: separate Scrapy download slots)
+without DNS and without traffic leaving the machine — keys ``(host, path)``; or
+directly at ``web.base`` — keys are plain paths. ``requests`` records every request
+in arrival order as ``host/path``.
 """
 from __future__ import annotations
 
+import gzip
+import io
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+DIRECT_HOST = "127.0.0.1"
+
 
 class Page:
     def __init__(self, body: bytes | str, content_type: str = "text/html; charset=utf-8", status: int = 200,
-                 headers: dict[str, str] | None = None, delay: float = 0.0) -> None:
+                 headers: dict[str, str] | None = None, delay: float = 0.0, gzip: bool = False) -> None:
         self.body = body.encode("utf-8") if isinstance(body, str) else body
         self.content_type = content_type
         self.status = status
         self.headers = headers or {}
         self.delay = delay  # seconds before answering (a slow host)
+        self.gzip = gzip  # sent with Content-Encoding: gzip
 
 
 def html(title: str, text: str, links: list[tuple[str, str]] = (), extra: str = "") -> str:
@@ -30,9 +36,9 @@ def html(title: str, text: str, links: list[tuple[str, str]] = (), extra: str = 
 
 
 class LocalWeb:
-    """``pages[(host, path)] = Page``; unknown URLs get 404."""
+    """``pages[(host, path)]`` (through the proxy) or ``pages[path]`` (direct); unknown URLs get 404."""
 
-    def __init__(self, pages: dict[tuple[str, str], Page]) -> None:
+    def __init__(self, pages: dict) -> None:
         self.pages = pages
         self.requests: list[str] = []
         web = self
@@ -45,16 +51,22 @@ class LocalWeb:
                 host = (parts.hostname or self.headers.get("Host", "")).split(":")[0].lower()
                 path = parts.path + (f"?{parts.query}" if parts.query else "")
                 web.requests.append(f"{host}{path}")
-                page = web.pages.get((host, path)) or Page("not found", "text/plain", 404)
+                page = web.pages.get((host, path))
+                if page is None and host == DIRECT_HOST:
+                    page = web.pages.get(path)
+                page = page or Page("not found", "text/plain", 404)
                 if page.delay:
                     time.sleep(page.delay)
+                body = gzip.compress(page.body) if page.gzip else page.body
                 self.send_response(page.status)
                 self.send_header("Content-Type", page.content_type)
-                self.send_header("Content-Length", str(len(page.body)))
+                self.send_header("Content-Length", str(len(body)))
+                if page.gzip:
+                    self.send_header("Content-Encoding", "gzip")
                 for k, v in page.headers.items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(page.body)
+                self.wfile.write(body)
 
             def log_message(self, *args) -> None:
                 pass
@@ -69,9 +81,19 @@ class LocalWeb:
     def proxy(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def base(self) -> str:
+        """URL prefix for direct access (pages keyed by plain path)."""
+        return f"http://{DIRECT_HOST}:{self.port}"
+
     def pages_requested(self) -> list[str]:
         """Requests in arrival order, robots.txt left out."""
         return [r for r in self.requests if not r.endswith("/robots.txt")]
+
+    def fetched(self, prefix: str = "/") -> list[str]:
+        """Paths fetched directly (``web.base``), in order, robots.txt left out."""
+        paths = [r[len(DIRECT_HOST):] for r in self.pages_requested() if r.startswith(DIRECT_HOST + "/")]
+        return [p for p in paths if p.startswith(prefix)]
 
     def __enter__(self) -> "LocalWeb":
         self.thread.start()
@@ -80,3 +102,23 @@ class LocalWeb:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def png_bytes(width: int = 640, height: int = 480, color=(200, 120, 40)) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def link_site(n: int, fanout: int = 3) -> dict[str, Page]:
+    """Pages /p0 ... /p{n-1} for direct access: /p{i} links to /p{fanout*i+1 ... fanout*i+fanout}
+    (a tree), each link carrying ``data-priority`` = the target's number mod 7."""
+    pages = {"/robots.txt": Page(b"User-agent: *\nAllow: /\n", "text/plain")}
+    for i in range(n):
+        links = "".join(
+            f'<a href="/p{j}" data-priority="{j % 7}">page {j}</a> '
+            for j in range(fanout * i + 1, min(n, fanout * i + fanout + 1)))
+        pages[f"/p{i}"] = Page(f"<html><body><p>Page {i} about cats.</p>{links}</body></html>".encode())
+    return pages

@@ -12,7 +12,7 @@ import redis
 
 from focuscrawl.distributed import _RESERVE_SLOT
 from tests.support.crawl import ROOT, run_links, start_links
-from tests.support.localweb import LocalWeb, Page, link_site
+from tests.localweb import LocalWeb, Page, link_site
 
 
 def rows(path):
@@ -53,7 +53,7 @@ def test_two_processes_share_one_frontier(tmp_path, redis_server):
         single = run_links(f"{web.base}/p0", out=tmp_path / "single.jsonl")
         assert single.returncode == 0, single.stderr[-2000:]
         single_urls = {r["url"] for r in rows(tmp_path / "single.jsonl")}
-        web.log.clear()
+        web.requests.clear()
         procs = [start_links(f"{web.base}/p0", *redis_settings(redis_server), out=tmp_path / f"w{i}.jsonl",
                              log=tmp_path / f"w{i}.log") for i in range(2)]
         for p in procs:
@@ -112,7 +112,7 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
     with LocalWeb(pages) as web:
         single = subprocess.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert single.returncode == 0, single.stderr[-3000:]
-        web.log.clear()
+        web.requests.clear()
         procs = [subprocess.Popen(focused(tmp_path / f"part-{i}", *redis_settings(redis_server, crawl="focused")),
                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
         for p in procs:

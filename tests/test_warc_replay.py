@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.support.archives import write_arc
-from tests.support.localweb import LocalWeb, Page, png_bytes
+from tests.localweb import LocalWeb, Page, png_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO"]
@@ -60,7 +60,7 @@ def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
             cmd += ["-s", s]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        served = len(web.log)
+        served = len(web.requests)
     archives = sorted(str(p) for p in warcs.glob("*.warc.gz"))
     assert len(archives) >= 2  # rotated
     proc = warc_cli(*archives, "-o", str(replay))
@@ -77,7 +77,7 @@ def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
     assert len(shared) == 4  # the shared image's context from every page
     for r in replay_images.values():
         assert (replay / r["image_path"]).read_bytes() == (live / r["image_path"]).read_bytes()
-    assert len(web.log) == served  # the replay sent nothing to the server
+    assert len(web.requests) == served  # the replay sent nothing to the server
 
 
 def test_arc_input_with_lying_headers_and_missing_images(tmp_path):
