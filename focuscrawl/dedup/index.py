@@ -38,7 +38,7 @@ def _jit(func: Callable) -> Callable:
     """numba-compile ``func``, cached on disk beside this module when numba finds a place.
 
     Inside a zipped scrapyd egg there is none (``cache=True`` raises at decoration);
-    there it compiles once per process instead (~1 s at the first query).
+    there it compiles once per process instead (~3.5 s at the first query).
     """
     try:
         return numba.njit(cache=True, nogil=True)(func)
