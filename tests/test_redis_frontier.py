@@ -108,7 +108,7 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
 
     pages = site()
     for page in pages.values():
-        page.delay = 0.15
+        page.delay = 0.5  # long enough that start-up jitter cannot let one process take every page
     with LocalWeb(pages) as web:
         single = subprocess.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert single.returncode == 0, single.stderr[-3000:]
