@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     cut = len(sentences) * 9 // 10
     train, held = sentences[:cut], sentences[cut:]
     n_tokens = sum(s.count(" ") + 1 for s in train)
-    print(f"sources: " + ", ".join(f"{k} {len(v)}" for k, v in per_source.items()) + " sentences")
+    print("sources: " + ", ".join(f"{k} {len(v)}" for k, v in per_source.items()) + " sentences")
     print(f"train: {len(train)} sentences, {n_tokens} tokens; held-out: {len(held)} sentences; order {args.order}")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     rel = abs(pp_ours - pp_ref) / pp_ref
     print(f"n-gram counts: focuscrawl {counts_ours}  lmplz {counts_ref}  "
           f"{'same' if counts_ours == counts_ref else 'DIFFERENT'}")
-    print(f"discounts (focuscrawl): " + "  ".join("%.4f/%.4f/%.4f" % d for d in model.discounts))
+    print("discounts (focuscrawl): " + "  ".join("%.4f/%.4f/%.4f" % d for d in model.discounts))
     print(f"held-out PP: focuscrawl {pp_ours:.4f}  lmplz {pp_ref:.4f}  relative difference {rel:.2e} (target <= 5e-3)")
     print(f"max per-sentence |log10 diff|: {max_diff:.2e} (target <= 1e-3) on {worst[:60]!r}")
     print(f"training time: focuscrawl {t_ours:.2f}s  lmplz {t_lmplz:.2f}s  ratio {t_ours / t_lmplz:.2f}x")

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import pickle
 import shutil
 from pathlib import Path

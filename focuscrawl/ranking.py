@@ -225,10 +225,6 @@ def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str |
     return writer(entries, out)
 
 
-#: pHashes of a flat (one-colour) picture: nothing to compare, so only its text counts.
-FLAT_PHASHES = frozenset({0, 1 << 63})
-
-
 def pair_text(entry: CorpusEntry) -> str:
     """The text of an image-text pair: its ALT, else its title, else the chosen context."""
     return entry.alt or entry.title or entry.context_text
@@ -239,7 +235,7 @@ def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]
     near-identical pair text (``pair_text``) by SimHash (``focuscrawl.dedup.collapse``); the
     best-scored stays. The pair text, not the page context, so that gallery images sharing one
     parent element are not taken for duplicates. Flat one-colour pictures (placeholders,
-    the synthetic test web) all share one pHash and are compared by text only."""
+    the synthetic test web) have no pHash (``phash_bytes`` gives None): compared by text only."""
     from focuscrawl.corpus import fill_context
     from focuscrawl.dedup.collapse import collapse_near_duplicates
     from focuscrawl.dedup.image_hash import ImageHashError, phash_bytes
@@ -249,10 +245,9 @@ def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]
         if path is None:
             return None
         try:
-            value = phash_bytes(path.read_bytes())
+            return phash_bytes(path.read_bytes())
         except (ImageHashError, OSError):
             return None
-        return None if value in FLAT_PHASHES else value
 
     def collapse(entries: list[CorpusEntry]) -> tuple[list[CorpusEntry], int]:
         fill_context((e for e in entries if not (e.alt or e.title)), run_dir)

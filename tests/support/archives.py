@@ -5,7 +5,6 @@ import gzip
 import io
 from pathlib import Path
 
-from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 
@@ -20,7 +19,6 @@ def write_warc(path: Path, captures: list[tuple[str, list[tuple[str, str]], byte
     with open(path, "wb") as fh:
         writer = WARCWriter(fh, gzip=str(path).endswith(".gz"))
         for url, headers, body in captures:
-            http = StatusAndHeaders(status, headers, protocol="HTTP/1.1")
             # warcio would fix a wrong Content-Length in http_headers; write raw to keep it lying
             payload = http_bytes(status, headers, body)
             rec = writer.create_warc_record(url, "response", payload=io.BytesIO(payload),
@@ -32,7 +30,6 @@ def write_warc(path: Path, captures: list[tuple[str, list[tuple[str, str]], byte
 def write_arc(path: Path, captures: list[tuple[str, list[tuple[str, str]], bytes]],
               date: str = "20080101120000") -> Path:
     """An ARC v1 file, each record its own gzip member (as Internet Archive writes them)."""
-    out = io.BytesIO()
     desc_body = b"1 0 focuscrawl-test\nURL IP-address Archive-date Content-type Archive-length\n"
     header = f"filedesc://{path.name} 0.0.0.0 {date} text/plain {len(desc_body)}\n".encode() + desc_body + b"\n"
     members = [header]
