@@ -37,8 +37,9 @@ def test_keywords_mode_is_best_first_across_hosts(tmp_path):
     with LocalWeb(site()) as web:
         stats, proc = crawl(web, tmp_path, "http://seed.test/", mode="keywords")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # b (2382) before a (3162): both "normal", best-first inside the bucket
     assert web.pages_requested() == [
-        "seed.test/", "c.test/", "c.test/kit", "d.test/", "a.test/", "b.test/"]
+        "seed.test/", "c.test/", "c.test/kit", "d.test/", "b.test/", "a.test/"]
     log = {row["to"]: row for row in links_log(tmp_path)}
     assert {u: r["bucket"] for u, r in log.items()} == {
         "http://a.test/": "normal", "http://b.test/": "normal", "http://c.test/": "high",
@@ -62,14 +63,14 @@ def test_keywords_mode_is_best_first_across_hosts(tmp_path):
     assert pages[0]["links"] == 4 and pages[0]["depth"] == 0 and pages[1]["depth"] == 1
 
 
-def test_fine_log_buckets_order_within_a_bucket(tmp_path):
-    # 10 priorities per decade: b (2382) now ranks before a (3162), both "normal"
+def test_zero_steps_per_decade_is_fifo_inside_a_bucket(tmp_path):
+    # one priority per bucket (Heritrix-style): a (3162) and b (2382) in link order
     with LocalWeb(site()) as web:
         _, proc = crawl(web, tmp_path, "http://seed.test/", mode="keywords",
-                        settings={"FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE": 10})
+                        settings={"FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE": 0})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert web.pages_requested() == [
-        "seed.test/", "c.test/", "c.test/kit", "d.test/", "b.test/", "a.test/"]
+        "seed.test/", "c.test/", "c.test/kit", "d.test/", "a.test/", "b.test/"]
 
 
 def test_document_mode_links_inherit_page_perplexity(tmp_path):

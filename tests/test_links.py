@@ -46,23 +46,33 @@ def test_custom_weights():
 def test_thesis_buckets(score, index, name, prio):
     assert bucket_index(score) == index
     assert bucket_name(index) == name
-    assert bucket_priority(score) == prio
-    assert seed_priority() > prio
+    assert bucket_priority(score, PRIORITY_BUCKETS, 0) == prio
+    assert seed_priority(PRIORITY_BUCKETS, 0) > prio
 
 
-def test_fine_log_scale_priorities_are_monotonic_and_below_seeds():
-    scores = [1.0, 1.5, 9.0, 10.0, 11.0, 600.0, 2382.0, 3162.0, 1e4, LINK_RAZOR]
-    prios = [bucket_priority(s, PRIORITY_BUCKETS, 10) for s in scores]
+def test_best_first_inside_buckets_by_default():
+    scores = [1.0, 3.0, 10.0, 30.0, 599.0, 600.1, 2382.0, 3162.0, 1e4, LINK_RAZOR, 1e20, 1e25]
+    prios = [bucket_priority(s) for s in scores]
     assert prios == sorted(prios, reverse=True)
-    assert prios[0] == 0 and bucket_priority(10.0, PRIORITY_BUCKETS, 10) == -10
-    assert bucket_priority(2382.0, PRIORITY_BUCKETS, 10) > bucket_priority(3162.0, PRIORITY_BUCKETS, 10)
-    assert seed_priority(PRIORITY_BUCKETS, 10) > prios[0]
+    assert len(set(prios[:-1])) == len(prios) - 1  # distinct steps up to 1e20
+    assert prios[-1] == prios[-2]  # beyond: the bucket's last step
+    assert bucket_priority(1.0) - bucket_priority(10.0) == 10  # ten steps per power of ten
+    assert bucket_priority(2382.0) > bucket_priority(3162.0)  # same "normal" bucket, ordered
+    assert seed_priority() > prios[0]
+
+
+def test_a_better_bucket_always_wins_over_a_coarse_step():
+    # 600 and 600.1 share a log step (ceil(27.78) == 28) but not a bucket
+    assert bucket_priority(600.0, PRIORITY_BUCKETS, 10) > bucket_priority(600.1, PRIORITY_BUCKETS, 10)
+    # with 1 step per decade 11 and 99 tie inside "high", FIFO there
+    assert bucket_priority(11.0, PRIORITY_BUCKETS, 1) == bucket_priority(99.0, PRIORITY_BUCKETS, 1)
+    assert bucket_priority(99.0, PRIORITY_BUCKETS, 1) > bucket_priority(101.0, PRIORITY_BUCKETS, 1)
 
 
 def test_other_bucket_counts_get_generic_names():
     assert bucket_index(5.0, [10.0]) == 0 and bucket_index(50.0, [10.0]) == 1
     assert bucket_name(1, 2) == "b1"
-    assert bucket_priority(50.0, [10.0]) == 0 and seed_priority([10.0]) == 2
+    assert bucket_priority(50.0, [10.0], 0) == 0 and seed_priority([10.0], 0) == 2
 
 
 def test_links_log_keeps_whole_lines_after_a_kill(tmp_path):

@@ -37,7 +37,8 @@ def test_explain_links_keywords_mode(settings):
     by_url = {url: (d, scope) for url, _, d, scope in rows}
     assert set(by_url) == {"http://a.test/", "http://seed.test/kit", "http://rejected.test/"}
     assert by_url["http://a.test/"][0].score == pytest.approx(3162.28, rel=1e-4)
-    assert by_url["http://a.test/"][0].bucket == "normal" and by_url["http://a.test/"][0].priority == 1
+    assert by_url["http://a.test/"][0].bucket == "normal" and by_url["http://a.test/"][0].priority == 200 - 35
+    # "normal" = bucket rank 1 of 0..3, 200 priorities per bucket; step ceil(10 * log10(3162)) = 35
     assert by_url["http://seed.test/kit"][0].score == 1.0 and by_url["http://seed.test/kit"][0].bucket == "high"
     assert by_url["http://rejected.test/"][1] == "rejected"
 

@@ -2,7 +2,8 @@
 
 Scores are perplexity-like: lower = crawl earlier. Scrapy priorities are integers,
 higher first, so a score maps to a bucket (``6e2 / 2e3 / 1e4`` boundaries: high,
-medium, normal, low) and the bucket to a priority; seeds rank above every bucket.
+medium, normal, low), the bucket to a range of priorities and the score to a step
+inside it (best-first); seeds rank above every bucket.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ LINK_ANCHOR_MAX_PP = 3000.0  # T_otx
 PRIORITY_BUCKETS = (6e2, 2e3, 1e4)
 LINK_RAZOR = 3e4
 BUCKET_NAMES = ("high", "medium", "normal", "low")
+PRIORITY_STEPS_PER_DECADE = 10  # best-first inside a bucket (0 = FIFO)
+SCORE_DECADES = 20  # scores above 1e20 share the last step of their bucket
 
 
 def link_score(doc_pp: float, anchor_pp: float | None, anchor_keyword_score: float,
@@ -51,18 +54,30 @@ def bucket_name(index: int, n_buckets: int = len(BUCKET_NAMES)) -> str:
 
 
 def bucket_priority(score: float, boundaries: Sequence[float] = PRIORITY_BUCKETS,
-                    steps_per_decade: int = 0) -> int:
+                    steps_per_decade: int = PRIORITY_STEPS_PER_DECADE) -> int:
     """Scrapy priority of a link score (higher = earlier); always below ``seed_priority``.
 
-    With ``steps_per_decade = 0`` one priority per bucket: ``len(boundaries) - index``
-    (3, 2, 1, 0 by default). With ``steps_per_decade = k > 0`` finer log-scale buckets:
-    ``-ceil(k * log10(score))``, i.e. ``k`` priorities per power of ten (score 1 -> 0).
+    The bucket decides first: a link in a better bucket always precedes one in a worse
+    bucket. Inside a bucket, ``steps_per_decade = k > 0`` orders by score on a log scale
+    (``k`` priorities per power of ten) **(choice: SPEC §5 is silent on the order inside a
+    bucket; best-first keeps the buckets meaningful when a model's perplexities are far
+    below the thesis's, e.g. ~10-1,000 instead of ~1e7)**. ``k = 0``: one priority per
+    bucket, ``len(boundaries) - index`` (3, 2, 1, 0 by default), FIFO inside it.
     """
-    if steps_per_decade > 0:
-        return -math.ceil(steps_per_decade * math.log10(max(score, 1.0)) - 1e-9)
-    return len(boundaries) - bucket_index(score, boundaries)
+    rank = len(boundaries) - bucket_index(score, boundaries)
+    if steps_per_decade <= 0:
+        return rank
+    span = _bucket_span(steps_per_decade)
+    step = math.ceil(steps_per_decade * math.log10(max(score, 1.0)) - 1e-9)
+    return rank * span - min(step, span - 1)
 
 
-def seed_priority(boundaries: Sequence[float] = PRIORITY_BUCKETS, steps_per_decade: int = 0) -> int:
+def seed_priority(boundaries: Sequence[float] = PRIORITY_BUCKETS,
+                  steps_per_decade: int = PRIORITY_STEPS_PER_DECADE) -> int:
     """A priority above every link's: seeds are crawled first."""
-    return 1 if steps_per_decade > 0 else len(boundaries) + 1
+    return (len(boundaries) + 1) * (_bucket_span(steps_per_decade) if steps_per_decade > 0 else 1)
+
+
+def _bucket_span(steps_per_decade: int) -> int:
+    """Priorities reserved per bucket: scores up to 1e20 get distinct steps."""
+    return steps_per_decade * SCORE_DECADES
