@@ -101,11 +101,11 @@ def test_report_files_and_ratios(evaldir, toy_arpa):
     assert summary["ratios"]["keywords_over_unfocused"] is None  # no division by zero
     assert summary["thesis_ordering_holds"] is True
     for name in ("harvest_pages", "harvest_images", "focus", "top_n", "precision_at_n"):
-        png = Path(summary["files"][name])
+        png = evaldir / "report" / summary["files"][name]
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    html = Path(summary["files"]["html"]).read_text()
+    html = (evaldir / "report" / summary["files"]["html"]).read_text()
     assert "Image funnel" in html and "top_n.png" in html and "unfocused holds: yes" in html
-    assert json.loads(Path(summary["files"]["summary"]).read_text())["runs"]["keywords"]["funnel"]["unique"] == 2
+    assert json.loads((evaldir / "report" / summary["files"]["summary"]).read_text())["runs"]["keywords"]["funnel"]["unique"] == 2
 
 
 def test_report_without_ground_truth(evaldir, toy_arpa):
@@ -116,7 +116,7 @@ def test_report_without_ground_truth(evaldir, toy_arpa):
     assert summary["ground_truth"] is False and "ratios" not in summary
     assert "top_n" not in summary["runs"]["keywords"] and "harvest_pages" not in summary["files"]
     assert summary["runs"]["keywords"]["statistics"]["sentences"] == 3
-    assert Path(summary["files"]["focus"]).exists()
+    assert (evaldir / "report" / summary["files"]["focus"]).exists()
 
 
 def test_funnel_from_stats_and_records(tmp_path):

@@ -13,6 +13,14 @@ def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
     meta = json.loads((tmp_path / "a" / "eval.json").read_text())
     assert [r["mode"] for r in meta["runs"]] == ["keywords", "document", "unfocused"]
     assert meta["server"]["robots_violations"] == 0
+    # no model given: a held-out web and a model trained on the captions it never shows
+    assert meta["web"]["heldout"] is True
+    assert meta["model"] == "model/cat.arpa" and meta["runs"][0]["output"] == "runs/keywords"
+    training = set((tmp_path / "a" / "model" / "corpus" / "positive" / "captions.txt").read_text().splitlines())
+    served_alts = {row["alt"] for row in read_tsv(tmp_path / "a" / "web" / "truth_images.tsv.gz")}
+    assert training and not training & served_alts
+    keywords = (tmp_path / "a" / "model" / "cat.keywords.txt").read_text().splitlines()
+    assert keywords[0].split(";")[0] == "cat"
     for mode in ("keywords", "document", "unfocused"):
         assert len(read_tsv(tmp_path / "a" / "runs" / mode / "pages.tsv")) >= 15
     assert main(["eval", "report", str(tmp_path / "a"), "--top-n", "10", "--budget", "15"]) == 0
@@ -25,3 +33,23 @@ def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
     first = [p["url"] for p in read_tsv(tmp_path / "a" / "runs" / "keywords" / "pages.tsv")][:15]
     again = [p["url"] for p in read_tsv(tmp_path / "b" / "runs" / "keywords" / "pages.tsv")][:15]
     assert first == again
+
+
+def test_a_given_model_is_used_as_is_on_the_whole_web(tmp_path):
+    from focuscrawl.resources import default_model_path
+
+    model = str(default_model_path())
+    args = ["--data", "bundled", "--scale", "0.04", "--budget", "3", "--modes", "unfocused", "--model", model]
+    assert main(["eval", "run", *args, "-o", str(tmp_path / "e")]) == 0
+    meta = json.loads((tmp_path / "e" / "eval.json").read_text())
+    assert meta["model"] == model and meta["web"]["heldout"] is False
+    assert not (tmp_path / "e" / "model").exists()
+
+
+def test_another_topic_gets_its_own_model(tmp_path):
+    args = ["--data", "bundled", "--topic", "dog", "--scale", "0.04", "--budget", "3", "--modes", "keywords"]
+    assert main(["eval", "run", *args, "-o", str(tmp_path / "d")]) == 0
+    keywords = (tmp_path / "d" / "model" / "dog.keywords.txt").read_text().splitlines()
+    assert keywords[0].split(";")[0] == "dog"
+    pages = read_tsv(tmp_path / "d" / "runs" / "keywords" / "pages.tsv")
+    assert len(pages) >= 3 and all(p["perplexity"] for p in pages[:1])

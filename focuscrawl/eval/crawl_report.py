@@ -24,11 +24,12 @@ def _run_folders(folder: Path) -> dict[str, Path]:
     return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], 9), kv[0])))
 
 
-def _log10_prob(model: str | None, eval_meta: dict):
+def _log10_prob(model: str | None, eval_meta: dict, folder: Path):
     from focuscrawl.lm.scorer import load_kenlm
     from focuscrawl.resources import default_model_path
 
-    lm = load_kenlm(model or eval_meta.get("model") or default_model_path())
+    used = eval_meta.get("model")  # relative: inside the evaluation folder (a trained held-out model)
+    lm = load_kenlm(model or (folder / used if used else None) or default_model_path())
     return lambda s: lm.score(s, bos=True, eos=True)
 
 
@@ -38,7 +39,7 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
     out = Path(output) if output else folder / "report"
     out.mkdir(parents=True, exist_ok=True)
     truth = Truth.load(folder / "web")
-    log10_prob = _log10_prob(model, eval_meta)
+    log10_prob = _log10_prob(model, eval_meta, folder)
     summary: dict = {"folder": str(folder), "top_n": top_n, "budget": budget, "ground_truth": truth is not None,
                      "score_range": list(score_range),
                      "web": eval_meta.get("web"), "thesis": THESIS, "runs": {}}
@@ -71,9 +72,9 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
                              "document_over_unfocused": ratio(share.get("document"), share.get("unfocused"))}
         k, d, u = (share.get(m) for m in ("keywords", "document", "unfocused"))
         summary["thesis_ordering_holds"] = (None if None in (k, d, u) else bool(k > d > u))
-    summary["files"] = _plots(curves, summary, out)
-    summary["files"]["html"] = str(out / "report.html")
-    summary["files"]["summary"] = str(out / "summary.json")
+    summary["files"] = _plots(curves, summary, out)  # names inside the report folder: it can move
+    summary["files"]["html"] = "report.html"
+    summary["files"]["summary"] = "summary.json"
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "report.html").write_text(_html(summary))
     return summary
@@ -91,7 +92,7 @@ def _plots(curves: dict[str, dict], summary: dict, out: Path) -> dict[str, str]:
         fig.tight_layout()
         fig.savefig(out / name, dpi=100)
         plt.close(fig)
-        files[name.rsplit(".", 1)[0]] = str(out / name)
+        files[name.rsplit(".", 1)[0]] = name
 
     for key, label in (("on_topic_pages", "on-topic pages"), ("on_topic_images", "on-topic images")):
         if not any(key in c for c in curves.values()):
@@ -185,6 +186,6 @@ def _html(summary: dict) -> str:
                      f"{_fmt(summary['thesis_ordering_holds'])}</p>")
     for key, path in summary["files"].items():
         if path.endswith(".png"):
-            parts.append(f'<h2>{html.escape(key)}</h2><img src="{html.escape(Path(path).name)}" alt="{key} plot">')
+            parts.append(f'<h2>{html.escape(key)}</h2><img src="{html.escape(path)}" alt="{key} plot">')
     style = "body{font-family:sans-serif;max-width:60em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
     return f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>focuscrawl eval</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n"

@@ -66,6 +66,29 @@ def run_crawl(mode: str, seeds: list[str], out: Path, budget: int, *, proxy: str
     return {"mode": mode, "seconds": seconds, "output": str(out)}
 
 
+def train_heldout_model(web, folder: Path) -> tuple[str, str]:
+    """Model and keywords of the web's topic from the captions a ``heldout`` web never shows
+    (``folder/corpus`` as ``focuscrawl testweb heldout-corpus`` writes it, then ``train-lm``
+    and ``keywords``): an evaluation of any topic without a model in the repository."""
+    from focuscrawl.lm.demo_corpus import train_topic_model
+    from focuscrawl.testweb.cli import heldout_corpus
+
+    heldout_corpus(web.pool, web.topic, folder / "corpus")
+    model, keywords = train_topic_model(folder / "corpus", folder, web.topic)
+    return str(model.resolve()), str(keywords.resolve())
+
+
+def _portable(path: str | None, folder: Path) -> str | None:
+    """A path inside the evaluation folder relative to it (the folder can move), others absolute."""
+    if not path:
+        return path
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(folder.resolve()))
+    except ValueError:
+        return str(resolved)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from focuscrawl.testweb.cli import web_from_args, write_truth
     from focuscrawl.testweb.server import TestWebServer
@@ -77,12 +100,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         seeds = [s.strip() for s in Path(args.seeds).read_text().splitlines() if s.strip()]
         info = {"web": "seed list", "seeds": seeds}
     else:
+        if not args.model:  # no leakage: the model learns from captions the web never shows
+            args.heldout = True
         web = web_from_args(args)
         info = write_truth(web, out / "web")
         seeds = web.seeds()
+        if not args.model:
+            args.model, args.keywords = train_heldout_model(web, out / "model")
+            print(f"eval run: {web.topic} model trained on the web's held-out captions: {args.model}", flush=True)
         server = TestWebServer(web, slow_factor=args.slow_factor).start()
     meta = {"modes": args.modes, "budget": args.budget, "deterministic": args.deterministic,
-            "model": args.model, "keywords": args.keywords, "web": info, "runs": []}
+            "model": _portable(args.model, out), "keywords": _portable(args.keywords, out), "web": info,
+            "runs": []}
     try:
         for mode in args.modes:
             print(f"eval run: {mode} ({args.budget} pages) ...", flush=True)
@@ -90,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                proxy=server.proxy if server else None, deterministic=args.deterministic,
                                model=args.model, keywords=args.keywords, extra_settings=args.set)
             print(f"eval run: {mode} done in {result['seconds']:.0f}s", flush=True)
-            meta["runs"].append(result)
+            meta["runs"].append(dict(result, output=_portable(result["output"], out)))
     finally:
         if server is not None:
             meta["server"] = {"requests": server.requests, "statuses": dict(server.statuses),
@@ -106,7 +135,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     summary = build_report(Path(args.folder), top_n=args.top_n, budget=args.budget,
                            model=args.model, output=args.output, score_range=(args.score_min, args.score_max))
-    print(json.dumps({"report": summary["files"]["html"],
+    report = Path(args.output) if args.output else Path(args.folder) / "report"
+    print(json.dumps({"report": str(report / summary["files"]["html"]),
                       "top_n_on_topic": {m: r.get("top_n", {}).get("on_topic") for m, r in summary["runs"].items()},
                       "ratios": summary.get("ratios")}, indent=2))
     return 0
@@ -124,7 +154,9 @@ def register(eval_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deterministic", action="store_true",
                    help="one request at a time: same seed and settings give the same numbers")
     p.add_argument("--slow-factor", type=float, default=0.0, help="delay scale of the web's slow pages")
-    p.add_argument("--model", help="LM for the crawl (default: the bundled cats model)")
+    p.add_argument("--model", help="LM for the crawl (default on the test web: a --heldout web and a model "
+                                   "trained on its held-out captions, in OUTPUT/model/; with --seeds: the "
+                                   "bundled cats model)")
     p.add_argument("--keywords", help="keyword list for the crawl")
     p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                    help="extra Scrapy setting for every run")

@@ -9,8 +9,7 @@ from focuscrawl.lm.keywords import DEFAULT_TOP_N, learn_keywords, write_keywords
 from focuscrawl.lm.scorer import TopicScorer
 from focuscrawl.lm.train import DEFAULT_ORDER, train_lm
 from focuscrawl.resources import default_keywords_path, default_model_path
-from focuscrawl.text.normalize import document_sentences
-from focuscrawl.text.sources import PoliteFetcher, load_source_text
+from focuscrawl.text.sources import PoliteFetcher, corpus_tokens
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,18 +54,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _corpus_tokens(sources: list[str], extractor: str, fetcher: PoliteFetcher) -> list[list[str]]:
-    docs = []
-    for src in sources:
-        text = load_source_text(src, extractor, fetcher)
-        docs.append([tok for s in document_sentences(text) for tok in s.split()])
-    return docs
-
-
 def cmd_keywords(args: argparse.Namespace) -> int:
     fetcher = PoliteFetcher(delay=args.delay)
-    positive = _corpus_tokens(args.positive, args.extractor, fetcher)
-    neutral = _corpus_tokens(args.neutral, args.extractor, fetcher)
+    positive = corpus_tokens(args.positive, args.extractor, fetcher)
+    neutral = corpus_tokens(args.neutral, args.extractor, fetcher)
     pairs = learn_keywords(positive, neutral, args.n)
     write_keywords(args.output, pairs)
     print(f"wrote {len(pairs)} keywords to {args.output}", file=sys.stderr)

@@ -37,29 +37,49 @@ def topic_captions(data: Path, topic: str) -> list[str]:
     return captions
 
 
+def write_corpus(out: Path, lead: str, captions: list[str], neutral_texts: list[str]) -> dict[str, int]:
+    """The corpus layout of a topic model: ``positive/lead.txt``, ``positive/captions.txt``,
+    ``neutral/<k>.txt`` (keywords) and ``lm_sentences.txt`` (the lead's sentences with the
+    5-token rule and every caption whole, normalised: ``train-lm --normalized``)."""
+    (out / "positive").mkdir(parents=True, exist_ok=True)
+    (out / "neutral").mkdir(parents=True, exist_ok=True)
+    (out / "positive" / "lead.txt").write_text(lead + "\n")
+    (out / "positive" / "captions.txt").write_text("\n".join(captions) + "\n")
+    for k, text in enumerate(neutral_texts):
+        (out / "neutral" / f"lead_{k:03d}.txt").write_text(text + "\n")
+    sentences = document_sentences(lead) + [s for cap in captions for s in text_sentences(cap)]
+    (out / "lm_sentences.txt").write_text("\n".join(sentences) + "\n")
+    return {"captions": len(captions), "neutral_docs": len(neutral_texts), "lm_sentences": len(sentences)}
+
+
 def build(data: Path, topic: str, out: Path) -> dict[str, int]:
+    """Positive = the topic's Wikipedia lead + every caption mentioning it; neutral = the other leads."""
     leads = json.loads((data / "wiki" / "animal_leads.json").read_text())["animals"]
     title = topic.capitalize()
     positive_leads = [a for a in leads if a["title"] == title]
     if not positive_leads:
         raise ValueError(f"no Wikipedia lead titled {title!r} in the data")
-    captions = topic_captions(data, topic)
-    (out / "positive").mkdir(parents=True, exist_ok=True)
-    (out / "neutral").mkdir(parents=True, exist_ok=True)
-    (out / "positive" / "lead.txt").write_text(positive_leads[0]["content"] + "\n")
-    (out / "positive" / "captions.txt").write_text("\n".join(captions) + "\n")
-    seen = set()
+    neutral: dict[str, str] = {}
     for a in leads:
-        if a["title"] == title or a["title"] in seen:
-            continue
-        seen.add(a["title"])
-        slug = re.sub(r"\W+", "_", a["title"]).strip("_")
-        (out / "neutral" / f"{slug}.txt").write_text(a["content"] + "\n")
-    # LM training sentences: lead sentences with the 5-token rule, captions whole.
-    sentences = document_sentences(positive_leads[0]["content"])
-    sentences += [s for cap in captions for s in text_sentences(cap)]
-    (out / "lm_sentences.txt").write_text("\n".join(sentences) + "\n")
-    return {"captions": len(captions), "neutral_docs": len(seen), "lm_sentences": len(sentences)}
+        if a["title"] != title:
+            neutral.setdefault(a["title"], a["content"])
+    return write_corpus(out, positive_leads[0]["content"], topic_captions(data, topic), list(neutral.values()))
+
+
+def train_topic_model(corpus: Path, out: Path, name: str) -> tuple[Path, Path]:
+    """``train-lm --normalized`` and ``keywords`` on a ``write_corpus`` folder: ``out/<name>.arpa``
+    and ``out/<name>.keywords.txt``."""
+    from focuscrawl.lm.keywords import learn_keywords, write_keywords
+    from focuscrawl.lm.train import train_lm
+    from focuscrawl.text.sources import corpus_tokens
+
+    out.mkdir(parents=True, exist_ok=True)
+    model, keywords = out / f"{name}.arpa", out / f"{name}.keywords.txt"
+    train_lm([corpus / "lm_sentences.txt"], model, normalized=True)
+    positive = corpus_tokens(sorted((corpus / "positive").iterdir()))
+    neutral = corpus_tokens(sorted((corpus / "neutral").iterdir()))
+    write_keywords(keywords, learn_keywords(positive, neutral))
+    return model, keywords
 
 
 def main(argv: list[str] | None = None) -> None:

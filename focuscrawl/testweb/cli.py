@@ -84,27 +84,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_heldout_corpus(args: argparse.Namespace) -> int:
-    """Corpora for a model that has not seen the web's captions: the held-out photos' captions
-    plus the topic's Wikipedia lead (positive, LM), the other leads (neutral)."""
-    from focuscrawl.lm.demo_corpus import topic_pattern
+def heldout_corpus(pool: TextPool, topic: str, out: Path) -> dict[str, int]:
+    """Corpora for a model that has not seen a ``heldout`` web's captions: the held-out photos'
+    captions plus the topic's Wikipedia lead (positive, LM), the other leads (neutral)."""
+    from focuscrawl.lm.demo_corpus import topic_pattern, write_corpus
     from focuscrawl.testweb.web import heldout_photos
-    from focuscrawl.text.normalize import document_sentences, text_sentences
 
+    pattern = topic_pattern(topic)
+    captions = [c for p in heldout_photos(pool, topic) for c in p.captions if pattern.search(c)]
+    if not captions:
+        raise ValueError(f"no held-out captions mention {topic!r}: pick a topic of the caption data")
+    return write_corpus(out, pool.lead(topic) or "", captions, pool.other_leads(topic))
+
+
+def cmd_heldout_corpus(args: argparse.Namespace) -> int:
     pool = TextPool.from_bundle() if args.data == "bundled" else TextPool.from_data(args.data)
-    pattern = topic_pattern(args.topic)
-    captions = [c for p in heldout_photos(pool, args.topic) for c in p.captions if pattern.search(c)]
-    out = Path(args.output)
-    (out / "positive").mkdir(parents=True, exist_ok=True)
-    (out / "neutral").mkdir(parents=True, exist_ok=True)
-    lead = pool.lead(args.topic) or ""
-    (out / "positive" / "lead.txt").write_text(lead + "\n")
-    (out / "positive" / "captions.txt").write_text("\n".join(captions) + "\n")
-    for k, text in enumerate(pool.other_leads(args.topic)):
-        (out / "neutral" / f"lead_{k:03d}.txt").write_text(text + "\n")
-    sentences = document_sentences(lead) + [s for c in captions for s in text_sentences(c)]
-    (out / "lm_sentences.txt").write_text("\n".join(sentences) + "\n")
-    print(json.dumps({"captions": len(captions), "lm_sentences": len(sentences), "output": str(out)}))
+    info = heldout_corpus(pool, args.topic, Path(args.output))
+    print(json.dumps(dict(info, output=args.output)))
     return 0
 
 

@@ -344,7 +344,7 @@ class TestWeb:
 
     def describe(self) -> dict:
         return {"seed": self.seed, "topic": self.topic, "neighbour": self.neighbour,
-                "hosts": len(self.hosts), "pages": self.page_count(),
+                "heldout": self.config.heldout, "hosts": len(self.hosts), "pages": self.page_count(),
                 "hosts_by_kind": {k: len(v) for k, v in sorted(self.by_kind.items())},
                 "seeds": self.seeds()}
 

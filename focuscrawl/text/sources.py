@@ -6,12 +6,14 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Iterable
 from urllib.parse import urlsplit
 
 from protego import Protego
 
 from focuscrawl.text.extractors import get_extractor
 from focuscrawl.text.html import decode_html
+from focuscrawl.text.normalize import document_sentences
 
 USER_AGENT = "focuscrawl/0.1 (+https://github.com/focuscrawl/focuscrawl)"
 _HTML_SNIFF = (b"<!doctype html", b"<html", b"<head", b"<body", b"<p>", b"<div")
@@ -92,3 +94,12 @@ def load_source_text(src: str, extractor: str = "fulltext", fetcher: PoliteFetch
         data, ctype = (fetcher or PoliteFetcher()).fetch(src)
         return bytes_to_text(data, extractor, ctype)
     return bytes_to_text(read_bytes(src), extractor)
+
+
+def corpus_tokens(sources: Iterable[str | Path], extractor: str = "fulltext",
+                  fetcher: PoliteFetcher | None = None) -> list[list[str]]:
+    """One token list per source (its normalised sentences of 5+ tokens): the documents
+    whose document frequencies keyword learning counts."""
+    fetcher = fetcher or PoliteFetcher()
+    return [[tok for s in document_sentences(load_source_text(str(src), extractor, fetcher)) for tok in s.split()]
+            for src in sources]
