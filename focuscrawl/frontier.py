@@ -10,6 +10,14 @@ downloader, to ``JOBDIR/focuscrawl/frontier.log``:
     p<TAB>fingerprint<TAB>url                                a page was downloaded (may get a pages.tsv row)
     -<TAB>fingerprint                                        left the downloader
 
+A request whose response is not 2xx, or whose download failed, keeps its ``-`` until
+its outcome is known: the redirect or retry a downloader middleware made of it has
+been journaled (``+`` first: the follow-up carries its parent's fingerprint in
+``meta["frontier_fp"]``), or the final response reached the engine
+(``response_received``). A kill between leaving the downloader and the follow-up
+being queued thus finds the request still pending; a download that failed for good
+stays pending and is tried once more after a kill (it wrote no output).
+
 Every line is written with one unbuffered ``write`` as it happens. A page's ``p``
 is written on ``response_downloaded``, which Scrapy sends before
 ``request_left_downloader``: so at every instant a fetched page is still pending
@@ -46,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 JOURNAL = "frontier.log"
 CLEAN_MARKER = "frontier.clean"
+PARENT_META = "frontier_fp"  # a request's fingerprint, inherited by its redirects and retries
 
 
 def read_journal(path: Path) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -180,9 +189,11 @@ class JournaledScheduler(Scheduler):
         for request in seen:  # rebuild requests.seen in the dupefilter's own format
             scheduler.df.request_seen(request)
         scheduler._pending = queued
+        scheduler._statuses, scheduler._awaiting = {}, set()
         if journal is not None:
             crawler.signals.connect(scheduler._left_downloader, signal=signals.request_left_downloader)
             crawler.signals.connect(scheduler._response_downloaded, signal=signals.response_downloaded)
+            crawler.signals.connect(scheduler._response_received, signal=signals.response_received)
             crawler.signals.connect(scheduler._spider_closed, signal=signals.spider_closed)
         return scheduler
 
@@ -203,28 +214,50 @@ class JournaledScheduler(Scheduler):
         return result
 
     def enqueue_request(self, request: Request) -> bool:
+        if self.journal is None:
+            return super().enqueue_request(request)
+        parent = request.meta.get(PARENT_META)
+        fp = self._fp(request)
+        request.meta[PARENT_META] = fp  # before the queue serialises it
         accepted = super().enqueue_request(request)
-        if accepted and self.journal is not None:
-            fp = self._fp(request)
+        if accepted:
             data = base64.b64encode(pickle.dumps(request.to_dict(spider=self.crawler.spider),
                                                  protocol=4)).decode("ascii")
             self.journal.write_lines([f"+\t{fp}\t{data}"])
             self._pending.add(fp)
+        if parent != fp and parent in self._awaiting:  # a redirect: its follow-up is journaled
+            self._done(parent)
         return accepted
 
-    def _left_downloader(self, request: Request, spider: Spider | None = None) -> None:
-        fp = self._fp(request)
+    def _done(self, fp: str) -> None:
+        self._awaiting.discard(fp)
         if fp in self._pending:
             self._pending.discard(fp)
             self.journal.write_lines([f"-\t{fp}"])
 
+    def _left_downloader(self, request: Request, spider: Spider | None = None) -> None:
+        fp = self._fp(request)
+        if fp not in self._pending:
+            return
+        status = self._statuses.pop(fp, None)
+        if status is not None and 200 <= status < 300:
+            self._done(fp)
+        else:  # a redirect, a retry or a failure may follow: see the module docstring
+            self._awaiting.add(fp)
+
+    def _response_received(self, response: Response, request: Request, spider: Spider | None = None) -> None:
+        fp = self._fp(request)
+        if fp in self._awaiting:
+            self._done(fp)
+
     def _response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
         # Before "-" (see the module docstring). The response is still raw here: a body
         # whose type is only known after decoding (plain ``Response``) counts as a page.
-        if not 200 <= response.status < 300 or not (isinstance(response, HtmlResponse) or type(response) is Response):
-            return
         fp = self._fp(request)
-        if fp in self._pending:
+        if fp not in self._pending:
+            return
+        self._statuses[fp] = response.status
+        if 200 <= response.status < 300 and (isinstance(response, HtmlResponse) or type(response) is Response):
             self.journal.write_lines([f"p\t{fp}\t{response.url}"])
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:

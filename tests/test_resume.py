@@ -157,6 +157,28 @@ def test_sigkill_between_leaving_the_downloader_and_response_received_loses_no_p
     assert second["frontier/unrecovered"] == 0
 
 
+def test_sigkill_before_a_redirect_target_is_queued_loses_nothing(tmp_path):
+    """/p0 links /go3, a 301 to /p3. The crawl dies while that 301 is in the downloader
+    middlewares, after it left the downloader and before RedirectMiddleware (600) queues
+    /p3: the journal must still hold /go3 as pending, else /p3 and its subtree are lost."""
+    site = tree_site()
+    p0 = site[("cats.test", "/p0")]
+    p0.body = p0.body.replace(b'href="/p3"', b'href="/go3"')
+    site[("cats.test", "/go3")] = Page("", status=301, headers={"Location": "http://cats.test/p3"})
+    out, job = tmp_path / "out", tmp_path / "job"
+    kill = {"TEST_KILL_AT_RESPONSE_URL": "http://cats.test/go3",
+            "DOWNLOADER_MIDDLEWARES": {**DOWNLOADER_MIDDLEWARES, "tests.support.killswitch.KillInResponseChain": 650}}
+    with LocalWeb(site) as web:
+        proc, stats = start_crawl(web, tmp_path, out, job, extra=kill)
+        assert proc.wait(60) == -signal.SIGKILL
+        assert "cats.test/p3" not in web.pages_requested()
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        second = finish(proc, stats)
+        assert web.pages_requested().count("cats.test/go3") == 2  # asked again after the kill
+    check_complete(out, all_images=False)  # p3 and its subtree, every page once
+    assert second["frontier/unrecovered"] == 0
+
+
 def test_sigkill_with_lagging_checkpoint_recrawls_every_cut_row(tmp_path):
     """Only the first commit is checkpointed (interval of an hour): after a kill the
     resume cuts pages.tsv back to that checkpoint, so every later row is gone. The
