@@ -20,8 +20,9 @@ TOPIC_WORDS = {"cat": ("cat", "cats", "kitten", "kittens", "kitty")}
 
 
 def topic_pattern(topic: str) -> re.Pattern[str]:
+    """A caption mentions the topic: one of its words, not the brand "Hello Kitty" (a phone case)."""
     words = TOPIC_WORDS.get(topic, (topic, topic + "s"))
-    return re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")\b", re.I)
+    return re.compile(r"\b(?<!hello )(" + "|".join(map(re.escape, words)) + r")\b", re.I)
 
 
 def topic_captions(data: Path, topic: str) -> list[str]:
