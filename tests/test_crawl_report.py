@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from focuscrawl.eval.crawl_metrics import (Run, Truth, crawl_statistics, focus_curve, harvest_curve, image_funnel,
-                                           prefix_sizes, ranked_images, top_n_shares)
+                                           prefix_sizes, ranked_images, score_cut_by_truth, top_n_shares)
 from focuscrawl.eval.crawl_report import build_report
 
 PAGE_COLS = ["url", "depth", "status", "host", "size", "fetched_at", "perplexity", "keyword_score"]
@@ -66,6 +66,12 @@ def test_funnel_ranking_and_shares(evaldir):
     assert [e.image_url for e in ranked] == ["http://c.test/a.jpg", "http://c.test/b.png"]
     assert top_n_shares(ranked, truth, 10) == {"n": 2, "on_topic": 1.0, "alt_describes": 0.5,
                                                 "on_topic_and_alt_describes": 0.5}
+    assert score_cut_by_truth(run, truth) == {  # a.jpg once (first sighting), x.jpg below 2
+        "on_topic": {"images": 2, "below": 0, "above": 0, "kept": 2},
+        "off_topic": {"images": 1, "below": 1, "above": 0, "kept": 0}}
+    unfocused = score_cut_by_truth(Run.load(evaldir / "runs" / "unfocused"), truth)
+    assert unfocused["on_topic"] == {"images": 1, "below": 0, "above": 1, "kept": 0}
+    assert score_cut_by_truth(run, truth, (0.0, 15.0))["on_topic"] == {"images": 2, "below": 0, "above": 1, "kept": 1}
     doc = ranked_images(Run.load(evaldir / "runs" / "document"))
     assert top_n_shares(doc, truth, 1)["on_topic"] == 0.0  # the bus scored better than the cat
     assert top_n_shares([], truth, 5)["on_topic"] is None
@@ -105,6 +111,7 @@ def test_report_files_and_ratios(evaldir, toy_arpa):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (evaldir / "report" / summary["files"]["html"]).read_text()
     assert "Image funnel" in html and "top_n.png" in html and "unfocused holds: yes" in html
+    assert "Score cut [2, 70000] by ground truth" in html
     assert json.loads((evaldir / "report" / summary["files"]["summary"]).read_text())["runs"]["keywords"]["funnel"]["unique"] == 2
 
 

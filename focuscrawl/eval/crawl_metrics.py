@@ -218,6 +218,27 @@ def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> di
     return {"initial": initial, "format": formatted, "score": len(scored), "unique": len({u for u, _ in scored})}
 
 
+def score_cut_by_truth(run: Run, truth: Truth, score_range: tuple[float, float] = SCORE_RANGE) -> dict:
+    """What the score cut does to on- and off-topic images (distinct URLs, first sighting's
+    score, as the ranking keeps them): ``{"on_topic"|"off_topic": {"images", "below",
+    "above", "kept"}}``. Shows whether the bounds remove the wrong images."""
+    lo, hi = score_range
+    first: dict[str, float | None] = {}
+    for url, score in run.sightings:
+        first.setdefault(url, score)
+    counts = {k: {"images": 0, "below": 0, "above": 0, "kept": 0} for k in ("on_topic", "off_topic")}
+    for url, score in first.items():
+        c = counts["on_topic" if truth.image(url)[0] else "off_topic"]
+        c["images"] += 1
+        if score is None or score < lo:
+            c["below"] += 1
+        elif score > hi:
+            c["above"] += 1
+        else:
+            c["kept"] += 1
+    return counts
+
+
 def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> list[CorpusEntry]:
     """The run's images ranked as the thesis did (``focuscrawl.ranking.rank``): score cut,
     unique by URL (first seen), final score ascending; only images of the run's pages."""

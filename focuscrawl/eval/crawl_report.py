@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, crawl_statistics, focus_curve, harvest_curve,
-                                           image_funnel, iter_sentences, ranked_images, ratio, top_n_shares)
+                                           image_funnel, iter_sentences, ranked_images, ratio, score_cut_by_truth,
+                                           top_n_shares)
 
 THESIS = {"top_n_on_topic": {"unfocused": 0.199, "document": 0.325, "keywords": 0.700},
           "ratio_keywords_unfocused": 3.5, "ratio_keywords_document": 2.1}
@@ -57,6 +58,7 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
             entry["harvest"] = {"pages": n, "on_topic_pages": harvest["on_topic_pages"][-1] if n else 0,
                                 "on_topic_images": harvest["on_topic_images"][-1] if n else 0,
                                 "page_harvest_rate": harvest["on_topic_pages"][-1] / n if n else None}
+            entry["score_cut"] = score_cut_by_truth(run, truth, score_range)
             ranked = ranked_images(run, score_range)
             entry["top_n"] = top_n_shares(ranked, truth, top_n)
             entry["top_n_by_n"] = {n: top_n_shares(ranked, truth, n)["on_topic"]
@@ -179,6 +181,11 @@ def _html(summary: dict) -> str:
                             [[m, r["harvest"]["pages"], r["harvest"]["on_topic_pages"],
                               r["harvest"]["page_harvest_rate"], r["harvest"]["on_topic_images"]]
                              for m, r in runs.items()]))
+        lo, hi = summary["score_range"]
+        parts.append(_table(f"Score cut [{lo:g}, {hi:g}] by ground truth (distinct images)", [
+            "mode", "on topic", "below", "above", "kept", "off topic", "below", "above", "kept"],
+            [[m] + [r["score_cut"][k][c] for k in ("on_topic", "off_topic") for c in ("images", "below", "above", "kept")]
+             for m, r in runs.items()]))
         ratios = summary["ratios"]
         parts.append(f"<p>keywords / unfocused = {_fmt(ratios['keywords_over_unfocused'])} (thesis 3.5); "
                      f"keywords / document = {_fmt(ratios['keywords_over_document'])} (thesis 2.1); "
