@@ -19,21 +19,12 @@ from urllib.parse import urlsplit
 
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
+from focuscrawl.output.files import read_tsv
 from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 SCORE_RANGE = (DEFAULT_SCORE_MIN, DEFAULT_SCORE_MAX)
-
-
-def read_tsv(path: str | Path) -> list[dict[str, str]]:
-    """Rows of a TSV with a header line (``.gz`` read transparently); missing file = no rows."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
 
 
 def _float(value) -> float | None:

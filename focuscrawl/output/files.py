@@ -13,6 +13,7 @@ resumed crawl can truncate back to it.
 """
 from __future__ import annotations
 
+import csv
 import gzip
 import os
 import zlib
@@ -156,3 +157,13 @@ class GzipLog(_AppendFile):
         if lines:
             data = ("\n".join(lines) + "\n").encode("utf-8", "replace")
             self.write_bytes(gzip.compress(data, self.compresslevel, mtime=0))
+
+
+def read_tsv(path: str | Path) -> list[dict[str, str]]:
+    """Rows of a TSV with a header line (``.gz`` read transparently); missing file = no rows."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
