@@ -99,11 +99,13 @@ FOCUSCRAWL_REJECT_SURTS = [
 #: Page budget (spider arg ``budget``): close the crawl after this many HTML pages
 #: (PageItems), counted by focuscrawl.extensions.budget.PageBudget (enabled below);
 #: Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
+#: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
 FOCUSCRAWL_PAGE_BUDGET = 0
 #: Maximum link depth from the seeds (Scrapy's setting; 0 = unlimited).
 DEPTH_LIMIT = 0
-#: Pages fetched per host at most (robots.txt and retries not counted); 0 = unlimited.
+#: Pages fetched per host at most (robots.txt, retries and image downloads not counted;
+#: a crawl resumed from JOBDIR starts from the pages per host in pages.tsv); 0 = unlimited.
 FOCUSCRAWL_MAX_PAGES_PER_HOST = 0
 #: Trap guards: longest URL (Scrapy's UrlLengthMiddleware), a path segment repeated
 #: more often than this (/a/b/a/b/a/b), distinct query strings per host+path.

@@ -28,3 +28,38 @@ def test_resume_with_jobdir(tmp_path):
     assert len(pairs) == len(set(pairs))
     assert {to for frm, to in pairs if frm == "http://seed.test/"} == {f"http://seed.test{p}" for p in leaves}
     assert sorted(i["url"] for i in items(tmp_path)) == sorted(f"http://{r}" for r in requested)
+
+
+def leaf_site(n: int = 6) -> dict:
+    leaves = [f"/{i}" for i in range(n)]
+    site = {("seed.test", "/"): Page(html("seed", NORMAL, [(p, "kitten") for p in leaves]))}
+    site.update({("seed.test", p): Page(html(p, ON_TOPIC, [("/", "cat")])) for p in leaves})
+    return site
+
+
+def test_the_page_budget_is_the_runs_across_resumes(tmp_path):
+    jobdir = {"JOBDIR": str(tmp_path / "job")}
+    with LocalWeb(leaf_site()) as web:
+        stats1, proc = crawl(web, tmp_path, "http://seed.test/", settings=jobdir, budget="3")
+        assert proc.returncode == 0 and stats1["finish_reason"] == "page_budget"
+        stats2, proc = crawl(web, tmp_path, "http://seed.test/", settings=jobdir, budget="5")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert stats2["finish_reason"] == "page_budget"
+        assert stats2["focuscrawl/budget/pages_before_resume"] == 3
+        assert len(web.pages_requested()) == 5  # two more, not five more
+        stats3, proc = crawl(web, tmp_path, "http://seed.test/", settings=jobdir, budget="5")
+        assert proc.returncode == 0 and stats3["finish_reason"] == "page_budget"
+        assert len(web.pages_requested()) == 5  # spent: stops before fetching anything
+    pages = [i["url"] for i in items(tmp_path) if "sentences" in i]
+    assert len(pages) == len(set(pages)) == 5
+
+
+def test_the_per_host_page_limit_counts_the_pages_before_a_resume(tmp_path):
+    settings = {"JOBDIR": str(tmp_path / "job"), "FOCUSCRAWL_MAX_PAGES_PER_HOST": 5}
+    with LocalWeb(leaf_site()) as web:
+        _, proc = crawl(web, tmp_path, "http://seed.test/", settings=settings, budget="3")
+        assert proc.returncode == 0
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", settings=settings)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(web.pages_requested()) == 5  # 3 + 2, not 3 + 4
+    assert stats["focuscrawl/scope/host_limit"] == 2

@@ -139,3 +139,19 @@ def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):
     assert stats["focuscrawl/skipped/extraction_error"] == 1
     assert stats["focuscrawl/pages"] == 2
     assert "text extraction failed on http://empty.test/" in proc.stderr
+
+
+def test_image_downloads_do_not_use_up_a_hosts_page_limit(tmp_path):
+    from tests.imagesite import image_bytes
+
+    jpeg = image_bytes("JPEG", (600, 400))
+    figures = "".join(f'<img src="/{n}.jpg" alt="a cat {n}" width="600" height="400">' for n in "abc")
+    site = {("pics.test", "/"): Page(html("pics", ON_TOPIC, [("/more", "cat")], extra=figures)),
+            ("pics.test", "/more"): Page(html("more", ON_TOPIC))}
+    site.update({("pics.test", f"/{n}.jpg"): Page(jpeg, "image/jpeg") for n in "abc"})
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://pics.test/", settings={"FOCUSCRAWL_MAX_PAGES_PER_HOST": 2})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    requested = web.pages_requested()
+    assert {"pics.test/", "pics.test/more", "pics.test/a.jpg", "pics.test/b.jpg", "pics.test/c.jpg"} <= set(requested)
+    assert "focuscrawl/scope/host_limit" not in stats

@@ -18,7 +18,7 @@ from pathlib import Path
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-from focuscrawl.output.files import GzipLog, LineLog, _AppendFile, atomic_write_bytes
+from focuscrawl.output.files import GzipLog, LineLog, _AppendFile, atomic_write_bytes, read_tsv
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +78,15 @@ class RunOutput:
         if header is not None:
             log.ensure_header(header)
         return log
+
+    def committed_rows(self, name: str) -> list[dict[str, str]]:
+        """Rows of the TSV log ``name`` that a resumed crawl already committed (the log is cut
+        back to its checkpoint first); none for a new crawl. Lets limits that count pages
+        (budget, per-host) go on counting where the interrupted session stopped."""
+        if not self.resumed:
+            return []
+        self.line_log(name)
+        return read_tsv(self.path(name))
 
     def gzip_log(self, name: str) -> GzipLog:
         return self._open(name, lambda off: GzipLog(self.dir / name, off))
