@@ -12,7 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from focuscrawl.eval.crawl_metrics import Run, Truth, image_funnel, ranked_images, top_n_shares
+from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, image_funnel, ranked_images,
+                                           score_cut_by_truth, top_n_shares)
 from focuscrawl.eval.crawls import run_crawl
 from focuscrawl.testweb.cli import write_truth
 from focuscrawl.testweb.server import TestWebServer
@@ -46,11 +47,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     funnel = image_funnel(run)
     ranked = ranked_images(run)
     shares = top_n_shares(ranked, truth, 20)
+    cut = score_cut_by_truth(run, truth)
     print(f"\ncrawled {len(run.pages)} pages in {seconds:.0f}s ({served} requests served): "
           f"{on_topic} on topic ({on_topic / max(1, len(run.pages)):.0%}; the whole web: "
           f"{info['on_topic_pages'] / info['pages']:.0%})")
     print(f"images: {funnel['initial']} candidates -> {funnel['format']} format -> {funnel['score']} score cut "
           f"-> {funnel['unique']} unique")
+    on, off = cut["on_topic"], cut["off_topic"]
+    print(f"score cut [{SCORE_RANGE[0]:g}, {SCORE_RANGE[1]:g}] (SPEC): kept {on['kept']} of {on['images']} images "
+          f"that show a cat and {off['kept']} of {off['images']} others\n"
+          f"  ({on['below']} cat images scored below {SCORE_RANGE[0]:g}: topic words floor the weighted "
+          f"perplexity, see docs/EVALUATION.md)")
     if shares["n"]:
         print(f"top {shares['n']} ranked images: {shares['on_topic']:.0%} show a cat, "
               f"{shares['alt_describes']:.0%} have an ALT text that describes them")
@@ -59,7 +66,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"\noutputs in {out / 'run'}: " + ", ".join(sorted(p.name for p in (out / 'run').iterdir())))
     print(f"ground truth of the demo web in {out / 'web'}")
     (out / "demo.json").write_text(json.dumps({"pages": len(run.pages), "on_topic_pages": on_topic,
-                                                "funnel": funnel, "top": shares, "seconds": seconds}, indent=2))
+                                                "funnel": funnel, "score_cut": cut, "top": shares,
+                                                "seconds": seconds}, indent=2))
     return 0
 
 

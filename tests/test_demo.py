@@ -29,3 +29,6 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     summary = json.loads((tmp_path / "demo.json").read_text())
     assert summary["pages"] == 40 and summary["on_topic_pages"] > 0
     assert summary["funnel"]["initial"] >= summary["funnel"]["format"] >= summary["funnel"]["score"] > 0
+    on_topic = summary["score_cut"]["on_topic"]
+    assert on_topic["images"] == on_topic["below"] + on_topic["above"] + on_topic["kept"] > 0
+    assert f"kept {on_topic['kept']} of {on_topic['images']} images that show a cat" in out
