@@ -63,3 +63,21 @@ def test_the_per_host_page_limit_counts_the_pages_before_a_resume(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(web.pages_requested()) == 5  # 3 + 2, not 3 + 4
     assert stats["focuscrawl/scope/host_limit"] == 2
+
+
+def test_each_sessions_stats_are_kept(tmp_path):
+    import json
+
+    jobdir = {"JOBDIR": str(tmp_path / "job")}
+    with LocalWeb(leaf_site()) as web:
+        for budget in ("2", "4"):
+            _, proc = crawl(web, tmp_path, "http://seed.test/", settings=jobdir, budget=budget)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        _, proc = crawl(web, tmp_path, "http://seed.test/", settings=jobdir)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "out"
+    sessions = [json.loads(line) for line in (out / "stats.sessions.jsonl").read_text().splitlines()]
+    last = json.loads((out / "stats.json").read_text())
+    assert [s["finish_reason"] for s in sessions] + [last["finish_reason"]] == ["page_budget", "page_budget", "finished"]
+    assert [s["focuscrawl/pages"] for s in sessions] + [last["focuscrawl/pages"]] == [2, 2, 3]
+    assert len({s["start_time"] for s in sessions} | {last["start_time"]}) == 3

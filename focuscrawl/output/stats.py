@@ -2,6 +2,9 @@
 
 Written at ``engine_stopped``, after every ``spider_closed`` handler (LM counters,
 finish reason) has updated the stats; atomically (temp file + ``os.replace``).
+Scrapy's stats are per process: when a resumed crawl ends, the earlier session's
+``stats.json`` is first appended to ``stats.sessions.jsonl`` (one line per session),
+so no session's numbers are lost.
 """
 from __future__ import annotations
 
@@ -13,10 +16,12 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from focuscrawl.output.files import atomic_write_bytes
+from focuscrawl.output.files import LineLog, atomic_write_bytes
 from focuscrawl.output.run import run_output
 
 logger = logging.getLogger(__name__)
+
+SESSIONS_FILE = "stats.sessions.jsonl"
 
 
 def _jsonable(value):
@@ -40,5 +45,25 @@ class StatsFileWriter:
         run = run_output(self.crawler)
         if run is None:
             return
+        self._keep_earlier_session(run)
         stats = {k: _jsonable(v) for k, v in sorted(self.crawler.stats.get_stats().items())}
         atomic_write_bytes(run.path("stats.json"), json.dumps(stats, indent=1).encode("utf-8"))
+
+    @staticmethod
+    def _keep_earlier_session(run) -> None:
+        path = run.path("stats.json")
+        if not path.exists():
+            return
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:  # not ours (written atomically): leave it to be replaced
+            logger.warning("%s is not JSON; replaced without keeping it", path)
+            return
+        log = LineLog(run.path(SESSIONS_FILE))  # a torn last line (a kill mid-write) is cut here
+        try:
+            lines = log.path.read_text(encoding="utf-8").splitlines()
+            # a kill between this append and the rewrite of stats.json: not twice
+            if not lines or json.loads(lines[-1]).get("start_time") != earlier.get("start_time"):
+                log.write_lines([json.dumps(earlier, sort_keys=True)])
+        finally:
+            log.close()
