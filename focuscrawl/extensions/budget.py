@@ -40,7 +40,7 @@ class PageBudget:
 
     def spider_opened(self, spider=None) -> None:
         run = run_output(self.crawler)
-        self.pages = len(run.committed_rows("pages.tsv")) if run is not None else 0
+        self.pages = sum(1 for _ in run.committed_rows("pages.tsv")) if run is not None else 0
         if self.pages:
             self.crawler.stats.set_value("focuscrawl/budget/pages_before_resume", self.pages)
         if self.pages >= self.budget:

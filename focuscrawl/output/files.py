@@ -18,6 +18,7 @@ import gzip
 import os
 import zlib
 from pathlib import Path
+from typing import Iterator
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -159,11 +160,16 @@ class GzipLog(_AppendFile):
             self.write_bytes(gzip.compress(data, self.compresslevel, mtime=0))
 
 
-def read_tsv(path: str | Path) -> list[dict[str, str]]:
-    """Rows of a TSV with a header line (``.gz`` read transparently); missing file = no rows."""
+def iter_tsv(path: str | Path) -> Iterator[dict[str, str]]:
+    """Rows of a TSV with a header line, streamed (``.gz`` read transparently); missing file = no rows."""
     path = Path(path)
     if not path.exists():
-        return []
+        return
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+        yield from csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+
+
+def read_tsv(path: str | Path) -> list[dict[str, str]]:
+    """All rows of ``iter_tsv(path)``."""
+    return list(iter_tsv(path))

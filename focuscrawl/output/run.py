@@ -14,11 +14,12 @@ import os
 import time
 import weakref
 from pathlib import Path
+from typing import Iterator
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-from focuscrawl.output.files import GzipLog, LineLog, _AppendFile, atomic_write_bytes, read_tsv
+from focuscrawl.output.files import GzipLog, LineLog, _AppendFile, atomic_write_bytes, iter_tsv
 
 logger = logging.getLogger(__name__)
 
@@ -79,14 +80,14 @@ class RunOutput:
             log.ensure_header(header)
         return log
 
-    def committed_rows(self, name: str) -> list[dict[str, str]]:
+    def committed_rows(self, name: str) -> Iterator[dict[str, str]]:
         """Rows of the TSV log ``name`` that a resumed crawl already committed (the log is cut
-        back to its checkpoint first); none for a new crawl. Lets limits that count pages
-        (budget, per-host) go on counting where the interrupted session stopped."""
+        back to its checkpoint first), streamed; none for a new crawl. Lets limits that count
+        pages (budget, per-host) go on counting where the interrupted session stopped."""
         if not self.resumed:
-            return []
+            return iter(())
         self.line_log(name)
-        return read_tsv(self.path(name))
+        return iter_tsv(self.path(name))
 
     def gzip_log(self, name: str) -> GzipLog:
         return self._open(name, lambda off: GzipLog(self.dir / name, off))
