@@ -275,3 +275,11 @@ SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
 #: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
 #: loses the requests it had queued).
 FOCUSCRAWL_FRONTIER_JOURNAL = True
+
+
+# --- Throughput (issue #14) ---------------------------------------------------------
+#: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:
+#: text extraction, sentence and document scores, links, image contexts and scores,
+#: SimHash); each loads the model once. 0 = in the crawl process. Results are the same
+#: either way (tests/test_analysis_pool.py); 1 puts the work on a second core.
+FOCUSCRAWL_ANALYSIS_WORKERS = 1

@@ -12,7 +12,7 @@ dropped and counted as ``archive/links_not_archived``.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, AsyncIterator
 
 from scrapy import Request, signals
 from scrapy.http import Response
@@ -67,10 +67,10 @@ class ArchiveSpider(FocusedSpider):
         crawler.signals.connect(spider._archive_stats, signal=signals.spider_opened)
         return spider
 
-    def parse(self, response: Response) -> Iterator[Any]:
+    async def parse(self, response: Response) -> AsyncIterator[Any]:
         """The focused spider's parse; out-links the archive does not hold are dropped here
         (counted) instead of becoming requests that can only fail."""
-        for obj in super().parse(response):
+        async for obj in super().parse(response):
             if isinstance(obj, Request) and self.archive_index.get(obj.url) is None:
                 self.stats.inc_value("archive/links_not_archived")
                 continue

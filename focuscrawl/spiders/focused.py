@@ -15,18 +15,23 @@ import logging
 import re
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
-from urllib.parse import urlsplit
+from typing import Any, AsyncIterator
+from urllib.parse import urljoin, urlsplit
 
 import scrapy
+from scrapy import signals
 from scrapy.exceptions import UsageError
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.response import get_base_url
+from twisted.internet.defer import Deferred
 
+from focuscrawl.analysis import META_KEY, AnalysisConfig, PageAnalyser
 from focuscrawl.items import PageItem
 from focuscrawl.scoring import topic_scorer
-from focuscrawl.text.extractors import ExtractionError, get_extractor
+from focuscrawl.text.extractors import get_extractor
 from focuscrawl.text.html import full_text_from_tree
 
 logger = logging.getLogger(__name__)
@@ -69,8 +74,11 @@ def read_seeds(value: str) -> list[str]:
     return urls
 
 
-def page_links(root, response: Response) -> tuple[dict[str, str], int]:
+def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
     """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
+
+    Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
+    (``scrapy.utils.response.get_base_url``), as ``response.urljoin`` does.
 
     Fragments are dropped, links to files with a non-page extension (images,
     archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
@@ -80,7 +88,6 @@ def page_links(root, response: Response) -> tuple[dict[str, str], int]:
     images = 0
     if root is None:
         return links, 0
-    base = response.urljoin  # honours <base href>
     for el in root.iter("a", "img"):
         if el.tag == "img":
             images += 1
@@ -92,7 +99,7 @@ def page_links(root, response: Response) -> tuple[dict[str, str], int]:
         if not href or href.lower().startswith(_NOT_LINKS):
             continue
         try:
-            url = base(href)
+            url = urljoin(base_url, href)
         except ValueError:
             continue
         url = url.split("#", 1)[0]
@@ -140,13 +147,22 @@ class FocusedSpider(scrapy.Spider):
         self.seed_urls = read_seeds(settings.get("FOCUSCRAWL_SEEDS") or "")
         try:
             self.extractor_name = settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")
-            self.extract = get_extractor(self.extractor_name)
+            get_extractor(self.extractor_name)
             # load the model now: a bad path stops the crawl before any request
             self.scorer = topic_scorer(crawler)
+            self.analyser = PageAnalyser(AnalysisConfig.from_settings(settings), self.scorer,
+                                         settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"))
         except (ValueError, FileNotFoundError) as exc:
             raise UsageError(str(exc)) from exc
-        self.min_sentence_tokens = settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS")
+        # after topic_scorer's own handler: the workers' LM counters are added to the crawl's
+        crawler.signals.connect(self._close_analyser, signal=signals.spider_closed)
         self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
+
+    def _close_analyser(self, spider=None) -> None:
+        self.analyser.close()
+        for key, value in self.analyser.worker_counters().items():
+            if value:
+                self.stats.inc_value(key, value)
 
     @property
     def stats(self):
@@ -157,25 +173,28 @@ class FocusedSpider(scrapy.Spider):
             yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={"seed": True})
 
     # -- parsing ---------------------------------------------------------------
-    def parse(self, response: Response) -> Iterator[Any]:
+    async def parse(self, response: Response) -> AsyncIterator[Any]:
         if not isinstance(response, HtmlResponse):
             ctype = response.headers.get(b"Content-Type", b"").decode("latin-1").split(";")[0].strip()
             self.stats.inc_value("focuscrawl/skipped/non_html")
             logger.debug("skipping non-HTML %s (%s)", response.url, ctype or "no type")
             return
         try:
-            root = response.selector.root
-            text = page_text(response, self.extractor_name, self.extract)
+            html, base_url = response.text, get_base_url(response)
         except (UnicodeError, LookupError) as exc:
             self.stats.inc_value("focuscrawl/skipped/undecodable")
             logger.warning("cannot decode %s: %s", response.url, exc)
             return
-        except ExtractionError as exc:
-            self.stats.inc_value("focuscrawl/skipped/extraction_error")
-            logger.warning("text extraction failed on %s: %s", response.url, exc)
+        analysis = self.analyser.analyse(html, response.url, base_url, response.meta.get("depth", 0))
+        if isinstance(analysis, Deferred):  # on the worker pool: the reactor goes on meanwhile
+            analysis = await maybe_deferred_to_future(analysis)
+            self.stats.inc_value("focuscrawl/analysis/pool_pages")
+        if analysis.error:
+            self.stats.inc_value(f"focuscrawl/skipped/{analysis.error}")
+            logger.warning("text extraction failed on %s: %s", response.url, analysis.error_detail)
             return
-        score, sentences = self.scorer.score_document(text, self.min_sentence_tokens)
-        links, images = page_links(root, response)
+        response.meta[META_KEY] = analysis
+        score, sentences, links, images = analysis.score, analysis.sentences, analysis.links, analysis.img_count
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
         self.stats.inc_value("focuscrawl/pages")
