@@ -1,9 +1,23 @@
-"""``focuscrawl warc``: run extraction, scoring and the writers over WARC/ARC files."""
+"""``focuscrawl warc``: run extraction, scoring and the writers over WARC/ARC files.
+
+With ``--jobs N`` every archive file is one job (its pages are the job's seeds; every
+file still answers the job's requests, so an image stored in another file is found),
+N jobs run at a time, each in its own process with its own reactor and run directory
+``OUT/parts/<n>``, and ``focuscrawl merge`` builds ``OUT`` from the parts. Pages carry
+their capture time as ``fetched_at``, so the merged run is the same for any N.
+"""
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+from focuscrawl.output.merge import merge_runs
+
+#: settings of each job with --jobs: the jobs use the cores, not an analysis pool each
+JOB_SETTINGS = {"FOCUSCRAWL_ANALYSIS_WORKERS": 0}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,39 +28,76 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", default=None, help="keywords | document | unfocused (default: settings)")
     p.add_argument("--model", help="ARPA or KenLM binary model (default: bundled cats demo)")
     p.add_argument("--keywords", help="keyword file token;score")
+    p.add_argument("--jobs", type=int, default=0, metavar="N",
+                   help="one job per file, N processes at a time, parts merged into OUTPUT "
+                        "(default: all files in this process)")
     p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                    help="Scrapy/focuscrawl setting (repeatable)")
     p.set_defaults(func=cmd_warc)
 
 
-def cmd_warc(args: argparse.Namespace) -> int:
+def _settings(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"-s expects NAME=VALUE, got {item!r}")
+        out[name] = value
+    return out
+
+
+def replay(index, output: str, settings: dict, spider_args: dict) -> dict:
+    """One replay in this process (one reactor): the ``archive`` spider over ``index``."""
     from scrapy.crawler import CrawlerProcess
     from scrapy.utils.project import get_project_settings
 
+    project = get_project_settings()
+    for name, value in settings.items():
+        project.set(name, value, priority="cmdline")
+    process = CrawlerProcess(project, install_root_handler=True)
+    crawler = process.create_crawler("archive")
+    process.crawl(crawler, archives=index, output=output, **spider_args)
+    process.start()
+    stats = crawler.stats.get_stats() or {}
+    return {k: stats.get(k) for k in ("finish_reason", "archive/html_pages", "archive/responses",
+                                      "archive/missing", "pages/written", "images/written")}
+
+
+def cmd_warc(args: argparse.Namespace) -> int:
     from focuscrawl.archive.reader import ArchiveIndex
 
     for path in args.paths:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such archive: {path}")
+    if args.jobs < 0:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     index = ArchiveIndex(args.paths)  # a file that is no archive: ArchiveError, exit 2
     if not index.html_refs():
         raise ValueError(f"no HTML responses in {', '.join(args.paths)}")
-    settings = get_project_settings()
-    for item in args.set:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"-s expects NAME=VALUE, got {item!r}")
-        settings.set(name, value, priority="cmdline")
-    spider_args = {"archives": index, "output": args.output}
-    for name in ("mode", "model", "keywords"):
-        if getattr(args, name):
-            spider_args[name] = getattr(args, name)
-    process = CrawlerProcess(settings, install_root_handler=True)
-    crawler = process.create_crawler("archive")
-    process.crawl(crawler, **spider_args)
-    process.start()
-    stats = crawler.stats.get_stats() or {}
-    summary = {k: stats.get(k) for k in ("finish_reason", "archive/html_pages", "archive/responses",
-                                         "archive/missing", "pages/written", "images/written")}
+    settings = _settings(args.set)
+    spider_args = {name: getattr(args, name) for name in ("mode", "model", "keywords") if getattr(args, name)}
+    if not args.jobs:
+        summary = replay(index, args.output, settings, spider_args)
+    else:
+        summary = replay_jobs(index, Path(args.output), args.jobs, {**JOB_SETTINGS, **settings}, spider_args)
     print(json.dumps(summary))
-    return 0 if stats.get("finish_reason") == "finished" else 1
+    return 0 if summary.get("finish_reason") == "finished" else 1
+
+
+def replay_jobs(index, output: Path, jobs: int, settings: dict, spider_args: dict) -> dict:
+    """One job per archive file holding pages, ``jobs`` processes at a time, then merged."""
+    files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
+    parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
+    # spawn and one job per process: each job needs a fresh reactor
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1) as pool:
+        futures = [pool.submit(replay, index, str(part), settings, {**spider_args, "seed_files": [path]})
+                   for path, part in zip(files, parts)]
+        results = [f.result() for f in futures]
+    counts = merge_runs(parts, output)
+    summary: dict = {"jobs": jobs, "parts": len(parts), "pages": counts["pages"], "images": counts["images"]}
+    for key in ("archive/html_pages", "archive/responses", "archive/missing", "pages/written", "images/written"):
+        values = [r.get(key) for r in results if r.get(key) is not None]
+        summary[key] = sum(values) if values else None
+    failed = [f"{path}: {r.get('finish_reason')}" for path, r in zip(files, results) if r.get("finish_reason") != "finished"]
+    summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
+    return summary

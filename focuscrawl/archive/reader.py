@@ -10,6 +10,7 @@ for crawled and archived pages.
 """
 from __future__ import annotations
 
+import calendar
 import ipaddress
 import os
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
+from warcio.timeutils import iso_date_to_datetime
 
 #: Record types that carry an HTTP response (``response`` in WARC; ARC records are
 #: converted to ``response`` by warcio's ``arc2warc``).
@@ -41,11 +43,20 @@ class RecordRef:
     status: int
     content_type: str
     length: int  # record length in the (possibly compressed) file
+    date: float = 0.0  # capture time (WARC-Date, unix seconds; 0 = unknown)
 
 
 def _target_uri(record) -> str:
     uri = record.rec_headers.get_header("WARC-Target-URI") or ""
     return uri.strip().strip("<>")
+
+
+def _capture_time(record) -> float:
+    try:
+        moment = iso_date_to_datetime(record.rec_headers.get_header("WARC-Date") or "")
+        return calendar.timegm(moment.utctimetuple()) + moment.microsecond / 1e6
+    except (ValueError, TypeError, OverflowError, IndexError):
+        return 0.0
 
 
 def _status(record) -> int:
@@ -77,7 +88,7 @@ def iter_refs(path: str | os.PathLike, stats: dict | None = None) -> Iterator[Re
                 status = _status(record)
                 ctype = record.http_headers.get_header("Content-Type") or ""
                 offset, length = it.get_record_offset(), it.get_record_length()
-                yield RecordRef(path, offset, url, status, ctype, length)
+                yield RecordRef(path, offset, url, status, ctype, length, _capture_time(record))
         except Exception as exc:  # warcio raises bare Exceptions for framing errors
             if "ArchiveLoadFailed" in type(exc).__name__ or "gzip" in str(exc).lower():
                 raise ArchiveError(f"{path}: {exc}".strip()) from exc
