@@ -198,9 +198,12 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         for item in extra:
             name, _, value = item.partition("=")
             settings.set(name, value, priority="cmdline")
+        mode, _, variant = kind.partition("/")
+        if variant == "no-pool":  # the page analysis in the crawl process (one core)
+            settings.set("FOCUSCRAWL_ANALYSIS_WORKERS", 0, priority="cmdline")
         process = CrawlerProcess(settings)
         crawler = process.create_crawler("focused")
-        process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=kind)
+        process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
     cpu_start = cpu_seconds()  # after the model is loaded (in process.crawl)
     peak = PeakRss()
     if profile_out:
@@ -291,7 +294,9 @@ def main() -> int:
     parser.add_argument("--memory-pages", type=int, default=0,
                         help="pages of the JOBDIR memory crawl in keywords mode (0: skip; the target is "
                              "stated for 50000)")
-    parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords"])
+    parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords"],
+                        help="crawls: plain, corpus, unfocused, document, keywords; MODE/no-pool = that mode "
+                             "with the page analysis in the crawl process (FOCUSCRAWL_ANALYSIS_WORKERS=0)")
     parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown)")
     parser.add_argument("--profile", choices=("core", "full"), default="full",
                         help="full: every component as shipped (the headline; trafilatura, image extraction "
