@@ -283,3 +283,7 @@ FOCUSCRAWL_FRONTIER_JOURNAL = True
 #: SimHash); each loads the model once. 0 = in the crawl process. Results are the same
 #: either way (tests/test_analysis_pool.py); 1 puts the work on a second core.
 FOCUSCRAWL_ANALYSIS_WORKERS = 1
+#: Items and requests of one response processed at once. Scrapy's default (100) starts
+#: 100 asyncio tasks per response whatever it yields; a page yields ~25 here, and 16
+#: cut the crawl's CPU per page by ~18% (benchmarks/crawl_throughput.py, docs/CRAWL.md).
+CONCURRENT_ITEMS = 16
