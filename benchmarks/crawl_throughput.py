@@ -3,18 +3,27 @@
 One generated web (page i at ``/p/i``: ~12 sentences, ~20 links with 1-3 word anchors,
 3 ``<img>``) is served on 127.0.0.1 by a fast asyncio server in its own process. Each
 crawl runs in its own process with the same download settings (no delays, no
-robots.txt, 16 concurrent requests) and stops after ``--pages`` responses:
+robots.txt, 16 concurrent requests) and stops after ``--pages`` HTML pages:
 
 * ``plain``: a Scrapy spider with Scrapy's default settings that follows every
-  ``<a href>`` and scores nothing (the baseline);
-* ``unfocused``, ``document``, ``keywords``: the ``focused`` spider with the bundled
-  model (razor off so that every mode does the same amount of work).
+  ``<a href>`` and does nothing else (page-only baseline);
+* ``corpus``: the plain corpus spider, the same corpus work without any focus:
+  follows every link, trafilatura text of every page, every ``<img>`` downloaded by
+  Scrapy's FilesPipeline, one JSON line per page (feed export);
+* ``unfocused``, ``document``, ``keywords``: ``scrapy crawl focused -a mode=...`` with
+  everything as shipped (profile ``full``, the headline: trafilatura, image
+  extraction and download, near-duplicates, writers, the analysis worker pool; razor
+  off so that every mode does the same work); ``MODE/no-pool`` the same with
+  ``FOCUSCRAWL_ANALYSIS_WORKERS=0``. ``--profile core`` is the old spider-only profile.
 
-Prints pages/s per run and the ratio to plain (target: keywords >= 0.8x), then the
-peak RSS of a ``--memory-pages`` crawl in ``keywords`` mode with JOBDIR (target
-<= 1 GB). ``--pages 2000 --memory-pages 5000`` for a quick run.
+Rounds are interleaved (``--repeat``); ratios are taken within each round and printed
+as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
+time; unfocused and document not slower than keywords). CPU time counts the crawl
+process and its worker processes. ``--memory-pages N`` then measures the peak RSS
+(crawl + workers) of an N-page ``keywords`` crawl with JOBDIR (target <= 1 GB at
+50,000). ``--cprofile OUT`` profiles one keywords crawl instead.
 
-    python benchmarks/crawl_throughput.py [--pages 5000] [--memory-pages 50000] [--modes ...]
+    python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [-s NAME=VALUE]
 """
 from __future__ import annotations
 
