@@ -150,13 +150,24 @@ def _padded_stream(word_ids: np.ndarray, lengths: np.ndarray, order: int) -> tup
     return seq, positions
 
 
+def count_of_counts(counts: np.ndarray) -> np.ndarray:
+    """n0..n5+: how many n-grams have (adjusted) count 0, 1, .., 4 and 5 or more."""
+    return np.bincount(np.minimum(counts, 5), minlength=6)
+
+
 def compute_discounts(counts: np.ndarray, order: int,
                       fallback: Sequence[float] = DISCOUNT_FALLBACK) -> tuple[tuple[float, float, float], bool]:
-    """D1, D2, D3+ from the count-of-counts of one order (float32 like lmplz).
+    """D1, D2, D3+ from the counts of one order (see ``discounts_from_count_of_counts``)."""
+    return discounts_from_count_of_counts(count_of_counts(counts), order, fallback)
+
+
+def discounts_from_count_of_counts(coc: np.ndarray, order: int, fallback: Sequence[float] = DISCOUNT_FALLBACK,
+                                   ) -> tuple[tuple[float, float, float], bool]:
+    """D1, D2, D3+ from the count-of-counts n1..n4 of one order (float32 like lmplz).
 
     Returns the discounts and whether the fallback had to be used.
     """
-    n = np.bincount(np.minimum(counts, 5), minlength=6)[:5].astype(np.float32)
+    n = np.asarray(coc[:5]).astype(np.float32)
     if not (n[1] and n[2] and n[3]):
         logger.warning("order %d: no %d-grams with adjusted count %s; substituting fallback discounts "
                        "D1=%g D2=%g D3+=%g (small or artificial data?)", order, order,
