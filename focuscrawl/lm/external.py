@@ -49,7 +49,9 @@ from focuscrawl.lm.train import (BOS_ID, DISCOUNT_FALLBACK, SPECIAL_WORDS, _form
 logger = logging.getLogger(__name__)
 
 #: Bytes of working memory per row of a counting chunk (ids, keys, sort buffers).
-_BYTES_PER_ROW = 96
+_BYTES_PER_ROW = 128
+#: Bytes per token of a batch of sentences being read (Python strings, factorize).
+_BYTES_PER_TOKEN = 1024
 #: Bytes per entry of a merge buffer or of a sort chunk (a few int64/float64 columns).
 _BYTES_PER_ENTRY = 64
 _MIN_ROWS = 16
@@ -488,7 +490,7 @@ def _count_order(pool: Executor, work: Path, k: int, V: int, rows: int, chunk: i
     files = OrderFiles(*(Column(work / f"order{k}.{c}", np.int64) for c in ("key", "raw", "ctx")))
     ranks = [Column(work / f"rank{k}.{j}", np.int64) for j in range(len(bounds))]
     n = 0
-    for merged, source in merge_runs(runs, "key", block):
+    for merged, source in merge_runs(runs, "key", block // max(1, len(runs))):
         new = _starts(merged["key"])
         gid = np.cumsum(new) - 1 + n
         idx = np.flatnonzero(new)
@@ -581,13 +583,15 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
     jobs = max(1, jobs or os.cpu_count() or 1)
     # Counting: each of `jobs` workers holds one chunk of rows while the parent merges.
     chunk = max(_MIN_ROWS, budget // (jobs + 1) // _BYTES_PER_ROW)
-    # Merges and sorts of the parent: buffers of a few columns, a copy while sorting.
-    block = max(_MIN_ROWS, budget // 4 // _BYTES_PER_ENTRY)
+    # Merges and sorts of the parent: buffers of a few columns, copies while sorting, and
+    # two sorts alive at once while interpolating.
+    block = max(_MIN_ROWS, budget // 8 // _BYTES_PER_ENTRY)
     progress = _Progress()
     output = Path(output)
     with tempfile.TemporaryDirectory(prefix="train-lm-", dir=tmpdir) as tmp:
         work = Path(tmp)
-        vocab, n_tokens, n_sent = _read_corpus(sentences, work, chunk, progress)
+        vocab, n_tokens, n_sent = _read_corpus(sentences, work, max(_MIN_ROWS, budget // _BYTES_PER_TOKEN),
+                                               progress)
         progress.tokens = n_tokens
         V = len(vocab)
         rows = len(Column(work / "words", np.int32))
@@ -744,51 +748,63 @@ def _set_vocab(vocab: np.ndarray) -> None:
     _VOCAB = vocab
 
 
-def _texts(work: Path, k: int, lo: int, hi: int) -> np.ndarray:
-    """The words of n-grams [lo, hi) of order k: first word + the suffix's words."""
+def _word_ids(work: Path, k: int, lo: int, hi: int, step: int) -> Iterator[np.ndarray]:
+    """Blocks of the word ids (rows of k columns) of n-grams [lo, hi) of order k: the
+    first word, then the suffix's words, streamed from the order below."""
     if k == 1:
-        return _VOCAB[lo:hi]
-    key = Column(work / f"order{k}.key", np.int64).read(lo, hi)
+        for a in range(lo, hi, step):
+            yield np.arange(a, min(hi, a + step)).reshape(-1, 1)
+        return
+    if hi <= lo:
+        return
+    keys = Column(work / f"order{k}.key", np.int64)
     V = len(_VOCAB)
-    suffix = key // V
-    if not len(key):
-        return np.empty(0, object)
-    s0 = int(suffix[0])
-    return _VOCAB[key % V] + " " + _texts(work, k - 1, s0, int(suffix[-1]) + 1)[suffix - s0]
+    s_lo, s_hi = int(keys.read(lo, lo + 1)[0] // V), int(keys.read(hi - 1, hi)[0] // V) + 1
+    lower = Gather(_word_ids(work, k - 1, s_lo, s_hi, step))
+    for a in range(lo, hi, step):
+        key = keys.read(a, min(hi, a + step))
+        yield np.column_stack([key % V, lower.take(key // V - s_lo)])
 
 
-def _format_lines(work: str, k: int, lo: int, hi: int, top: bool) -> str:
-    """ARPA lines of n-grams [lo, hi) of order k (runs in a pool worker)."""
+def _format_part(work: str, k: int, lo: int, hi: int, top: bool, step: int) -> str:
+    """Write the ARPA lines of n-grams [lo, hi) of order k to a part file (pool worker)."""
     w = Path(work)
-    probs = _format(Column(w / f"logp{k}", np.float64).read(lo, hi))
-    words = _texts(w, k, lo, hi).tolist()
-    if top:
-        lines = [p + "\t" + t for p, t in zip(probs, words)]
-    else:
-        backs = _format(Column(w / f"logb{k}", np.float64).read(lo, hi))
-        lines = [p + "\t" + t + "\t" + b for p, t, b in zip(probs, words, backs)]
-    return "\n".join(lines) + "\n"
+    part = w / f"arpa{k}.{lo}"
+    logp, logb = Column(w / f"logp{k}", np.float64), Column(w / f"logb{k}", np.float64)
+    line = "%s\t" + " ".join(["%s"] * k) + ("" if top else "\t%s")
+    with open(part, "w", encoding="utf-8", newline="\n") as fh:
+        for a, ids in zip(range(lo, hi, step), _word_ids(w, k, lo, hi, step)):
+            b = a + len(ids)
+            columns = [_format(logp.read(a, b))] + [_VOCAB[ids[:, j]].tolist() for j in range(k)]
+            if not top:
+                columns.append(_format(logb.read(a, b)))
+            fh.write("\n".join([line % t for t in zip(*columns)]))
+            fh.write("\n")
+    return str(part)
 
 
 def _write_arpa(pool: Executor, work: Path, output: Path, sizes: list[int], block: int, jobs: int) -> None:
+    """Each order is cut into a few ranges formatted in parallel into part files, which
+    are appended in order."""
     tmp = output.with_name(output.name + ".part")
-    step = max(_MIN_ROWS, min(block, 1 << 17))
+    step = max(_MIN_ROWS, min(block, 1 << 16))
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write("\\data\\\n")
+        with open(tmp, "wb") as fh:
+            fh.write(b"\\data\\\n")
             for k, n in enumerate(sizes, start=1):
-                fh.write(f"ngram {k}={n}\n")
+                fh.write(f"ngram {k}={n}\n".encode())
             for k, n in enumerate(sizes, start=1):
-                fh.write(f"\n\\{k}-grams:\n")
-                pending = []
-                for lo in range(0, n, step):
-                    pending.append(pool.submit(_format_lines, str(work), k, lo, min(n, lo + step),
-                                               k == len(sizes)))
-                    if len(pending) > 2 * jobs:
-                        fh.write(pending.pop(0).result())
-                for f in pending:
-                    fh.write(f.result())
-            fh.write("\n\\end\\\n")
+                fh.write(f"\n\\{k}-grams:\n".encode())
+                parts = max(1, min(4 * jobs, n // step))
+                bounds = [n * i // parts for i in range(parts + 1)]
+                futures = [pool.submit(_format_part, str(work), k, lo, hi, k == len(sizes), step)
+                           for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+                for f in futures:
+                    path = Path(f.result())
+                    with open(path, "rb") as part:
+                        shutil.copyfileobj(part, fh, 1 << 22)
+                    path.unlink()
+            fh.write(b"\n\\end\\\n")
         tmp.replace(output)
     finally:
         tmp.unlink(missing_ok=True)

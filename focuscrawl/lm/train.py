@@ -25,8 +25,8 @@ adjust-counts loop ends are counted with their raw count instead of the adjusted
 """
 from __future__ import annotations
 
+import gzip
 import logging
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -55,16 +55,29 @@ def file_sentences(path: str | Path, normalized: bool = False, extractor: str = 
     is. Otherwise the file's text is split and normalised like a crawled page
     (``document_sentences``: the same rules that scoring applies).
     """
-    data = read_bytes(path)
     if normalized:
-        return [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
-    return document_sentences(bytes_to_text(data, extractor))
+        return list(normalized_lines(path))
+    return document_sentences(bytes_to_text(read_bytes(path), extractor))
+
+
+def normalized_lines(path: str | Path) -> Iterator[str]:
+    """The non-empty lines of a file of normalised sentences, streamed (``.gz`` ok)."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                yield line.rstrip("\r\n")
 
 
 def corpus_sentences(paths: Iterable[str | Path], normalized: bool = False,
                      extractor: str = "fulltext") -> Iterator[str]:
+    """Sentences of every input in turn (files of normalised lines are streamed)."""
     for path in paths:
-        yield from file_sentences(path, normalized, extractor)
+        if normalized:
+            yield from normalized_lines(path)
+        else:
+            yield from file_sentences(path, normalized, extractor)
 
 
 # -- estimation ---------------------------------------------------------------------
@@ -351,17 +364,15 @@ def write_arpa(model: KneserNeyModel, path: str | Path) -> None:
 
 
 def train_lm(inputs: Sequence[str | Path], output: str | Path, order: int = DEFAULT_ORDER,
-             normalized: bool = False, extractor: str = "fulltext") -> KneserNeyModel:
-    """Read ``inputs``, estimate a modified Kneser–Ney model and write it as ARPA."""
-    t0 = time.perf_counter()
-    sentences = list(corpus_sentences(inputs, normalized, extractor))
-    t1 = time.perf_counter()
-    model = estimate(sentences, order)
-    t2 = time.perf_counter()
-    write_arpa(model, output)
-    t3 = time.perf_counter()
-    logger.info("%d sentences, %d tokens, vocabulary %d; n-grams %s; discounts %s; "
-                "read %.2fs, estimate %.2fs, write %.2fs", model.sentences, model.tokens,
-                len(model.vocab), model.counts(),
-                ["%.3f/%.3f/%.3f" % d for d in model.discounts], t1 - t0, t2 - t1, t3 - t2)
+             normalized: bool = False, extractor: str = "fulltext", memory: int | str | None = None,
+             jobs: int | None = None, tmpdir: str | Path | None = None):
+    """Read ``inputs``, estimate a modified Kneser–Ney model within the ``memory`` budget
+    (``focuscrawl.lm.external``) and write it as ARPA."""
+    from focuscrawl.lm.external import DEFAULT_MEMORY, estimate_to_arpa
+
+    model = estimate_to_arpa(corpus_sentences(inputs, normalized, extractor), output, order,
+                             memory=memory or DEFAULT_MEMORY, jobs=jobs, tmpdir=tmpdir)
+    logger.info("%d sentences, %d tokens, vocabulary %d; n-grams %s; discounts %s",
+                model.sentences, model.tokens, len(model.vocab), model.counts(),
+                ["%.3f/%.3f/%.3f" % d for d in model.discounts])
     return model
