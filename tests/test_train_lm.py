@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from focuscrawl.cli import main
+from focuscrawl.lm.binary import find_build_binary, write_binary
 from focuscrawl.lm.external import estimate_to_arpa, merge_runs, parse_memory, write_run
 from focuscrawl.lm.scorer import TopicScorer, load_kenlm
 from focuscrawl.lm.train import (DISCOUNT_FALLBACK, compute_discounts, estimate, file_sentences,
@@ -402,3 +403,24 @@ def test_train_lm_cli_memory_option(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("train-lm-")] == []  # runs cleaned up
     assert main(["train-lm", "--memory", "lots", "-o", str(out), str(src)]) == 2
     assert "memory budget 'lots'" in capsys.readouterr().err
+
+
+def test_binary_output_scores_like_the_arpa(tmp_path, monkeypatch, capsys):
+    src = tmp_path / "s.txt"
+    src.write_text((FIXTURES / "lmplz_corpus.txt").read_text())
+    arpa, binary = tmp_path / "m.arpa", tmp_path / "m.binary"
+    if find_build_binary() is None:  # install.sh could not compile it (no g++/zlib)
+        assert main(["train-lm", "--normalized", "--order", "3", "--binary", str(binary), "-o", str(arpa),
+                     str(src)]) == 2
+        assert "build_binary not found" in capsys.readouterr().err
+        return
+    assert main(["train-lm", "--normalized", "--order", "3", "--binary", str(binary), "-o", str(arpa),
+                 str(src)]) == 0
+    a, b = kenlm.Model(str(arpa)), kenlm.Model(str(binary))
+    assert binary.read_bytes()[:20] != arpa.read_bytes()[:20]  # really a binary
+    for s in ["the cat sat on the mat", "mat the on sat cat", "zebra"]:
+        assert b.score(s) == pytest.approx(a.score(s), abs=1e-4)
+    assert not (tmp_path / "m.binary.part").exists()
+    monkeypatch.setenv("KENLM_BUILD_BINARY", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError):
+        write_binary(arpa, tmp_path / "x.binary")

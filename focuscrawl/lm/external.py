@@ -182,45 +182,48 @@ def write_run(prefix: Path, arrays: dict[str, np.ndarray]) -> Run:
 
 def merge_runs(runs: Sequence[Run], key: str, block: int) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray]]:
     """k-way merge of sorted runs: yields rounds of (columns sorted by ``key``, source run
-    of each row). Ties keep run order (stable), and all rows with the same key come in
-    one round: a round takes from every run the rows up to the smallest last key among
-    the buffers of runs that have more rows after their buffer.
+    of each row). All rows of one key come in one round and in run order (stable): a
+    round takes every buffered row below the smallest last key among the buffers of
+    runs that have rows after their buffer (no such row can be smaller).
     """
     block = max(block, _MIN_ROWS)
     pos = [0] * len(runs)  # next unread row of each run
     bufs: list[dict[str, np.ndarray] | None] = [None] * len(runs)
 
-    def refill(j: int) -> None:
-        run = runs[j]
-        n = len(run)
-        if pos[j] >= n:
-            bufs[j] = None
-            return
-        bufs[j] = {name: c.read(pos[j], pos[j] + block) for name, c in run.columns.items()}
-        pos[j] += len(bufs[j][key])
+    def more(j: int) -> bool:
+        return pos[j] < len(runs[j])
+
+    def read(j: int) -> None:
+        """Append the run's next block to its buffer."""
+        new = {name: c.read(pos[j], pos[j] + block) for name, c in runs[j].columns.items()}
+        pos[j] += len(new[key])
+        old = bufs[j]
+        bufs[j] = new if old is None else {name: np.concatenate([old[name], new[name]]) for name in new}
 
     for j in range(len(runs)):
-        refill(j)
+        if more(j):
+            read(j)
     while True:
         active = [j for j in range(len(runs)) if bufs[j] is not None]
         if not active:
             return
-        more = [bufs[j][key][-1] for j in active if pos[j] < len(runs[j])]
-        limit = min(more) if more else None
+        for j in active:  # a buffer of one key could not give a row below the limit
+            while more(j) and bufs[j][key][0] == bufs[j][key][-1]:
+                read(j)
+        lasts = [bufs[j][key][-1] for j in active if more(j)]
+        limit = min(lasts) if lasts else None
         parts, sources = [], []
         for j in active:
             b = bufs[j]
-            cut = len(b[key]) if limit is None else int(np.searchsorted(b[key], limit, side="right"))
+            cut = len(b[key]) if limit is None else int(np.searchsorted(b[key], limit, side="left"))
             if cut == 0:
                 continue
             parts.append({name: v[:cut] for name, v in b.items()})
             sources.append(np.full(cut, j, np.int32))
-            if cut == len(b[key]):
-                refill(j)
-            else:
-                bufs[j] = {name: v[cut:] for name, v in b.items()}
-        names = parts[0].keys()
-        merged = {name: np.concatenate([p[name] for p in parts]) for name in names}
+            bufs[j] = {name: v[cut:] for name, v in b.items()} if cut < len(b[key]) else None
+            if bufs[j] is None and more(j):
+                read(j)
+        merged = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
         source = np.concatenate(sources)
         if len(parts) > 1:
             order = np.argsort(merged[key], kind="stable")
@@ -595,6 +598,7 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
         progress.tokens = n_tokens
         V = len(vocab)
         rows = len(Column(work / "words", np.int32))
+        chunk = min(chunk, max(_MIN_ROWS, -(-rows // jobs)))  # at least one chunk per worker
         if V * (rows + V) >= 2 ** 62:
             raise ValueError("corpus too large for 64-bit n-gram keys")
         progress("read", f"{n_sent:,} sentences, {n_tokens:,} tokens, vocabulary {V:,}")
@@ -616,7 +620,7 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
             discounts, fallback = _adjust_and_discount(work, tables, uni_raw, V, sizes, block,
                                                        discount_fallback)
             progress("adjust", "discounts " + " ".join("%.3f/%.3f/%.3f" % d for d in discounts))
-            _probabilities(work, tables, discounts, V, sizes, block)
+            _probabilities(pool, work, tables, discounts, V, sizes, block, jobs)
             progress("interpolate")
             _write_arpa(pool, work, output, sizes, block, jobs)
             progress("write", f"{output} ({output.stat().st_size / 1e6:.1f} MB)")
@@ -663,7 +667,58 @@ def _adjust_and_discount(work: Path, tables: list, uni_raw: np.ndarray, V: int, 
     return discounts, fallback_orders
 
 
-def _probabilities(work: Path, tables: list, discounts: list, V: int, sizes: list[int], block: int) -> None:
+def _uninterpolated(work: str, k: int, V: int, n_lower: int, d: tuple[float, float, float], block: int) -> None:
+    """Order k's uninterpolated probabilities ``u`` and their contexts' γ (``g``), in
+    suffix order, and ``logb{k-1}`` = log10 γ of every (k-1)-gram. Independent of the
+    other orders, so the orders run in parallel (pool worker)."""
+    w = Path(work)
+    ctx, counts = Column(w / f"order{k}.ctx", np.int64), Column(w / f"count{k}", np.int64)
+
+    def by_context() -> Iterator[dict[str, np.ndarray]]:
+        lo = 0
+        for cb, c in zip(ctx.blocks(block), counts.blocks(block)):
+            yield {"ctx": cb, "idx": np.arange(lo, lo + len(cb)), "count": c}
+            lo += len(cb)
+
+    logb = Column(w / f"logb{k - 1}", np.float64)
+    done = 0  # (k-1)-grams whose backoff is written
+
+    def backoffs(upto: int, ids: np.ndarray | None = None, gam: np.ndarray | None = None) -> None:
+        nonlocal done
+        dense = np.ones(upto - done)  # not a context: γ = 1, backoff 0
+        if ids is not None:
+            dense[ids - done] = gam
+        with np.errstate(divide="ignore"):
+            logb.append(np.log10(dense) + 0.0)
+        done = upto
+
+    def by_group() -> Iterator[dict[str, np.ndarray]]:
+        for g in whole_groups(external_sort(by_context(), "ctx", block, w / f"byctx{k}"), "ctx"):
+            new = _starts(g["ctx"])
+            group = np.cumsum(new) - 1
+            c = g["count"].astype(np.float64)
+            dk = _discount_of(g["count"], d)
+            den = np.bincount(group, weights=c)
+            mass = np.bincount(group, weights=dk)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gam = np.where(den > 0, mass / den, 1.0)
+            ids = g["ctx"][new]
+            backoffs(int(ids[-1]) + 1, ids, gam)
+            yield {"idx": g["idx"], "u": (c - dk) / den[group], "g": gam[group]}
+
+    u, gcol = Column(w / f"u{k}", np.float64), Column(w / f"g{k}", np.float64)
+    for b in external_sort(by_group(), "idx", block, w / f"byidx{k}"):
+        u.append(b["u"])
+        gcol.append(b["g"])
+    u.close()
+    gcol.close()
+    if n_lower > done:
+        backoffs(n_lower)
+    logb.close()
+
+
+def _probabilities(pool: Executor, work: Path, tables: list, discounts: list, V: int, sizes: list[int],
+                   block: int, jobs: int) -> None:
     """``logp{k}`` (log10 p) of every order and ``logb{k}`` (log10 γ) below the top."""
     order = len(tables)
     c1 = Column(work / "count1", np.int64).read(0, V)
@@ -674,60 +729,27 @@ def _probabilities(work: Path, tables: list, discounts: list, V: int, sizes: lis
     prob[BOS_ID] = 1.0
     Column(work / "prob1", np.float64).append(prob).close()
     _log_column(work / "logp1").append(_log10(prob)).close()
+    # the context sorts of all orders, `jobs` at a time, each in a share of the budget
+    share = max(_MIN_ROWS, block * 2 // (jobs + 1))
+    futures = [pool.submit(_uninterpolated, str(work), k, V, sizes[k - 2], discounts[k - 1], share)
+               for k in range(2, order + 1)]
+    for f in futures:
+        f.result()
     for k in range(2, order + 1):
-        t, n = tables[k - 1], sizes[k - 1]
-        counts = Column(work / f"count{k}", np.int64)
-        d = discounts[k - 1]
-
-        def by_context() -> Iterator[dict[str, np.ndarray]]:
-            lo = 0
-            for ctx, c in zip(t.ctx.blocks(block), counts.blocks(block)):
-                yield {"ctx": ctx, "idx": np.arange(lo, lo + len(ctx)), "count": c}
-                lo += len(ctx)
-
-        gamma = Column(work / f"gamma{k - 1}", np.float64)
-        gamma_done = 0
-
-        def uninterpolated() -> Iterator[dict[str, np.ndarray]]:
-            nonlocal gamma_done
-            for g in whole_groups(external_sort(by_context(), "ctx", block, work / f"byctx{k}"), "ctx"):
-                new = _starts(g["ctx"])
-                group = np.cumsum(new) - 1
-                c = g["count"].astype(np.float64)
-                dk = _discount_of(g["count"], d)
-                den = np.bincount(group, weights=c)
-                mass = np.bincount(group, weights=dk)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    gam = np.where(den > 0, mass / den, 1.0)
-                ctx_ids = g["ctx"][new]
-                dense = np.ones(int(ctx_ids[-1]) + 1 - gamma_done)
-                dense[ctx_ids - gamma_done] = gam
-                gamma.append(dense)
-                gamma_done = int(ctx_ids[-1]) + 1
-                yield {"idx": g["idx"], "u": (c - dk) / den[group], "g": gam[group]}
-
+        t = tables[k - 1]
         lower = Gather(Column(work / f"prob{k - 1}", np.float64).blocks(block))
         probs = Column(work / f"prob{k}", np.float64)
         logp = _log_column(work / f"logp{k}")
-        for b in external_sort(uninterpolated(), "idx", block, work / f"byidx{k}"):
-            lo = int(b["idx"][0])
-            suffix = t.key.read(lo, lo + len(b["idx"])) // V
-            p = b["u"] + b["g"] * lower.take(suffix)
+        u, g = Column(work / f"u{k}", np.float64), Column(work / f"g{k}", np.float64)
+        for kb, ub, gb in zip(t.key.blocks(block), u.blocks(block), g.blocks(block)):
+            p = ub + gb * lower.take(kb // V)
             if k < order:
                 probs.append(p)
             logp.append(_log10(p))
         probs.close()
         logp.close()
-        if sizes[k - 2] > gamma_done:
-            gamma.append(np.ones(sizes[k - 2] - gamma_done))
-        gamma.close()
-        logb = _log_column(work / f"logb{k - 1}")
-        with np.errstate(divide="ignore"):
-            for gb in gamma.blocks(block):
-                logb.append(np.log10(gb) + 0.0)  # non-contexts: γ = 1 -> 0
-        logb.close()
-        gamma.remove()
-        Column(work / f"prob{k - 1}", np.float64).remove()
+        for c in (u, g, Column(work / f"prob{k - 1}", np.float64)):
+            c.remove()
 
 
 def _log_column(path: Path) -> Column:
