@@ -391,7 +391,8 @@ def test_parse_memory(text, expected):
     assert 0 < parse_memory("10%") < parse_memory("20%")
 
 
-def test_train_lm_cli_memory_option(tmp_path, capsys):
+def test_train_lm_cli_memory_option(tmp_path, capsys, caplog):
+    caplog.set_level(logging.INFO, logger="focuscrawl.lm.external")
     src = tmp_path / "s.txt"
     src.write_text("\n".join((FIXTURES / "lmplz_corpus.txt").read_text().splitlines()) + "\n")
     out = tmp_path / "out.arpa"
@@ -399,6 +400,10 @@ def test_train_lm_cli_memory_option(tmp_path, capsys):
                  "-T", str(tmp_path), "-o", str(out), str(src)]) == 0
     err = capsys.readouterr().err
     assert "400 sentences" in err
+    # progress: every phase, with the sorted runs of a spilling count and tokens/s
+    for phase in ("train-lm read", "train-lm count: order 3", "sorted run(s)", "train-lm adjust",
+                  "train-lm interpolate", "train-lm write", "tokens/s"):
+        assert phase in caplog.text
     assert out.read_bytes() == train_to(tmp_path, src.read_text().splitlines(), 3, "ref.arpa")[1].read_bytes()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("train-lm-")] == []  # runs cleaned up
     assert main(["train-lm", "--memory", "lots", "-o", str(out), str(src)]) == 2

@@ -43,7 +43,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from focuscrawl.lm.train import (BOS_ID, DISCOUNT_FALLBACK, SPECIAL_WORDS, _format, count_of_counts,
+from focuscrawl.lm.train import (BOS_ID, DISCOUNT_FALLBACK, SPECIAL_WORDS, count_of_counts, format_log10,
                                  discounts_from_count_of_counts)
 
 logger = logging.getLogger(__name__)
@@ -797,9 +797,9 @@ def _format_part(work: str, k: int, lo: int, hi: int, top: bool, step: int) -> s
     with open(part, "w", encoding="utf-8", newline="\n") as fh:
         for a, ids in zip(range(lo, hi, step), _word_ids(w, k, lo, hi, step)):
             b = a + len(ids)
-            columns = [_format(logp.read(a, b))] + [_VOCAB[ids[:, j]].tolist() for j in range(k)]
+            columns = [format_log10(logp.read(a, b))] + [_VOCAB[ids[:, j]].tolist() for j in range(k)]
             if not top:
-                columns.append(_format(logb.read(a, b)))
+                columns.append(format_log10(logb.read(a, b)))
             fh.write("\n".join([line % t for t in zip(*columns)]))
             fh.write("\n")
     return str(part)

@@ -22,6 +22,9 @@ probabilities as one built with ``lmplz``:
 
 Even lmplz's count-of-counts quirk is reproduced: the n-grams still open when its
 adjust-counts loop ends are counted with their raw count instead of the adjusted one.
+
+``estimate`` holds the whole corpus in memory and is the reference; ``train_lm`` (the
+CLI) uses ``focuscrawl.lm.external``, which computes the same file in a memory budget.
 """
 from __future__ import annotations
 
@@ -311,7 +314,7 @@ def estimate(sentences: Iterable[str], order: int = DEFAULT_ORDER,
 _CHUNK = 1 << 17  # lines formatted at a time: bounds the memory of writing
 
 
-def _format(values: np.ndarray) -> list[str]:
+def format_log10(values: np.ndarray) -> list[str]:
     """``%.7g`` of each value (log10 values: float32 precision, as KenLM stores them).
 
     Repeated values (backoffs of contexts with the same count pattern, zeros) are
@@ -349,11 +352,11 @@ def write_arpa(model: KneserNeyModel, path: str | Path) -> None:
                 fh.write(f"\n\\{k}-grams:\n")
                 for lo in range(0, len(t), _CHUNK):
                     hi = lo + _CHUNK
-                    probs, words = _format(t.log10_prob[lo:hi]), texts[lo:hi].tolist()
+                    probs, words = format_log10(t.log10_prob[lo:hi]), texts[lo:hi].tolist()
                     if t.log10_backoff is None:
                         lines = [p + "\t" + w for p, w in zip(probs, words)]
                     else:
-                        bos = _format(t.log10_backoff[lo:hi])
+                        bos = format_log10(t.log10_backoff[lo:hi])
                         lines = [p + "\t" + w + "\t" + b for p, w, b in zip(probs, words, bos)]
                     fh.write("\n".join(lines))
                     fh.write("\n")
