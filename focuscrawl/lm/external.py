@@ -793,14 +793,14 @@ def _format_part(work: str, k: int, lo: int, hi: int, top: bool, step: int) -> s
     w = Path(work)
     part = w / f"arpa{k}.{lo}"
     logp, logb = Column(w / f"logp{k}", np.float64), Column(w / f"logb{k}", np.float64)
-    line = "%s\t" + " ".join(["%s"] * k) + ("" if top else "\t%s")
     with open(part, "w", encoding="utf-8", newline="\n") as fh:
         for a, ids in zip(range(lo, hi, step), _word_ids(w, k, lo, hi, step)):
             b = a + len(ids)
-            columns = [format_log10(logp.read(a, b))] + [_VOCAB[ids[:, j]].tolist() for j in range(k)]
+            words = map(" ".join, zip(*[_VOCAB[ids[:, j]].tolist() for j in range(k)]))
+            columns = [format_log10(logp.read(a, b)), words]
             if not top:
                 columns.append(format_log10(logb.read(a, b)))
-            fh.write("\n".join([line % t for t in zip(*columns)]))
+            fh.write("\n".join(map("\t".join, zip(*columns))))
             fh.write("\n")
     return str(part)
 
