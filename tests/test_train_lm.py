@@ -429,3 +429,22 @@ def test_binary_output_scores_like_the_arpa(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KENLM_BUILD_BINARY", str(tmp_path / "missing"))
     with pytest.raises(FileNotFoundError):
         write_binary(arpa, tmp_path / "x.binary")
+
+
+def test_spilling_equals_in_memory_on_random_corpora(tmp_path):
+    # Random small corpora (like benchmarks/lm_vs_lmplz.py --fuzz): every order 2-5, many
+    # with fallback discounts and empty high orders; a 1 KB budget spills tiny runs.
+    import random
+    rng = random.Random(7)
+    logging.disable(logging.WARNING)
+    try:
+        for trial in range(16):
+            n_words, order = rng.randint(2, 30), 2 + trial % 4
+            words, weights = [f"w{i}" for i in range(n_words)], [1 / (i + 1) for i in range(n_words)]
+            sentences = [" ".join(rng.choices(words, weights, k=rng.randint(1, 8)))
+                         for _ in range(rng.randint(1, 60))]
+            _, ref = train_to(tmp_path, sentences, order, "ref.arpa")
+            _, path = spilled(tmp_path, sentences, order, "2K", 1, "m.arpa")
+            assert path.read_bytes() == ref.read_bytes(), (trial, order, sentences[:3])
+    finally:
+        logging.disable(logging.NOTSET)
