@@ -19,7 +19,7 @@ whole process tree (PSS, every 0.1 s), the number held against the budget:
 4. the baseline again (the machine is shared: two baselines show the drift).
 
 Targets: the generated run's peak memory (process tree) stays under the budget
-and its time per million tokens is no worse than the baseline's.
+and its time per million tokens is no worse than the mean of the two baselines'.
 
     python benchmarks/train_lm.py [--data ../shared/data] [--tokens 30000000] [--memory 2G]
         [--order 5] [--seed 13] [--jobs N] [--tmpdir /tmp] [--skip-big]
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             base2 = measure("baseline again, real", "baseline", real, tmp / "base.arpa", args)
             ref = (base["s_per_M"] + base2["s_per_M"]) / 2
             rss_ok = big["rss_total"] <= budget
-            speed_ok = big["s_per_M"] <= max(base["s_per_M"], base2["s_per_M"])
+            speed_ok = big["s_per_M"] <= ref  # the mean of the two baselines
             print(f"generated run: peak memory {big['rss_total'] / 2**20:.0f} MB (process tree) "
                   f"vs budget {budget / 2**20:.0f} MB: {'PASS' if rss_ok else 'FAIL'}; "
                   f"{big['s_per_M']:.2f} s/M tokens vs baseline {base['s_per_M']:.2f} / {base2['s_per_M']:.2f} "
