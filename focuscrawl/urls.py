@@ -85,6 +85,16 @@ def repeated_path_segment(url: "str | SplitResult | ParseResult", max_repeats: i
     return None
 
 
+def too_many_path_segments(url: "str | SplitResult | ParseResult", max_segments: int) -> bool:
+    """More than ``max_segments`` path segments (Heritrix's TooManyPathSegmentsDecideRule):
+    paths that grow without repeating a segment (``/a1/b2/c3/...``) escape
+    ``repeated_path_segment``; 0 disables the check."""
+    if max_segments <= 0:
+        return False
+    path = (urlsplit(url) if isinstance(url, str) else url).path
+    return path.count("/") > max_segments and len([s for s in path.split("/") if s]) > max_segments
+
+
 class QueryVariantLimit:
     """Admits at most ``limit`` distinct query strings per host+path (faceted search,
     session ids, endless calendars). Memory is bounded: at most ``limit`` hashes per path."""

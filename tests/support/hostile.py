@@ -176,16 +176,19 @@ def _html(text: str, links: list[str], extra: str = "") -> bytes:
 
 
 class TrapSite(_Site):
-    """``REAL`` real pages (``/page/<n>``, each linking to a few others and to every trap)
-    plus four traps that never end: ever-deeper paths that never repeat a segment
-    (``/deep/x1/x2/...``), a calendar (``/cal/<year>/<month>`` with next/previous),
-    session-id query variants of real pages (``?sid=<counter>``) and a link generator
+    """``REAL`` real pages (``/page/<n>``, each linking to three others and into every
+    trap in ``traps``) plus traps that never end: ``deep``, ever-deeper paths that
+    never repeat a segment (``/deep/s1/d2/d3/...``, three chains); ``calendar``
+    (``/cal/<year>/<month>`` with next/previous); ``session``, session-id query variants
+    of the real pages (``?sid=<counter>``, new on every visit); ``generator``
     (``/gen/<n>`` linking ten new numbers)."""
 
     REAL = 30
+    TRAPS = ("deep", "calendar", "session", "generator")
 
-    def __init__(self) -> None:
+    def __init__(self, traps: tuple[str, ...] = TRAPS) -> None:
         super().__init__()
+        self.traps = traps
         self.counter = 0
         self.lock = threading.Lock()
 
@@ -194,7 +197,8 @@ class TrapSite(_Site):
             self.counter += 1
             return self.counter
 
-    def is_trap(self, path: str) -> bool:
+    @staticmethod
+    def is_trap(path: str) -> bool:
         return path.startswith(("/deep/", "/cal/", "/gen/")) or "sid=" in path
 
     def route(self, path: str):
@@ -206,13 +210,14 @@ class TrapSite(_Site):
         if m and int(m.group(1)) < self.REAL:
             n = int(m.group(1))
             links = [f"/page/{(n * 7 + k) % self.REAL}" for k in (1, 2, 3)]
-            links += [f"/deep/s{n}", f"/cal/2026/{n % 12 + 1}", f"/gen/{n * 1000}",
-                      f"/page/{(n + 1) % self.REAL}?sid={self._sid()}"]
+            entries = {"deep": f"/deep/s{n % 3}", "calendar": f"/cal/2026/{n % 12 + 1}",
+                       "generator": f"/gen/{n * 1000}",
+                       "session": f"/page/{(n + 1) % self.REAL}?sid={self._sid()}"}
+            links += [entries[t] for t in self.traps]
             return 200, "text/html; charset=utf-8", _html(f"{PAGE_TEXT} Real page {n}.", links), 0
         if p.startswith("/deep/"):
             depth = p.count("/")
-            return 200, "text/html; charset=utf-8", _html(
-                f"{PAGE_TEXT} Deep {depth}.", [f"{p}/d{depth}a", f"{p}/d{depth}b"]), 0
+            return 200, "text/html; charset=utf-8", _html(f"{PAGE_TEXT} Deep {depth}.", [f"{p}/d{depth}"]), 0
         m = re.fullmatch(r"/cal/(\d+)/(\d+)", p)
         if m:
             y, mo = int(m.group(1)), int(m.group(2))
@@ -230,12 +235,14 @@ class TrapSite(_Site):
 
 class SlowImageSite(_Site):
     """``pages`` pages in a chain (each links the next three), each with ``images``
-    images that answer after ``image_delay`` seconds: after a kill, the recovered image
-    downloads could occupy every slot of the host."""
+    images on the same host; those of the first ``slow_pages`` pages answer after
+    ``image_delay`` seconds. A crawl killed while they download recovers them on
+    resume; handed over all at once they fill the host's download slots and queue
+    ahead of every new page."""
 
-    def __init__(self, pages: int = 200, images: int = 4, image_delay: float = 3.0) -> None:
+    def __init__(self, pages: int = 60, images: int = 4, image_delay: float = 8.0, slow_pages: int = 3) -> None:
         super().__init__()
-        self.pages, self.images, self.image_delay = pages, images, image_delay
+        self.pages, self.images, self.image_delay, self.slow_pages = pages, images, image_delay, slow_pages
         from tests.localweb import png_bytes
         self.png = png_bytes(640, 480)
 
@@ -250,6 +257,7 @@ class SlowImageSite(_Site):
             imgs = "".join(f'<img src="/img/{n}-{k}.png" alt="a cat sleeping on the sofa {n} {k}" '
                            f'width="640" height="480">' for k in range(self.images))
             return 200, "text/html; charset=utf-8", _html(f"{PAGE_TEXT} Page {n}.", links, imgs), 0
-        if re.fullmatch(r"/img/\d+-\d+\.png", p):
-            return 200, "image/png", self.png, self.image_delay
+        m = re.fullmatch(r"/img/(\d+)-\d+\.png", p)
+        if m:
+            return 200, "image/png", self.png, self.image_delay if int(m.group(1)) < self.slow_pages else 0
         return 404, "text/plain", b"not found", 0
