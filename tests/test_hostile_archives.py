@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from focuscrawl.archive.reader import ArchiveIndex, iter_responses, read_response
 from tests.support.hostile import archive_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,7 +62,25 @@ def test_bad_records_are_counted_skips_and_the_rest_is_used(tmp_path, corpus):
     # is over DOWNLOAD_MAXSIZE: cancelled as a live download would be, not cut
     assert set(pages) == keep - {"http://ok.test/zeros"}
     assert stats["archive/over_max_size"] == 1
+    assert stats["archive/resynced"] == 1  # the records a lying Content-Length swallowed are read
     assert not {"http://ok.test/cut", "http://ok.test/liar", "http://ok.test/short"} & set(pages)
+
+
+@pytest.mark.parametrize("name", ["bad_ipv6.warc.gz", "bad_port.warc.gz", "no_host.warc.gz",
+                                  "port_not_number.warc.gz", "truncated_last.warc", "truncated_member.warc.gz",
+                                  "lying_length.warc", "lying_length.warc.gz", "short_length.warc",
+                                  "long_line.warc.gz", "many_headers.warc.gz", "huge_body.warc.gz"])
+def test_reader_keeps_exactly_the_valid_records(corpus, name):
+    c = corpus[name]
+    index = ArchiveIndex([c["path"]])
+    assert [r.url for r in index.html_refs()] == c["keep"]
+    skips = {k: v for k, v in index.stats.items() if not k.startswith("records/") and k != "resynced"}
+    assert skips == ({c["stat"]: 1} if c["stat"] else {})
+    stats: dict = {}
+    assert [r.url for r in iter_responses(c["path"], 1024 * 1024, stats)] == c["keep"]
+    assert {k: v for k, v in stats.items() if not k.startswith("records/") and k != "resynced"} == skips
+    for url in c["keep"]:  # random access by the indexed offsets
+        assert read_response(index.get(url), 1024 * 1024).url == url
 
 
 def test_an_archive_of_zeros_is_one_line_of_error(tmp_path, corpus):

@@ -44,6 +44,7 @@ TRUNCATED_RECORD = "truncated_record"  # the file ends before the record's Conte
 LENGTH_MISMATCH = "length_mismatch"  # data follows the record where blank lines should be
 NO_LENGTH = "no_content_length"  # a WARC record without a (valid) Content-Length
 UNREADABLE = "unreadable_rest"  # damaged framing: the rest of the file cannot be read
+RESYNCED = "resynced"  # reading went on after a record whose Content-Length ran past the end
 
 
 class ArchiveError(ValueError):
@@ -151,19 +152,41 @@ def _count(stats: dict, key: str) -> None:
     stats[key] = stats.get(key, 0) + 1
 
 
+def _next_warc_header(fh, start: int) -> int | None:
+    """Offset of the next line starting ``WARC/1.`` at or after ``start`` (read in 1 MiB pieces)."""
+    fh.seek(start)
+    tail, pos = b"", start
+    while chunk := fh.read(1 << 20):
+        data = tail + chunk
+        found = data.find(b"\nWARC/1.")
+        if found >= 0:
+            return pos - len(tail) + found + 1
+        tail, pos = data[-16:], pos + len(chunk)
+    return None
+
+
 class _RecordScanner:
     """The HTTP response records of one open file, for sequential reading; every
     record it cannot use is a counted skip with one WARNING line, and damaged framing
-    ends the file (records before it are kept) unless it is the very first record."""
+    ends the file (records before it are kept) unless it is the very first record.
+    In an uncompressed WARC a record whose ``Content-Length`` runs past the end of the
+    file has swallowed the records after it: reading goes on at the next ``WARC/1.``
+    line after its header (``archive/resynced``)."""
 
     def __init__(self, fh, path: str, stats: dict) -> None:
+        self.fh = fh
         self.it = _BoundedArchiveIterator(fh)
         self.path, self.stats = path, stats
         self.records = 0
+        self.resync_at: int | None = None
 
     def __iter__(self) -> Iterator[tuple[object, str]]:
         records = iter(self.it)
         while True:
+            if self.resync_at is not None:
+                self.fh.seek(self.resync_at)
+                self.it, self.resync_at = _BoundedArchiveIterator(self.fh), None
+                records = iter(self.it)
             try:
                 record = next(records)
             except StopIteration:
@@ -203,11 +226,23 @@ class _RecordScanner:
         if self.it.truncated:
             self._skip(TRUNCATED_RECORD, url, f"the file ends before its Content-Length "
                        f"{self.it.record.length}")
+            self._resync()
             return True
         if self.it.length_mismatch:
             self._skip(LENGTH_MISMATCH, url, "data follows the record where its Content-Length ends")
             return True
         return False
+
+    def _resync(self) -> None:
+        if self.it.reader.decompressor is not None or self.it.record.format != "warc":
+            return  # gzip: the lie ends with its member; ARC has no record marker to find
+        start = self.it.member_info[0]
+        found = _next_warc_header(self.fh, start + 1)
+        if found is not None:
+            _count(self.stats, RESYNCED)
+            logger.warning("archive: %s: reading goes on at byte %d, the next WARC record after the "
+                           "truncated one at byte %d", self.path, found, start)
+            self.resync_at = found
 
     def _skip(self, reason: str, url: str, detail: str) -> None:
         _count(self.stats, reason)

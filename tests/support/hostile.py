@@ -97,7 +97,7 @@ def archive_corpus(root: Path, huge: int = 128 * 1024 * 1024) -> dict[str, dict]
     liar = warc_record("http://ok.test/liar", http_response(page("liar")), content_length=99_999_999)
     add("lying_length.warc", write_records(root / "lying_length.warc", [good("http://ok.test/1", 1), liar,
                                                                          good("http://ok.test/swallowed", 3)], gz=False),
-        ["http://ok.test/1"], "truncated_record")
+        ["http://ok.test/1", "http://ok.test/swallowed"], "truncated_record")
     add("lying_length.warc.gz", write_records(root / "lying_length.warc.gz", [
         good("http://ok.test/1", 1), liar, good("http://ok.test/next", 3)], gz=True),
         ["http://ok.test/1", "http://ok.test/next"], "truncated_record")
