@@ -60,7 +60,7 @@ def main() -> int:
                     cmd += ["-s", s]
                 rc, secs, rss, err = measured(cmd, tmp / "trap.err")
                 stats = json.loads((tmp / "trap" / "stats.json").read_text())
-                pages = [p for p in site.requests if p != "/robots.txt"]
+                pages = site.fetched()
                 print(json.dumps({"trap_site": "defaults (no delay)", "exit": rc, "seconds": round(secs, 1),
                                   "finish_reason": stats.get("finish_reason"), "pages": len(pages),
                                   "trap_pages": sum(TrapSite.is_trap(p) for p in pages),

@@ -13,11 +13,11 @@ from __future__ import annotations
 import gzip
 import re
 import threading
-import time
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from tests.localweb import LocalWeb, Page, png_bytes
 
 PAGE_TEXT = ("The cat sleeps on the sofa while the kitten plays with a toy mouse. Cats like warm "
              "places and the old cat purrs in the sun all afternoon.")
@@ -128,46 +128,14 @@ def archive_corpus(root: Path, huge: int = 128 * 1024 * 1024) -> dict[str, dict]
 
 
 # -- hostile sites -----------------------------------------------------------------------
-class _Site:
-    """A threaded HTTP server on 127.0.0.1 (free port) answering from ``route(path)``."""
+class _Routes:
+    """A ``LocalWeb`` page table computed per request: ``get(path)`` -> ``Page`` or ``None``."""
 
-    def __init__(self) -> None:
-        site = self
-        self.requests: list[str] = []
+    def __init__(self, route) -> None:
+        self.route = route
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:  # noqa: N802
-                site.requests.append(self.path)
-                status, ctype, body, delay = site.route(self.path)
-                if delay:
-                    time.sleep(delay)
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.handle_error = lambda request, address: None
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def route(self, path: str) -> tuple[int, str, bytes, float]:
-        raise NotImplementedError
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def get(self, key):
+        return None if isinstance(key, tuple) else self.route(key)
 
 
 def _html(text: str, links: list[str], extra: str = "") -> bytes:
@@ -175,7 +143,7 @@ def _html(text: str, links: list[str], extra: str = "") -> bytes:
     return f"<html><body><p>{text}</p>{extra}<div>{anchors}</div></body></html>".encode()
 
 
-class TrapSite(_Site):
+class TrapSite(LocalWeb):
     """``REAL`` real pages (``/page/<n>``, each linking to three others and into every
     trap in ``traps``) plus traps that never end: ``deep``, ever-deeper paths that
     never repeat a segment (``/deep/s1/d2/d3/...``, three chains); ``calendar``
@@ -187,7 +155,7 @@ class TrapSite(_Site):
     TRAPS = ("deep", "calendar", "session", "generator")
 
     def __init__(self, traps: tuple[str, ...] = TRAPS) -> None:
-        super().__init__()
+        super().__init__(_Routes(self.route))
         self.traps = traps
         self.counter = 0
         self.lock = threading.Lock()
@@ -201,11 +169,11 @@ class TrapSite(_Site):
     def is_trap(path: str) -> bool:
         return path.startswith(("/deep/", "/cal/", "/gen/")) or "sid=" in path
 
-    def route(self, path: str):
+    def route(self, path: str) -> Page | None:
         parts = urlsplit(path)
         p = parts.path
         if p == "/robots.txt":
-            return 200, "text/plain", b"User-agent: *\nAllow: /\n", 0
+            return Page(b"User-agent: *\nAllow: /\n", "text/plain")
         m = re.fullmatch(r"/page/(\d+)", p)
         if m and int(m.group(1)) < self.REAL:
             n = int(m.group(1))
@@ -214,26 +182,25 @@ class TrapSite(_Site):
                        "generator": f"/gen/{n * 1000}",
                        "session": f"/page/{(n + 1) % self.REAL}?sid={self._sid()}"}
             links += [entries[t] for t in self.traps]
-            return 200, "text/html; charset=utf-8", _html(f"{PAGE_TEXT} Real page {n}.", links), 0
+            return Page(_html(f"{PAGE_TEXT} Real page {n}.", links))
         if p.startswith("/deep/"):
             depth = p.count("/")
-            return 200, "text/html; charset=utf-8", _html(f"{PAGE_TEXT} Deep {depth}.", [f"{p}/d{depth}"]), 0
+            return Page(_html(f"{PAGE_TEXT} Deep {depth}.", [f"{p}/d{depth}"]))
         m = re.fullmatch(r"/cal/(\d+)/(\d+)", p)
         if m:
             y, mo = int(m.group(1)), int(m.group(2))
             nxt = (y + mo // 12, mo % 12 + 1)
             prv = (y - (mo == 1), (mo - 2) % 12 + 1)
-            return 200, "text/html; charset=utf-8", _html(
-                f"{PAGE_TEXT} Calendar {y}-{mo}.", [f"/cal/{nxt[0]}/{nxt[1]}", f"/cal/{prv[0]}/{prv[1]}"]), 0
+            return Page(_html(f"{PAGE_TEXT} Calendar {y}-{mo}.",
+                              [f"/cal/{nxt[0]}/{nxt[1]}", f"/cal/{prv[0]}/{prv[1]}"]))
         m = re.fullmatch(r"/gen/(\d+)", p)
         if m:
             n = int(m.group(1))
-            return 200, "text/html; charset=utf-8", _html(
-                f"{PAGE_TEXT} Generated {n}.", [f"/gen/{n * 10 + k}" for k in range(10)]), 0
-        return 404, "text/plain", b"not found", 0
+            return Page(_html(f"{PAGE_TEXT} Generated {n}.", [f"/gen/{n * 10 + k}" for k in range(10)]))
+        return None  # 404
 
 
-class SlowImageSite(_Site):
+class SlowImageSite(LocalWeb):
     """``pages`` pages in a chain (each links the next three), each with ``images``
     images on the same host; those of the first ``slow_pages`` pages answer after
     ``image_delay`` seconds. A crawl killed while they download recovers them on
@@ -241,23 +208,22 @@ class SlowImageSite(_Site):
     ahead of every new page."""
 
     def __init__(self, pages: int = 60, images: int = 4, image_delay: float = 8.0, slow_pages: int = 3) -> None:
-        super().__init__()
-        self.pages, self.images, self.image_delay, self.slow_pages = pages, images, image_delay, slow_pages
-        from tests.localweb import png_bytes
+        super().__init__(_Routes(self.route))
+        self.n_pages, self.images, self.image_delay, self.slow_pages = pages, images, image_delay, slow_pages
         self.png = png_bytes(640, 480)
 
-    def route(self, path: str):
+    def route(self, path: str) -> Page | None:
         p = urlsplit(path).path
         if p == "/robots.txt":
-            return 200, "text/plain", b"User-agent: *\nAllow: /\n", 0
+            return Page(b"User-agent: *\nAllow: /\n", "text/plain")
         m = re.fullmatch(r"/p(\d+)", p)
-        if m and int(m.group(1)) < self.pages:
+        if m and int(m.group(1)) < self.n_pages:
             n = int(m.group(1))
-            links = [f"/p{k}" for k in range(n + 1, min(n + 4, self.pages))]
+            links = [f"/p{k}" for k in range(n + 1, min(n + 4, self.n_pages))]
             imgs = "".join(f'<img src="/img/{n}-{k}.png" alt="a cat sleeping on the sofa {n} {k}" '
                            f'width="640" height="480">' for k in range(self.images))
-            return 200, "text/html; charset=utf-8", _html(f"{PAGE_TEXT} Page {n}.", links, imgs), 0
+            return Page(_html(f"{PAGE_TEXT} Page {n}.", links, imgs))
         m = re.fullmatch(r"/img/(\d+)-\d+\.png", p)
         if m:
-            return 200, "image/png", self.png, self.image_delay if int(m.group(1)) < self.slow_pages else 0
-        return 404, "text/plain", b"not found", 0
+            return Page(self.png, "image/png", delay=self.image_delay if int(m.group(1)) < self.slow_pages else 0)
+        return None  # 404
