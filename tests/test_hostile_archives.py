@@ -90,3 +90,13 @@ def test_an_archive_of_zeros_is_one_line_of_error(tmp_path, corpus):
     assert len(errors) == 1 and "not a readable WARC/ARC file" in errors[0], proc.stderr[-2000:]
     assert len(errors[0]) < 400  # an excerpt of the 64 MiB "first line", not the line
     assert rss < RSS_CEILING_MB, rss
+
+
+def test_archive_spider_on_an_unreadable_file_is_one_error_line(corpus):
+    proc = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "archive", "-a",
+                           f"archives={corpus['zeros.warc.gz']['path']}", "-s", "LOG_LEVEL=ERROR"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "cannot start the crawl" in errors[0] and len(errors[0]) < 600, errors

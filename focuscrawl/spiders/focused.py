@@ -136,10 +136,8 @@ class FocusedSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         try:
             spider._configure(crawler)
-        except UsageError as exc:  # one clear line, no traceback (_reported_startup_error)
-            logger.error("focused: cannot start the crawl: %s", exc)
-            exc.focuscrawl_reported = True
-            raise
+        except UsageError as exc:
+            raise reported(exc, cls.name)
         return spider
 
     def _configure(self, crawler) -> None:
@@ -218,6 +216,14 @@ class FocusedSpider(scrapy.Spider):
         name = failure.type.__name__ if failure.type else "unknown"
         self.stats.inc_value(f"focuscrawl/download_errors/{name}")
         logger.debug("download failed: %s: %s", failure.request.url if hasattr(failure, "request") else "", failure.value)
+
+
+def reported(exc: UsageError, spider: str) -> UsageError:
+    """``exc`` logged as one clear ERROR line and marked so that its traceback is not
+    logged again (``_not_reported_yet``): raise the result from ``from_crawler``."""
+    logger.error("%s: cannot start the crawl: %s", spider, exc)
+    exc.focuscrawl_reported = True
+    return exc
 
 
 def _not_reported_yet(record: logging.LogRecord) -> bool:
