@@ -143,9 +143,13 @@ class _BoundedArchiveIterator(ArchiveIterator):
             return line, empty_size
 
 
-# a space in WARC-Target-URI makes warcio log the whole URI (up to a header line)
-logging.getLogger("warcio.recordloader").addFilter(
-    lambda rec: setattr(rec, "msg", excerpt(rec.getMessage(), 200)) or setattr(rec, "args", ()) or True)
+def _shorten(record: logging.LogRecord) -> bool:
+    """Logging filter: warcio logs a WARC-Target-URI with spaces whole (up to a header line)."""
+    record.msg, record.args = excerpt(record.getMessage(), 200), ()
+    return True
+
+
+logging.getLogger("warcio.recordloader").addFilter(_shorten)
 
 
 def _count(stats: dict, key: str) -> None:
