@@ -7,7 +7,7 @@ from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
 from focuscrawl.annotate.db import AnnotationDB
-from focuscrawl.annotate.web import AnnotationApp, serve_in_thread
+from focuscrawl.annotate.web import create_app, serve_in_thread
 from focuscrawl.corpus import iter_entries
 from focuscrawl.ranking import rank
 
@@ -15,7 +15,7 @@ from focuscrawl.ranking import rank
 def start_server(run_dir, db_path, per_image=3):
     db = AnnotationDB(db_path, per_image=per_image)
     db.add_items(e for e in rank(iter_entries(run_dir)) if e.image_path)
-    server, thread = serve_in_thread(AnnotationApp(db, run_dir))
+    server, thread = serve_in_thread(create_app(db, run_dir))
     return db, server, thread
 
 

@@ -23,7 +23,6 @@ def app(tmp_path):
     db.add_user("boss", "boss-password", is_admin=True)
     yield db, server.server_port, tmp_path
     server.shutdown()
-    server.server_close()
     thread.join(5)
 
 
@@ -53,7 +52,7 @@ def test_alt_text_is_escaped(app):
     _, port, _ = app
     page = logged_in(port, "anna").get("/")[2]
     assert "<script>alert" not in page and "onerror=alert(1)>" not in page
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page  # Jinja2 (markupsafe) escaping
 
 
 def test_answer_flow_and_progress(app):
