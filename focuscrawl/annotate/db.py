@@ -125,12 +125,12 @@ class ItemFull(AnnotationError):
 
 
 def parse_item_id(text: str) -> int | None:
-    """An item id from a URL or form: ASCII digits only (``str.isdigit`` also takes '²'),
-    within SQLite's integer range; anything else is ``None``."""
+    """An item id (1 or more) from a URL or form: ASCII digits only (``str.isdigit`` also takes
+    '²'), within SQLite's integer range; anything else is ``None``."""
     if not text or len(text) > 19 or not (text.isascii() and text.isdigit()):
         return None
     value = int(text)
-    return value if value <= MAX_ITEM_ID else None
+    return value if 0 < value <= MAX_ITEM_ID else None
 
 
 def normalize_user_name(name: str) -> str:
