@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import http.client
 import re
+from contextlib import contextmanager
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
@@ -17,6 +18,27 @@ def start_server(run_dir, db_path, per_image=3):
     db.add_items(e for e in rank(iter_entries(run_dir)) if e.image_path)
     server, thread = serve_in_thread(create_app(db, run_dir))
     return db, server, thread
+
+
+@contextmanager
+def running_app(run_dir, db_path, per_image: int, passwords: dict[str, bool]):
+    """A served app with the accounts ``{name: is_admin}`` (password ``<name>-password``):
+    yields ``(db, port)``, stops the server afterwards."""
+    db, server, thread = start_server(run_dir, db_path, per_image=per_image)
+    for name, is_admin in passwords.items():
+        db.add_user(name, f"{name}-password", is_admin=is_admin)
+    try:
+        yield db, server.server_port
+    finally:
+        server.shutdown()
+        thread.join(5)
+
+
+def logged_in(port: int, name: str) -> "Client":
+    client = Client(port)
+    status, location = client.login(name, f"{name}-password")
+    assert (status, location) == (303, "/")
+    return client
 
 
 class Client:

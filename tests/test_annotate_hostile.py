@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import pytest
 
 from focuscrawl.annotate.db import AnnotationDB, InvalidUserName, UserExists, parse_item_id
-from tests.annotate_helpers import Client, start_server
+from tests.annotate_helpers import Client, logged_in, running_app
 from tests.runfixture import make_run_dir
 
 ROWS = [{"url": f"http://a.org/{i}.jpg", "score": 10 + i, "alt": f"cat number {i}"} for i in range(12)]
@@ -20,18 +20,8 @@ ROWS = [{"url": f"http://a.org/{i}.jpg", "score": 10 + i, "alt": f"cat number {i
 @pytest.fixture
 def app(tmp_path):
     run_dir = make_run_dir(tmp_path / "run", ROWS)
-    db, server, thread = start_server(run_dir, tmp_path / "db.sqlite3", per_image=2)
-    db.add_user("anna", "anna-password")
-    db.add_user("boss", "boss-password", is_admin=True)
-    yield db, server.server_port, tmp_path
-    server.shutdown()
-    thread.join(5)
-
-
-def logged_in(port, name):
-    client = Client(port)
-    assert client.login(name, f"{name}-password") == (303, "/")
-    return client
+    with running_app(run_dir, tmp_path / "db.sqlite3", 2, {"anna": False, "boss": True}) as (db, port):
+        yield db, port, tmp_path
 
 
 BAD_IMAGE_PATHS = ["/img/%B2", "/img/%C2%B2", "/img/99999999999999999999", "/img/9223372036854775808",

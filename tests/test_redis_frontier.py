@@ -25,6 +25,16 @@ def redis_settings(server, crawl="t", delay=0.02):
             "FOCUSCRAWL_REDIS_BUSY_TIMEOUT=1.5"]
 
 
+def focused_cmd(base: str, out, *settings: str) -> list[str]:
+    """``scrapy crawl focused`` from ``base``/page0 into ``out`` with the fast test settings."""
+    from tests.test_warc_replay import FAST
+
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={base}/page0", "-a", f"output={out}"]
+    for s in FAST + list(settings):
+        cmd += ["-s", s]
+    return cmd
+
+
 def test_host_slots_are_spaced_across_clients(redis_server):
     """The Lua reservation is atomic: 4 clients x 10 reservations get distinct slots 50 ms apart."""
     waits: list[int] = []
@@ -97,14 +107,10 @@ def test_priorities_hold_across_processes(tmp_path, redis_server):
 
 def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_path, redis_server):
     """The real focused crawl: two processes, one frontier, per-process run dirs merged."""
-    from tests.test_warc_replay import FAST, rows, sightings, site
+    from tests.test_warc_replay import rows, sightings, site
 
     def focused(out, *extra):
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={web.base}/page0",
-               "-a", f"output={out}"]
-        for s in FAST + ["CONCURRENT_REQUESTS=1"] + list(extra):
-            cmd += ["-s", s]
-        return cmd
+        return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=1", *extra)
 
     pages = site()
     for page in pages.values():
@@ -180,15 +186,10 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     import signal
 
     from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
-    from tests.test_warc_replay import FAST
     from tests.test_warc_replay import rows as tsv_rows
 
     def focused(out, *extra):
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={web.base}/page0",
-               "-a", f"output={out}"]
-        for s in FAST + ["CONCURRENT_REQUESTS=2"] + list(extra):
-            cmd += ["-s", s]
-        return cmd
+        return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *extra)
 
     def page_urls(run):
         path = run / "pages.tsv"
