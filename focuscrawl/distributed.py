@@ -213,7 +213,7 @@ class RedisWorkers:
     0.5 s while its engine has work. On ``spider_idle`` the process stays open if
     the shared queue is not empty, another worker was busy within
     ``FOCUSCRAWL_REDIS_BUSY_TIMEOUT`` seconds (its pages may still add links), or
-    another worker holds leases. ``workers`` (hash: worker id -> process token
+    a worker that holds leases stopped beating (they come back when it is known dead). ``workers`` (hash: worker id -> process token
     ``host:pid:start``) says which process runs a worker now; ``alive`` (sorted set:
     token -> last heartbeat) whether it still does.
     """
@@ -300,19 +300,22 @@ class RedisWorkers:
         return n
 
     def _recover_dead(self) -> bool:
-        """Give back the leases of every dead worker; True while another worker holds leases."""
-        others_hold = False
+        """Give back the leases of every dead worker; True while a worker that holds leases has
+        stopped beating but is not yet known dead (its leases come back within the lease timeout)."""
+        dying = False
         for worker, token in self.server.hgetall(self.workers_key).items():
             worker, token = worker.decode(), token.decode()
             if worker == self.worker or not self.server.zcard(self.leased_prefix + worker):
                 continue
-            others_hold = True
             if self._gone(token):
                 host, _, path = worker.partition(":")
                 readable = host == socket.gethostname() and os.path.isdir(path)
                 committed = committed_page_urls(Path(path) / "pages.tsv") if readable else set()
                 self._recover(worker, token, committed, "focuscrawl/redis/leases_recovered")
-        return others_hold
+            else:
+                seen = self.server.zscore(self.alive_key, token)
+                dying = dying or seen is None or seen < time.time() - max(self.busy_timeout, 2.0)
+        return dying
 
     # --- signals --------------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
@@ -338,8 +341,9 @@ class RedisWorkers:
     def spider_idle(self, spider: Spider) -> None:
         now = time.time()
         self.server.zremrangebyscore(self.key, "-inf", now - 3600)
+        self.book.engine_idle()
         if self._recover_dead():
-            raise DontCloseSpider("other workers hold leased requests")
+            raise DontCloseSpider("a worker holding leased requests stopped beating")
         if self.server.zcard(self.queue_key) > 0:
             raise DontCloseSpider("shared frontier not empty")
         others = [w for w, t in self.server.zrangebyscore(self.key, now - self.busy_timeout, "+inf",
@@ -421,6 +425,16 @@ class LeaseBook:
         if token in self.held:
             self.output_done.add(token)
             self._release_if_safe(token)
+
+    def engine_idle(self) -> None:
+        """Nothing is being downloaded, parsed or processed: a held request's output is over
+        even if it ended where no middleware sees it (an exception in a downloader
+        middleware's ``process_response`` goes straight to the errback). Pages still waiting
+        for their rows' checkpoint stay held (the idle writer writes them next)."""
+        for token in list(self.held):
+            if token not in self.output_done:
+                self.stats.inc_value("focuscrawl/redis/leases_ended_unseen")
+                self.output_finished(token)
 
     def _release_if_safe(self, token: str) -> None:
         if token in self.output_done and self.waiting.get(token, 0) <= 0:

@@ -164,7 +164,8 @@ def test_two_processes_refuse_one_output_directory(tmp_path, redis_server):
 
 
 def kill_site(n: int = 36) -> dict:
-    """A tree of ``n`` cat pages (three links each), every third page with its own image."""
+    """A tree of ``n`` cat pages (three links each), every third page with its own image, a 404
+    and a too long redirect chain."""
     text = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
     pages = {"/robots.txt": Page(b"User-agent: *\nAllow: /\n", "text/plain")}
     for i in range(n):
@@ -174,7 +175,27 @@ def kill_site(n: int = 36) -> dict:
                                   delay=0.15)
         if i % 3 == 0:
             pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 5 % 255, 100, 50)), "image/png")
+    # requests whose end no middleware sees on the way (a 404 for the errback; more redirects
+    # than REDIRECT_MAX_TIMES: IgnoreRequest raised in process_response): their leases end too
+    pages["/page1"].body = pages["/page1"].body.replace(b"</body>", b'<a href="/missing">x</a><a href="/r0">y</a></body>')
+    pages["/missing"] = Page(b"gone", "text/plain", status=404)
+    for k in range(25):
+        pages[f"/r{k}"] = Page(b"", "text/plain", status=302, headers={"Location": f"/r{k + 1}"})
     return pages
+
+
+def page_urls(run) -> list[str]:
+    path = run / "pages.tsv"
+    lines = path.read_text().splitlines()[1:] if path.exists() else []
+    return [line.split("\t", 1)[0] for line in lines]
+
+
+def kill_after(pages: int) -> list[str]:
+    """Settings that make a crawl SIGKILL itself when its ``pages``-th HTML page arrives."""
+    from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
+
+    return [f"TEST_KILL_AFTER_RESPONSES={pages}", "DOWNLOADER_MIDDLEWARES=" + json.dumps(
+        {**DOWNLOADER_MIDDLEWARES, "tests.support.killswitch.KillAfterResponses": 1000})]
 
 
 def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
@@ -185,20 +206,13 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     import os
     import signal
 
-    from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
     from tests.test_warc_replay import rows as tsv_rows
 
     def focused(out, *extra):
         return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *extra)
 
-    def page_urls(run):
-        path = run / "pages.tsv"
-        lines = path.read_text().splitlines()[1:] if path.exists() else []
-        return [line.split("\t", 1)[0] for line in lines]
-
     shared = redis_settings(redis_server, crawl="kill", delay=0.01)
-    kill = ["TEST_KILL_AFTER_RESPONSES=6", "DOWNLOADER_MIDDLEWARES=" + json.dumps(
-        {**DOWNLOADER_MIDDLEWARES, "tests.support.killswitch.KillAfterResponses": 1000})]
+    kill = kill_after(6)
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     with LocalWeb(kill_site()) as web:
         single = subprocess.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=180)
@@ -229,6 +243,7 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
                     + s.get("focuscrawl/redis/leases_already_committed", 0) for s in stats.values())
     assert recovered >= len(leased)
     assert all(s.get("focuscrawl/redis/leases_requeued_at_close", 0) == 0 for s in stats.values())
+    assert sum(s.get("focuscrawl/redis/leases_ended_unseen", 0) for s in stats.values()) >= 1  # the last redirect
     expected = set(page_urls(tmp_path / "single"))
     both = page_urls(a) + page_urls(b)
     assert len(expected) == 36
@@ -247,3 +262,30 @@ def json_url(member: bytes) -> str:
     from scrapy_redis import picklecompat
 
     return picklecompat.loads(member)["url"]
+
+
+def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
+    """One worker alone, SIGKILLed at its 6th page and restarted on its run directory: nobody
+    else could give its leases back, the restart does (after cutting pages.tsv back to its
+    JOBDIR checkpoint), and the run ends with each of the 36 pages once."""
+    import signal
+
+    out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
+    settings = redis_settings(redis_server, crawl="solo", delay=0.01)
+    with LocalWeb(kill_site()) as web:
+        first = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job, *kill_after(6)),
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert first.returncode == -signal.SIGKILL
+        held = [m for k in redis_server.client.keys("focuscrawl:solo:leased:*")
+                for m in redis_server.client.zrange(k, 0, -1)]
+        assert held and len(page_urls(out)) < 6  # leases held, parsed pages without rows
+        second = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job),
+                                cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert second.returncode == 0, second.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text())
+    taken_back = stats.get("focuscrawl/redis/leases_recovered_own", 0) + stats.get(
+        "focuscrawl/redis/leases_already_committed", 0)
+    assert taken_back == len(held)
+    urls = page_urls(out)
+    assert len(urls) == len(set(urls)) == 36
+    assert not redis_server.client.keys("focuscrawl:solo:leased:*")
