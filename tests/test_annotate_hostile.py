@@ -148,3 +148,11 @@ def test_admin_page_names_the_refusal(app):
     assert "looks like it" in boss.get("/admin?m=user-exists")[2]
     assert logged_in(port, "anna").get("/")[0] == 200
     assert Client(port).login("ANNA", "anna-password") == (303, "/")  # names are case-insensitive
+
+
+def test_oversized_form_is_413(app):
+    _, port, _ = app
+    client = logged_in(port, "anna")
+    status, _, body = client.post("/answer", {"csrf": client.csrf(), "item": 1, "image": 0, "text": 0,
+                                              "pad": "x" * 100_000})
+    assert status == 413 and "Request too large." in body

@@ -31,7 +31,7 @@ class RunOutput:
     def __init__(self, directory: str | Path, jobdir: str | Path | None = None,
                  checkpoint_interval: float = 0.0) -> None:
         self.checkpoint_interval = checkpoint_interval
-        self._last_checkpoint = 0.0
+        self._last_checkpoint = float("-inf")  # the first commit always checkpoints (not uptime-dependent)
         self.dir = Path(directory).resolve()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_dir = Path(jobdir).resolve() / "focuscrawl" if jobdir else None
