@@ -212,10 +212,11 @@ class RedisWorkers:
     Each process refreshes ``busy`` (a sorted set: worker id -> last busy time) every
     0.5 s while its engine has work. On ``spider_idle`` the process stays open if
     the shared queue is not empty, another worker was busy within
-    ``FOCUSCRAWL_REDIS_BUSY_TIMEOUT`` seconds (its pages may still add links), or
-    a worker that holds leases stopped beating (they come back when it is known dead). ``workers`` (hash: worker id -> process token
-    ``host:pid:start``) says which process runs a worker now; ``alive`` (sorted set:
-    token -> last heartbeat) whether it still does.
+    ``FOCUSCRAWL_REDIS_BUSY_TIMEOUT`` seconds (its pages may still add links), or a
+    worker that holds leases stopped beating (they come back when it is known dead).
+    ``workers`` (hash: worker id -> process token ``host:pid:start``) says which
+    process runs a worker now; ``alive`` (sorted set: token -> last heartbeat)
+    whether it still does.
     """
 
     def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,
@@ -269,13 +270,18 @@ class RedisWorkers:
     def _claim(self) -> None:
         """Become the process of this worker; refuse a run directory a live process writes; a
         restarted worker takes back the leases its killed predecessor held."""
+        previous = ""
+        while not self.server.hsetnx(self.workers_key, self.worker, self.token):
+            previous = (self.server.hget(self.workers_key, self.worker) or b"").decode()
+            if previous and not self._gone(previous):
+                raise ValueError(f"output directory {self.output} is being written by worker {previous} of "
+                                 f"this Redis crawl: give every process its own -a output=... and merge them "
+                                 f"with 'focuscrawl merge'")
+            # its process is gone: take the worker over unless another process just did
+            if self.server.hget(self.workers_key, self.worker) == previous.encode():
+                self.server.hset(self.workers_key, self.worker, self.token)
+                break
         self.server.zadd(self.alive_key, {self.token: time.time()})
-        previous = (self.server.hget(self.workers_key, self.worker) or b"").decode()
-        if previous and previous != self.token and not self._gone(previous):
-            raise ValueError(f"output directory {self.output} is being written by worker {previous} of this "
-                             f"Redis crawl: give every process its own -a output=... and merge them with "
-                             f"'focuscrawl merge'")
-        self.server.hset(self.workers_key, self.worker, self.token)
         if previous:
             committed = set()
             if self.output:
