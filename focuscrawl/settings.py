@@ -278,6 +278,10 @@ FOCUSCRAWL_REDIS_CRAWL = ""
 FOCUSCRAWL_REDIS_HOST_DELAY = -1
 #: An idle process waits while another was busy within this many seconds.
 FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
+#: A worker's leased requests go back to the shared queue when its process is gone:
+#: at once on the same host (no such pid), else after this many seconds without a
+#: heartbeat (every 0.5 s).
+FOCUSCRAWL_REDIS_LEASE_TIMEOUT = 30.0
 
 ADDONS = {"focuscrawl.distributed.RedisProfile": 0}
 
