@@ -16,7 +16,7 @@ import re
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import scrapy
 from scrapy import signals
