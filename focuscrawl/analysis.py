@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -151,9 +153,19 @@ _worker: tuple[AnalysisConfig, TopicScorer] | None = None
 
 
 def _init_worker(config: AnalysisConfig) -> None:
-    """Load the model once per worker process."""
+    """Load the model once per worker process; exit when the crawl process dies."""
     global _worker
     _worker = (config, config.scorer())
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A SIGKILLed crawl cannot shut its pool down, and a worker holds both ends of its
+    task queue, so it would wait forever (holding the crawl's stdout open): it goes
+    when it is reparented."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
 
 
 def _analyse_in_worker(html: str, url: str, base_url: str, depth: int) -> tuple[PageAnalysis, int, int, int]:
