@@ -1,5 +1,6 @@
 """Hostile pages for the text layer (issue #16 "Text"): wrong charsets, absurd nesting,
 broken markup, huge pages. Inputs are generated here; nothing large is committed."""
+import gzip
 import json
 import subprocess
 import sys
@@ -148,3 +149,17 @@ def test_time_limit_skips_a_slow_page_with_a_reason(tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "skipped " in proc.stderr and "ran past the 2 s limit" in proc.stderr
     assert not (tmp_path / "o" / "slow.txt").exists()
+
+
+def test_warc_keeps_accents_of_a_mislabelled_page_and_counts_it(tmp_path):
+    from tests.support.archives import write_arc
+    arc = write_arc(tmp_path / "x.arc.gz", [
+        ("http://latin.test/", [("Content-Type", "text/html; charset=utf-8")], LATIN1_PAGE)])
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(arc), "-o", str(out),
+                           "-s", "LOG_LEVEL=INFO"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["focuscrawl/text/charset_fallback"] == 1
+    sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode("utf-8")
+    assert "café naïve crème brûlée" in sentences
