@@ -36,7 +36,7 @@ LOG_LEVEL = "INFO"
 #: Default "auto" (trafilatura or trafilatura ∪ jusText, chosen per page by a small shipped
 #: forest): at least the best single extractor on both measured sets (docs/extraction.md):
 #: CLEANEVAL final score 0.854 (jusText 0.851, trafilatura 0.823), article benchmark
-#: 0.937 cross-validated (trafilatura 0.930), at 1.2× trafilatura's time. "trafilatura"
+#: 0.937 cross-validated (trafilatura 0.930), at 1.0–1.2× trafilatura's time. "trafilatura"
 #: (favor_recall, full text when it finds no main text) was the default before.
 FOCUSCRAWL_TEXT_EXTRACTOR = "auto"
 #: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
