@@ -31,14 +31,24 @@ FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 
 # --- Text (SPEC §2) ----------------------------------------------------------------
-#: Page-text extractor by name: "trafilatura", "justext", "fulltext" (all body text) or a
-#: boilerpy3 one ("article", "default", "keepeverything", ...); see focuscrawl.text.extractors.
-#: Default "trafilatura" (full text when it finds no main text): best on both measured
-#: sets (docs/extraction.md): CLEANEVAL score 0.823 / token recall 0.935 / F1 0.899, modern
-#: articles (Zyte benchmark) 0.930 / 0.983 / 0.959, no failures. fulltext keeps all topical
-#: text but half of a modern page's words are boilerplate (P 0.51) that blur page
-#: perplexity; ArticleExtractor (the thesis's choice) drops a quarter (R 0.75 on CLEANEVAL).
-FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
+#: Page-text extractor by name: "auto", "trafilatura", "justext", "fulltext" (all body text)
+#: or a boilerpy3 one ("article", "default", "keepeverything", ...); see focuscrawl.text.extractors.
+#: Default "auto" (trafilatura or trafilatura ∪ jusText, chosen per page by a small shipped
+#: forest): at least the best single extractor on both measured sets (docs/extraction.md):
+#: CLEANEVAL final score 0.854 (jusText 0.851, trafilatura 0.823), article benchmark
+#: 0.937 cross-validated (trafilatura 0.930), at 1.0–1.2× trafilatura's time. "trafilatura"
+#: (favor_recall, full text when it finds no main text) was the default before.
+FOCUSCRAWL_TEXT_EXTRACTOR = "auto"
+#: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
+#: page is cut (stat focuscrawl/text/truncated). 2 MiB is above every real page of the
+#: evaluation sets (largest 1.6 MB) and bounds memory (~25× the cap over the process's
+#: base) and the C part of extraction; benchmarks/text_limits.py measures the worst pages
+#: of this size (docs/extraction.md). 0 = no cap.
+FOCUSCRAWL_TEXT_MAX_BYTES = 2 * 1024 * 1024
+#: Seconds of extraction per page before the page is skipped (stat
+#: focuscrawl/skipped/extraction_timeout). Interrupts Python code only (SIGALRM, main
+#: thread); the size cap bounds what runs in C. 0 = no limit.
+FOCUSCRAWL_TEXT_TIME_LIMIT = 30.0
 #: A sentence counts for page perplexity and the sentence log with ≥ this many tokens.
 FOCUSCRAWL_MIN_SENTENCE_TOKENS = 5
 
