@@ -31,7 +31,7 @@ class RunOutput:
     def __init__(self, directory: str | Path, jobdir: str | Path | None = None,
                  checkpoint_interval: float = 0.0) -> None:
         self.checkpoint_interval = checkpoint_interval
-        self._last_checkpoint = 0.0
+        self._last_checkpoint: float | None = None  # monotonic time; None until the first checkpoint
         self.dir = Path(directory).resolve()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_dir = Path(jobdir).resolve() / "focuscrawl" if jobdir else None
@@ -108,7 +108,8 @@ class RunOutput:
         if self.state_dir is None:
             return
         now = time.monotonic()
-        if not force and now - self._last_checkpoint < self.checkpoint_interval:
+        last = self._last_checkpoint
+        if not force and last is not None and now - last < self.checkpoint_interval:
             return
         self._last_checkpoint = now
         state = {"output_dir": str(self.dir), "files": {k: log.offset for k, log in self._logs.items()}}
