@@ -142,6 +142,11 @@ SPIDER_MIDDLEWARES = {
 }
 DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+    # Scrapy's redirect middlewares at their places, minus the Referer handling (REFERER_ENABLED)
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "focuscrawl.middlewares.redirect.RedirectMiddleware": 600,
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
