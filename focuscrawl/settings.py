@@ -96,8 +96,9 @@ FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
 FOCUSCRAWL_REJECT_SURTS = [
     "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
 ]
-#: Page budget (spider arg ``budget``): close the crawl after this many HTML pages
-#: (PageItems), counted by focuscrawl.extensions.budget.PageBudget (enabled below);
+#: Page budget (spider arg ``budget``): the run has exactly this many HTML pages
+#: (pages.tsv rows), counted by the spider middleware focuscrawl.middlewares.budget.
+#: PageBudget (enabled below; pages still in flight when it is spent are not written);
 #: Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
@@ -139,6 +140,8 @@ SPIDER_MIDDLEWARES = {
     # output runs from high to low numbers: depth (900), url length (800), scope, priority
     "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
     "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+    # next to the spider: the pages of an over-budget response reach no other middleware
+    "focuscrawl.middlewares.budget.PageBudget": 990,
 }
 DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
@@ -150,7 +153,6 @@ DOWNLOADER_MIDDLEWARES = {
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
-    "focuscrawl.extensions.budget.PageBudget": 500,
 }
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
