@@ -22,9 +22,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadCancelledError, DropItem, IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.pipelines.files import FilesPipeline, FSFilesStore
-try:  # Scrapy >= 2.14: failures of this type are expected, logged without a traceback
+try:  # Scrapy >= 2.18: failures of this type are expected, logged without a traceback
     from scrapy.pipelines.media import _MediaRequestFiltered as _ExpectedMediaFailure
-except ImportError:  # pragma: no cover
+except ImportError:  # Scrapy 2.15-2.17
     from scrapy.pipelines.media import FileException as _ExpectedMediaFailure
 from scrapy.utils.asyncio import run_in_thread
 
