@@ -113,3 +113,34 @@ def test_bad_archive_is_a_clear_error(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
     assert main(["warc", str(tmp_path / "missing.warc.gz"), "-o", str(tmp_path / "out")]) == 2
     assert "no such archive" in capsys.readouterr().err
+
+
+def _small_warc(tmp_path: Path) -> Path:
+    from tests.support.archives import write_warc
+
+    captures = []
+    for i in range(6):
+        page = (f'<html><body><p>{TEXT} {i}</p><img src="/c{i}.png" alt="a cat on the sofa {i}" width="640" '
+                f'height="480"><a href="/p{(i + 1) % 6}">next cat</a></body></html>')
+        captures.append((f"http://a.test/p{i}", [("Content-Type", "text/html")], page.encode()))
+        captures.append((f"http://a.test/c{i}.png", [("Content-Type", "image/png")], png_bytes(640, 480, (i, 2, 3))))
+    return write_warc(tmp_path / "x.warc.gz", captures)
+
+
+def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
+    """Each log line once (no second root handler), none of Scrapy's DEBUG/INFO chatter
+    without -v (there were ~1,400 lines for 16 records), focuscrawl's own progress line."""
+    warc = _small_warc(tmp_path)
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0.001"]
+    proc = subprocess.run(cmd + ["-o", str(tmp_path / "quiet")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stderr.splitlines()
+    assert not [line for line in lines if not line.startswith(("INFO focuscrawl.", "WARNING "))], proc.stderr
+    progress = [line for line in lines if "progress: " in line]
+    assert progress and "pages/s" in progress[-1] and "images written" in progress[-1]
+    assert len(set(lines) - set(progress)) == len(lines) - len(progress)  # nothing twice
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["images/written"] == 6
+    verbose = subprocess.run(cmd + ["-v", "-o", str(tmp_path / "verbose")], capture_output=True, text=True,
+                             timeout=120)
+    assert verbose.returncode == 0
+    assert verbose.stderr.count("DEBUG scrapy.core.engine: Crawled (200) <GET http://a.test/p0>") == 1
