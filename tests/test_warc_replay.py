@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from focuscrawl.output.images import url_sha1
 from tests.support.archives import write_arc
 from tests.localweb import LocalWeb, Page, png_bytes
 
@@ -144,3 +145,35 @@ def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
                              timeout=120)
     assert verbose.returncode == 0
     assert verbose.stderr.count("DEBUG scrapy.core.engine: Crawled (200) <GET http://a.test/p0>") == 1
+
+
+def test_archive_images_without_html_size_are_measured(tmp_path):
+    """An archive holds the bytes of images without width/height attributes: `warc`
+    measures them and applies the size limits to the real size (the 2008 archive's
+    images were all dropped as size_unspecified); the HTML rule is one setting away."""
+    from tests.support.archives import write_warc
+
+    page = (f'<html><body><p>{TEXT}</p>'
+            '<img src="/big.png" alt="a big cat photo without size">'
+            '<img src="/small.png" alt="a small cat icon without size">'
+            '<img src="/sized.png" alt="a cat photo with size" width="640" height="480"></body></html>')
+    warc = write_warc(tmp_path / "x.warc.gz", [
+        ("http://a.test/", [("Content-Type", "text/html")], page.encode()),
+        ("http://a.test/big.png", [("Content-Type", "image/png")], png_bytes(800, 600)),
+        ("http://a.test/small.png", [("Content-Type", "image/png")], png_bytes(100, 80)),
+        ("http://a.test/sized.png", [("Content-Type", "image/png")], png_bytes(640, 480)),
+    ])
+    proc = warc_cli(str(warc), "-o", str(tmp_path / "measured"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((tmp_path / "measured" / "stats.json").read_text())
+    assert stats["images/size_measured/rescued"] == 1 and stats["images/size_measured/dropped"] == 1
+    assert stats["images/failed/too_small"] == 1 and "images/dropped/size_unspecified" not in stats
+    images = rows(tmp_path / "measured" / "images.tsv", "image_url")
+    assert sorted(images) == ["http://a.test/big.png", "http://a.test/sized.png"]
+    assert (images["http://a.test/big.png"]["width"], images["http://a.test/big.png"]["html_width"]) == ("800", "")
+    assert not (tmp_path / "measured" / "images" / f"{url_sha1('http://a.test/small.png')}.png").exists()
+    proc = warc_cli(str(warc), "-o", str(tmp_path / "html-rule"), "-s", "FOCUSCRAWL_IMAGE_MEASURE_UNSIZED=False")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((tmp_path / "html-rule" / "stats.json").read_text())
+    assert stats["images/dropped/size_unspecified"] == 2 and "images/size_measured/rescued" not in stats
+    assert list(rows(tmp_path / "html-rule" / "images.tsv", "image_url")) == ["http://a.test/sized.png"]
