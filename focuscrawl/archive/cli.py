@@ -53,13 +53,17 @@ def cmd_warc(args: argparse.Namespace) -> int:
     # one handler (the command's, from focuscrawl.cli): Scrapy's own root handler would
     # print every line a second time; Scrapy's chatter only with -v
     settings.set("LOG_INSTALL_ROOT_HANDLER", False, priority="cmdline")
-    if not getattr(args, "verbose", False):
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(_focuscrawl_info_and_warnings)
-    process = CrawlerProcess(settings)
-    crawler = process.create_crawler("archive")
-    process.crawl(crawler, **spider_args)
-    process.start()
+    handlers = [] if getattr(args, "verbose", False) else list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(_focuscrawl_info_and_warnings)
+    try:
+        process = CrawlerProcess(settings)
+        crawler = process.create_crawler("archive")
+        process.crawl(crawler, **spider_args)
+        process.start()
+    finally:
+        for handler in handlers:
+            handler.removeFilter(_focuscrawl_info_and_warnings)
     stats = crawler.stats.get_stats() or {}
     summary = {k: stats.get(k) for k in ("finish_reason", "archive/html_pages", "archive/responses",
                                          "archive/missing", "pages/written", "images/written")}
