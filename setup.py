@@ -9,11 +9,12 @@ from setuptools import find_packages, setup
 setup(
     # data-only folders are listed as packages too (setuptools warns about importable
     # folders missing from ``packages``); their files are listed statically below
-    packages=find_packages(include=["focuscrawl", "focuscrawl.*"]) + ["focuscrawl.models",
-                                                                      "focuscrawl.annotate.static"],
+    packages=find_packages(include=["focuscrawl", "focuscrawl.*"]) + [
+        "focuscrawl.models", "focuscrawl.annotate.static", "focuscrawl.annotate.templates"],
     package_dir={"focuscrawl.models": "models"},
     package_data={"focuscrawl.models": ["*.arpa", "*.arpa.gz", "*.bin", "*.txt", "*.md"],
                   "focuscrawl.annotate.static": ["*.css", "*.js"],
+                  "focuscrawl.annotate.templates": ["*.html"],
                   "focuscrawl.testweb": ["*.json.gz"]},
     zip_safe=False,
 )
