@@ -14,7 +14,7 @@ HOLD_LOCKS = """
 import fcntl, os, sys, time
 fds = [os.open(p, os.O_RDWR | os.O_CREAT, 0o640) for p in sys.argv[2:]]
 for fd in fds:
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # apt's own kind of lock
+    fcntl.lockf(fd, fcntl.LOCK_EX)  # apt's own kind of lock; waits while another apt run has it
 print("held", flush=True)
 time.sleep(float(sys.argv[1]))
 """
