@@ -82,6 +82,11 @@ FOCUSCRAWL_IMAGE_MAX_WIDTH = 9600
 FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
 #: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
 FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
+#: Instead of dropping an image without width/height attributes, download it and apply
+#: the size limits to its real size (counted as images/size_measured/rescued|dropped).
+#: Off for a live crawl (the thesis could not afford those downloads); on for
+#: `focuscrawl warc` / the archive spider, where the bytes are in the archive anyway.
+FOCUSCRAWL_IMAGE_MEASURE_UNSIZED = False
 FOCUSCRAWL_IMAGE_FORMATS = ["jpg", "jpeg", "png", "gif"]
 #: At most this many non-empty ancestors are collected as context.
 FOCUSCRAWL_IMAGE_MAX_PARENTS = 5
@@ -106,8 +111,9 @@ FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
 FOCUSCRAWL_REJECT_SURTS = [
     "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
 ]
-#: Page budget (spider arg ``budget``): close the crawl after this many HTML pages
-#: (PageItems), counted by focuscrawl.extensions.budget.PageBudget (enabled below);
+#: Page budget (spider arg ``budget``): the run has exactly this many HTML pages
+#: (pages.tsv rows), counted by the spider middleware focuscrawl.middlewares.budget.
+#: PageBudget (enabled below; pages still in flight when it is spent are not written);
 #: Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
@@ -157,13 +163,19 @@ SPIDER_MIDDLEWARES = {
     # output runs from high to low numbers: depth (900), url length (800), scope, priority
     "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
     "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+    # next to the spider: the pages of an over-budget response reach no other middleware
+    "focuscrawl.middlewares.budget.PageBudget": 990,
 }
 DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+    # Scrapy's redirect middlewares at their places, minus the Referer handling (REFERER_ENABLED)
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "focuscrawl.middlewares.redirect.RedirectMiddleware": 600,
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
-    "focuscrawl.extensions.budget.PageBudget": 500,
 }
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------

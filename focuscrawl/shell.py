@@ -69,8 +69,8 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
 
 def _settings(settings: BaseSettings | None) -> BaseSettings:
     if settings is None:
-        from scrapy.utils.project import get_project_settings
-        settings = get_project_settings()
+        from focuscrawl.resources import project_settings
+        settings = project_settings()
     return settings
 
 

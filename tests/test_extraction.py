@@ -206,3 +206,16 @@ def test_boilerpy3_reads_pages_without_body_tag(name):
 def test_trafilatura_falls_back_to_full_text_when_it_finds_no_main_text():
     links = "<html><body><ul>" + "".join(f'<li><a href="/{i}">link {i}</a></li>' for i in range(5)) + "</ul></body></html>"
     assert "link 3" in extractors.get_extractor("trafilatura")(links)
+
+
+def test_eval_extraction_progress_on_stderr(tmp_path, capsys, monkeypatch):
+    from focuscrawl.eval import progress
+
+    monkeypatch.setattr(progress, "EVERY", 0.0)
+    _cleaneval_fixture(tmp_path / "ce")
+    assert cli.main(["eval", "extraction", "--dataset", "cleaneval", "--extractors", "fulltext",
+                     str(tmp_path / "ce")]) == 0
+    err = [line.split(" (")[0] for line in capsys.readouterr().err.splitlines()
+           if line.startswith("eval extraction: ")]
+    assert err == [f"eval extraction: reading cleaneval pages from {tmp_path / 'ce'} ...",
+                   "eval extraction: 1 pages x 1 extractors ...", "eval extraction: 0/1 pages"]

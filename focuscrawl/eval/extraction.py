@@ -33,10 +33,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from rapidfuzz.distance import LCSseq, Levenshtein
 
+from focuscrawl.eval.progress import Progress
 from focuscrawl.text.extractors import EXTRACTORS, ExtractionError, get_extractor
 from focuscrawl.text.html import decode_html
 
@@ -209,14 +210,17 @@ class ExtractorResult:
         return self.pages / self.seconds if self.seconds else float("inf")
 
 
-def evaluate(pages: Iterable[Page], extractor_names: Sequence[str]) -> list[ExtractorResult]:
+def evaluate(pages: Sequence[Page], extractor_names: Sequence[str],
+             progress: Progress | None = None) -> list[ExtractorResult]:
     """Run every extractor on every page (decoding included in its time); a failure scores as empty.
 
     Pages are the outer loop so that load changes on a shared machine hit every
     extractor alike: the speed ratios between extractors are the robust numbers.
     """
     extractors = [(get_extractor(name), ExtractorResult(name)) for name in extractor_names]
-    for page in pages:
+    for done, page in enumerate(pages):
+        if progress is not None:
+            progress.tick(done, len(pages), "pages")
         for extract, result in extractors:
             start = time.perf_counter()
             try:
@@ -266,6 +270,8 @@ def cmd_eval_extraction(args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.extractors.split(",") if n.strip()]
     for name in names:
         get_extractor(name)  # unknown names fail before the long run
+    progress = Progress("eval extraction")
+    progress.step(f"reading {args.dataset} pages from {args.path} ...")
     pages = list(DATASETS[args.dataset](args.path))
     if args.limit:
         pages = pages[: args.limit]
@@ -273,7 +279,8 @@ def cmd_eval_extraction(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.path}: no pages with gold text found")
     for noisy in QUIET_LOGGERS:  # per-page parser warnings would drown the table
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
-    results = evaluate(pages, names)
+    progress.step(f"{len(pages)} pages x {len(names)} extractors ...")
+    results = evaluate(pages, names, progress)
     print(f"{args.dataset}: {len(pages)} pages\n")
     print(format_table(results, benchmark_columns=args.dataset == "aeb"))
     return 0
