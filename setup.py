@@ -9,7 +9,8 @@ from setuptools import find_packages, setup
 setup(
     packages=find_packages(include=["focuscrawl", "focuscrawl.*"]) + ["focuscrawl.models"],
     package_dir={"focuscrawl.models": "models"},
-    package_data={"focuscrawl.models": ["*.arpa", "*.arpa.gz", "*.bin", "*.txt", "*.md"],
+    package_data={"focuscrawl.models": ["*.arpa", "*.arpa.gz", "*.bin", "*.txt", "*.md", "*.txt.gz",
+                                        "cats/*"],
                   "focuscrawl": ["**/*.html", "**/*.css", "**/*.js", "**/*.json", "**/*.txt", "**/*.json.gz"]},
     include_package_data=True,
     zip_safe=False,

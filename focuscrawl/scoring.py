@@ -6,6 +6,7 @@ loaded once per crawler and its LM counters go to the stats when the spider clos
 from __future__ import annotations
 
 import weakref
+from pathlib import Path
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -18,12 +19,20 @@ _scorers: "weakref.WeakKeyDictionary[Crawler, TopicScorer]" = weakref.WeakKeyDic
 
 
 def scorer_from_settings(settings: BaseSettings) -> TopicScorer:
-    """Build a scorer from ``FOCUSCRAWL_MODEL``/``FOCUSCRAWL_KEYWORDS`` (bundled defaults if empty).
+    """Build a scorer from ``FOCUSCRAWL_MODEL``/``FOCUSCRAWL_KEYWORDS``, else the topic bundle's
+    (``FOCUSCRAWL_TOPIC``), else the bundled cats demo model and keywords.
 
     A custom model without keywords scores with an empty keyword list (keyword score 0).
     """
     model = settings.get("FOCUSCRAWL_MODEL") or ""
     keywords = settings.get("FOCUSCRAWL_KEYWORDS") or ""
+    bundle = topic_bundle_path(settings)
+    if not model and bundle is not None:
+        from focuscrawl.topic.model import read_manifest
+
+        manifest = read_manifest(bundle)
+        model = bundle / manifest["topic_lm"]
+        keywords = keywords or bundle / manifest["keywords"]
     if not model:
         model = default_model_path()
         keywords = keywords or default_keywords_path()
@@ -34,11 +43,24 @@ def scorer_from_settings(settings: BaseSettings) -> TopicScorer:
     )
 
 
+def topic_bundle_path(settings: BaseSettings) -> Path | None:
+    """``FOCUSCRAWL_TOPIC`` as an absolute folder (``None`` if unset)."""
+    value = settings.get("FOCUSCRAWL_TOPIC") or ""
+    return Path(value).resolve() if value else None
+
+
 def topic_scorer(crawler: Crawler) -> TopicScorer:
     """The crawler's shared scorer (created on first use)."""
     scorer = _scorers.get(crawler)
     if scorer is None:
         scorer = _scorers[crawler] = scorer_from_settings(crawler.settings)
+        bundle = topic_bundle_path(crawler.settings)
+        if bundle is not None:  # `focuscrawl rank` ranks the run with the bundle it was crawled with
+
+            def record_bundle(spider=None) -> None:
+                crawler.stats.set_value("focuscrawl/topic", str(bundle))
+
+            crawler.signals.connect(record_bundle, signal=signals.spider_opened, weak=False)
 
         def publish_counters(spider=None) -> None:
             for key, value in scorer.counters().items():

@@ -1,7 +1,7 @@
 """The ``focused`` spider: fetch pages, score their text, emit a PageItem and out-links.
 
     scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused
-        [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
+        [-a topic=BUNDLE_DIR] [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
 
 The spider only extracts: the page's document perplexity goes into the PageItem and
 ``response.meta["page_perplexity"]``; every out-link becomes a Request with its
@@ -37,6 +37,7 @@ SPIDER_ARG_SETTINGS = {
     "mode": "FOCUSCRAWL_MODE",
     "model": "FOCUSCRAWL_MODEL",
     "keywords": "FOCUSCRAWL_KEYWORDS",
+    "topic": "FOCUSCRAWL_TOPIC",
     "output": "FOCUSCRAWL_OUTPUT_DIR",
     "seeds": "FOCUSCRAWL_SEEDS",
     "domains": "FOCUSCRAWL_ALLOWED_DOMAINS",

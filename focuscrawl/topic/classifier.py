@@ -1,0 +1,72 @@
+"""A linear topic classifier over hashed word n-grams (scikit-learn), stored portably.
+
+Features: ``HashingVectorizer`` of the normalised text (word 1- and 2-grams, 2^18
+buckets, l2 norm): stateless, so only the weights need storing. The model is a
+class-balanced logistic regression, positive vs neutral. The bundle keeps the non-zero
+weights as two ``.npy`` arrays (indices, values) and the intercept in ``bundle.json``,
+not a pickle: it loads with any scikit-learn/numpy version and in any process.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+N_FEATURES = 2 ** 18
+NGRAM_RANGE = (1, 2)
+REGULARISATION_C = 1.0
+
+
+def vectorizer():
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    # the texts are already normalised (focuscrawl.text.normalize): whitespace tokens
+    return HashingVectorizer(n_features=N_FEATURES, ngram_range=NGRAM_RANGE, alternate_sign=False,
+                             norm="l2", lowercase=False, token_pattern=None, tokenizer=str.split)
+
+
+class HashedNgramClassifier:
+    """``decision(text)`` = w·x + b on the hashed n-grams of a normalised text (> 0: on topic)."""
+
+    def __init__(self, weights: np.ndarray, intercept: float) -> None:
+        self.weights = weights.astype(np.float64)
+        self.intercept = float(intercept)
+        self._vectorizer = vectorizer()
+
+    @classmethod
+    def train(cls, positive: Sequence[str], neutral: Sequence[str], c: float = REGULARISATION_C
+              ) -> "HashedNgramClassifier":
+        from sklearn.linear_model import LogisticRegression
+
+        if not positive or not neutral:
+            raise ValueError("the classifier needs positive and neutral texts")
+        x = vectorizer().transform(list(positive) + list(neutral))
+        y = np.r_[np.ones(len(positive)), np.zeros(len(neutral))]
+        model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
+        model.fit(x, y)
+        return cls(model.coef_[0], model.intercept_[0])
+
+    def decisions(self, normalized_texts: Sequence[str]) -> np.ndarray:
+        x = self._vectorizer.transform(list(normalized_texts))
+        return x @ self.weights + self.intercept
+
+    def decision(self, normalized_text: str) -> float:
+        row = self._vectorizer.transform([normalized_text])
+        return float(row.data @ self.weights[row.indices]) + self.intercept
+
+    def save(self, folder: Path, stem: str = "classifier") -> dict:
+        nz = np.flatnonzero(self.weights)
+        np.save(folder / f"{stem}.indices.npy", nz.astype(np.int32))
+        np.save(folder / f"{stem}.weights.npy", self.weights[nz].astype(np.float32))
+        return {"indices": f"{stem}.indices.npy", "weights": f"{stem}.weights.npy", "intercept": self.intercept,
+                "n_features": N_FEATURES, "ngram_range": list(NGRAM_RANGE), "features": "hashed word n-grams, l2"}
+
+    @classmethod
+    def load(cls, folder: Path, meta: dict) -> "HashedNgramClassifier":
+        if meta.get("n_features") != N_FEATURES or tuple(meta.get("ngram_range", ())) != NGRAM_RANGE:
+            raise ValueError(f"{folder}: classifier features {meta.get('n_features')}/{meta.get('ngram_range')} "
+                             f"differ from this version's {N_FEATURES}/{list(NGRAM_RANGE)}; rebuild the bundle")
+        weights = np.zeros(N_FEATURES)
+        weights[np.load(folder / meta["indices"])] = np.load(folder / meta["weights"])
+        return cls(weights, meta["intercept"])
