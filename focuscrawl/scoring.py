@@ -49,6 +49,22 @@ def topic_bundle_path(settings: BaseSettings) -> Path | None:
     return Path(value).resolve() if value else None
 
 
+def topic_model_from_settings(settings: BaseSettings):
+    """The calibrated ``TopicModel`` that ranks the corpus: ``FOCUSCRAWL_TOPIC``, else the
+    bundled cats bundle when no ``FOCUSCRAWL_MODEL`` is set; ``None`` with a custom model and no
+    bundle, or with ``FOCUSCRAWL_SCORING = "thesis"``."""
+    from focuscrawl.resources import default_topic_path
+    from focuscrawl.topic.model import TopicModel
+
+    scoring = settings.get("FOCUSCRAWL_SCORING") or "thesis"
+    if scoring == "thesis":
+        return None
+    bundle = topic_bundle_path(settings)
+    if bundle is None and not settings.get("FOCUSCRAWL_MODEL"):
+        bundle = default_topic_path()
+    return TopicModel(bundle, scoring) if bundle is not None else None
+
+
 def topic_scorer(crawler: Crawler) -> TopicScorer:
     """The crawler's shared scorer (created on first use)."""
     scorer = _scorers.get(crawler)

@@ -43,3 +43,11 @@ def rescore(entries: Iterable[CorpusEntry], model: TopicModel, run_dir: str | Pa
         entry.final_score = None if value is None else sigmoid(value)
         entry.scores[f"topic_{name}"] = entry.final_score
     return entries
+
+
+def item_logit(model: TopicModel, item, scorer: str | None = None) -> float | None:
+    """Log-odds of a crawled ``ImageItem`` (or its dict): ALT (else title) and parent-1 (else
+    parent-0) text, as ``rescore`` reads them from a run."""
+    contexts = {(c.get("kind"), c.get("level")): c.get("text") or "" for c in item.get("contexts") or []}
+    context = contexts.get(("parent", 1)) or contexts.get(("parent", 0)) or ""
+    return model.image_logit(item.get("alt") or item.get("title") or "", context, scorer)
