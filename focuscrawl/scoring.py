@@ -16,6 +16,7 @@ from focuscrawl.lm.scorer import TopicScorer
 from focuscrawl.resources import default_keywords_path, default_model_path
 
 _scorers: "weakref.WeakKeyDictionary[Crawler, TopicScorer]" = weakref.WeakKeyDictionary()
+_topic_models: "weakref.WeakKeyDictionary[Crawler, object]" = weakref.WeakKeyDictionary()
 
 
 def scorer_from_settings(settings: BaseSettings) -> TopicScorer:
@@ -84,3 +85,13 @@ def topic_scorer(crawler: Crawler) -> TopicScorer:
 
         crawler.signals.connect(publish_counters, signal=signals.spider_closed, weak=False)
     return scorer
+
+
+def crawl_topic_model(crawler: Crawler):
+    """The crawler's shared ``TopicModel`` when ``FOCUSCRAWL_CRAWL_SCORING = "calibrated"`` (page
+    and link scores in calibrated log-odds), else ``None`` (SPEC's perplexity rules)."""
+    if crawler.settings.get("FOCUSCRAWL_CRAWL_SCORING") != "calibrated":
+        return None
+    if crawler not in _topic_models:
+        _topic_models[crawler] = topic_model_from_settings(crawler.settings)
+    return _topic_models[crawler]

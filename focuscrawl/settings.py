@@ -287,3 +287,9 @@ FOCUSCRAWL_TOPIC = ""
 #: ascending, cut FOCUSCRAWL_SCORE_MIN..MAX). The environment variable of the same name
 #: overrides it for `focuscrawl rank`. Chosen by measurement (docs/EVALUATION.md).
 FOCUSCRAWL_SCORING = "combined"
+#: How the crawl orders links: "thesis" = SPEC §5 (perplexities, buckets 6e2/2e3/1e4, razor
+#: 3e4, T_otx 3000); "calibrated" = the FOCUSCRAWL_SCORING scorer's log-odds of page and
+#: anchor (anchor blended 0.7/0.3 when at least as topical as the page), buckets at
+#: P = 0.9/0.5/0.1, razor at the bundle's calibrated razor probability. Chosen by
+#: measurement (docs/EVALUATION.md); FOCUSCRAWL_SCORING = "thesis" forces SPEC here too.
+FOCUSCRAWL_CRAWL_SCORING = "thesis"

@@ -58,7 +58,8 @@ def test_bundle_files_manifest_and_calibration(bundle):
     assert set(cal["scorers"]) == set(SCORERS)
     for entry in cal["scorers"].values():
         assert entry["a"] > 0  # higher raw topicality = more likely on topic
-    assert 0 < cal["thresholds"]["cut"] <= 0.5
+    for th in cal["thresholds"].values():
+        assert 0 < th["cut"] <= 0.5 and 0 <= th["razor"] <= th["cut"]
     # held-out cat captions are told from other captions far better than chance
     assert cal["scorers"]["combined"]["average_precision"]["sentence"] > 0.8
 
@@ -172,3 +173,110 @@ def test_bundled_cats_bundle_loads_and_ranks_cats_first():
     cat = [model.probability(t) for t in CAT_TEXTS]
     other = [model.probability(t) for t in OTHER_TEXTS]
     assert min(cat) > 0.5 > max(other)
+
+
+# -- ranking with a bundle -------------------------------------------------------------
+RANK_ROWS = [  # thesis scores chosen so that SPEC's cut removes the best cat texts (weighted PP floored to 1)
+    {"url": "http://a.org/cat1.jpg", "score": 1.0, "alt": "a grey cat sleeping on a sofa", "context": "my cat"},
+    {"url": "http://a.org/bus.jpg", "score": 40.0, "alt": "a red bus parked at the station",
+     "context": "buses and trains"},
+    {"url": "http://a.org/cat2.jpg", "score": 1.0, "alt": "kitten playing with yarn", "context": "kittens"},
+    {"url": "http://a.org/pasta.jpg", "score": 300.0, "alt": "a plate of pasta with tomato sauce",
+     "context": "dinner recipes"},
+]
+
+
+@pytest.fixture
+def rank_run(tmp_path):
+    from tests.runfixture import make_run_dir
+
+    return make_run_dir(tmp_path / "run", RANK_ROWS)
+
+
+def _ranked(path: Path) -> list[str]:
+    return [line.split("\t")[2] for line in path.read_text().splitlines()[1:]]
+
+
+def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, capsys, monkeypatch):
+    from focuscrawl.cli import main
+    from focuscrawl.resources import default_topic_path
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    out = tmp_path / "r.tsv"
+    assert main(["rank", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["scoring"] == "combined" and 0 < summary["score_range"][0] <= 0.5
+    ranked = _ranked(out)
+    assert set(ranked[:2]) == {"http://a.org/cat1.jpg", "http://a.org/cat2.jpg"}
+    assert "http://a.org/pasta.jpg" not in ranked  # cut: far below the calibrated probability
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    scores = [float(r[1]) for r in rows[1:]]
+    assert scores == sorted(scores, reverse=True) and all(summary["score_range"][0] <= s <= 1 for s in scores)
+    assert "score:thesis_final" in rows[0] and "score:topic_combined" in rows[0]
+
+    # FOCUSCRAWL_SCORING=thesis: SPEC's ranking exactly (ascending weighted PP, cut [2, 70000])
+    monkeypatch.setenv("FOCUSCRAWL_SCORING", "thesis")
+    assert main(["rank", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["scoring"] == "thesis" and summary["score_range"] == [2.0, 70000.0]
+    assert _ranked(out) == ["http://a.org/bus.jpg", "http://a.org/pasta.jpg"]
+
+
+def test_rank_without_a_bundle_says_it_uses_spec(rank_run, tmp_path, capsys, monkeypatch):
+    from focuscrawl.cli import main
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["scoring"] == "thesis" and "no topic bundle" in captured.err
+    stats = rank_run / "stats.json"  # a crawl with -a topic=DIR records its bundle
+    from focuscrawl.resources import default_topic_path
+    stats.write_text(json.dumps({"focuscrawl/topic": str(default_topic_path())}))
+    assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
+    assert json.loads(capsys.readouterr().out)["topic"] == str(default_topic_path())
+
+
+def test_average_precision_and_ablation_metrics():
+    from focuscrawl.eval.ranking_ablation import average_precision, ranking_metrics
+
+    assert average_precision([True, False, True], [0, 1, 2]) == pytest.approx((1 + 2 / 3) / 2)
+    assert average_precision([False, False], [0, 1]) is None
+    m = ranking_metrics([True, False, True, True], [0.9, 0.8, None, 0.2], lambda p: p >= 0.5, True)
+    assert m["average_precision"] == pytest.approx((1 + 2 / 3 + 3 / 4) / 3)
+    assert m["kept"] == 2 and m["kept_on_topic_share"] == pytest.approx(1 / 3)
+    assert m["top_n_share"] == pytest.approx(1 / 2)  # N = 3 on topic, 2 kept, 1 of them on topic
+
+
+# -- the calibrated crawl ----------------------------------------------------------------
+def test_calibrated_link_rule_and_odds_priorities():
+    from focuscrawl.lm.links import (ODDS_FLOOR, bucket_priority, calibrated_link_logit, odds_against,
+                                     probability_to_odds)
+
+    assert calibrated_link_logit(2.0, 4.0) == pytest.approx(0.7 * 2 + 0.3 * 4)
+    assert calibrated_link_logit(2.0, -5.0) == 2.0 and calibrated_link_logit(2.0, None) == 2.0
+    assert odds_against(0.0) == pytest.approx(1.0) and probability_to_odds(0.9) == pytest.approx(1 / 9)
+    buckets = [probability_to_odds(p) for p in (0.9, 0.5, 0.1)]
+    # more topical = higher priority, also inside a bucket (odds below 1 keep distinct steps)
+    priorities = [bucket_priority(odds_against(x), buckets, 10, ODDS_FLOOR) for x in (8.0, 5.0, 3.0, 1.0, -1.0)]
+    assert priorities == sorted(priorities, reverse=True) and len(set(priorities)) == 5
+
+
+def test_link_ranker_calibrated_uses_page_and_anchor_log_odds():
+    from scrapy.utils.project import get_project_settings
+
+    from focuscrawl.middlewares.priority import LinkRanker
+    from focuscrawl.resources import default_topic_path
+    from focuscrawl.topic.model import TopicModel
+
+    s = get_project_settings().copy()
+    s.set("FOCUSCRAWL_MODE", "keywords", priority="cmdline")
+    model = TopicModel(default_topic_path())
+    ranker = LinkRanker(s, None, model)
+    page = model.logit("the cat sleeps on the sofa\nkittens play with the cat")
+    cat = ranker.decide(page, "more cat and kitten photos")
+    other = ranker.decide(page, "bus timetable")
+    assert cat.followed and cat.anchor_perplexity > page  # the anchor's log-odds, shown in that column
+    assert cat.score < other.score and cat.priority > other.priority
+    off_page = ranker.decide(model.logit("the parliament passed the budget law"), "bus timetable")
+    assert off_page.score > other.score
+    assert ranker.decide(None, "", inherited=cat.score).score == pytest.approx(cat.score)

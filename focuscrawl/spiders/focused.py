@@ -25,7 +25,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.items import PageItem
-from focuscrawl.scoring import topic_scorer
+from focuscrawl.scoring import crawl_topic_model, topic_scorer
 from focuscrawl.text.extractors import ExtractionError, get_extractor
 from focuscrawl.text.html import full_text_from_tree
 
@@ -144,6 +144,7 @@ class FocusedSpider(scrapy.Spider):
             self.extract = get_extractor(self.extractor_name)
             # load the model now: a bad path stops the crawl before any request
             self.scorer = topic_scorer(crawler)
+            self.topic_model = crawl_topic_model(crawler)
         except (ValueError, FileNotFoundError) as exc:
             raise UsageError(str(exc)) from exc
         self.min_sentence_tokens = settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS")
@@ -179,6 +180,8 @@ class FocusedSpider(scrapy.Spider):
         links, images = page_links(root, response)
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
+        if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
+            response.meta["page_topic_logit"] = self.topic_model.logit("\n".join(sentences)) if sentences else None
         self.stats.inc_value("focuscrawl/pages")
         if score.perplexity is None:
             self.stats.inc_value("focuscrawl/pages_without_text")

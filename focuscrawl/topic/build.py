@@ -148,19 +148,24 @@ def calibrate(model: TopicModel, positive: Sequence[str], neutral: Sequence[str]
     result["quantiles_are"] = "calibrated log-odds"
     model.calibration = result
     model.raw.cache_clear()
-    result["thresholds"] = thresholds(result)
+    result["thresholds"] = {scorer: thresholds(result, scorer) for scorer in SCORERS}
     return result
 
 
-def thresholds(calibration: dict, scorer: str = "combined") -> dict[str, float]:
-    """Probability thresholds from the calibration (documented in docs/CORPUS.md)."""
+def thresholds(calibration: dict, scorer: str) -> dict[str, float]:
+    """A scorer's probability thresholds from its calibration (docs/CORPUS.md):
+
+    * ``cut`` (ranking): the 5% quantile of held-out positive ALT-like texts, at most 0.5;
+    * ``razor`` (crawl): the 1% quantile of held-out neutral sentences (links from pages less
+      topical than 99% of general text are dropped), at most ``cut``.
+    """
     from focuscrawl.topic.model import sigmoid
 
     q = calibration["scorers"][scorer]["quantiles"]
-    levels = calibration.get("quantile_levels", list(QUANTILES))
-    i = levels.index(0.05) if 0.05 in levels else 1
-    low_positive_alt = sigmoid(q["positive"]["alt"][i])
-    return {"cut": min(0.5, low_positive_alt)}
+    levels = list(calibration.get("quantile_levels", QUANTILES))
+    cut = min(0.5, sigmoid(q["positive"]["alt"][levels.index(0.05)]))
+    razor = min(cut, sigmoid(q["neutral"]["sentence"][levels.index(0.01)]))
+    return {"cut": cut, "razor": razor}
 
 
 def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None, out: str | Path,

@@ -78,10 +78,12 @@ def describe(model: TopicModel) -> str:
         lines.append(f"    {name:<10} AP sentence {ap['sentence']:.3f}, ALT {ap['alt']:.3f}, anchor {ap['anchor']:.3f}; "
                      f"median P {sigmoid(q['positive']['alt'][mid]):.2f} vs {sigmoid(q['neutral']['alt'][mid]):.2f}"
                      f"  ({SCORER_WORDS[name]}){mark}")
-    th = cal.get("thresholds", {})
+    th = cal.get("thresholds", {}).get(DEFAULT_SCORER, {})
     if "cut" in th:
-        lines += ["", f"  ranking cut: an image is kept when P(on topic) >= {th['cut']:.3f} "
-                      f"(from the held-out topic ALT texts; never above 0.5)"]
+        lines += ["", f"  ranking cut ({DEFAULT_SCORER}): an image is kept when P(on topic) >= {th['cut']:.3f} "
+                      f"(5% of held-out topic ALT texts score lower; never above 0.5)",
+                  f"  crawl razor ({DEFAULT_SCORER}): links of a page with P(on topic) < {th['razor']:.2e} are dropped "
+                  f"(99% of held-out neutral sentences score higher)"]
     return "\n".join(lines)
 
 

@@ -159,9 +159,10 @@ class TopicModel:
         return {name: sigmoid(self.calibrated(name, raw[name])) for name in SCORERS}
 
     # -- thresholds ------------------------------------------------------------------
-    def threshold(self, name: str) -> float:
-        """A probability threshold from ``calibration.json`` (``cut``, ``razor``, ...)."""
-        return float(self.calibration.get("thresholds", {}).get(name, DEFAULT_THRESHOLDS[name]))
+    def threshold(self, name: str, scorer: str | None = None) -> float:
+        """A scorer's probability threshold from ``calibration.json`` (``cut``, ``razor``)."""
+        by_scorer = self.calibration.get("thresholds", {}).get(scorer or self.scorer, {})
+        return float(by_scorer.get(name, DEFAULT_THRESHOLDS[name]))
 
     def image_logit(self, description: str | None, context: str | None, scorer: str | None = None
                     ) -> float | None:
@@ -176,7 +177,7 @@ class TopicModel:
 
 
 #: probability thresholds used when a bundle's calibration does not name them
-DEFAULT_THRESHOLDS = {"cut": 0.5}
+DEFAULT_THRESHOLDS = {"cut": 0.5, "razor": 0.0}
 
 
 def load_topic(folder: str | Path, scorer: str = DEFAULT_SCORER) -> TopicModel:
