@@ -280,3 +280,17 @@ def test_link_ranker_calibrated_uses_page_and_anchor_log_odds():
     off_page = ranker.decide(model.logit("the parliament passed the budget law"), "bus timetable")
     assert off_page.score > other.score
     assert ranker.decide(None, "", inherited=cat.score).score == pytest.approx(cat.score)
+
+
+def test_score_command_with_a_bundle_prints_every_probability(capsys):
+    from focuscrawl.cli import main
+    from focuscrawl.resources import default_topic_path
+
+    assert main(["score", "--topic", str(default_topic_path()), "--json", "a kitten asleep in a basket"]) == 0
+    cat = json.loads(capsys.readouterr().out)
+    assert main(["score", "--topic", str(default_topic_path()), "--json",
+                 "A man sitting down on a bench beside a water bottle"]) == 0
+    bench = json.loads(capsys.readouterr().out)
+    # the example: caption-like text of another topic has a low perplexity, yet is no cat
+    assert bench["perplexity"] < cat["perplexity"]
+    assert cat["p_combined"] > 0.5 > bench["p_combined"]
