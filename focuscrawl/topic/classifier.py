@@ -8,10 +8,12 @@ not a pickle: it loads with any scikit-learn/numpy version and in any process.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from sklearn.utils import murmurhash3_32
 
 N_FEATURES = 2 ** 18
 NGRAM_RANGE = (1, 2)
@@ -24,6 +26,11 @@ def vectorizer():
     # the texts are already normalised (focuscrawl.text.normalize): whitespace tokens
     return HashingVectorizer(n_features=N_FEATURES, ngram_range=NGRAM_RANGE, alternate_sign=False,
                              norm="l2", lowercase=False, token_pattern=None, tokenizer=str.split)
+
+
+def _ngrams(tokens: list[str]) -> list[str]:
+    low, high = NGRAM_RANGE
+    return [" ".join(tokens[i:i + n]) for n in range(low, high + 1) for i in range(len(tokens) - n + 1)]
 
 
 class HashedNgramClassifier:
@@ -52,8 +59,18 @@ class HashedNgramClassifier:
         return x @ self.weights + self.intercept
 
     def decision(self, normalized_text: str) -> float:
-        row = self._vectorizer.transform([normalized_text])
-        return float(row.data @ self.weights[row.indices]) + self.intercept
+        """``decisions([text])[0]`` without scikit-learn's per-call overhead (~3 ms): the same
+        murmurhash3 buckets, counts and l2 norm as ``HashingVectorizer``, in ~30 µs."""
+        counts: dict[int, int] = {}
+        for gram in _ngrams(normalized_text.split()):
+            h = murmurhash3_32(gram, 0)
+            index = abs(h) % N_FEATURES
+            counts[index] = counts.get(index, 0) + 1
+        if not counts:
+            return self.intercept
+        norm = math.sqrt(sum(c * c for c in counts.values()))
+        weights = self.weights
+        return sum(weights[i] * c for i, c in counts.items()) / norm + self.intercept
 
     def save(self, folder: Path, stem: str = "classifier") -> dict:
         nz = np.flatnonzero(self.weights)
