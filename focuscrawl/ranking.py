@@ -323,33 +323,49 @@ def resolve_scoring(scoring: str | None, topic: str | None, run_dir: str | Path)
     return scoring, bundle
 
 
-def cmd_rank(args) -> int:
-    from focuscrawl.altfilter import is_generated_alt
-    from focuscrawl.corpus import fill_context, iter_entries
+def rank_run(run_dir: str | Path, scoring: str, bundle: str | None, top: int | None = None,
+             score_min: float | None = None, score_max: float | None = None,
+             filters: dict[str, Callable[[CorpusEntry], bool]] | None = None, stats: RankStats | None = None,
+             collapse=None, entries: Iterable[CorpusEntry] | None = None
+             ) -> tuple[list[CorpusEntry], tuple[float, float]]:
+    """A run's ranked images as ``focuscrawl rank`` makes them (``resolve_scoring`` first), and
+    the score range used: SPEC's for ``thesis``, else the bundle's calibrated probability.
+    ``entries``: a subset of the run's entries (default all)."""
+    from focuscrawl.corpus import iter_entries
 
-    if args.top is not None and args.top < 1:
-        raise ValueError("--top must be at least 1")
-    scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
-    entries = iter_entries(args.run_dir, with_context=False)  # info records read only for exported images
+    if entries is None:
+        entries = iter_entries(run_dir, with_context=False)  # info records read only where needed
     if scoring == THESIS:
-        score_min = DEFAULT_SCORE_MIN if args.score_min is None else args.score_min
-        score_max = DEFAULT_SCORE_MAX if args.score_max is None else args.score_max
+        lo = DEFAULT_SCORE_MIN if score_min is None else score_min
+        hi = DEFAULT_SCORE_MAX if score_max is None else score_max
     else:
         from focuscrawl.topic.images import rescore
         from focuscrawl.topic.model import TopicModel
 
         model = TopicModel(bundle, scoring)
-        entries = rescore(entries, model, args.run_dir)
-        score_min = model.threshold("cut") if args.score_min is None else args.score_min
-        score_max = 1.0 if args.score_max is None else args.score_max
-    if score_min > score_max:
+        entries = rescore(entries, model, run_dir)
+        lo = model.threshold("cut") if score_min is None else score_min
+        hi = 1.0 if score_max is None else score_max
+    if lo > hi:
         raise ValueError("--min is greater than --max")
+    ranked = rank(entries, top, lo, hi, filters, stats, collapse, descending=scoring != THESIS)
+    return ranked, (lo, hi)
+
+
+def cmd_rank(args) -> int:
+    from focuscrawl.altfilter import is_generated_alt
+    from focuscrawl.corpus import fill_context
+
+    if args.top is not None and args.top < 1:
+        raise ValueError("--top must be at least 1")
+    scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
     filters = {}
     if args.drop_generated_alt:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
     stats = RankStats()
     collapse = near_duplicate_collapser(args.run_dir) if args.collapse_near_duplicates else None
-    ranked = rank(entries, args.top, score_min, score_max, filters, stats, collapse, descending=scoring != THESIS)
+    ranked, (score_min, score_max) = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min,
+                                              args.score_max, filters, stats, collapse)
     fill_context(ranked, args.run_dir)
     written = export(ranked, args.format, args.output, args.run_dir)
     summary = {"scoring": scoring, "topic": bundle, "score_range": [score_min, score_max]} | stats.as_dict() \

@@ -294,3 +294,13 @@ def test_score_command_with_a_bundle_prints_every_probability(capsys):
     # the example: caption-like text of another topic has a low perplexity, yet is no cat
     assert bench["perplexity"] < cat["perplexity"]
     assert cat["p_combined"] > 0.5 > bench["p_combined"]
+
+
+def test_classifier_decision_equals_the_hashing_vectorizer(bundle):
+    from focuscrawl.topic.classifier import vectorizer
+    from focuscrawl.topic.model import TopicModel
+
+    clf = TopicModel(bundle).classifier
+    texts = ["a grey cat sleeping on the sofa", "cat cat cat", "x", "", "two buses parked at the station"]
+    expected = vectorizer().transform(texts) @ clf.weights + clf.intercept
+    assert [clf.decision(t) for t in texts] == pytest.approx(list(expected), abs=1e-12)

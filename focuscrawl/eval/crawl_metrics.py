@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import read_tsv
-from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank
+from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank, rank_run
+from focuscrawl.topic.model import DEFAULT_SCORER
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
@@ -242,12 +243,7 @@ def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE, bund
     entries = (e for e in iter_entries(run.folder, with_context=False) if e.page_url in kept)
     if bundle is None:
         return rank(entries, score_min=score_range[0], score_max=score_range[1])
-    from focuscrawl.topic.images import rescore
-    from focuscrawl.topic.model import TopicModel
-
-    model = TopicModel(bundle)
-    return rank(rescore(entries, model, run.folder), score_min=model.threshold("cut"), score_max=1.0,
-                descending=True)
+    return rank_run(run.folder, DEFAULT_SCORER, str(bundle), entries=entries)[0]
 
 
 def top_n_shares(ranked: list[CorpusEntry], truth: Truth, n: int) -> dict:

@@ -27,7 +27,7 @@ import numpy as np
 
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, learn_keywords, write_keywords
 from focuscrawl.text.normalize import text_sentences
-from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, COMBINED_PARTS, SCORERS, TopicModel
+from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, SCORERS, TopicModel
 
 FORMAT_VERSION = 1
 HELDOUT_SHARE = 5  # one sentence in 5 is held out for calibration
@@ -223,5 +223,3 @@ def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] |
     progress(f"topic build: calibrated on held-out texts; bundle in {out} ({time.perf_counter() - t0:.0f}s)")
     return manifest
 
-
-__all__ = ["build_bundle", "calibrate", "COMBINED_PARTS"]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from focuscrawl.topic.build import BACKGROUND_ORDER
 from focuscrawl.topic.model import DEFAULT_SCORER, SCORERS, TopicModel, sigmoid
@@ -94,10 +93,3 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         print(describe(model))
     return 0
-
-
-def bundle_path(value: str) -> Path:
-    path = Path(value)
-    if not (path / "bundle.json").is_file():
-        raise ValueError(f"not a topic bundle (no bundle.json): {value}")
-    return path

@@ -25,7 +25,6 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, KeywordList
 from focuscrawl.text.normalize import text_tokens
@@ -178,12 +177,3 @@ class TopicModel:
 
 #: probability thresholds used when a bundle's calibration does not name them
 DEFAULT_THRESHOLDS = {"cut": 0.5, "razor": 0.0}
-
-
-def load_topic(folder: str | Path, scorer: str = DEFAULT_SCORER) -> TopicModel:
-    return TopicModel(folder, scorer)
-
-
-def calibration_summary(calibration: Mapping, scorers: Iterable[str] = SCORERS) -> dict:
-    """The calibration's per-scorer fields (for ``topic show``)."""
-    return {s: calibration.get("scorers", {}).get(s) for s in scorers}
