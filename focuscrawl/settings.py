@@ -102,15 +102,23 @@ FOCUSCRAWL_REJECT_SURTS = [
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
 FOCUSCRAWL_PAGE_BUDGET = 0
-#: Maximum link depth from the seeds (Scrapy's setting; 0 = unlimited).
+#: Crawler-trap guards (issue #16; docs/CRAWL.md "Traps"), each drop counted in the stats.
+#: Maximum link depth from the seeds (Scrapy's setting, dropped links counted as
+#: depth/request_ignored_count; 0 = unlimited). Unlimited: hops across hosts are how a
+#: focused crawl finds new topical sites (the test web's best-first crawls reach depth
+#: 24 within 1,000 pages), and traps stay on one host, where the guards below end them.
 DEPTH_LIMIT = 0
 #: Pages fetched per host at most (robots.txt, retries and image downloads not counted;
 #: a crawl resumed from JOBDIR starts from the pages per host in pages.tsv); 0 = unlimited.
-FOCUSCRAWL_MAX_PAGES_PER_HOST = 0
-#: Trap guards: longest URL (Scrapy's UrlLengthMiddleware), a path segment repeated
-#: more often than this (/a/b/a/b/a/b), distinct query strings per host+path.
+#: The backstop against traps no URL rule sees (link generators, session ids): a
+#: focused crawl wants many topical hosts, not one host's every page.
+FOCUSCRAWL_MAX_PAGES_PER_HOST = 500
+#: Longest URL (Scrapy's UrlLengthMiddleware), a path segment repeated more often than
+#: this (/a/b/a/b/a/b), more path segments than this (paths that grow without
+#: repeating, /x1/x2/x3/...; Heritrix rejects over 20), distinct query strings per host+path.
 URLLENGTH_LIMIT = 2048
 FOCUSCRAWL_MAX_PATH_REPEATS = 2
+FOCUSCRAWL_MAX_PATH_SEGMENTS = 12
 FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
 #: Order inside a priority bucket (choice: SPEC §5 is silent on it): k > 0 = best-first,
 #: k log-scale priorities per power of ten of the link score, a better bucket always
@@ -176,6 +184,10 @@ FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
 #: sentences.txt.gz is written as one gzip member per batch of this many bytes of
 #: text (with the batch's pages.tsv rows); 0 = one member per page.
 FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
+#: With JOBDIR: images a killed crawl had accepted but not written are downloaded again
+#: after the seeds, at most this many at a time, so that slow ones cannot fill every
+#: per-host download slot ahead of new pages (issue #16, resume starvation).
+FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
 
 #: With JOBDIR: seconds between checkpoints of the run directory's offsets (0 = after
 #: every image and page batch). After a kill the rows since the last checkpoint are
@@ -266,6 +278,10 @@ FOCUSCRAWL_REDIS_CRAWL = ""
 FOCUSCRAWL_REDIS_HOST_DELAY = -1
 #: An idle process waits while another was busy within this many seconds.
 FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
+#: A worker's leased requests go back to the shared queue when its process is gone:
+#: at once on the same host (no such pid), else after this many seconds without a
+#: heartbeat (every 0.5 s).
+FOCUSCRAWL_REDIS_LEASE_TIMEOUT = 30.0
 
 ADDONS = {"focuscrawl.distributed.RedisProfile": 0}
 

@@ -30,7 +30,7 @@ from focuscrawl.scoring import scorer_from_settings, topic_model_from_settings
 from focuscrawl.spiders.focused import page_links, page_text
 from focuscrawl.topic.images import item_logit
 from focuscrawl.topic.model import sigmoid
-from focuscrawl.urls import SurtRules, domain_allowed, repeated_path_segment
+from focuscrawl.urls import SurtRules, domain_allowed, repeated_path_segment, too_many_path_segments
 
 
 def _num(value: float | None) -> str:
@@ -52,6 +52,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
     allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
     max_repeats = settings.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
+    max_segments = settings.getint("FOCUSCRAWL_MAX_PATH_SEGMENTS")
     depth = response.meta.get("depth", 0) if response.request is not None else 0
     links, _ = page_links(response.selector.root, response)
     rows = []
@@ -60,7 +61,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
             scope = "offsite"
         elif reject.matches(url):
             scope = "rejected"
-        elif repeated_path_segment(url, max_repeats):
+        elif repeated_path_segment(url, max_repeats) or too_many_path_segments(url, max_segments):
             scope = "path trap"
         elif len(url) > settings.getint("URLLENGTH_LIMIT"):
             scope = "too long"

@@ -113,7 +113,9 @@ def test_bad_arguments_stop_with_a_clear_message(tmp_path):
     cases = [
         (["-a", "seeds=http://seed.test/", "-a", "mode=bogus"], "unknown crawl mode 'bogus'"),
         (["-a", f"seeds={tmp_path / 'missing.txt'}"], "seeds file not found"),
-        (["-a", "seeds=ftp://x.test/"], "seeds must be http(s) URLs"),
+        (["-a", "seeds=ftp://x.test/"], "no usable seed among 1"),
+        (["-a", "seeds=http://[::1:bad/"], "no usable seed among 1"),
+        (["-a", "seeds=http://127.0.0.1:99999/,http://:80/"], "no usable seed among 2"),
         (["-a", "seeds=http://seed.test/", "-a", f"model={tmp_path / 'nope.arpa'}"], "language model not found"),
         (["-a", "seeds=http://seed.test/", "-a", f"model={bad_model}"], "cannot load language model"),
         (["-a", "seeds=http://seed.test/", "-a", f"model={model}", "-a", "extractor=nope"], "unknown text extractor"),
@@ -123,6 +125,7 @@ def test_bad_arguments_stop_with_a_clear_message(tmp_path):
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode != 0, args
         assert f"cannot start the crawl: {message}" in stderr, (args, stderr[-2000:])
+        assert "Traceback" not in stderr, (args, stderr[-2000:])
 
 
 def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):

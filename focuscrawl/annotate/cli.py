@@ -75,7 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from focuscrawl.altfilter import is_generated_alt
     from focuscrawl.corpus import iter_entries
     from focuscrawl.ranking import rank
-    from focuscrawl.annotate.web import AnnotationApp, make_annotation_server
+    from focuscrawl.annotate.web import AnnotationServer, create_app
 
     db = AnnotationDB(args.db, per_image=args.per_image)
     if args.labels:
@@ -87,15 +87,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("annotate: no accounts yet; create one with `focuscrawl annotate add-user NAME --admin "
               f"--db {args.db}`", file=sys.stderr)
     try:
-        server = make_annotation_server(AnnotationApp(db, args.run_dir, args.secure_cookies), args.host, args.port)
+        server = AnnotationServer(create_app(db, args.run_dir, args.secure_cookies), args.host, args.port)
     except OSError as exc:
         raise AnnotationError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     print(f"annotate: {added} new images loaded ({db.count_items()} in total), {db.per_image} annotators "
           f"per image; serving http://{args.host}:{server.server_port}/ (Ctrl-C stops)", file=sys.stderr)
-    try:
-        server.serve_forever()
-    finally:
-        server.server_close()
+    server.serve_forever()
     return 0
 
 

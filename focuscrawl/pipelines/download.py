@@ -41,7 +41,19 @@ HTTP_STATUS = "http_status"  # not 200
 EMPTY = "empty"
 TOO_BIG_FILE = "too_big_file"  # cancelled at FOCUSCRAWL_IMAGE_MAX_BYTES
 FILTERED = "filtered"  # robots.txt, offsite or another downloader middleware said no
+TOO_MANY_REDIRECTS = "too_many_redirects"  # over REDIRECT_MAX_TIMES: a redirect loop
+TOO_BIG_DECODED = "too_big_decoded"  # Content-Encoding inflates it over the size limit (gzip bomb)
 DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
+
+
+def _ignored_reason(exc: IgnoreRequest) -> str:
+    """Which downloader middleware said no: Scrapy's RedirectMiddleware and
+    HttpCompressionMiddleware raise a plain ``IgnoreRequest`` too."""
+    if type(exc.__cause__).__name__ == "_DecompressionMaxSizeExceeded" or "during decompression" in str(exc):
+        return TOO_BIG_DECODED
+    if str(exc) == "max redirections reached":
+        return TOO_MANY_REDIRECTS
+    return FILTERED
 
 
 class AtomicFSFilesStore(FSFilesStore):
@@ -142,7 +154,7 @@ class ImageDownloadPipeline(FilesPipeline):
         if isinstance(exc, ImageRejectedFile):  # raised by media_downloaded
             raise exc
         if isinstance(exc, IgnoreRequest):
-            raise ImageRejectedFile(FILTERED, str(exc))
+            raise ImageRejectedFile(_ignored_reason(exc), str(exc))
         if isinstance(exc, DownloadCancelledError) and "larger than download max size" in str(exc):
             raise ImageRejectedFile(TOO_BIG_FILE, str(exc))
         raise ImageRejectedFile(DOWNLOAD_ERROR, f"{type(exc).__name__}: {exc}")

@@ -16,7 +16,6 @@ import re
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
-from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.exceptions import UsageError
@@ -28,6 +27,7 @@ from focuscrawl.items import PageItem
 from focuscrawl.scoring import crawl_topic_model, topic_scorer
 from focuscrawl.text.extractors import ExtractionError, get_extractor
 from focuscrawl.text.html import full_text_from_tree
+from focuscrawl.urls import excerpt, url_problem
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,11 @@ _WS = re.compile(r"\s+")
 
 
 def read_seeds(value: str) -> list[str]:
-    """Seed URLs from a file (one per line, ``#`` comments) or a comma-separated list."""
+    """Seed URLs from a file (one per line, ``#`` comments) or a comma-separated list.
+
+    A seed that cannot be requested (not http(s), no host, bad port, broken IPv6
+    literal) is left out with one ERROR line naming it; ``UsageError`` when no seed
+    is left."""
     value = (value or "").strip()
     if not value:
         raise UsageError("no seeds: pass -a seeds=FILE or -a seeds=URL,URL")
@@ -62,12 +66,18 @@ def read_seeds(value: str) -> list[str]:
             raise UsageError(f"seeds file not found: {path}")
         urls = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
                 if line.strip() and not line.lstrip().startswith("#")]
-    bad = [u for u in urls if urlsplit(u).scheme not in ("http", "https") or not urlsplit(u).hostname]
-    if bad:
-        raise UsageError(f"seeds must be http(s) URLs, got {bad[:3]}")
     if not urls:
         raise UsageError(f"no seed URLs in {value}")
-    return urls
+    usable = []
+    for url in urls:
+        problem = url_problem(url)
+        if problem:
+            logger.error("focused: bad seed %s: %s", excerpt(url, 200), problem)
+        else:
+            usable.append(url)
+    if not usable:
+        raise UsageError(f"no usable seed among {len(urls)}: seeds must be http(s) URLs with a host")
+    return usable
 
 
 def page_links(root, response: Response) -> tuple[dict[str, str], int]:
@@ -127,9 +137,8 @@ class FocusedSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         try:
             spider._configure(crawler)
-        except UsageError as exc:  # one clear line before Scrapy's traceback
-            logger.error("focused: cannot start the crawl: %s", exc)
-            raise
+        except UsageError as exc:
+            raise reported(exc, cls.name)
         return spider
 
     def _configure(self, crawler) -> None:
@@ -211,6 +220,25 @@ class FocusedSpider(scrapy.Spider):
         name = failure.type.__name__ if failure.type else "unknown"
         self.stats.inc_value(f"focuscrawl/download_errors/{name}")
         logger.debug("download failed: %s: %s", failure.request.url if hasattr(failure, "request") else "", failure.value)
+
+
+def reported(exc: UsageError, spider: str) -> UsageError:
+    """``exc`` logged as one clear ERROR line and marked so that its traceback is not
+    logged again (``_not_reported_yet``): raise the result from ``from_crawler``."""
+    logger.error("%s: cannot start the crawl: %s", spider, exc)
+    exc.focuscrawl_reported = True
+    return exc
+
+
+def _not_reported_yet(record: logging.LogRecord) -> bool:
+    """Logging filter: Scrapy re-raises a spider's startup error for asyncio to log as
+    "Task exception was never retrieved" with its traceback (the exit code is 1 either
+    way); an error the spider already reported in one line is not logged again."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return not getattr(exc, "focuscrawl_reported", False)
+
+
+logging.getLogger("asyncio").addFilter(_not_reported_yet)
 
 
 def apply_spider_args(settings, args: dict[str, Any]) -> None:
