@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 
 from focuscrawl import settings as defaults
 from focuscrawl.corpus import CorpusEntry, score_names
+from focuscrawl.topic.images import rescored_score_names
 from focuscrawl.topic.model import SCORERS
 
 logger = logging.getLogger(__name__)
@@ -216,8 +217,11 @@ def write_webdataset(entries: list[CorpusEntry], out: Path, run_dir: Path,
     return written
 
 
-def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str | Path) -> int:
-    """Write ``entries`` in ``fmt``; returns the number of samples written."""
+def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str | Path,
+           extra_scores: Iterable[str] = ()) -> int:
+    """Write ``entries`` in ``fmt``; returns the number of samples written. The score
+    columns are the run's (images.tsv) and ``extra_scores`` (added by a rescoring), so an
+    export has the same schema whether it holds images or none."""
     out = Path(out)
     if fmt == "webdataset":
         return write_webdataset(entries, out, Path(run_dir))
@@ -225,7 +229,8 @@ def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str |
     writer = {"tsv": write_tsv, "jsonl": write_jsonl, "parquet": write_parquet}.get(fmt)
     if writer is None:
         raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
-    return writer(entries, out, score_names(run_dir))
+    scores = score_names(run_dir)
+    return writer(entries, out, scores + [name for name in extra_scores if name not in scores])
 
 
 def pair_text(entry: CorpusEntry) -> str:
@@ -386,7 +391,8 @@ def cmd_rank(args) -> int:
     ranked, (score_min, score_max) = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min,
                                               args.score_max, filters, stats, collapse)
     fill_context(ranked, args.run_dir)
-    written = export(ranked, args.format, args.output, args.run_dir)
+    extra_scores = [] if scoring == THESIS else rescored_score_names(scoring)
+    written = export(ranked, args.format, args.output, args.run_dir, extra_scores)
     if not ranked:
         logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
                        _crawl_drops_text(Path(args.run_dir)))

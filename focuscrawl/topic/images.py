@@ -29,6 +29,11 @@ def image_logit(model: TopicModel, entry: CorpusEntry, scorer: str | None = None
     return model.image_logit(description, entry.context_text, scorer)
 
 
+def rescored_score_names(scorer: str) -> list[str]:
+    """The score names ``rescore`` adds to every entry (export columns ``score:<name>``)."""
+    return ["thesis_final", f"topic_{scorer}"]
+
+
 def rescore(entries: Iterable[CorpusEntry], model: TopicModel, run_dir: str | Path, scorer: str | None = None,
             parts: str = "both") -> list[CorpusEntry]:
     """The entries with ``final_score`` = P(on topic) under ``model`` (``None``: no words to score),
@@ -37,11 +42,12 @@ def rescore(entries: Iterable[CorpusEntry], model: TopicModel, run_dir: str | Pa
     entries = list(entries)
     fill_context(entries, run_dir)
     name = scorer or model.scorer
+    thesis_name, topic_name = rescored_score_names(name)
     for entry in entries:
         value = image_logit(model, entry, name, parts)
-        entry.scores["thesis_final"] = entry.final_score
+        entry.scores[thesis_name] = entry.final_score
         entry.final_score = None if value is None else sigmoid(value)
-        entry.scores[f"topic_{name}"] = entry.final_score
+        entry.scores[topic_name] = entry.final_score
     return entries
 
 
