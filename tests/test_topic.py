@@ -40,8 +40,26 @@ def bundle(corpora, tmp_path_factory) -> Path:
     from focuscrawl.topic.build import build_bundle
 
     out = tmp_path_factory.mktemp("bundle") / "cats"
-    build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2, progress=lambda *_: None)
+    # ARPA, so that the scale-invariance test can rescale the models' text
+    build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2, progress=lambda *_: None,
+                 binary=False)
     return out
+
+
+def test_bundle_lms_are_kenlm_binaries_where_build_binary_is_installed(bundle, corpora, tmp_path):
+    from focuscrawl.lm.binary import find_build_binary
+    from focuscrawl.topic.build import build_bundle
+    from focuscrawl.topic.model import TopicModel
+
+    out = tmp_path / "binary"
+    manifest = build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2,
+                            progress=lambda *_: None)
+    suffix = ".binary" if find_build_binary() else ".arpa.gz"
+    assert manifest["topic_lm"] == "topic" + suffix and manifest["background_lm"] == "background" + suffix
+    assert not list(out.glob("*.arpa"))  # the plain ARPA written on the way is gone
+    arpa, binary = TopicModel(bundle), TopicModel(out)
+    for text in CAT_TEXTS + OTHER_TEXTS:
+        assert binary.raw(text) == pytest.approx(arpa.raw(text), rel=1e-4, abs=1e-5)
 
 
 def test_bundle_files_manifest_and_calibration(bundle):

@@ -2,8 +2,9 @@
 
 One folder (``bundle.json`` lists its files)::
 
-    topic.arpa         5-gram Kneser-Ney LM of the positive texts (focuscrawl train-lm)
-    background.arpa    the same of the neutral texts (Moore-Lewis background)
+    topic.binary       5-gram Kneser-Ney LM of the positive texts (focuscrawl train-lm,
+                       in a memory budget), KenLM binary; topic.arpa.gz without build_binary
+    background.binary  the same of the neutral texts (Moore-Lewis background)
     keywords.txt       SPEC §4 keyword list (token;score)
     classifier.*.npy   hashed n-gram logistic regression (focuscrawl.topic.classifier)
     calibration.json   per scorer: Platt log-odds a, b and the score quantiles of
@@ -89,18 +90,28 @@ def _docs(sentences: Sequence[str]) -> list[list[str]]:
             for i in range(0, len(sentences), DOC_SENTENCES)]
 
 
-def _train_lm(sentences: Sequence[str], path: Path, order: int) -> None:
-    """ARPA, gzip-compressed (KenLM reads ``.arpa.gz``; a third of the size)."""
+def _train_lm(sentences: Sequence[str], folder: Path, stem: str, order: int, binary: bool) -> str:
+    """Train an LM into ``folder`` within train-lm's memory budget; returns its file name:
+    ``STEM.binary`` (KenLM's binary format, loads fast) when ``binary`` and KenLM's
+    build_binary is installed, else ``STEM.arpa.gz`` (KenLM reads it; a third of the size)."""
     import gzip
     import shutil
 
-    from focuscrawl.lm.train import estimate, write_arpa
+    from focuscrawl.lm.binary import find_build_binary, write_binary
+    from focuscrawl.lm.external import estimate_to_arpa
 
-    plain = path.with_suffix("")
-    write_arpa(estimate(sentences, order), plain)
-    with open(plain, "rb") as src, gzip.GzipFile(path, "wb", compresslevel=6, mtime=0) as dst:
-        shutil.copyfileobj(src, dst)
-    plain.unlink()
+    plain = folder / f"{stem}.arpa"
+    estimate_to_arpa(sentences, plain, order)
+    try:
+        if binary and find_build_binary():
+            write_binary(plain, folder / f"{stem}.binary")
+            return f"{stem}.binary"
+        with open(plain, "rb") as src, gzip.GzipFile(folder / f"{stem}.arpa.gz", "wb", compresslevel=6,
+                                                      mtime=0) as dst:
+            shutil.copyfileobj(src, dst)
+        return f"{stem}.arpa.gz"
+    finally:
+        plain.unlink()
 
 
 def fit_platt(positive: np.ndarray, neutral: np.ndarray) -> tuple[float, float]:
@@ -170,8 +181,9 @@ def thresholds(calibration: dict, scorer: str) -> dict[str, float]:
 
 def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None, out: str | Path,
                  order: int = 5, background_order: int = BACKGROUND_ORDER, name: str | None = None,
-                 progress=print) -> dict:
-    """Write a topic bundle to ``out``; returns its manifest."""
+                 progress=print, binary: bool = True) -> dict:
+    """Write a topic bundle to ``out``; returns its manifest. ``binary``: LMs in KenLM's
+    binary format where build_binary is installed (install.sh builds it), else ARPA."""
     from focuscrawl.topic.background import background_sentences
     from focuscrawl.topic.classifier import HashedNgramClassifier
 
@@ -200,15 +212,15 @@ def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] |
     progress(f"topic build: {len(pos_train)}+{len(pos_held)} positive, {len(neu_train)}+{len(neu_held)} neutral "
              f"sentences (train+held out); {len(keywords)} keywords")
     write_keywords(out / "keywords.txt", keywords)
-    _train_lm(pos_train, out / "topic.arpa.gz", order)
-    _train_lm(neu_train, out / "background.arpa.gz", background_order)
+    topic_lm = _train_lm(pos_train, out, "topic", order, binary)
+    background_lm = _train_lm(neu_train, out, "background", background_order, binary)
     progress(f"topic build: topic {order}-gram and background {background_order}-gram LMs trained ({time.perf_counter() - t0:.0f}s)")
     train_pos = [f for s in pos_train for f in set(short_forms(s).values())]
     train_neu = [f for s in neu_train for f in set(short_forms(s).values())]
     classifier = HashedNgramClassifier.train(train_pos, train_neu)
     manifest = {
         "format": FORMAT_VERSION, "name": name or out.name, "order": order, "background_order": background_order,
-        "topic_lm": "topic.arpa.gz", "background_lm": "background.arpa.gz", "keywords": "keywords.txt",
+        "topic_lm": topic_lm, "background_lm": background_lm, "keywords": "keywords.txt",
         "keyword_weight": KEYWORD_WEIGHT, "classifier": classifier.save(out),
         "calibration": CALIBRATION_FILE,
         "sources": {"positive": [_source_name(p) for p in positive], "neutral": neutral_source},

@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--background-order", type=int, default=BACKGROUND_ORDER,
                    help="n-gram order of the background LM (default %(default)s)")
     p.add_argument("--name", help="the bundle's name (default: the folder's name)")
+    p.add_argument("--arpa", action="store_true",
+                   help="LMs as gzipped ARPA even where KenLM's build_binary is installed (portable text)")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.set_defaults(func=cmd_build)
     p = tsub.add_parser("show", help="what a bundle holds and what its calibration says, in plain words")
@@ -40,10 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     from focuscrawl.topic.build import build_bundle
 
-    if args.order < 1 or args.background_order < 1:
-        raise ValueError("--order and --background-order must be at least 1")
+    if args.order < 2 or args.background_order < 2:
+        raise ValueError("--order and --background-order must be at least 2 (KenLM loads no unigram-only model)")
     build_bundle(args.positive, args.neutral, args.output, order=args.order,
-                 background_order=args.background_order, name=args.name)
+                 background_order=args.background_order, name=args.name, binary=not args.arpa)
     return 0
 
 
