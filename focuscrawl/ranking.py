@@ -267,10 +267,9 @@ def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]
     return collapse
 
 
-def register(sub) -> None:
-    p = sub.add_parser("rank", help="rank a run's images (score cut, dedupe, sort, top N) and export them")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="the crawl's output directory")
-    p.add_argument("--top", type=int, default=None, metavar="N", help="keep the N best (default: all)")
+def add_ranking_arguments(p) -> None:
+    """``--min --max --topic --scoring``: how a run's images are scored and cut, the same for
+    ``rank`` and ``annotate serve`` (``resolve_scoring`` and ``rank_run`` read them)."""
     p.add_argument("--min", type=float, default=None, dest="score_min",
                    help=f"lowest final score kept (thesis: {DEFAULT_SCORE_MIN:g}; a topic scorer: a probability, "
                         "default the bundle's calibrated cut)")
@@ -281,6 +280,13 @@ def register(sub) -> None:
     p.add_argument("--scoring", default=None, choices=SCORING_CHOICES,
                    help="thesis = SPEC's weighted perplexity and cut; otherwise a bundle scorer's P(on topic) "
                         "(default: $FOCUSCRAWL_SCORING, else the FOCUSCRAWL_SCORING setting)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("rank", help="rank a run's images (score cut, dedupe, sort, top N) and export them")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the crawl's output directory")
+    p.add_argument("--top", type=int, default=None, metavar="N", help="keep the N best (default: all)")
+    add_ranking_arguments(p)
     p.add_argument("--drop-generated-alt", action="store_true",
                    help="drop images whose ALT text looks auto-generated (file names, paths, camera names)")
     p.add_argument("--collapse-near-duplicates", action="store_true",

@@ -215,6 +215,30 @@ def _ranked(path: Path) -> list[str]:
     return [line.split("\t")[2] for line in path.read_text().splitlines()[1:]]
 
 
+def test_annotation_app_loads_the_bundle_ranking_not_specs_cut(rank_run, tmp_path, monkeypatch):
+    """``annotate serve`` shows annotators what ``rank`` exports: with a bundle the cat images
+    SPEC's cut would drop (weighted PP floored to 1) are loaded, the bus and the pasta are cut."""
+    from focuscrawl.annotate.cli import load_ranked_images
+    from focuscrawl.annotate.db import AnnotationDB
+    from focuscrawl.cli import build_parser
+    from focuscrawl.resources import default_topic_path
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    db = AnnotationDB(tmp_path / "a.sqlite3")
+
+    def load(*options):
+        args = build_parser().parse_args(["annotate", "serve", str(rank_run), "--db", str(db.path), *options])
+        return load_ranked_images(db, args)
+
+    assert load("--topic", str(default_topic_path())) == 2
+    assert {i.image_url for i in db.items_by_id().values()} == {"http://a.org/cat1.jpg", "http://a.org/cat2.jpg"}
+    spec = AnnotationDB(tmp_path / "spec.sqlite3")
+    args = build_parser().parse_args(["annotate", "serve", str(rank_run), "--db", str(spec.path),
+                                      "--scoring", "thesis"])
+    load_ranked_images(spec, args)
+    assert {i.image_url for i in spec.items_by_id().values()} == {"http://a.org/bus.jpg", "http://a.org/pasta.jpg"}
+
+
 def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, capsys, monkeypatch):
     from focuscrawl.cli import main
     from focuscrawl.resources import default_topic_path
