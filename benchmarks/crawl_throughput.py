@@ -150,7 +150,8 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     import scrapy
     from scrapy.crawler import CrawlerProcess
     from scrapy.settings import Settings
-    from scrapy.utils.project import get_project_settings
+
+    from focuscrawl.resources import project_settings
 
     class PlainSpider(scrapy.Spider):
         name = "plain"
@@ -162,7 +163,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
 
     class CorpusSpider(PlainSpider):
         """Plain Scrapy doing the corpus work without any focus: trafilatura text of every
-        page (the options of focuscrawl's default extractor), every ``<img>`` downloaded by
+        page (the options of focuscrawl's trafilatura extractor), every ``<img>`` downloaded by
         Scrapy's FilesPipeline, one JSON line per page (feed export)."""
 
         name = "corpus"
@@ -194,7 +195,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         process.crawl(crawler)
     else:
         os.chdir(REPO)
-        settings = get_project_settings()
+        settings = project_settings()
         if profile == "core":
             overrides.update(core_settings(settings))
         else:  # everything as shipped, writing a run directory; budget in pages, not image downloads

@@ -1,13 +1,18 @@
 """A page's pure CPU work in one function, run in the crawl process or in a worker pool.
 
 ``analyse_page`` parses the HTML once and returns everything the crawl derives from it:
-the page text's sentences and document scores, the out-links with anchor texts, the
-image decisions (rules, contexts, scores) and the page's SimHash. It is a pure
-function of the decoded HTML, the page's URL, base URL and depth, an
-``AnalysisConfig`` and a ``TopicScorer``, so its result does not depend on where it
-runs: ``PageAnalyser`` calls it in the crawl process (``FOCUSCRAWL_ANALYSIS_WORKERS =
-0``) or in a ``ProcessPoolExecutor`` whose workers load the model once, and hands the
-result back as a Deferred so the reactor keeps downloading meanwhile (the second core).
+the page text (extracted within ``FOCUSCRAWL_TEXT_TIME_LIMIT``, deep pages read flat)
+with notes on how it was obtained, its sentences and document scores, the calibrated
+page score of a topic bundle (calibrated crawl), the out-links with anchor texts, the
+image decisions (rules, contexts, scores) and the page's SimHash. It is a pure function
+of the decoded HTML (already clipped to ``FOCUSCRAWL_TEXT_MAX_BYTES`` and re-decoded on
+a charset fallback by the spider), the page's URL, base URL and depth, an
+``AnalysisConfig``, a ``TopicScorer`` and a ``TopicModel``, so its result does not
+depend on where it runs: ``PageAnalyser`` calls it in the crawl process
+(``FOCUSCRAWL_ANALYSIS_WORKERS = 0``) or in a ``ProcessPoolExecutor`` whose workers load
+the models once, and hands the result back as a Deferred so the reactor keeps
+downloading meanwhile (the second core). Workers return notes and counts; the crawl
+process puts them in its stats.
 
 Scoring changes plug in here: whatever a page needs computed from its HTML and the
 models belongs in ``analyse_page``; the spider and middlewares only read the result.
@@ -25,7 +30,7 @@ from dataclasses import dataclass, field
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import TextScore, TopicScorer
-from focuscrawl.text.extractors import ExtractionError, get_extractor
+from focuscrawl.text.extractors import ExtractionError, ExtractionTimeout, PageText, extract_page, get_extractor
 from focuscrawl.text.html import full_text_from_tree
 
 logger = logging.getLogger(__name__)
@@ -42,7 +47,9 @@ NEARDUP_MIDDLEWARE = "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware
 class AnalysisConfig:
     """What ``analyse_page`` computes and how (picklable: sent to each worker once)."""
 
-    extractor: str = "trafilatura"
+    extractor: str = "auto"
+    #: seconds per page for the text extractor (0: no limit; SIGALRM, so in a main thread)
+    text_time_limit: float = 0.0
     min_sentence_tokens: int = 5
     #: image decisions are only computed when the image middleware runs
     images: bool = True
@@ -50,26 +57,31 @@ class AnalysisConfig:
     context: ContextSettings = field(default_factory=ContextSettings)
     #: SimHash n-gram sizes; ``()`` = no fingerprint (near-duplicate middleware off)
     ngrams: tuple[int, ...] = (3,)
-    #: model files ("" = the bundled demo) and scorer settings: a worker builds the crawl's scorer
+    #: model files and topic bundle ("" = none: the bundled demo) and scorer settings: a
+    #: worker builds the crawl's scorer
     model: str = ""
     keywords: str = ""
+    topic: str = ""
     cache_size: int = 200_000
     keyword_weight: float = 3.0
 
     @classmethod
     def from_settings(cls, settings) -> "AnalysisConfig":
         from focuscrawl.dedup.simhash import parse_ngrams
+        from focuscrawl.scoring import topic_bundle_path
 
         neardup = (_enabled(settings, "SPIDER_MIDDLEWARES", NEARDUP_MIDDLEWARE)
                    and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED", True))
         return cls(
             extractor=settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"),
+            text_time_limit=settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT"),
             min_sentence_tokens=settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"),
             images=_enabled(settings, "SPIDER_MIDDLEWARES", IMAGE_MIDDLEWARE),
             rules=ImageRules.from_settings(settings),
             context=ContextSettings.from_settings(settings),
             ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS", "3"))) if neardup else (),
             model=settings.get("FOCUSCRAWL_MODEL") or "", keywords=settings.get("FOCUSCRAWL_KEYWORDS") or "",
+            topic=str(topic_bundle_path(settings) or ""),
             cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE", 200_000),
             keyword_weight=settings.getfloat("FOCUSCRAWL_KEYWORD_WEIGHT", 3.0),
         )
@@ -81,6 +93,7 @@ class AnalysisConfig:
         from scrapy.settings import BaseSettings
 
         return scorer_from_settings(BaseSettings({"FOCUSCRAWL_MODEL": self.model, "FOCUSCRAWL_KEYWORDS": self.keywords,
+                                     "FOCUSCRAWL_TOPIC": self.topic,
                                      "FOCUSCRAWL_LM_CACHE_SIZE": self.cache_size,
                                      "FOCUSCRAWL_KEYWORD_WEIGHT": self.keyword_weight}))
 
@@ -99,7 +112,13 @@ class PageAnalysis:
     img_count: int
     images: list[ImageDecision]
     simhash: int | None
-    #: ``None``, or why the page was skipped (``extraction_error``) with ``error_detail``
+    #: the calibrated crawl's page score: the topic bundle's log-odds (``None``: no
+    #: bundle in the crawl, or a page without sentences)
+    topic_logit: float | None = None
+    #: how the text was obtained (``focuscrawl.text.extractors`` notes: ``too_deep``)
+    notes: tuple[str, ...] = ()
+    #: ``None``, or why the page was skipped (``extraction_error``, ``extraction_timeout``)
+    #: with ``error_detail``
     error: str | None = None
     error_detail: str = ""
 
@@ -118,8 +137,9 @@ def parse_tree(html: str, url: str):
 
 
 def analyse_page(html: str, url: str, base_url: str, depth: int, config: AnalysisConfig,
-                 scorer: TopicScorer) -> PageAnalysis:
-    """Text, sentences and scores, links, images and SimHash of one decoded HTML page.
+                 scorer: TopicScorer, topic=None) -> PageAnalysis:
+    """Text, sentences and scores, links, images and SimHash of one decoded HTML page;
+    with ``topic`` (a ``TopicModel``) also the page's calibrated log-odds.
 
     ``base_url`` is the page's ``<base href>`` (or ``url``): links and image sources
     resolve against it.
@@ -128,13 +148,15 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
 
     root = parse_tree(html, url)
     if config.extractor == "fulltext":
-        text = full_text_from_tree(root)  # reuses the one parse
+        extracted = PageText(full_text_from_tree(root))  # reuses the one parse
     else:
         try:
-            text = get_extractor(config.extractor)(html)
+            extracted = extract_page(get_extractor(config.extractor), html, config.text_time_limit)
         except ExtractionError as exc:
-            return PageAnalysis(TextScore.missing(), [], {}, 0, [], None, "extraction_error", str(exc))
-    score, sentences = scorer.score_document(text, config.min_sentence_tokens)
+            error = "extraction_timeout" if isinstance(exc, ExtractionTimeout) else "extraction_error"
+            return PageAnalysis(TextScore.missing(), [], {}, 0, [], None, error=error, error_detail=str(exc))
+    score, sentences = scorer.score_document(extracted.text, config.min_sentence_tokens)
+    topic_logit = topic.logit("\n".join(sentences)) if topic is not None and sentences else None
     links, img_count = page_links(root, base_url)
     images = []
     if config.images:
@@ -145,17 +167,18 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
         from focuscrawl.dedup.simhash import simhash
 
         fingerprint = simhash(" ".join(sentences).split(), config.ngrams)
-    return PageAnalysis(score, sentences, links, img_count, images, fingerprint)
+    return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, extracted.notes)
 
 
 # -- worker pool ------------------------------------------------------------------------
-_worker: tuple[AnalysisConfig, TopicScorer] | None = None
+_worker: tuple[AnalysisConfig, TopicScorer, object] | None = None
 
 
-def _init_worker(config: AnalysisConfig) -> None:
-    """Load the model once per worker process; exit when the crawl process dies."""
+def _init_worker(config: AnalysisConfig, topic) -> None:
+    """Load the models once per worker process (``topic``, a ``TopicModel``, arrives
+    pickled as its folder and loads here); exit when the crawl process dies."""
     global _worker
-    _worker = (config, config.scorer())
+    _worker = (config, config.scorer(), topic)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
 
@@ -169,8 +192,8 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _analyse_in_worker(html: str, url: str, base_url: str, depth: int) -> tuple[PageAnalysis, int, int, int]:
-    config, scorer = _worker
-    result = analyse_page(html, url, base_url, depth, config, scorer)
+    config, scorer, topic = _worker
+    result = analyse_page(html, url, base_url, depth, config, scorer, topic)
     return result, os.getpid(), scorer.queries, scorer.cache_hits
 
 
@@ -182,20 +205,21 @@ class PageAnalyser:
     workers are summed into ``counters()``.
     """
 
-    def __init__(self, config: AnalysisConfig, scorer: TopicScorer, workers: int = 0) -> None:
+    def __init__(self, config: AnalysisConfig, scorer: TopicScorer, workers: int = 0, topic=None) -> None:
         self.config = config
         self.scorer = scorer
+        self.topic = topic
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
         self._worker_counters: dict[int, tuple[int, int]] = {}
         if workers > 0:
             # spawn: a fresh interpreter per worker, no copy of the reactor's threads and sockets
             self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_init_worker, initargs=(config,))
+                                             initializer=_init_worker, initargs=(config, topic))
 
     def analyse(self, html: str, url: str, base_url: str, depth: int):
         if self._pool is None:
-            return analyse_page(html, url, base_url, depth, self.config, self.scorer)
+            return analyse_page(html, url, base_url, depth, self.config, self.scorer, self.topic)
         from twisted.internet import reactor
         from twisted.internet.defer import Deferred
 

@@ -1,7 +1,7 @@
 """The ``focused`` spider: fetch pages, score their text, emit a PageItem and out-links.
 
     scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused
-        [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
+        [-a topic=BUNDLE_DIR] [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
 
 The spider only extracts: the page's document perplexity goes into the PageItem and
 ``response.meta["page_perplexity"]``; every out-link becomes a Request with its
@@ -30,9 +30,9 @@ from twisted.internet.defer import Deferred
 
 from focuscrawl.analysis import META_KEY, AnalysisConfig, PageAnalyser
 from focuscrawl.items import PageItem
-from focuscrawl.scoring import topic_scorer
-from focuscrawl.text.extractors import get_extractor
-from focuscrawl.text.html import full_text_from_tree
+from focuscrawl.scoring import crawl_topic_model, topic_scorer
+from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, PageText, extract_page, get_extractor
+from focuscrawl.text.html import clip_html, fallback_encoding, full_text_from_tree
 from focuscrawl.urls import excerpt, url_problem
 
 logger = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ SPIDER_ARG_SETTINGS = {
     "mode": "FOCUSCRAWL_MODE",
     "model": "FOCUSCRAWL_MODEL",
     "keywords": "FOCUSCRAWL_KEYWORDS",
+    "topic": "FOCUSCRAWL_TOPIC",
     "output": "FOCUSCRAWL_OUTPUT_DIR",
     "seeds": "FOCUSCRAWL_SEEDS",
     "domains": "FOCUSCRAWL_ALLOWED_DOMAINS",
@@ -126,11 +127,27 @@ def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
     return links, images
 
 
-def page_text(response: HtmlResponse, extractor_name: str, extract=None) -> str:
+def readable_response(response: HtmlResponse, max_bytes: int) -> tuple[HtmlResponse, tuple[str, ...]]:
+    """The response as the text and link layers read it: its first ``max_bytes`` (0: all),
+    decoded with a fallback charset when the declared one does not fit the bytes (Latin-1
+    under ``charset=utf-8``); notes (stat names) say which of the two happened."""
+    notes: tuple[str, ...] = ()
+    body, cut = clip_html(response.body, max_bytes)
+    if cut:
+        response, notes = response.replace(body=body), (TRUNCATED,)
+    text = response.text
+    if "\ufffd" in text:
+        encoding = fallback_encoding(response.body, response.encoding, text)
+        if encoding:
+            response, notes = response.replace(encoding=encoding), notes + (CHARSET_FALLBACK,)
+    return response, notes
+
+
+def page_text(response: HtmlResponse, extractor_name: str, extract=None, seconds: float = 0) -> PageText:
     """The page text by ``FOCUSCRAWL_TEXT_EXTRACTOR``; ``fulltext`` reuses the parsed tree."""
     if extractor_name == "fulltext":
-        return full_text_from_tree(response.selector.root)
-    return (extract or get_extractor(extractor_name))(response.text)
+        return PageText(full_text_from_tree(response.selector.root))
+    return extract_page(extract or get_extractor(extractor_name), response.text, seconds)
 
 
 class FocusedSpider(scrapy.Spider):
@@ -160,12 +177,14 @@ class FocusedSpider(scrapy.Spider):
             get_extractor(self.extractor_name)
             # load the model now: a bad path stops the crawl before any request
             self.scorer = topic_scorer(crawler)
+            self.topic_model = crawl_topic_model(crawler)
             self.analyser = PageAnalyser(AnalysisConfig.from_settings(settings), self.scorer,
-                                         settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"))
+                                         settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"), self.topic_model)
         except (ValueError, FileNotFoundError) as exc:
             raise UsageError(str(exc)) from exc
         # after topic_scorer's own handler: the workers' LM counters are added to the crawl's
         crawler.signals.connect(self._close_analyser, signal=signals.spider_closed)
+        self.text_max_bytes = settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")
         self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
 
     def _close_analyser(self, spider=None) -> None:
@@ -190,6 +209,7 @@ class FocusedSpider(scrapy.Spider):
             logger.debug("skipping non-HTML %s (%s)", response.url, ctype or "no type")
             return
         try:
+            response, notes = readable_response(response, self.text_max_bytes)
             html, base_url = response.text, get_base_url(response)
         except (UnicodeError, LookupError) as exc:
             self.stats.inc_value("focuscrawl/skipped/undecodable")
@@ -201,12 +221,21 @@ class FocusedSpider(scrapy.Spider):
             self.stats.inc_value("focuscrawl/analysis/pool_pages")
         if analysis.error:
             self.stats.inc_value(f"focuscrawl/skipped/{analysis.error}")
-            logger.warning("text extraction failed on %s: %s", response.url, analysis.error_detail)
+            logger.warning("text extraction %s on %s: %s",
+                           "skipped" if analysis.error == "extraction_timeout" else "failed",
+                           response.url, analysis.error_detail)
             return
+        for note in notes + analysis.notes:
+            self.stats.inc_value(f"focuscrawl/text/{note}")
+        if TRUNCATED in notes:
+            logger.info("page %s longer than %d bytes: its first %d read", response.url,
+                        self.text_max_bytes, self.text_max_bytes)
         response.meta[META_KEY] = analysis
         score, sentences, links, images = analysis.score, analysis.sentences, analysis.links, analysis.img_count
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
+        if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
+            response.meta["page_topic_logit"] = analysis.topic_logit
         self.stats.inc_value("focuscrawl/pages")
         if score.perplexity is None:
             self.stats.inc_value("focuscrawl/pages_without_text")
