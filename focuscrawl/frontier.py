@@ -48,7 +48,7 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
-from focuscrawl.output.files import LineLog
+from focuscrawl.output.files import LineLog, iter_tsv
 from focuscrawl.output.run import run_output
 from focuscrawl.scrapy_compat import read_seen_fingerprints
 
@@ -83,14 +83,7 @@ def read_journal(path: Path) -> tuple[dict[str, str], dict[str, str], dict[str, 
 
 
 def _page_urls_written(run) -> set[str]:
-    if run is None:
-        return set()
-    path = run.path("pages.tsv")
-    if not path.exists():
-        return set()
-    with open(path, encoding="utf-8") as fh:
-        next(fh, None)
-        return {line.split("\t", 1)[0] for line in fh if line.strip()}
+    return set() if run is None else {row["url"] for row in iter_tsv(run.path("pages.tsv"))}
 
 
 def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[LineLog, tuple[list, list], set[str]]:
