@@ -5,6 +5,8 @@ import argparse
 import json
 import sys
 
+from focuscrawl.lm.binary import write_binary
+from focuscrawl.lm.external import DEFAULT_MEMORY
 from focuscrawl.lm.keywords import DEFAULT_TOP_N, learn_keywords, write_keywords
 from focuscrawl.lm.scorer import TopicScorer
 from focuscrawl.lm.train import DEFAULT_ORDER, train_lm
@@ -31,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("train-lm", help="train a modified Kneser-Ney n-gram model (ARPA), like KenLM's lmplz")
     p.add_argument("--order", type=int, default=DEFAULT_ORDER, help="n-gram order (default %(default)s)")
+    p.add_argument("-S", "--memory", default=DEFAULT_MEMORY,
+                   help="memory budget, e.g. 2G, 500M or 25%% of RAM; counts beyond it are sorted on disk "
+                        "(default %(default)s)")
+    p.add_argument("--jobs", type=int, default=None, help="processes for counting and writing (default: CPUs)")
+    p.add_argument("-T", "--tmpdir", default=None, help="folder for the sorted runs (default: system temp)")
+    p.add_argument("--binary", metavar="PATH", help="also write a KenLM binary (probing) with KenLM's build_binary")
     p.add_argument("--normalized", action="store_true",
                    help="each input line is one normalised sentence (whitespace tokens, no filtering)")
     p.add_argument("--extractor", default="fulltext", help="text extractor for HTML inputs")
@@ -66,7 +74,10 @@ def cmd_keywords(args: argparse.Namespace) -> int:
 
 def cmd_train_lm(args: argparse.Namespace) -> int:
     model = train_lm(args.inputs, args.output, order=args.order, normalized=args.normalized,
-                     extractor=args.extractor)
+                     extractor=args.extractor, memory=args.memory, jobs=args.jobs, tmpdir=args.tmpdir)
+    if args.binary:
+        write_binary(args.output, args.binary)
+        print(f"wrote {args.binary} (KenLM binary)", file=sys.stderr)
     print(f"wrote {args.output}: {model.sentences} sentences, {model.tokens} tokens, "
           f"n-grams {' '.join(map(str, model.counts()))}", file=sys.stderr)
     return 0
