@@ -7,10 +7,14 @@ and is installed as the package ``focuscrawl.models`` so that
 from setuptools import find_packages, setup
 
 setup(
-    packages=find_packages(include=["focuscrawl", "focuscrawl.*"]) + ["focuscrawl.models"],
+    # data-only folders are listed as packages too (setuptools warns about importable
+    # folders missing from ``packages``); their files are listed statically below
+    packages=find_packages(include=["focuscrawl", "focuscrawl.*"]) + [
+        "focuscrawl.models", "focuscrawl.annotate.static", "focuscrawl.annotate.templates"],
     package_dir={"focuscrawl.models": "models"},
-    package_data={"focuscrawl.models": ["*.arpa", "*.arpa.gz", "*.bin", "*.txt", "*.md"],
-                  "focuscrawl": ["**/*.html", "**/*.css", "**/*.js", "**/*.json", "**/*.txt", "**/*.json.gz"]},
-    include_package_data=True,
+    package_data={"focuscrawl.models": ["*.arpa", "*.arpa.gz", "*.bin", "*.txt", "*.md", "*.json"],
+                  "focuscrawl.annotate.static": ["*.css", "*.js"],
+                  "focuscrawl.annotate.templates": ["*.html"],
+                  "focuscrawl.testweb": ["*.json.gz"]},
     zip_safe=False,
 )

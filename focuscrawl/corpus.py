@@ -139,6 +139,17 @@ def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> None:
                 entry.context_text = _context_from_record(record, name)
 
 
+def is_score_column(name: str) -> bool:
+    return name not in NON_SCORE_COLUMNS
+
+
+def score_names(run_dir: str | Path) -> list[str]:
+    """The run's score columns (images.tsv header order): every export of the run has
+    them all, whether it holds images or none."""
+    header = next(iter_tsv(Path(run_dir) / IMAGES_TSV, raw=True, errors="replace"), [])
+    return [name for name in header if is_score_column(name)]
+
+
 def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[CorpusEntry]:
     """Every row of the run's image log in file order (= crawl order), as ``CorpusEntry``.
 
@@ -155,7 +166,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
     if not header or "image_url" not in header:
         raise RunDirError(f"{tsv}: header has no image_url column")
     col = {name: i for i, name in enumerate(header)}
-    score_columns = [(name, i) for i, name in enumerate(header) if name not in NON_SCORE_COLUMNS]
+    score_columns = [(name, i) for i, name in enumerate(header) if is_score_column(name)]
 
     def get(row: list[str], name: str) -> str:
         i = col.get(name)

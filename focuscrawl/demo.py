@@ -41,7 +41,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   extra_settings=["FOCUSCRAWL_LINKS_LOG=True"])
         served = server.requests
     seconds = time.perf_counter() - t0
-    run = Run.load(out / "run", args.mode, budget=args.pages)
+    run = Run.load(out / "run", args.mode)  # every page row: the budget is exact (PageBudget)
     truth = Truth.load(out / "web")
     on_topic = sum(truth.page_on_topic(p["url"]) for p in run.pages)
     funnel = image_funnel(run)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from focuscrawl import settings as defaults
-from focuscrawl.corpus import CorpusEntry
+from focuscrawl.corpus import CorpusEntry, score_names
 
 logger = logging.getLogger(__name__)
 
@@ -91,15 +91,6 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
     return ranked
 
 
-def score_names(entries: Iterable[CorpusEntry]) -> list[str]:
-    """All score names of the entries, in first-appearance order."""
-    names: dict[str, None] = {}
-    for entry in entries:
-        for name in entry.scores:
-            names.setdefault(name, None)
-    return list(names)
-
-
 def export_row(rank_no: int, entry: CorpusEntry, scores: list[str]) -> dict:
     """One flat export row (scores as ``score:<name>``)."""
     row = {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
@@ -119,8 +110,7 @@ def _tsv_cell(value) -> str:
     return " ".join(text.replace("\t", " ").split()) if isinstance(value, str) else text
 
 
-def write_tsv(entries: list[CorpusEntry], out: Path) -> int:
-    scores = score_names(entries)
+def write_tsv(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
     columns = list(BASE_COLUMNS) + [f"score:{s}" for s in scores]
     with open(out, "w", encoding="utf-8", newline="") as fh:
         fh.write("\t".join(columns) + "\n")
@@ -138,18 +128,18 @@ def _json_record(rank_no: int, entry: CorpusEntry) -> dict:
             "width": entry.width, "height": entry.height, "scores": entry.scores}
 
 
-def write_jsonl(entries: list[CorpusEntry], out: Path) -> int:
+def write_jsonl(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
     with open(out, "w", encoding="utf-8") as fh:
         for i, entry in enumerate(entries, 1):
-            fh.write(json.dumps(_json_record(i, entry), ensure_ascii=False) + "\n")
+            record = _json_record(i, entry) | {"scores": {name: entry.scores.get(name) for name in scores}}
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     return len(entries)
 
 
-def write_parquet(entries: list[CorpusEntry], out: Path) -> int:
+def write_parquet(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    scores = score_names(entries)
     rows = [export_row(i, e, scores) for i, e in enumerate(entries, 1)]
     fields = [pa.field("rank", pa.int64()), pa.field("final_score", pa.float64())]
     fields += [pa.field(c, pa.string()) for c in BASE_COLUMNS[2:-3]]
@@ -161,11 +151,15 @@ def write_parquet(entries: list[CorpusEntry], out: Path) -> int:
     return len(entries)
 
 
-def _shard_pattern(out: Path) -> str:
-    """``out`` with a ``%06d`` shard number; a path without ``%`` is a directory of shards."""
+def shard_pattern(out: Path) -> str:
+    """Where the WebDataset shards go: ``X.tar`` -> ``X-000000.tar``, ``X-000001.tar``, ...
+    beside it; a path with ``%`` is the pattern itself (``out-%06d.tar``); any other path
+    is a directory of ``corpus-000000.tar``, ..."""
     text = str(out)
     if "%" in text:
         return text
+    if out.suffix == ".tar":
+        return str(out.with_name(f"{out.stem}-%06d.tar"))
     out.mkdir(parents=True, exist_ok=True)
     return str(out / "corpus-%06d.tar")
 
@@ -176,7 +170,7 @@ def write_webdataset(entries: list[CorpusEntry], out: Path, run_dir: Path,
 
     Entries whose image file is missing are skipped (logged and counted).
     """
-    pattern = _shard_pattern(out)
+    pattern = shard_pattern(out)
     written = skipped = 0
     tar = None
     shard = 0
@@ -222,7 +216,7 @@ def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str |
     writer = {"tsv": write_tsv, "jsonl": write_jsonl, "parquet": write_parquet}.get(fmt)
     if writer is None:
         raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
-    return writer(entries, out)
+    return writer(entries, out, score_names(run_dir))
 
 
 def pair_text(entry: CorpusEntry) -> str:
@@ -274,8 +268,33 @@ def register(sub) -> None:
                         "or near-identical context text by SimHash)")
     p.add_argument("--format", choices=FORMATS, default="tsv", help="export format (default %(default)s)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output file; for webdataset a directory or a shard pattern like out-%%06d.tar")
+                   help="output file; for webdataset X.tar (shards X-000000.tar, X-000001.tar, ... beside it), "
+                        "a shard pattern like out-%%06d.tar, or a directory (corpus-000000.tar, ...)")
     p.set_defaults(func=cmd_rank)
+
+
+#: stats.json keys whose counts say why the crawl kept no image
+DROP_STATS_PREFIXES = ("images/dropped/", "images/failed/")
+
+
+def _funnel_text(stats: RankStats, score_min: float, score_max: float) -> str:
+    return (f"{stats.initial} images in images.tsv, {stats.no_score} without a final score, "
+            f"{stats.cut} within the score cut [{score_min:g}, {score_max:g}]")
+
+
+def _crawl_drops_text(run_dir: Path, top: int = 3) -> str:
+    """The crawl's main reasons for dropping images, from the run's stats.json."""
+    try:
+        stats = json.loads((run_dir / "stats.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "the run has no readable stats.json to say why"
+    drops = sorted(((k, v) for k, v in stats.items()
+                    if k.startswith(DROP_STATS_PREFIXES) and isinstance(v, int) and v > 0),
+                   key=lambda kv: -kv[1])
+    if not drops:
+        return f"the crawl dropped no image ({stats.get('images/seen', 0)} seen)"
+    return (f"the crawl saw {stats.get('images/seen', 0)} images; its main drop reasons (stats.json): "
+            + ", ".join(f"{k.split('/', 1)[1]} {v}" for k, v in drops[:top]))
 
 
 def cmd_rank(args) -> int:
@@ -296,6 +315,11 @@ def cmd_rank(args) -> int:
                   filters, stats, collapse)
     fill_context(ranked, args.run_dir)
     written = export(ranked, args.format, args.output, args.run_dir)
+    if not ranked:
+        logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, args.score_min, args.score_max),
+                       _crawl_drops_text(Path(args.run_dir)))
     summary = stats.as_dict() | {"written": written}
+    if args.format == "webdataset":
+        summary["shards"] = shard_pattern(Path(args.output))
     print(json.dumps(summary))
     return 0

@@ -1,4 +1,5 @@
-"""Access to the bundled demo model and keywords via importlib.resources.
+"""The package's own resources, found wherever a command runs: the bundled demo
+model and keywords (importlib.resources) and the project's Scrapy settings.
 
 Works from a source tree, a wheel and a zipped scrapyd egg: files inside a zip are
 extracted once to a temporary file that lives as long as the process (KenLM needs
@@ -10,6 +11,8 @@ import atexit
 import contextlib
 from importlib import resources
 from pathlib import Path
+
+from scrapy.settings import Settings
 
 BUNDLED_MODEL = "cats.arpa"
 BUNDLED_KEYWORDS = "cats.keywords.txt"
@@ -35,3 +38,12 @@ def default_model_path() -> Path:
 
 def default_keywords_path() -> Path:
     return bundled_path(BUNDLED_KEYWORDS)
+
+
+def project_settings() -> Settings:
+    """focuscrawl's Scrapy settings (``focuscrawl.settings``) whatever the current folder:
+    ``get_project_settings()`` would read a ``scrapy.cfg`` there (or none, and then the
+    spider loader knows no focuscrawl spider)."""
+    settings = Settings()
+    settings.setmodule("focuscrawl.settings", priority="project")
+    return settings

@@ -12,9 +12,9 @@ from typing import Any
 
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 
-try:  # Scrapy >= 2.14: media failures of this type are expected, logged without a traceback
+try:  # Scrapy >= 2.18: media failures of this type are expected, logged without a traceback
     from scrapy.pipelines.media import _MediaRequestFiltered as ExpectedMediaFailure
-except ImportError:  # pragma: no cover - older Scrapy: logged like any FileException
+except ImportError:  # Scrapy 2.15-2.17: logged like any FileException
     from scrapy.pipelines.media import FileException as ExpectedMediaFailure
 
 __all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "wake_engine",

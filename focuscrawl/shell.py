@@ -42,7 +42,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     scorer = scorer or scorer_from_settings(settings)
     if not isinstance(response, HtmlResponse):
         raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
-    text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"))
+    text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")).text
     doc, _ = scorer.score_document(text, settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"))
     ranker = LinkRanker(settings, scorer)
     reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
@@ -69,8 +69,8 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
 
 def _settings(settings: BaseSettings | None) -> BaseSettings:
     if settings is None:
-        from scrapy.utils.project import get_project_settings
-        settings = get_project_settings()
+        from focuscrawl.resources import project_settings
+        settings = project_settings()
     return settings
 
 

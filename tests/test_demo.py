@@ -23,7 +23,7 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "crawled 40 pages" in out and str(tmp_path / "run") in out
     pages = read_tsv(tmp_path / "run" / "pages.tsv")
-    assert len(pages) >= 40
+    assert len(pages) == 40  # the budget is exact in page rows
     assert all(p["url"].startswith("http://") and ".test/" in p["url"] for p in pages)
     assert (tmp_path / "run" / "images.tsv").exists() and (tmp_path / "web" / "truth_pages.tsv.gz").exists()
     summary = json.loads((tmp_path / "demo.json").read_text())

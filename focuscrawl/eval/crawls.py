@@ -24,7 +24,7 @@ def _crawl_command(mode: str, seeds: list[str], out: Path, budget: int, determin
                    model: str | None, keywords: str | None, extra: list[str], local: bool) -> list[str]:
     settings = {
         "FOCUSCRAWL_MODE": mode,
-        "FOCUSCRAWL_PAGE_BUDGET": budget,  # PageBudget (enabled in settings.py) counts HTML pages
+        "FOCUSCRAWL_PAGE_BUDGET": budget,  # PageBudget (settings.py): exactly this many page rows
         "LOG_LEVEL": "INFO",
     }
     if local:  # our own server on 127.0.0.1: per-host slots and robots.txt stay, the delays go,
