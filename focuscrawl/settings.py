@@ -313,3 +313,21 @@ SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
 #: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
 #: loses the requests it had queued).
 FOCUSCRAWL_FRONTIER_JOURNAL = True
+
+# --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
+#: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
+#: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is
+#: recorded in stats.json (`focuscrawl/topic`) and `focuscrawl rank` ranks with it.
+FOCUSCRAWL_TOPIC = ""
+#: How the ranked corpus is scored: a bundle scorer (wpp, perplexity, keywords, xent,
+#: classifier, combined) = P(on topic) from the bundle's calibration, ranked high to low,
+#: cut at the calibrated probability; "thesis" = SPEC exactly (weighted perplexity,
+#: ascending, cut FOCUSCRAWL_SCORE_MIN..MAX). The environment variable of the same name
+#: overrides it for `focuscrawl rank`. Chosen by measurement (docs/EVALUATION.md).
+FOCUSCRAWL_SCORING = "combined"
+#: How the crawl orders links: "thesis" = SPEC §5 (perplexities, buckets 6e2/2e3/1e4, razor
+#: 3e4, T_otx 3000); "calibrated" = the FOCUSCRAWL_SCORING scorer's log-odds of page and
+#: anchor (anchor blended 0.7/0.3 when at least as topical as the page), buckets at
+#: P = 0.9/0.5/0.1, razor at the bundle's calibrated razor probability. Chosen by
+#: measurement (docs/EVALUATION.md); FOCUSCRAWL_SCORING = "thesis" forces SPEC here too.
+FOCUSCRAWL_CRAWL_SCORING = "thesis"

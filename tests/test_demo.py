@@ -31,4 +31,7 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     assert summary["funnel"]["initial"] >= summary["funnel"]["format"] >= summary["funnel"]["score"] > 0
     on_topic = summary["score_cut"]["on_topic"]
     assert on_topic["images"] == on_topic["below"] + on_topic["above"] + on_topic["kept"] > 0
-    assert f"kept {on_topic['kept']} of {on_topic['images']} images that show a cat" in out
+    # the ranking by the cats bundle's P(cat) and SPEC's cut, side by side
+    assert f"of the {on_topic['images']} images that show a cat" in out
+    assert f"[2, 70000] keeps {on_topic['kept']})" in out
+    assert summary["ranking"] == "combined" and "top_thesis" in summary

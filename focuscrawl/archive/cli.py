@@ -15,6 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", default=None, help="keywords | document | unfocused (default: settings)")
     p.add_argument("--model", help="ARPA or KenLM binary model (default: bundled cats demo)")
     p.add_argument("--keywords", help="keyword file token;score")
+    p.add_argument("--topic", help="topic bundle (focuscrawl topic build): its LM and keywords score the pages, "
+                                   "and `focuscrawl rank` ranks the output with it")
     p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                    help="Scrapy/focuscrawl setting (repeatable)")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
@@ -47,7 +49,7 @@ def cmd_warc(args: argparse.Namespace) -> int:
             raise ValueError(f"-s expects NAME=VALUE, got {item!r}")
         settings.set(name, value, priority="cmdline")
     spider_args = {"archives": index, "output": args.output}
-    for name in ("mode", "model", "keywords"):
+    for name in ("mode", "model", "keywords", "topic"):
         if getattr(args, name):
             spider_args[name] = getattr(args, name)
     # one handler (the command's, from focuscrawl.cli): Scrapy's own root handler would

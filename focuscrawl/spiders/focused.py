@@ -1,7 +1,7 @@
 """The ``focused`` spider: fetch pages, score their text, emit a PageItem and out-links.
 
     scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused
-        [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
+        [-a topic=BUNDLE_DIR] [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
 
 The spider only extracts: the page's document perplexity goes into the PageItem and
 ``response.meta["page_perplexity"]``; every out-link becomes a Request with its
@@ -24,7 +24,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.items import PageItem
-from focuscrawl.scoring import topic_scorer
+from focuscrawl.scoring import crawl_topic_model, topic_scorer
 from focuscrawl.text.extractors import (CHARSET_FALLBACK, TRUNCATED, ExtractionError, ExtractionTimeout,
                                         PageText, extract_page, get_extractor)
 from focuscrawl.text.html import clip_html, fallback_encoding, full_text_from_tree
@@ -38,6 +38,7 @@ SPIDER_ARG_SETTINGS = {
     "mode": "FOCUSCRAWL_MODE",
     "model": "FOCUSCRAWL_MODEL",
     "keywords": "FOCUSCRAWL_KEYWORDS",
+    "topic": "FOCUSCRAWL_TOPIC",
     "output": "FOCUSCRAWL_OUTPUT_DIR",
     "seeds": "FOCUSCRAWL_SEEDS",
     "domains": "FOCUSCRAWL_ALLOWED_DOMAINS",
@@ -169,6 +170,7 @@ class FocusedSpider(scrapy.Spider):
             self.extract = get_extractor(self.extractor_name)
             # load the model now: a bad path stops the crawl before any request
             self.scorer = topic_scorer(crawler)
+            self.topic_model = crawl_topic_model(crawler)
         except (ValueError, FileNotFoundError) as exc:
             raise UsageError(str(exc)) from exc
         self.min_sentence_tokens = settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS")
@@ -216,6 +218,8 @@ class FocusedSpider(scrapy.Spider):
         links, images = page_links(root, response)
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
+        if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
+            response.meta["page_topic_logit"] = self.topic_model.logit("\n".join(sentences)) if sentences else None
         self.stats.inc_value("focuscrawl/pages")
         if score.perplexity is None:
             self.stats.inc_value("focuscrawl/pages_without_text")
