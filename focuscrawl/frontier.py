@@ -42,6 +42,7 @@ from pathlib import Path
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import Scheduler
+from scrapy.pqueues import ScrapyPriorityQueue
 from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.job import job_dir
@@ -263,3 +264,52 @@ class JournaledScheduler(Scheduler):
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         # Scrapy has saved its queue (close() runs before spider_closed): a clean stop
         (self.state_dir / CLEAN_MARKER).write_text(reason + "\n")
+
+
+class RerankingPriorityQueue(ScrapyPriorityQueue):
+    """Scrapy's priority queue that re-ranks its top when the link learner's model changes.
+
+    Mode ``learning`` sets a link's priority from the model of the moment. Re-scoring
+    the whole frontier per page would cost O(frontier); instead, on the first ``pop``
+    after a model update the best ``FOCUSCRAWL_LEARNING_RERANK_TOP`` requests are taken
+    out, re-scored from the features and host kept in their meta (the host term uses
+    the hosts' harvest as of now) and pushed back: what the crawl fetches next is
+    always ranked by a recent model. Requests keep the same meta, so the disk queues
+    of a JOBDIR and the frontier journal are unaffected. Without a learner (other
+    modes) it is Scrapy's queue.
+    """
+
+    def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
+        super().__init__(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
+        from focuscrawl.lm.link_learner import link_learner
+
+        s = crawler.settings
+        self.learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
+        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP", 1000)
+        self.stats = crawler.stats
+        self.ranked_version = 0
+
+    def pop(self):
+        if self.learner is not None and self.top > 0 and self.learner.version != self.ranked_version:
+            self.ranked_version = self.learner.version
+            self.rerank()
+        return super().pop()
+
+    def rerank(self) -> int:
+        """Re-score the best ``top`` requests (start requests keep their priority)."""
+        taken = []
+        while len(taken) < self.top:
+            request = super().pop()
+            if request is None:
+                break
+            taken.append(request)
+        for request in taken:
+            features = request.meta.get("link_features")
+            if features is not None and not request.meta.get("is_start_request"):
+                host = (request.url.split("/")[2].split(":")[0].lower())
+                learned = self.learner.score(list(features), request.meta.get("link_score"), host)
+                request.meta["link_learned"] = learned
+                request.priority = self.learner.priority(learned)
+            self.push(request)
+        self.stats.inc_value("focuscrawl/learning/reranked", len(taken))
+        return len(taken)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
@@ -30,6 +32,7 @@ from scrapy.http import HtmlResponse
 from focuscrawl.urls import QueryVariantLimit, repeated_path_segment
 
 POLICIES = ("breadth_first", "page_classifier", "link_oracle")
+ORACLE_FILE = "oracle.json"
 MAX_REDIRECTS = 20  # Scrapy's REDIRECT_MAX_TIMES
 
 
@@ -44,14 +47,32 @@ class PageTruth:
         return self.on_topic.get(url, False)
 
     @classmethod
-    def from_web(cls, web) -> "PageTruth":
-        pages, images = web.truth()
+    def from_rows(cls, pages, images) -> "PageTruth":
+        """From truth rows (``TestWeb.truth()`` or the truth TSVs: booleans or "0"/"1")."""
         counts: dict[str, list[int]] = {}
         for img in images:
             c = counts.setdefault(img["page_url"], [0, 0])
             c[0] += 1
-            c[1] += bool(img["shows_topic"])
-        return cls({p["url"]: bool(p["on_topic"]) for p in pages}, {u: (a, b) for u, (a, b) in counts.items()})
+            c[1] += _true(img["shows_topic"])
+        return cls({p["url"]: _true(p["on_topic"]) for p in pages}, {u: (a, b) for u, (a, b) in counts.items()})
+
+    @classmethod
+    def from_web(cls, web) -> "PageTruth":
+        return cls.from_rows(*web.truth())
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "PageTruth | None":
+        """From ``truth_pages.tsv.gz`` and ``truth_images.tsv.gz`` in ``folder`` (``None`` if absent)."""
+        from focuscrawl.output.files import read_tsv
+
+        folder = Path(folder)
+        if not (folder / "truth_pages.tsv.gz").exists():
+            return None
+        return cls.from_rows(read_tsv(folder / "truth_pages.tsv.gz"), read_tsv(folder / "truth_images.tsv.gz"))
+
+
+def _true(value) -> bool:
+    return value is True or value == "1" or value == 1
 
 
 def harvest_of(page_urls: list[str], truth: PageTruth) -> dict:
@@ -155,7 +176,34 @@ def simulate(web, seeds: list[str], budget: int, policy: str, truth: PageTruth,
     return pages
 
 
+def oracle_pages(web, seeds: list[str], budget: int, truth: PageTruth | None = None) -> dict[str, list[str]]:
+    """``{policy: simulated page URLs}`` for every policy."""
+    truth = truth or PageTruth.from_web(web)
+    return {policy: simulate(web, seeds, budget, policy, truth) for policy in POLICIES}
+
+
 def oracle_bounds(web, seeds: list[str], budget: int, truth: PageTruth | None = None) -> dict[str, dict]:
     """``{policy: harvest_of(simulated pages)}`` for every policy."""
     truth = truth or PageTruth.from_web(web)
-    return {policy: harvest_of(simulate(web, seeds, budget, policy, truth), truth) for policy in POLICIES}
+    return {policy: harvest_of(pages, truth) for policy, pages in oracle_pages(web, seeds, budget, truth).items()}
+
+
+def write_oracle(web, seeds: list[str], budget: int, folder: str | Path) -> dict[str, dict]:
+    """Simulate every policy and write ``folder/oracle.json`` (page sequences and harvests)."""
+    truth = PageTruth.from_web(web)
+    pages = oracle_pages(web, seeds, budget, truth)
+    summary = {policy: {k: v for k, v in harvest_of(urls, truth).items() if k != "curves"}
+               for policy, urls in pages.items()}
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / ORACLE_FILE).write_text(json.dumps({"budget": budget, "seeds": seeds, "harvest": summary,
+                                                        "pages": pages}) + "\n")
+    return summary
+
+
+def bound_fractions(harvest: dict, bounds: dict[str, dict]) -> dict[str, dict]:
+    """A run's page and image harvest as a fraction of each bound's."""
+    out = {}
+    for policy, bound in bounds.items():
+        out[policy] = {key: (harvest[key] / bound[key] if harvest.get(key) is not None and bound.get(key) else None)
+                       for key in ("image_harvest", "page_harvest")}
+    return out

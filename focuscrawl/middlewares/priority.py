@@ -7,7 +7,11 @@ drop items, do not matter). For each Request:
 
 * ``unfocused``: breadth-first, ``priority = -depth`` (FIFO within a depth);
 * ``document``: the score is the page's perplexity (inherited by all its links);
-* ``keywords``: ``link_score(PP_d, PP(anchor), kw(anchor))`` (SPEC §5).
+* ``keywords``: ``link_score(PP_d, PP(anchor), kw(anchor))`` (SPEC §5);
+* ``learning`` (beyond the thesis): the ``keywords`` score is computed and logged, but
+  the priority is the online link learner's score (``focuscrawl.lm.link_learner``):
+  every judged page trains it on the link that led there; the frontier re-ranks its top
+  when the model changes (``focuscrawl.frontier.RerankingPriorityQueue``).
 
 In focused modes the score is mapped to a bucket priority (seeds above all) and a
 link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. The request keeps
@@ -28,13 +32,16 @@ from scrapy import Request, signals
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
+from focuscrawl.items import PageItem
+from focuscrawl.lm.link_learner import PRIORITY_STEPS, PageJudge, link_features, link_learner
 from focuscrawl.lm.links import bucket_index, bucket_name, bucket_priority, link_score, seed_priority
 from focuscrawl.scoring import topic_scorer
 
 logger = logging.getLogger(__name__)
 
 LINKS_LOG_COLUMNS = ("from", "to", "anchor", "doc_pp", "anchor_pp", "anchor_kw", "score",
-                     "bucket", "priority", "followed")
+                     "bucket", "priority", "followed", "learned", "features")
+FOCUSED_MODES = ("keywords", "document", "learning")
 
 
 def _fmt(value) -> str:
@@ -98,18 +105,24 @@ class LinkDecision:
     bucket: str
     priority: int
     followed: bool
+    #: mode ``learning``: the learner's score in (0, 1) (higher = earlier) and its features
+    learned: float | None = None
+    features: tuple[str, ...] | None = None
 
 
 class LinkRanker:
     """The mode's link rule with its settings: ``decide(doc_pp, anchor, depth)``.
 
-    Shared by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``.
+    Shared by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``. With a
+    ``learner`` (mode ``learning``, or ``explain`` showing what a learner would do) the
+    decision also carries the learned score, which sets the priority in mode ``learning``.
     """
 
-    def __init__(self, settings, scorer=None) -> None:
+    def __init__(self, settings, scorer=None, learner=None) -> None:
         s = settings
         self.mode = s.get("FOCUSCRAWL_MODE")
-        self.focused = self.mode in ("keywords", "document")
+        self.focused = self.mode in FOCUSED_MODES
+        self.learner = learner
         self.buckets = [float(b) for b in s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS")]
         self.steps = s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE")
         self.razor = s.getfloat("FOCUSCRAWL_LINK_RAZOR")
@@ -119,7 +132,8 @@ class LinkRanker:
             keyword_weight=s.getfloat("FOCUSCRAWL_LINK_KEYWORD_WEIGHT"),
             anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"),
         )
-        self.seed_priority = seed_priority(self.buckets, self.steps)
+        self.seed_priority = (PRIORITY_STEPS + 1 if self.mode == "learning"
+                              else seed_priority(self.buckets, self.steps))
         self.scorer = scorer
         # navigation anchors repeat on every page of a site: remember their scores
         self.anchor_score = lru_cache(maxsize=s.getint("FOCUSCRAWL_LM_CACHE_SIZE") or 1)(self._anchor_score)
@@ -129,15 +143,18 @@ class LinkRanker:
         return score.perplexity, score.keyword_score
 
     def decide(self, doc_pp: float | None, anchor: str, depth: int = 0,
-               inherited: float | None = None) -> LinkDecision:
+               inherited: float | None = None, *, url: str = "", parent_url: str = "",
+               parent_topicality: float | None = None,
+               grandparent_topicality: float | None = None) -> LinkDecision:
         """Score, bucket, priority and razor decision of a link found on a page with
         perplexity ``doc_pp`` (``None``: the page had no text; ``inherited``, the score of
-        the link that led to the page, or the razor value stands in)."""
+        the link that led to the page, or the razor value stands in). The learner also
+        sees the link's ``url``, the page's URL and the page's and its parent's topicality."""
         if not self.focused:
             return LinkDecision(None, None, None, "", -depth, True)
         base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
         anchor_pp = anchor_kw = None
-        if self.mode == "keywords":
+        if self.mode in ("keywords", "learning"):
             anchor_pp, anchor_kw = self.anchor_score(anchor)
             score = link_score(base, anchor_pp, anchor_kw, **self.weights)
         else:
@@ -145,7 +162,15 @@ class LinkRanker:
         name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
         followed = not score > self.razor
         priority = bucket_priority(score, self.buckets, self.steps) if followed else 0
-        return LinkDecision(score, anchor_pp, anchor_kw, name, priority, followed)
+        learned = features = None
+        if self.learner is not None:
+            features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality,
+                                           score))
+            host = url.split("/")[2].split(":")[0].lower() if url.count("/") >= 2 else ""
+            learned = self.learner.score(list(features), score, host)
+            if self.mode == "learning" and followed:
+                priority = self.learner.priority(learned)
+        return LinkDecision(score, anchor_pp, anchor_kw, name, priority, followed, learned, features)
 
 
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
@@ -156,7 +181,10 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         s = crawler.settings
         self.stats = crawler.stats
         mode = s.get("FOCUSCRAWL_MODE")
-        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode == "keywords" else None)
+        learning = mode == "learning"
+        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None,
+                                 link_learner(crawler) if learning else None)
+        self.judge = PageJudge(s.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP")) if learning else None
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
@@ -176,7 +204,35 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.log.close()
             self.log = None
 
+    # -- learning: every parsed page is a training example for the link that led to it ----
+    def _topicality(self, response: Response | None) -> None:
+        """Judge the page at its first output (the spider scores it before yielding anything):
+        ``response.meta["page_topicality"]`` is a feature of its links."""
+        if (self.judge is not None and response is not None and "page_perplexity" in response.meta
+                and "page_topicality" not in response.meta):
+            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"))
+
+    def get_processed_item(self, item, response: Response | None):
+        """The page's item (after its links; the near-duplicate middleware has marked it):
+        train the learner. A near-duplicate of an earlier page counts as off topic: it
+        brings nothing new (an archive calendar of an on-topic blog is a trap, not a find)."""
+        if self.judge is None or response is None or not isinstance(item, PageItem):
+            return item
+        self._topicality(response)
+        topicality = response.meta.get("page_topicality")
+        if topicality is None:
+            self.stats.inc_value("focuscrawl/learning/unjudged")
+            return item
+        on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
+        host = (response.url.split("/")[2].split(":")[0].lower() if response.url.count("/") >= 2 else "")
+        features = response.meta.get("link_features")
+        if self.ranker.learner.observe(list(features) if features else None, host, on_topic):
+            self.stats.inc_value("focuscrawl/learning/updates")
+        self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
+        return item
+
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
+        self._topicality(response)
         meta = request.meta
         if response is None or meta.get("seed"):
             request.priority = self.ranker.seed_priority
@@ -185,8 +241,14 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             return request
         doc_pp = response.meta.get("page_perplexity")
         anchor = meta.get("anchor", "")
-        d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"))
+        d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"),
+                               url=request.url, parent_url=response.url,
+                               parent_topicality=response.meta.get("page_topicality"),
+                               grandparent_topicality=response.meta.get("parent_topicality"))
         meta["parent_perplexity"] = doc_pp
+        if d.learned is not None:  # the frontier re-scores it with a newer model (features, host)
+            meta["link_features"], meta["link_learned"] = list(d.features), d.learned
+            meta["parent_topicality"] = response.meta.get("page_topicality")
         if self.ranker.focused:
             meta["link_score"], meta["link_bucket"] = d.score, d.bucket
             if d.anchor_perplexity is not None or d.anchor_keyword_score is not None:
@@ -198,5 +260,6 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             request.priority = d.priority
         if self.log:
             self.log.write(response.url, request.url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
-                           d.score, d.bucket, d.priority if d.followed else "", int(d.followed))
+                           d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
+                           " ".join(d.features) if d.features else None)
         return request if d.followed else None

@@ -14,12 +14,16 @@ from focuscrawl.testweb.web import PROFILES, TestWeb, web_config
 DEFAULT_DATA = "../shared/data"
 
 
-def add_web_arguments(p: argparse.ArgumentParser) -> None:
+def add_web_arguments(p: argparse.ArgumentParser, several_seeds: bool = False) -> None:
     p.add_argument("--data", default=DEFAULT_DATA,
                    help="shared data folder (captions/, wiki/, cleaneval/); 'bundled' = the small demo pool "
                         "(default %(default)s)")
     p.add_argument("--topic", default="cat", help="topic of the web: cat, dog, train, ... (default %(default)s)")
-    p.add_argument("--seed", type=int, default=1, help="the web's seed (same seed, same web)")
+    if several_seeds:
+        p.add_argument("--seed", type=int, nargs="+", default=[1],
+                       help="the web's seed(s) (same seed, same web); several: one evaluation per seed")
+    else:
+        p.add_argument("--seed", type=int, default=1, help="the web's seed (same seed, same web)")
     p.add_argument("--profile", default="standard", choices=sorted(PROFILES),
                    help="standard: the topic is common and seeded; hard: rare topic (<= 3%%), no on-topic seed, "
                         "a look-alike neighbour topic, a third of the anchors generic (default %(default)s)")
