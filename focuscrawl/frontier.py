@@ -48,6 +48,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import request_from_dict
 
+from focuscrawl.lm.link_learner import url_host
 from focuscrawl.output.files import LineLog
 from focuscrawl.output.run import run_output
 
@@ -276,7 +277,8 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     the hosts' harvest as of now) and pushed back: what the crawl fetches next is
     always ranked by a recent model. Requests keep the same meta, so the disk queues
     of a JOBDIR and the frontier journal are unaffected. Without a learner (other
-    modes) it is Scrapy's queue.
+    modes) it is Scrapy's queue. (It reads Scrapy's ``queues``/``curprio``, internals of
+    ``ScrapyPriorityQueue``, for speed.)
     """
 
     def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
@@ -285,7 +287,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
 
         s = crawler.settings
         self.learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
-        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP", 1000)
+        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP", 500)
         self.stats = crawler.stats
         self.ranked_version = 0
 
@@ -296,20 +298,34 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
         return super().pop()
 
     def rerank(self) -> int:
-        """Re-score the best ``top`` requests (start requests keep their priority)."""
+        """Re-score the best ``top`` requests (start requests keep their priority).
+
+        Takes them from the internal per-priority queues best first (Scrapy's ``pop``
+        recomputes the current priority over all queues whenever one empties, O(queues)
+        per request) and pushes them back with their new priorities."""
         taken = []
-        while len(taken) < self.top:
-            request = super().pop()
-            if request is None:
+        for prio in sorted(self.queues):
+            queue = self.queues[prio]
+            while len(taken) < self.top:
+                request = queue.pop()
+                if request is None:
+                    break
+                taken.append(request)
+            if not len(queue):
+                queue.close()
+                del self.queues[prio]
+            if len(taken) >= self.top:
                 break
-            taken.append(request)
         for request in taken:
             features = request.meta.get("link_features")
-            if features is not None and not request.meta.get("is_start_request"):
-                host = (request.url.split("/")[2].split(":")[0].lower())
-                learned = self.learner.score(list(features), request.meta.get("link_score"), host)
+            if features is not None:
+                vector = request.meta.get("link_vector")
+                learned = self.learner.score(features, request.meta.get("link_score"), url_host(request.url),
+                                             tuple(vector) if vector else None)
                 request.meta["link_learned"] = learned
                 request.priority = self.learner.priority(learned)
             self.push(request)
+        prios = set(self.queues) | set(self._start_queues)
+        self.curprio = min(prios) if prios else None
         self.stats.inc_value("focuscrawl/learning/reranked", len(taken))
         return len(taken)

@@ -33,7 +33,8 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focuscrawl.items import PageItem
-from focuscrawl.lm.link_learner import PRIORITY_STEPS, PageJudge, link_features, link_learner
+from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, learner_state_path, link_features,
+                                       link_learner, url_host)
 from focuscrawl.lm.links import bucket_index, bucket_name, bucket_priority, link_score, seed_priority
 from focuscrawl.scoring import topic_scorer
 
@@ -123,6 +124,7 @@ class LinkRanker:
         self.mode = s.get("FOCUSCRAWL_MODE")
         self.focused = self.mode in FOCUSED_MODES
         self.learner = learner
+        self.last_vector = None  # the learner's vector of the last decided link
         self.buckets = [float(b) for b in s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS")]
         self.steps = s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE")
         self.razor = s.getfloat("FOCUSCRAWL_LINK_RAZOR")
@@ -166,10 +168,11 @@ class LinkRanker:
         if self.learner is not None:
             features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality,
                                            score))
-            host = url.split("/")[2].split(":")[0].lower() if url.count("/") >= 2 else ""
-            learned = self.learner.score(list(features), score, host)
+            vector = self.learner.vector(list(features))
+            learned = self.learner.score(None, score, url_host(url), vector)
             if self.mode == "learning" and followed:
                 priority = self.learner.priority(learned)
+            self.last_vector = vector
         return LinkDecision(score, anchor_pp, anchor_kw, name, priority, followed, learned, features)
 
 
@@ -188,6 +191,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
+        self.learner_paths = [p for p in (learner_state_path(s), os.path.join(out, LEARNER_FILE) if out else None)
+                              if p] if learning else []
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -196,6 +201,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.log = LinksLog(self.log_path)
 
     def spider_closed(self, spider=None) -> None:
+        for path in self.learner_paths:  # JOBDIR: a resume goes on learning; run dir: explain()
+            self.ranker.learner.save(path)
         if self.ranker.scorer is not None:  # anchors answered from the per-anchor cache
             info = self.ranker.anchor_score.cache_info()
             self.stats.set_value("focuscrawl/links/anchor_lookups", info.hits + info.misses)
@@ -224,7 +231,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.stats.inc_value("focuscrawl/learning/unjudged")
             return item
         on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
-        host = (response.url.split("/")[2].split(":")[0].lower() if response.url.count("/") >= 2 else "")
+        host = url_host(response.url)
         features = response.meta.get("link_features")
         if self.ranker.learner.observe(list(features) if features else None, host, on_topic):
             self.stats.inc_value("focuscrawl/learning/updates")
@@ -246,8 +253,9 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                parent_topicality=response.meta.get("page_topicality"),
                                grandparent_topicality=response.meta.get("parent_topicality"))
         meta["parent_perplexity"] = doc_pp
-        if d.learned is not None:  # the frontier re-scores it with a newer model (features, host)
+        if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
             meta["link_features"], meta["link_learned"] = list(d.features), d.learned
+            meta["link_vector"] = self.ranker.last_vector
             meta["parent_topicality"] = response.meta.get("page_topicality")
         if self.ranker.focused:
             meta["link_score"], meta["link_bucket"] = d.score, d.bucket
