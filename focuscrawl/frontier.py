@@ -273,7 +273,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     Mode ``learning`` sets a link's priority from the model of the moment. Re-scoring
     the whole frontier per page would cost O(frontier); instead, on the first ``pop``
     after a model update the best ``FOCUSCRAWL_LEARNING_RERANK_TOP`` requests are taken
-    out, re-scored from the features and host kept in their meta (the host term uses
+    out, re-scored from the feature vector and host kept in their meta (the host term uses
     the hosts' harvest as of now) and pushed back: what the crawl fetches next is
     always ranked by a recent model. Requests keep the same meta, so the disk queues
     of a JOBDIR and the frontier journal are unaffected. Without a learner (other
@@ -317,11 +317,9 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
             if len(taken) >= self.top:
                 break
         for request in taken:
-            features = request.meta.get("link_features")
-            if features is not None:
-                vector = request.meta.get("link_vector")
-                learned = self.learner.score(features, request.meta.get("link_score"), url_host(request.url),
-                                             tuple(vector) if vector else None)
+            vector = request.meta.get("link_vector")
+            if vector is not None:
+                learned = self.learner.score(None, request.meta.get("link_score"), url_host(request.url), vector)
                 request.meta["link_learned"] = learned
                 request.priority = self.learner.priority(learned)
             self.push(request)

@@ -232,8 +232,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             return item
         on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
         host = url_host(response.url)
-        features = response.meta.get("link_features")
-        if self.ranker.learner.observe(list(features) if features else None, host, on_topic):
+        if self.ranker.learner.observe(None, host, on_topic, vector=response.meta.get("link_vector")):
             self.stats.inc_value("focuscrawl/learning/updates")
         self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
         return item
@@ -254,8 +253,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                grandparent_topicality=response.meta.get("parent_topicality"))
         meta["parent_perplexity"] = doc_pp
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
-            meta["link_features"], meta["link_learned"] = list(d.features), d.learned
-            meta["link_vector"] = self.ranker.last_vector
+            meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
             meta["parent_topicality"] = response.meta.get("page_topicality")
         if self.ranker.focused:
             meta["link_score"], meta["link_bucket"] = d.score, d.bucket
