@@ -1,4 +1,7 @@
 import hashlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -72,6 +75,14 @@ def test_simhash_of_tokens_matches_text():
     assert simhash("the cat sat on the mat".split(), "3") == text_simhash("The cat sat on the mat.", "3")
 
 
-def test_simhash_is_deterministic_numpy_uint64():
-    fps = np.array([text_simhash(TEXT, "3")] * 2, dtype=np.uint64)
-    assert fps[0] == fps[1]
+def test_simhash_is_the_same_in_another_process_with_another_hash_seed():
+    # Python's str hash is salted per process; the fingerprint must not be (it is stored
+    # in JOBDIR and compared across resumed crawls and Redis workers).
+    code = ("from focuscrawl.dedup.simhash import text_simhash; import sys; "
+            "print(text_simhash(sys.stdin.read(), '3'))")
+    here = text_simhash(TEXT, "3")
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], input=TEXT, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout
+        assert int(out) == here
+    assert np.uint64(here) == here  # fits the index's uint64 tables

@@ -56,7 +56,10 @@ def test_async_output_matches_sync():
         return [o async for o in mw.process_spider_output_async(resp, gen())]
 
     out = asyncio.run(collect())
+    sync = output(make_mw()[0], resp, [page_item()])
     assert [type(o) for o in out] == [PageItem, ImageItem]
+    assert [dict(o) for o in out] == [dict(o) for o in sync]
+    assert out[1]["image_url"] == "http://cdn.test/pics/a.jpg" and out[1]["alt"] == "a cat"
 
 
 @pytest.mark.parametrize("mode, kept", [("mark", 1), ("skip", 0)])

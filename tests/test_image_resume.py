@@ -10,6 +10,8 @@ import sys
 import time
 from collections import Counter
 
+import pytest
+
 from tests.crawlhelp import ON_TOPIC, REPO, crawl, write_model
 from tests.imagesite import image_bytes
 from tests.localweb import LocalWeb, Page
@@ -95,7 +97,11 @@ def test_killed_crawl_leaves_whole_rows_and_resumes(tmp_path):
                 log = out / "images.tsv"
                 if log.exists() and log.read_bytes().count(b"\n") >= 4:
                     break
+                if proc.poll() is not None:
+                    pytest.fail(f"the crawl ended (rc {proc.returncode}) before it could be killed mid-run")
                 time.sleep(0.05)
+            else:
+                pytest.fail("the crawl logged no 4 image rows in 60 s: the kill would not be mid-run")
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.wait(10)
