@@ -303,7 +303,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
         Takes them from the internal per-priority queues best first (Scrapy's ``pop``
         recomputes the current priority over all queues whenever one empties, O(queues)
         per request) and pushes them back with their new priorities."""
-        taken = []
+        taken, emptied = [], []
         for prio in sorted(self.queues):
             queue = self.queues[prio]
             while len(taken) < self.top:
@@ -312,8 +312,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
                     break
                 taken.append(request)
             if not len(queue):
-                queue.close()
-                del self.queues[prio]
+                emptied.append(prio)
             if len(taken) >= self.top:
                 break
         for request in taken:
@@ -323,6 +322,9 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
                 request.meta["link_learned"] = learned
                 request.priority = self.learner.priority(learned)
             self.push(request)
+        for prio in emptied:  # kept while pushing back: no queue is closed and built again
+            if not len(self.queues[prio]):
+                self.queues.pop(prio).close()
         prios = set(self.queues) | set(self._start_queues)
         self.curprio = min(prios) if prios else None
         self.stats.inc_value("focuscrawl/learning/reranked", len(taken))

@@ -51,6 +51,8 @@ class PageTruth:
         """From truth rows (``TestWeb.truth()`` or the truth TSVs: booleans or "0"/"1")."""
         counts: dict[str, list[int]] = {}
         for img in images:
+            if not img.get("page_url"):  # a truth without image pages: no image harvest
+                continue
             c = counts.setdefault(img["page_url"], [0, 0])
             c[0] += 1
             c[1] += _true(img["shows_topic"])
