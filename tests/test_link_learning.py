@@ -111,3 +111,24 @@ def test_learning_crawl_moves_the_good_host_up_and_the_decoy_down(tmp_path):
     assert {r["to"] for r in rows} >= {"http://good.test/1", "http://decoy.test/5"}
     row = next(r for r in rows if r["to"] == "http://good.test/1")
     assert 0 < float(row["learned"]) < 1 and "a:read" in row["features"].split() and row["score"]
+
+
+def test_learning_crawl_resumes_from_jobdir_with_what_it_had_learnt(tmp_path):
+    from focuscrawl.lm.link_learner import LinkLearner
+
+    settings = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1, "JOBDIR": str(tmp_path / "job")}
+    with LocalWeb(loopback_web()) as web:
+        stats1, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings, budget="4")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert stats1["finish_reason"] == "page_budget"
+        saved = LinkLearner.load(tmp_path / "job" / "focuscrawl" / "link_learner.pkl")
+        assert saved.hosts.judged.get("good.test", 0) >= 1 and saved.version >= 1
+        stats2, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert stats2["finish_reason"] == "finished"
+    order = web.pages_requested()
+    assert len(order) == len(set(order)) == 11  # every page once across the two sessions
+    # the resumed session knew the decoy from the first: the good host's pages came first
+    second = order[4:]
+    assert [p for p in second if p.startswith("good")] == second[:len([p for p in second if p.startswith("good")])]
+    assert (tmp_path / "out" / "link_learner.pkl").exists()
