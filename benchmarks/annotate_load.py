@@ -62,7 +62,7 @@ def run(work: Path, images: int, per_image: int, annotators: int, concurrent: bo
         took = time.perf_counter() - t
     finally:
         server.shutdown()
-        server.server_close()
+        thread.join(10)
     per_item = Counter(item for item, *_ in db.all_answers())
     distinct = {item: len({u for i, u, *_ in db.all_answers() if i == item}) for item in per_item}
     ok = (len(per_item) == images and set(per_item.values()) == {per_image}

@@ -17,17 +17,37 @@ add-on then configures:
   processes stop together when the frontier is really exhausted; a process refuses
   to start on a run directory that another live process of the crawl writes.
 
+* leases (Redis' reliable-queue pattern): ``LeasedPriorityQueue`` pops a request by
+  moving it, in one Lua script, from the shared queue to the worker's own
+  ``leased:<worker>`` sorted set (same score). The lease ends (``ack``) when the
+  request's outcome is safe: its spider output is done, every item it gave has left
+  the item pipelines, and its pages.tsv rows are covered by a checkpoint
+  (``page_rows_committed``); or when its redirect/retry is queued; or when its
+  download failed for good. A worker whose process is gone (same host: no such pid;
+  else no heartbeat for ``FOCUSCRAWL_REDIS_LEASE_TIMEOUT`` seconds) has its leases
+  moved back to the queue by any other worker or by its own restart, except those
+  whose rows its run directory already holds (when that directory is readable
+  here). A worker's id is ``host:run directory``, so a restarted worker finds its
+  leases.
+
 Limits: ``CONCURRENT_REQUESTS_PER_DOMAIN`` and AutoThrottle stay per process (N
 processes may have N times as many connections open to a host, but start at most
-one request per host delay between them); requests popped by a process that dies
-are lost from the frontier (Redis holds only not-yet-popped requests).
+one request per host delay between them). A worker on another host that dies in the
+millisecond between a checkpoint and its ack has that page crawled again (the
+rows of a dead worker's run directory are only checked on its own host).
 """
 from __future__ import annotations
 
+import csv
+import hashlib
+import importlib
+import io
 import logging
 import os
 import socket
 import time
+import weakref
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
@@ -35,7 +55,15 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy_redis import picklecompat
+from scrapy_redis.queue import PriorityQueue
+from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
+
+from focuscrawl.items import PageItem
+from focuscrawl.output.files import complete_lines_size
+from focuscrawl.output.run import run_output
+from focuscrawl.pipelines.writers import page_rows_committed
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +78,35 @@ local delay = tonumber(ARGV[1])
 redis.call('SET', KEYS[1], start + delay, 'PX', start - now + delay + 60000)
 return {start - now, start}
 """
+
+
+# KEYS[1] = shared queue, KEYS[2] = this worker's leases. Moves the best request from
+# the queue to the leases (same score) and returns it: a request is always in one of them.
+_POP_LEASE = """
+local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #r == 0 then return false end
+redis.call('ZREM', KEYS[1], r[1])
+redis.call('ZADD', KEYS[2], r[2], r[1])
+return r[1]
+"""
+
+# KEYS[1] = a dead worker's leases, KEYS[2] = shared queue, KEYS[3] = workers hash;
+# ARGV[1] = the worker, ARGV[2] = the process token found dead, ARGV[3..] = leases whose
+# rows are committed (dropped). Does nothing if the worker was restarted meanwhile.
+_REQUEUE_LEASES = """
+if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return -1 end
+local m = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local done = {}
+for i = 3, #ARGV do done[ARGV[i]] = true end
+local n = 0
+for i = 1, #m, 2 do
+  if not done[m[i]] then redis.call('ZADD', KEYS[2], m[i + 1], m[i]); n = n + 1 end
+end
+redis.call('DEL', KEYS[1])
+return n
+"""
+
+LEASE_META = "focuscrawl_lease"
 
 
 def redis_key(settings: BaseSettings, suffix: str) -> str:
@@ -70,10 +127,12 @@ class RedisProfile:
         if not url:
             return
         for name, value in {
-            "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+            "SCHEDULER": "focuscrawl.distributed.LeasedScheduler",
             "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
-            "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue",
+            "SCHEDULER_QUEUE_CLASS": "focuscrawl.distributed.LeasedPriorityQueue",
             "SCHEDULER_PERSIST": True,
+            # a lease ends at a checkpoint: checkpoint every page batch
+            "FOCUSCRAWL_CHECKPOINT_INTERVAL": 0,
             "REDIS_URL": url,
             "SCHEDULER_QUEUE_KEY": redis_key(settings, "requests"),
             "SCHEDULER_DUPEFILTER_KEY": redis_key(settings, "dupefilter"),
@@ -85,6 +144,9 @@ class RedisProfile:
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedisHostThrottle, 560)
         settings.set_in_component_priority_dict("EXTENSIONS", RedisWorkers, 100)
         settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", SharedSeeds, 10)
+        # outermost on both sides: sees every output of a response and every final failure
+        settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", LeaseOutcomes, 1)
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", LeaseFailures, 1)
 
 
 class SharedSeeds:
@@ -144,26 +206,37 @@ class RedisHostThrottle:
 
 
 class RedisWorkers:
-    """Extension: keeps an idle process alive while the shared crawl still has work.
+    """Extension: keeps an idle process alive while the shared crawl still has work, and gives
+    the leases of dead workers back to the queue.
 
     Each process refreshes ``busy`` (a sorted set: worker id -> last busy time) every
     0.5 s while its engine has work. On ``spider_idle`` the process stays open if
-    the shared queue is not empty or another worker was busy within
-    ``FOCUSCRAWL_REDIS_BUSY_TIMEOUT`` seconds (its pages may still add links).
+    the shared queue is not empty, another worker was busy within
+    ``FOCUSCRAWL_REDIS_BUSY_TIMEOUT`` seconds (its pages may still add links), or a
+    worker that holds leases stopped beating (they come back when it is known dead).
+    ``workers`` (hash: worker id -> process token ``host:pid:start``) says which
+    process runs a worker now; ``alive`` (sorted set: token -> last heartbeat)
+    whether it still does.
     """
 
-    def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float):
+    def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,
+                 lease_timeout: float) -> None:
         self.crawler = crawler
         self.server = server
         self.key = key
-        self.alive_key = key.rsplit(":", 1)[0] + ":alive"
-        self.outputs_key = key.rsplit(":", 1)[0] + ":outputs"
+        prefix = key.rsplit(":", 1)[0]
+        self.alive_key = prefix + ":alive"
+        self.workers_key = prefix + ":workers"
+        self.leased_prefix = prefix + ":leased:"
         self.queue_key = queue_key
         self.busy_timeout = busy_timeout
-        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.lease_timeout = lease_timeout
+        self.worker = worker_id(crawler.settings)
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time():.3f}"
         self.output = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
-        if self.output:
-            self._claim_output()
+        self.book = lease_book(crawler)
+        self._requeue = server.register_script(_REQUEUE_LEASES)
+        self._claim()
         self._loop = task.LoopingCall(self._beat)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
@@ -177,28 +250,87 @@ class RedisWorkers:
         name = crawler.spidercls.name
         return cls(crawler, _connect(s), redis_key(s, "busy").replace("%(spider)s", name),
                    s.get("SCHEDULER_QUEUE_KEY") % {"spider": name},
-                   s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT", 3.0))
+                   s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT"), s.getfloat("FOCUSCRAWL_REDIS_LEASE_TIMEOUT"))
 
-    def _claim_output(self) -> None:
-        """Each process needs its own run directory: refuse one a live worker writes."""
-        path = f"{socket.gethostname()}:{os.path.abspath(self.output)}"
-        self.server.zadd(self.alive_key, {self.worker: time.time()})
-        if self.server.hsetnx(self.outputs_key, path, self.worker):
-            return
-        owner = (self.server.hget(self.outputs_key, path) or b"").decode()
-        seen = self.server.zscore(self.alive_key, owner)
-        if owner != self.worker and seen is not None and seen > time.time() - 10:
-            raise ValueError(f"output directory {self.output} is being written by worker {owner} of this "
-                             f"Redis crawl: give every process its own -a output=... and merge them with "
-                             f"'focuscrawl merge'")
-        self.server.hset(self.outputs_key, path, self.worker)  # its owner is gone
+    # --- liveness ----------------------------------------------------------------------
+    def _gone(self, token: str) -> bool:
+        """The process ``token`` has ended: same host, no such pid; or no heartbeat for
+        ``lease_timeout`` seconds."""
+        host, pid, _ = token.rsplit(":", 2)
+        if host == socket.gethostname():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                return True
+            except (PermissionError, ValueError):
+                pass
+        seen = self.server.zscore(self.alive_key, token)
+        return seen is None or seen < time.time() - self.lease_timeout
 
+    def _claim(self) -> None:
+        """Become the process of this worker; refuse a run directory a live process writes; a
+        restarted worker takes back the leases its killed predecessor held."""
+        previous = ""
+        while not self.server.hsetnx(self.workers_key, self.worker, self.token):
+            previous = (self.server.hget(self.workers_key, self.worker) or b"").decode()
+            if previous and not self._gone(previous):
+                raise ValueError(f"output directory {self.output} is being written by worker {previous} of "
+                                 f"this Redis crawl: give every process its own -a output=... and merge them "
+                                 f"with 'focuscrawl merge'")
+            # its process is gone: take the worker over unless another process just did
+            if self.server.hget(self.workers_key, self.worker) == previous.encode():
+                self.server.hset(self.workers_key, self.worker, self.token)
+                break
+        self.server.zadd(self.alive_key, {self.token: time.time()})
+        if previous:
+            committed = set()
+            if self.output:
+                run = run_output(self.crawler)  # cuts pages.tsv back to its checkpoint
+                run.line_log("pages.tsv")
+                committed = committed_page_urls(run.path("pages.tsv"))
+            self._recover(self.worker, self.token, committed, "focuscrawl/redis/leases_recovered_own")
+
+    def _recover(self, worker: str, token: str, committed: set[str], stat: str) -> int:
+        """Move ``worker``'s leases back to the queue, except those whose page rows are committed."""
+        key = self.leased_prefix + worker
+        members = self.server.zrange(key, 0, -1)
+        if not members:
+            return 0
+        done = [m for m in members if committed and self.book.url(m) in committed]
+        n = int(self._requeue(keys=[key, self.queue_key, self.workers_key], args=[worker, token, *done]))
+        if n > 0 or done:
+            self.crawler.stats.inc_value(stat, max(n, 0))
+            self.crawler.stats.inc_value("focuscrawl/redis/leases_already_committed", len(done))
+            logger.warning("redis: %d requests leased by worker %s back in the queue, %d already committed "
+                           "(%s)", max(n, 0), worker, len(done), stat.rsplit("/", 1)[1])
+        return n
+
+    def _recover_dead(self) -> bool:
+        """Give back the leases of every dead worker; True while a worker that holds leases has
+        stopped beating but is not yet known dead (its leases come back within the lease timeout)."""
+        dying = False
+        for worker, token in self.server.hgetall(self.workers_key).items():
+            worker, token = worker.decode(), token.decode()
+            if worker == self.worker or not self.server.zcard(self.leased_prefix + worker):
+                continue
+            if self._gone(token):
+                host, _, path = worker.partition(":")
+                readable = host == socket.gethostname() and os.path.isdir(path)
+                committed = committed_page_urls(Path(path) / "pages.tsv") if readable else set()
+                self._recover(worker, token, committed, "focuscrawl/redis/leases_recovered")
+            else:
+                seen = self.server.zscore(self.alive_key, token)
+                dying = dying or seen is None or seen < time.time() - max(self.busy_timeout, 2.0)
+        return dying
+
+    # --- signals --------------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
         self.server.zadd(self.key, {self.worker: time.time()})
         self._loop.start(0.5, now=False)
 
     def _beat(self) -> None:
-        self.server.zadd(self.alive_key, {self.worker: time.time()})
+        self.server.zadd(self.alive_key, {self.token: time.time()})
+        self._recover_dead()
         engine = self.crawler.engine
         if engine is None:
             return
@@ -215,6 +347,9 @@ class RedisWorkers:
     def spider_idle(self, spider: Spider) -> None:
         now = time.time()
         self.server.zremrangebyscore(self.key, "-inf", now - 3600)
+        self.book.engine_idle()
+        if self._recover_dead():
+            raise DontCloseSpider("a worker holding leased requests stopped beating")
         if self.server.zcard(self.queue_key) > 0:
             raise DontCloseSpider("shared frontier not empty")
         others = [w for w, t in self.server.zrangebyscore(self.key, now - self.busy_timeout, "+inf",
@@ -227,5 +362,230 @@ class RedisWorkers:
     def spider_closed(self, spider: Spider) -> None:
         if self._loop.running:
             self._loop.stop()
+        # Leases still held have no known safe outcome (a stop mid-download): back to the queue.
+        if self.book.held:
+            self.crawler.stats.set_value("focuscrawl/redis/leases_requeued_at_close", len(self.book.held))
+        self._recover(self.worker, self.token, set(), "focuscrawl/redis/leases_requeued")
+        self.book.held.clear()
         self.server.zrem(self.key, self.worker)
-        self.server.zrem(self.alive_key, self.worker)
+        self.server.zrem(self.alive_key, self.token)
+        if (self.server.hget(self.workers_key, self.worker) or b"").decode() == self.token:
+            self.server.hdel(self.workers_key, self.worker)
+
+
+def worker_id(settings: BaseSettings) -> str:
+    """``host:run directory`` (stable: a restarted worker finds its leases), else ``host:pid``."""
+    output = settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
+    return f"{socket.gethostname()}:{os.path.abspath(output) if output else os.getpid()}"
+
+
+def committed_page_urls(pages_tsv: Path) -> set[str]:
+    """URLs of the whole rows of a pages.tsv (a torn last line is not a row)."""
+    if not pages_tsv.is_file():
+        return set()
+    with open(pages_tsv, "rb") as fh:
+        data = fh.read(complete_lines_size(pages_tsv)).decode("utf-8", "replace")
+    reader = csv.reader(io.StringIO(data), delimiter="\t", quoting=csv.QUOTE_NONE)
+    next(reader, None)
+    return {r[0] for r in reader if r}
+
+
+class LeaseBook:
+    """This worker's leases: the queue member of each held request and what its release waits
+    for (its spider output, its items, its pages' checkpoint). One per crawler."""
+
+    def __init__(self, crawler: Crawler, server, key: str, serializer) -> None:
+        self.stats = crawler.stats
+        self.server = server
+        self.key = key  # the worker's leased set
+        self.serializer = serializer
+        self.held: dict[str, bytes] = {}  # token -> member
+        self.waiting: dict[str, int] = {}  # token -> items not yet safe
+        self.output_done: set[str] = set()
+        self.pages: dict[int, tuple[str, PageItem]] = {}  # id(page item) -> (token, item)
+
+    def lease(self, member: bytes) -> str:
+        token = hashlib.sha1(member).hexdigest()
+        self.held[token] = member
+        self.waiting.setdefault(token, 0)
+        self.stats.inc_value("focuscrawl/redis/leases_taken")
+        return token
+
+    def item_started(self, token: str, item, page_via_writer: bool) -> None:
+        if token in self.held:
+            self.waiting[token] += 1
+            if page_via_writer:
+                self.pages[id(item)] = (token, item)
+
+    def item_done(self, token: str | None) -> None:
+        if token in self.held:
+            self.waiting[token] -= 1
+            self._release_if_safe(token)
+
+    def page_done(self, item) -> None:
+        """A PageItem's row is checkpointed (or the item was dropped)."""
+        token, _ = self.pages.pop(id(item), (None, None))
+        self.item_done(token)
+
+    def output_finished(self, token: str) -> None:
+        if token in self.held:
+            self.output_done.add(token)
+            self._release_if_safe(token)
+
+    def engine_idle(self) -> None:
+        """Nothing is being downloaded, parsed or processed: a held request's output is over
+        even if it ended where no middleware sees it (an exception in a downloader
+        middleware's ``process_response`` goes straight to the errback). Pages still waiting
+        for their rows' checkpoint stay held (the idle writer writes them next)."""
+        for token in list(self.held):
+            if token not in self.output_done:
+                self.stats.inc_value("focuscrawl/redis/leases_ended_unseen")
+                self.output_finished(token)
+
+    def _release_if_safe(self, token: str) -> None:
+        if token in self.output_done and self.waiting.get(token, 0) <= 0:
+            self.release(token)
+
+    def release(self, token: str) -> None:
+        """Ack: the request's outcome is safe; it leaves the leased set."""
+        member = self.held.pop(token, None)
+        self.waiting.pop(token, None)
+        self.output_done.discard(token)
+        if member is not None:
+            self.server.zrem(self.key, member)
+            self.stats.inc_value("focuscrawl/redis/leases_released")
+
+    def url(self, member: bytes) -> str:
+        try:
+            return self.serializer.loads(member).get("url", "")
+        except Exception:  # noqa: BLE001 - an unreadable member is re-queued, never dropped
+            return ""
+
+
+_books: "weakref.WeakKeyDictionary[Crawler, LeaseBook]" = weakref.WeakKeyDictionary()
+
+
+def lease_book(crawler: Crawler) -> LeaseBook:
+    """The crawler's ``LeaseBook`` (shared by the queue, the scheduler, the middlewares, RedisWorkers)."""
+    if crawler not in _books:
+        s = crawler.settings
+        name = s.get("SCHEDULER_SERIALIZER")
+        serializer = importlib.import_module(name) if isinstance(name, str) and name else picklecompat
+        key = redis_key(s, f"leased:{worker_id(s)}").replace("%(spider)s", crawler.spidercls.name)
+        _books[crawler] = LeaseBook(crawler, _connect(s), key, serializer)
+    return _books[crawler]
+
+
+class LeasedPriorityQueue(PriorityQueue):
+    """scrapy-redis's priority queue whose ``pop`` leases: the request moves atomically to this
+    worker's leased set and stays there until ``LeaseBook.release``."""
+
+    def __init__(self, server, spider, key, serializer=None):
+        super().__init__(server, spider, key, serializer)
+        self.book = lease_book(spider.crawler)
+        self._pop_lease = server.register_script(_POP_LEASE)
+
+    def pop(self, timeout=0):
+        member = self._pop_lease(keys=[self.key, self.book.key])
+        if not member:
+            return None
+        request = self._decode_request(member)
+        request.meta[LEASE_META] = self.book.lease(member)
+        return request
+
+
+class LeasedScheduler(RedisScheduler):
+    """scrapy-redis's scheduler; a request that comes back carrying a lease (a redirect or a
+    retry of a leased request) is queued first, then its parent's lease is released."""
+
+    def enqueue_request(self, request: Request) -> bool:
+        token = request.meta.pop(LEASE_META, None)
+        accepted = super().enqueue_request(request)
+        if token is not None:
+            lease_book(self.spider.crawler).release(token)
+        return accepted
+
+
+def _token(response) -> str | None:
+    request = getattr(response, "request", None)
+    return request.meta.get(LEASE_META) if request is not None else None
+
+
+class LeaseOutcomes:
+    """Spider middleware (outermost): counts the items of each leased response and releases the
+    lease when its output is done and every item is safe (left the pipelines; a page's row
+    checkpointed, ``page_rows_committed``)."""
+
+    def __init__(self, crawler: Crawler, book: LeaseBook, pages_via_writer: bool) -> None:
+        self.book = book
+        self.pages_via_writer = pages_via_writer
+        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(self.item_dropped, signal=signals.item_error)
+        crawler.signals.connect(self.rows_committed, signal=page_rows_committed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "LeaseOutcomes":
+        s = crawler.settings
+        if not s.get("FOCUSCRAWL_REDIS_URL"):
+            raise NotConfigured
+        writer = s.getwithbase("ITEM_PIPELINES").get("focuscrawl.pipelines.writers.PageLogWriterPipeline")
+        return cls(crawler, lease_book(crawler), bool(s.get("FOCUSCRAWL_OUTPUT_DIR")) and writer is not None)
+
+    def _started(self, token: str | None, output) -> None:
+        if token is not None and not isinstance(output, Request):
+            self.book.item_started(token, output, self.pages_via_writer and isinstance(output, PageItem))
+
+    def process_spider_output(self, response, result, spider=None):
+        token = _token(response)
+        try:
+            for output in result:
+                self._started(token, output)
+                yield output
+        finally:
+            if token is not None:
+                self.book.output_finished(token)
+
+    async def process_spider_output_async(self, response, result, spider=None):
+        token = _token(response)
+        try:
+            async for output in result:
+                self._started(token, output)
+                yield output
+        finally:
+            if token is not None:
+                self.book.output_finished(token)
+
+    def item_scraped(self, item, response, spider=None) -> None:
+        if not (self.pages_via_writer and isinstance(item, PageItem)):  # else: at its checkpoint
+            self.book.item_done(_token(response))
+
+    def item_dropped(self, item, response, spider=None, **kwargs) -> None:
+        if self.pages_via_writer and isinstance(item, PageItem):
+            self.book.page_done(item)
+        else:
+            self.book.item_done(_token(response))
+
+    def rows_committed(self, items) -> None:
+        for item in items:
+            self.book.page_done(item)
+
+
+class LeaseFailures:
+    """Downloader middleware (outermost): a leased request whose download failed for good (no
+    retry took it over) has no output to wait for."""
+
+    def __init__(self, book: LeaseBook) -> None:
+        self.book = book
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "LeaseFailures":
+        if not crawler.settings.get("FOCUSCRAWL_REDIS_URL"):
+            raise NotConfigured
+        return cls(lease_book(crawler))
+
+    def process_exception(self, request, exception, spider=None):
+        token = request.meta.get(LEASE_META)
+        if token is not None:
+            self.book.output_finished(token)
+        return None

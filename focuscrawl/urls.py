@@ -85,6 +85,16 @@ def repeated_path_segment(url: "str | SplitResult | ParseResult", max_repeats: i
     return None
 
 
+def too_many_path_segments(url: "str | SplitResult | ParseResult", max_segments: int) -> bool:
+    """More than ``max_segments`` path segments (Heritrix's TooManyPathSegmentsDecideRule):
+    paths that grow without repeating a segment (``/a1/b2/c3/...``) escape
+    ``repeated_path_segment``; 0 disables the check."""
+    if max_segments <= 0:
+        return False
+    path = (urlsplit(url) if isinstance(url, str) else url).path
+    return path.count("/") > max_segments and len([s for s in path.split("/") if s]) > max_segments
+
+
 class QueryVariantLimit:
     """Admits at most ``limit`` distinct query strings per host+path (faceted search,
     session ids, endless calendars). Memory is bounded: at most ``limit`` hashes per path."""
@@ -107,3 +117,37 @@ class QueryVariantLimit:
             return False
         seen.add(key)
         return True
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be requested (``"bad port"``, ``"invalid IPv6 host"``, ...), or
+    ``None`` for a usable absolute http(s) URL. The checks are the ones that make
+    ``urlsplit``, Scrapy's ``Request`` or w3lib's ``safe_url_string`` raise later, in a
+    place where one bad URL would end the whole crawl."""
+    from w3lib.url import safe_url_string  # w3lib is Scrapy's; imported lazily like Scrapy does
+
+    if not isinstance(url, str) or not url:
+        return "empty URL"
+    if any(c in url for c in "\x00\r\n"):
+        return "control character in the URL"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+        safe_url_string(url)
+    except ValueError as exc:
+        return str(exc) or type(exc).__name__
+    if parts.scheme not in ("http", "https"):
+        return f"not an http(s) URL (scheme {parts.scheme!r})" if parts.scheme else "not an absolute URL"
+    if not parts.hostname:
+        return "no host"
+    if parts.port == 0:
+        return "port 0"
+    return None
+
+
+def excerpt(value: "str | bytes", limit: int = 80) -> str:
+    """A short, escaped, single-line quote of untrusted input for a log line."""
+    text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+    short = text[:limit]
+    quoted = short.encode("unicode_escape").decode("ascii")
+    return quoted + (f"... ({len(text)} chars)" if len(text) > limit else "")

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import http.client
 import re
+from contextlib import contextmanager
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
 from focuscrawl.annotate.db import AnnotationDB
-from focuscrawl.annotate.web import AnnotationApp, serve_in_thread
+from focuscrawl.annotate.web import create_app, serve_in_thread
 from focuscrawl.corpus import iter_entries
 from focuscrawl.ranking import rank
 
@@ -15,8 +16,29 @@ from focuscrawl.ranking import rank
 def start_server(run_dir, db_path, per_image=3):
     db = AnnotationDB(db_path, per_image=per_image)
     db.add_items(e for e in rank(iter_entries(run_dir)) if e.image_path)
-    server, thread = serve_in_thread(AnnotationApp(db, run_dir))
+    server, thread = serve_in_thread(create_app(db, run_dir))
     return db, server, thread
+
+
+@contextmanager
+def running_app(run_dir, db_path, per_image: int, passwords: dict[str, bool]):
+    """A served app with the accounts ``{name: is_admin}`` (password ``<name>-password``):
+    yields ``(db, port)``, stops the server afterwards."""
+    db, server, thread = start_server(run_dir, db_path, per_image=per_image)
+    for name, is_admin in passwords.items():
+        db.add_user(name, f"{name}-password", is_admin=is_admin)
+    try:
+        yield db, server.server_port
+    finally:
+        server.shutdown()
+        thread.join(5)
+
+
+def logged_in(port: int, name: str) -> "Client":
+    client = Client(port)
+    status, location = client.login(name, f"{name}-password")
+    assert (status, location) == (303, "/")
+    return client
 
 
 class Client:

@@ -27,7 +27,6 @@ def served(tmp_path):
     db.add_user("anna", "anna-password")
     yield db, f"http://127.0.0.1:{server.server_port}", tmp_path
     server.shutdown()
-    server.server_close()
     thread.join(5)
 
 

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from tests.annotate_helpers import Client, start_server
+from tests.annotate_helpers import Client, logged_in, running_app
 from tests.runfixture import make_run_dir
 
 XSS_ALT = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -17,21 +17,8 @@ ROWS[0]["alt"] = XSS_ALT
 def app(tmp_path):
     run_dir = make_run_dir(tmp_path / "run", ROWS)
     (tmp_path / "secret.png").write_bytes(b"\x89PNG outside the run directory")
-    db, server, thread = start_server(run_dir, tmp_path / "db.sqlite3", per_image=2)
-    db.add_user("anna", "anna-password")
-    db.add_user("bert", "bert-password")
-    db.add_user("boss", "boss-password", is_admin=True)
-    yield db, server.server_port, tmp_path
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
-
-
-def logged_in(port, name):
-    client = Client(port)
-    status, location = client.login(name, f"{name}-password")
-    assert (status, location) == (303, "/")
-    return client
+    with running_app(run_dir, tmp_path / "db.sqlite3", 2, {"anna": False, "bert": False, "boss": True}) as (db, port):
+        yield db, port, tmp_path
 
 
 def test_login_logout_and_cookie_flags(app):
@@ -53,7 +40,7 @@ def test_alt_text_is_escaped(app):
     _, port, _ = app
     page = logged_in(port, "anna").get("/")[2]
     assert "<script>alert" not in page and "onerror=alert(1)>" not in page
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page  # Jinja2 (markupsafe) escaping
 
 
 def test_answer_flow_and_progress(app):

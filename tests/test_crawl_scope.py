@@ -75,8 +75,9 @@ def test_scope_traps_robots_and_bad_input(tmp_path):
     pages = {i["url"]: i for i in items(tmp_path) if "sentences" in i}
     assert "http://huge.test/" not in pages and "http://bin.test/file" not in pages
     assert pages["http://broken.test/"]["sentences"] == ["cat cat cat cat cat"]
-    # undecodable bytes are dropped (SPEC §2), the rest of the page is kept
-    assert pages["http://latin.test/"]["sentences"] == ["cat cat caf cat cat cat"]
+    # Latin-1 bytes under charset=utf-8: decoded with the cp1252 fallback (issue #16), counted
+    assert pages["http://latin.test/"]["sentences"] == ["cat cat café cat cat cat"]
+    assert stats["focuscrawl/text/charset_fallback"] == 2  # and broken.test: its \xff\xfe are no UTF-8
     # seed, q.test x2, robots.test/public, broken.test x2, latin.test, h.test x2
     assert stats["focuscrawl/pages"] == len(pages) == 9
     assert stats["focuscrawl/download_errors/HttpError"] == 1  # gone.test: 404
@@ -113,7 +114,9 @@ def test_bad_arguments_stop_with_a_clear_message(tmp_path):
     cases = [
         (["-a", "seeds=http://seed.test/", "-a", "mode=bogus"], "unknown crawl mode 'bogus'"),
         (["-a", f"seeds={tmp_path / 'missing.txt'}"], "seeds file not found"),
-        (["-a", "seeds=ftp://x.test/"], "seeds must be http(s) URLs"),
+        (["-a", "seeds=ftp://x.test/"], "no usable seed among 1"),
+        (["-a", "seeds=http://[::1:bad/"], "no usable seed among 1"),
+        (["-a", "seeds=http://127.0.0.1:99999/,http://:80/"], "no usable seed among 2"),
         (["-a", "seeds=http://seed.test/", "-a", f"model={tmp_path / 'nope.arpa'}"], "language model not found"),
         (["-a", "seeds=http://seed.test/", "-a", f"model={bad_model}"], "cannot load language model"),
         (["-a", "seeds=http://seed.test/", "-a", f"model={model}", "-a", "extractor=nope"], "unknown text extractor"),
@@ -123,6 +126,7 @@ def test_bad_arguments_stop_with_a_clear_message(tmp_path):
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode != 0, args
         assert f"cannot start the crawl: {message}" in stderr, (args, stderr[-2000:])
+        assert "Traceback" not in stderr, (args, stderr[-2000:])
 
 
 def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):

@@ -12,7 +12,7 @@ import redis
 
 from focuscrawl.distributed import _RESERVE_SLOT
 from tests.support.crawl import ROOT, run_links, start_links
-from tests.localweb import LocalWeb, Page, link_site
+from tests.localweb import LocalWeb, Page, link_site, png_bytes
 
 
 def rows(path):
@@ -23,6 +23,16 @@ def redis_settings(server, crawl="t", delay=0.02):
     return [f"FOCUSCRAWL_REDIS_URL={server.url}", f"FOCUSCRAWL_REDIS_CRAWL={crawl}",
             f"FOCUSCRAWL_REDIS_HOST_DELAY={delay}", "CONCURRENT_REQUESTS=2",
             "FOCUSCRAWL_REDIS_BUSY_TIMEOUT=1.5"]
+
+
+def focused_cmd(base: str, out, *settings: str) -> list[str]:
+    """``scrapy crawl focused`` from ``base``/page0 into ``out`` with the fast test settings."""
+    from tests.test_warc_replay import FAST
+
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={base}/page0", "-a", f"output={out}"]
+    for s in FAST + list(settings):
+        cmd += ["-s", s]
+    return cmd
 
 
 def test_host_slots_are_spaced_across_clients(redis_server):
@@ -97,14 +107,10 @@ def test_priorities_hold_across_processes(tmp_path, redis_server):
 
 def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_path, redis_server):
     """The real focused crawl: two processes, one frontier, per-process run dirs merged."""
-    from tests.test_warc_replay import FAST, rows, sightings, site
+    from tests.test_warc_replay import rows, sightings, site
 
     def focused(out, *extra):
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={web.base}/page0",
-               "-a", f"output={out}"]
-        for s in FAST + ["CONCURRENT_REQUESTS=1"] + list(extra):
-            cmd += ["-s", s]
-        return cmd
+        return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=1", *extra)
 
     pages = site()
     for page in pages.values():
@@ -155,3 +161,133 @@ def test_two_processes_refuse_one_output_directory(tmp_path, redis_server):
     assert second.returncode != 0
     assert "is being written by worker" in second.stderr
     assert not (tmp_path / "b.jsonl").exists()  # it crawled nothing
+
+
+def kill_site(n: int = 36) -> dict:
+    """A tree of ``n`` cat pages (three links each), every third page with its own image, a 404
+    and a too long redirect chain."""
+    text = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
+    pages = {"/robots.txt": Page(b"User-agent: *\nAllow: /\n", "text/plain")}
+    for i in range(n):
+        links = "".join(f'<a href="/page{j}">cats {j}</a>' for j in range(3 * i + 1, min(n, 3 * i + 4)))
+        img = f'<img src="/cat{i}.png" alt="a cat on the sofa {i}" width="640" height="480">' if i % 3 == 0 else ""
+        pages[f"/page{i}"] = Page(f"<html><body><p>{text} Page {i}.</p>{img}{links}</body></html>".encode(),
+                                  delay=0.15)
+        if i % 3 == 0:
+            pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 5 % 255, 100, 50)), "image/png")
+    # requests whose end no middleware sees on the way (a 404 for the errback; more redirects
+    # than REDIRECT_MAX_TIMES: IgnoreRequest raised in process_response): their leases end too
+    pages["/page1"].body = pages["/page1"].body.replace(b"</body>", b'<a href="/missing">x</a><a href="/r0">y</a></body>')
+    pages["/missing"] = Page(b"gone", "text/plain", status=404)
+    for k in range(25):
+        pages[f"/r{k}"] = Page(b"", "text/plain", status=302, headers={"Location": f"/r{k + 1}"})
+    return pages
+
+
+def page_urls(run) -> list[str]:
+    path = run / "pages.tsv"
+    lines = path.read_text().splitlines()[1:] if path.exists() else []
+    return [line.split("\t", 1)[0] for line in lines]
+
+
+def kill_after(pages: int) -> list[str]:
+    """Settings that make a crawl SIGKILL itself when its ``pages``-th HTML page arrives."""
+    from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
+
+    return [f"TEST_KILL_AFTER_RESPONSES={pages}", "DOWNLOADER_MIDDLEWARES=" + json.dumps(
+        {**DOWNLOADER_MIDDLEWARES, "tests.support.killswitch.KillAfterResponses": 1000})]
+
+
+def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
+    """Two focused workers (each with its JOBDIR); worker A SIGKILLs itself at its 6th page, when
+    it holds leased requests and parsed pages whose rows sit in its unwritten sentence batch.
+    A is restarted on its run directory; both run to the end. The merged run has every page of
+    the single-process run exactly once, and every image."""
+    import os
+    import signal
+
+    from tests.test_warc_replay import rows as tsv_rows
+
+    def focused(out, *extra):
+        return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *extra)
+
+    shared = redis_settings(redis_server, crawl="kill", delay=0.01)
+    kill = kill_after(6)
+    a, b = tmp_path / "part-a", tmp_path / "part-b"
+    with LocalWeb(kill_site()) as web:
+        single = subprocess.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert single.returncode == 0, single.stderr[-3000:]
+        web.requests.clear()
+        log_a = open(tmp_path / "a.log", "w")
+        proc_a = subprocess.Popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}", *kill), cwd=ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=log_a)
+        proc_b = subprocess.Popen(focused(b, *shared, f"JOBDIR={tmp_path / 'job-b'}"), cwd=ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "b.log", "w"))
+        # wait for A's death without reaping it: its pid stays taken, so B does not take its
+        # leases back before they are inspected here
+        os.waitid(os.P_PID, proc_a.pid, os.WEXITED | os.WNOWAIT)
+        leased_key = [k for k in redis_server.client.keys("focuscrawl:kill:leased:*") if str(a).encode() in k]
+        leased = {json_url(m) for k in leased_key for m in redis_server.client.zrange(k, 0, -1)}
+        committed = set(page_urls(a))
+        fetched = {web.base + p for p in web.fetched("/page")}
+        assert proc_a.wait(10) == -signal.SIGKILL
+        assert leased, "A held no leases when it was killed"
+        unwritten = (leased & fetched) - committed  # the killing page and pages parsed before it
+        assert len(unwritten) >= 2, f"A had no parsed page without a row (leased {leased}, rows {committed})"
+        restart = subprocess.Popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}"), cwd=ROOT,
+                                   stdout=subprocess.DEVNULL, stderr=open(tmp_path / "a2.log", "w"))
+        assert restart.wait(180) == 0, (tmp_path / "a2.log").read_text()[-3000:]
+        assert proc_b.wait(180) == 0, (tmp_path / "b.log").read_text()[-3000:]
+    stats = {p.name: json.loads((p / "stats.json").read_text()) for p in (a, b)}
+    recovered = sum(s.get("focuscrawl/redis/leases_recovered", 0) + s.get("focuscrawl/redis/leases_recovered_own", 0)
+                    + s.get("focuscrawl/redis/leases_already_committed", 0) for s in stats.values())
+    assert recovered >= len(leased)
+    assert all(s.get("focuscrawl/redis/leases_requeued_at_close", 0) == 0 for s in stats.values())
+    assert sum(s.get("focuscrawl/redis/leases_ended_unseen", 0) for s in stats.values()) >= 1  # the last redirect
+    expected = set(page_urls(tmp_path / "single"))
+    both = page_urls(a) + page_urls(b)
+    assert len(expected) == 36
+    assert sorted(both) == sorted(expected), "pages lost or written twice"
+    merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
+                             str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert merged.returncode == 0, merged.stderr[-2000:]
+    merged_pages = page_urls(tmp_path / "merged")
+    assert len(merged_pages) == len(set(merged_pages)) == 36 and set(merged_pages) == expected
+    images = set(tsv_rows(tmp_path / "merged" / "images.tsv", "image_url"))
+    assert images == set(tsv_rows(tmp_path / "single" / "images.tsv", "image_url")) and len(images) == 12
+    assert not redis_server.client.keys("focuscrawl:kill:leased:*")  # every lease released
+
+
+def json_url(member: bytes) -> str:
+    from scrapy_redis import picklecompat
+
+    return picklecompat.loads(member)["url"]
+
+
+def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
+    """One worker alone, SIGKILLed at its 6th page and restarted on its run directory: nobody
+    else could give its leases back, the restart does (after cutting pages.tsv back to its
+    JOBDIR checkpoint), and the run ends with each of the 36 pages once."""
+    import signal
+
+    out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
+    settings = redis_settings(redis_server, crawl="solo", delay=0.01)
+    with LocalWeb(kill_site()) as web:
+        first = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job, *kill_after(6)),
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert first.returncode == -signal.SIGKILL
+        held = [m for k in redis_server.client.keys("focuscrawl:solo:leased:*")
+                for m in redis_server.client.zrange(k, 0, -1)]
+        fetched = {web.base + p for p in web.fetched("/page")}
+        unwritten = ({json_url(m) for m in held} & fetched) - set(page_urls(out))
+        assert len(unwritten) >= 2  # the killing page and pages parsed before it, without rows
+        second = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job),
+                                cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert second.returncode == 0, second.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text())
+    taken_back = stats.get("focuscrawl/redis/leases_recovered_own", 0) + stats.get(
+        "focuscrawl/redis/leases_already_committed", 0)
+    assert taken_back == len(held)
+    urls = page_urls(out)
+    assert len(urls) == len(set(urls)) == 36
+    assert not redis_server.client.keys("focuscrawl:solo:leased:*")

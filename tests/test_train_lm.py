@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 from focuscrawl.cli import main
+from focuscrawl.lm.binary import find_build_binary, write_binary
+from focuscrawl.lm.external import estimate_to_arpa, merge_runs, parse_memory, write_run
 from focuscrawl.lm.scorer import TopicScorer, load_kenlm
 from focuscrawl.lm.train import (DISCOUNT_FALLBACK, compute_discounts, estimate, file_sentences,
                                  train_lm, write_arpa)
@@ -307,3 +309,142 @@ def test_lmplz_count_of_counts_quirk(tmp_path):
         assert (ours[gram][1] is None) == (b is None)
         if b is not None:
             assert ours[gram][1] == pytest.approx(b, abs=2e-6), gram
+
+
+# -- bounded memory (focuscrawl.lm.external) -------------------------------------------
+def spilled(tmp_path: Path, sentences: list[str], order: int, memory: str, jobs: int, name: str):
+    path = tmp_path / name
+    model = estimate_to_arpa(sentences, path, order, memory=memory, jobs=jobs)
+    return model, path
+
+
+@pytest.mark.parametrize("order", [2, 3, 5])
+def test_spilling_gives_the_in_memory_arpa_byte_for_byte(tmp_path, order):
+    sentences = (FIXTURES / "lmplz_corpus.txt").read_text().splitlines()
+    _, ref = train_to(tmp_path, sentences, order, "ref.arpa")
+    one, one_path = spilled(tmp_path, sentences, order, "1G", 1, "one.arpa")
+    assert one.runs == order  # everything fitted: one sorted run per order
+    # 3 KB: counting chunks of 16 rows, merge buffers of a few entries, in two processes
+    many, many_path = spilled(tmp_path, sentences, order, "3K", 2, "many.arpa")
+    assert many.runs > 100 * (order - 1)
+    assert one_path.read_bytes() == ref.read_bytes()
+    assert many_path.read_bytes() == ref.read_bytes()
+    assert many.counts() == one.counts() and many.discounts == one.discounts
+
+
+def test_spilled_model_matches_lmplz_entry_by_entry(tmp_path):
+    sentences = (FIXTURES / "lmplz_corpus.txt").read_text().splitlines()
+    _, path = spilled(tmp_path, sentences, 3, "3K", 2, "m.arpa")
+    ours, ref = read_arpa(path), read_arpa(FIXTURES / "lmplz_tiny.arpa")
+    assert list(ours) == list(ref)
+    for gram, (p, b) in ref.items():
+        assert ours[gram][0] == pytest.approx(p, abs=2e-6), gram
+        if b is not None:
+            assert ours[gram][1] == pytest.approx(b, abs=2e-6), gram
+
+
+def test_spilled_model_keeps_lmplz_count_of_counts_quirk(tmp_path):
+    sentences = ["w2 w2 w0 w5", "w2", "w0 w2 w1 w0 w0 w2 w1 w5"]
+    model, path = spilled(tmp_path, sentences, 2, "1K", 2, "q.arpa")
+    assert model.discounts[0] == DISCOUNT_FALLBACK
+    (tmp_path / "ref.arpa").write_text(QUIRK_LMPLZ_ARPA)
+    ours, ref = read_arpa(path), read_arpa(tmp_path / "ref.arpa")
+    assert list(ours) == list(ref)
+    assert all(ours[g][0] == pytest.approx(ref[g][0], abs=2e-6) for g in ref)
+
+
+def test_spilling_with_reserved_words_empty_orders_and_short_sentences(tmp_path, caplog):
+    # Sentences shorter than the order leave the 4- and 5-gram levels nearly empty;
+    # reserved words are white space (a sentence of only "<s>" becomes empty).
+    sentences = ["a", "b a", "<s>", "a <unk> b", "c"]
+    _, ref = train_to(tmp_path, [s for s in sentences], 5, "ref.arpa")
+    with caplog.at_level(logging.WARNING, logger="focuscrawl.lm.external"):
+        model, path = spilled(tmp_path, sentences, 5, "1K", 2, "m.arpa")
+    assert "treated as white space" in caplog.text
+    assert path.read_bytes() == ref.read_bytes()
+    assert model.tokens == 6 and model.sentences == 5
+    assert kenlm.Model(str(path)).order == 5
+
+
+def test_merge_runs_equals_a_stable_sort(tmp_path):
+    rng = np.random.default_rng(3)
+    runs, rows = [], []
+    for j in range(7):
+        keys = np.sort(rng.integers(0, 50, rng.integers(0, 40)))
+        runs.append(write_run(tmp_path / f"r{j}", {"key": keys, "val": np.arange(len(keys)) + 100 * j}))
+        rows += [(k, 100 * j + i) for i, k in enumerate(keys.tolist())]
+    out_keys, out_vals, rounds = [], [], []
+    for merged, source in merge_runs(runs, "key", 4):
+        out_keys += merged["key"].tolist()
+        out_vals += merged["val"].tolist()
+        assert ((merged["val"] // 100) == source).all()
+        rounds.append(set(merged["key"].tolist()))
+    assert list(zip(out_keys, out_vals)) == sorted(rows, key=lambda r: r[0])  # stable: run order on ties
+    for a, b in zip(rounds, rounds[1:]):
+        assert max(a) < min(b)  # a key never spans two rounds
+
+
+@pytest.mark.parametrize("text,expected", [("2G", 2 * 1024 ** 3), ("512M", 512 * 1024 ** 2), ("64k", 65536),
+                                           ("1000", 1000), ("1.5G", int(1.5 * 1024 ** 3))])
+def test_parse_memory(text, expected):
+    assert parse_memory(text) == expected
+    assert 0 < parse_memory("10%") < parse_memory("20%")
+
+
+def test_train_lm_cli_memory_option(tmp_path, capsys, caplog):
+    caplog.set_level(logging.INFO, logger="focuscrawl.lm.external")
+    src = tmp_path / "s.txt"
+    src.write_text("\n".join((FIXTURES / "lmplz_corpus.txt").read_text().splitlines()) + "\n")
+    out = tmp_path / "out.arpa"
+    assert main(["train-lm", "--order", "3", "--normalized", "--memory", "4K", "--jobs", "2",
+                 "-T", str(tmp_path), "-o", str(out), str(src)]) == 0
+    err = capsys.readouterr().err
+    assert "400 sentences" in err
+    # progress: every phase, with the sorted runs of a spilling count and tokens/s
+    for phase in ("train-lm read", "train-lm count: order 3", "sorted run(s)", "train-lm adjust",
+                  "train-lm interpolate", "train-lm write", "tokens/s"):
+        assert phase in caplog.text
+    assert out.read_bytes() == train_to(tmp_path, src.read_text().splitlines(), 3, "ref.arpa")[1].read_bytes()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("train-lm-")] == []  # runs cleaned up
+    assert main(["train-lm", "--memory", "lots", "-o", str(out), str(src)]) == 2
+    assert "memory budget 'lots'" in capsys.readouterr().err
+
+
+def test_binary_output_scores_like_the_arpa(tmp_path, monkeypatch, capsys):
+    src = tmp_path / "s.txt"
+    src.write_text((FIXTURES / "lmplz_corpus.txt").read_text())
+    arpa, binary = tmp_path / "m.arpa", tmp_path / "m.binary"
+    if find_build_binary() is None:  # install.sh could not compile it (no g++/zlib)
+        assert main(["train-lm", "--normalized", "--order", "3", "--binary", str(binary), "-o", str(arpa),
+                     str(src)]) == 2
+        assert "build_binary not found" in capsys.readouterr().err
+        return
+    assert main(["train-lm", "--normalized", "--order", "3", "--binary", str(binary), "-o", str(arpa),
+                 str(src)]) == 0
+    a, b = kenlm.Model(str(arpa)), kenlm.Model(str(binary))
+    assert binary.read_bytes()[:20] != arpa.read_bytes()[:20]  # really a binary
+    for s in ["the cat sat on the mat", "mat the on sat cat", "zebra"]:
+        assert b.score(s) == pytest.approx(a.score(s), abs=1e-4)
+    assert not (tmp_path / "m.binary.part").exists()
+    monkeypatch.setenv("KENLM_BUILD_BINARY", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError):
+        write_binary(arpa, tmp_path / "x.binary")
+
+
+def test_spilling_equals_in_memory_on_random_corpora(tmp_path):
+    # Random small corpora (like benchmarks/lm_vs_lmplz.py --fuzz): every order 2-5, many
+    # with fallback discounts and empty high orders; a 1 KB budget spills tiny runs.
+    import random
+    rng = random.Random(7)
+    logging.disable(logging.WARNING)
+    try:
+        for trial in range(16):
+            n_words, order = rng.randint(2, 30), 2 + trial % 4
+            words, weights = [f"w{i}" for i in range(n_words)], [1 / (i + 1) for i in range(n_words)]
+            sentences = [" ".join(rng.choices(words, weights, k=rng.randint(1, 8)))
+                         for _ in range(rng.randint(1, 60))]
+            _, ref = train_to(tmp_path, sentences, order, "ref.arpa")
+            _, path = spilled(tmp_path, sentences, order, "2K", 1, "m.arpa")
+            assert path.read_bytes() == ref.read_bytes(), (trial, order, sentences[:3])
+    finally:
+        logging.disable(logging.NOTSET)

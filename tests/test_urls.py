@@ -1,8 +1,9 @@
 """Scope and trap rules (pure functions)."""
 from __future__ import annotations
 
-from focuscrawl.urls import (DEFAULT_REJECT_SURTS, QueryVariantLimit, SurtRules, domain_allowed,
-                             host_surt, repeated_path_segment, surt, surt_prefix)
+from focuscrawl.urls import (DEFAULT_REJECT_SURTS, QueryVariantLimit, SurtRules, domain_allowed, excerpt,
+                             host_surt, repeated_path_segment, surt, surt_prefix, too_many_path_segments,
+                             url_problem)
 
 
 def test_surt_form():
@@ -50,3 +51,28 @@ def test_query_variants_are_limited_per_path():
     assert limit.admit("http://a/other?p=3") and limit.admit("http://b/list?p=3")
     assert limit.admit("http://a/list")  # no query
     assert QueryVariantLimit(0).admit("http://a/list?p=99")
+
+
+def test_url_problem_names_what_would_fail_later():
+    assert url_problem("http://a.test/x?y=1") is None
+    assert url_problem("https://[::1]:8080/") is None
+    assert "IPv6" in url_problem("http://[::1:bad/")
+    assert "Port out of range" in url_problem("http://127.0.0.1:99999/")
+    assert url_problem("http://ex.test:8o/x")  # port not a number
+    assert url_problem("http://:80/") == "no host"
+    assert url_problem("ftp://a.test/").startswith("not an http(s) URL")
+    assert url_problem("a.test/page") == "not an absolute URL"
+    assert url_problem("http://a.test/\x00") == "control character in the URL"
+
+
+def test_paths_that_grow_without_repeating_are_caught_by_their_segment_count():
+    deep = "http://a.test/" + "/".join(f"d{i}" for i in range(13))
+    assert too_many_path_segments(deep, 12)
+    assert not too_many_path_segments(deep.rsplit("/", 1)[0], 12)  # 12 segments pass
+    assert not too_many_path_segments("http://a.test/a//////////////////b", 12)  # empty segments do not count
+    assert not too_many_path_segments(deep, 0)  # 0 disables the guard
+
+
+def test_excerpt_is_short_escaped_and_one_line():
+    assert excerpt(b"\x00" * 10_000, 4) == "\\x00\\x00\\x00\\x00... (10000 chars)"
+    assert "\n" not in excerpt("a\nb")

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import secrets
 import sqlite3
 import threading
 import time
+import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,8 +76,102 @@ CREATE INDEX IF NOT EXISTS assignments_by_user ON assignments(user_id);
 """
 
 
+#: Largest item id SQLite can hold (INTEGER is a signed 64-bit value).
+MAX_ITEM_ID = 2**63 - 1
+
+
 class AnnotationError(ValueError):
-    """A refused operation (bad user name, duplicate user, full item, ...)."""
+    """A refused operation; the subclasses say which (the web app maps them to pages)."""
+
+
+class DatabaseUnavailable(AnnotationError):
+    """The database file cannot be opened or created."""
+
+
+class InvalidSetting(AnnotationError):
+    """A bad ``--per-image`` or label list."""
+
+
+class InvalidUserName(AnnotationError):
+    """Not 1-64 letters, digits, '.', '_' or '-' of one script."""
+
+
+class UserExists(AnnotationError):
+    """The name, or one that looks the same (case, compatibility forms, confusable letters), exists."""
+
+
+class WeakPassword(AnnotationError):
+    """Shorter than ``MIN_PASSWORD_LENGTH``."""
+
+
+class NoSuchUser(AnnotationError):
+    """No account of that name."""
+
+
+class InvalidAnswer(AnnotationError):
+    """A label out of range, or an item id that cannot exist."""
+
+
+class NotAssigned(AnnotationError):
+    """The user was never given that image."""
+
+
+class AlreadyAnswered(AnnotationError):
+    """The user answered that image before (answers cannot be changed)."""
+
+
+class ItemFull(AnnotationError):
+    """The image has its ``per_image`` answers already (a late slot)."""
+
+
+def parse_item_id(text: str) -> int | None:
+    """An item id (1 or more) from a URL or form: ASCII digits only (``str.isdigit`` also takes
+    '²'), within SQLite's integer range; anything else is ``None``."""
+    if not text or len(text) > 19 or not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if 0 < value <= MAX_ITEM_ID else None
+
+
+def normalize_user_name(name: str) -> str:
+    """NFKC + casefold: 'Anna', 'ＡＮＮＡ' and 'anna' are one name."""
+    return unicodedata.normalize("NFKC", name.strip()).casefold()
+
+
+def name_skeleton(name: str) -> str:
+    """The name with every letter that looks like a Latin one replaced by it (Cyrillic 'а' -> 'a'),
+    after ``normalize_user_name``: two names with one skeleton look alike on screen."""
+    from confusable_homoglyphs import confusables
+
+    found = confusables.is_confusable(name, preferred_aliases=["latin"], greedy=True) or []
+    latin = {f["character"]: f["homoglyphs"][0]["c"] for f in found if f["homoglyphs"]}
+    return "".join(latin.get(ch, ch) for ch in name)
+
+
+def check_user_name(name: str) -> str:
+    """The normalised name, or ``InvalidUserName``: letters of one script, digits, '.', '_', '-'."""
+    from confusable_homoglyphs import categories
+
+    name = normalize_user_name(name)
+    if not name or len(name) > 64 or not all(ch.isalnum() or ch in "._-" for ch in name):
+        raise InvalidUserName("user name: 1-64 letters, digits, '.', '_' or '-'")
+    if len(categories.unique_aliases(name) - {"COMMON"}) > 1:
+        raise InvalidUserName(f"user name {name!r} mixes scripts (e.g. Latin and Cyrillic letters)")
+    return name
+
+
+def _create_private(path: str) -> None:
+    """Create the database file readable by its owner only (it holds password hashes and
+    sessions); SQLite gives its -wal and -shm files the same mode. An existing file is made
+    private too."""
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o600)
+    except OSError as exc:
+        raise DatabaseUnavailable(f"cannot open the annotation database {path}: {exc.strerror or exc}") from None
 
 
 @dataclass
@@ -122,20 +218,21 @@ def _token_hash(token: str) -> str:
 
 
 class AnnotationDB:
-    """All reads and writes of the annotation database; one short connection per call."""
+    """All reads and writes of the annotation database; one connection per thread, reused."""
 
     def __init__(self, path: str | Path, per_image: int | None = None):
         self.path = str(path)
         self._local = threading.local()
+        _create_private(self.path)
         try:
             with self._connect() as conn:
                 conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file: readers never block the writer
                 conn.executescript(SCHEMA)
         except sqlite3.Error as exc:
-            raise AnnotationError(f"cannot open the annotation database {self.path}: {exc}") from None
+            raise DatabaseUnavailable(f"cannot open the annotation database {self.path}: {exc}") from None
         if per_image is not None:
             if per_image < 1:
-                raise AnnotationError("--per-image must be at least 1")
+                raise InvalidSetting("--per-image must be at least 1")
             self.set_meta("per_image", str(per_image))
 
     @contextmanager
@@ -185,33 +282,47 @@ class AnnotationDB:
     def set_image_labels(self, labels: Iterable[str]) -> None:
         labels = [" ".join(label.split()) for label in labels]
         if len(labels) != 5 or not all(labels):
-            raise AnnotationError("image labels: give exactly 5 non-empty labels (topic, pet, animal, "
+            raise InvalidSetting("image labels: give exactly 5 non-empty labels (topic, pet, animal, "
                                   "living being, other)")
         self.set_meta("image_labels", "\n".join(labels))
 
     # --- users and sessions -------------------------------------------------------------
     def add_user(self, name: str, password: str, is_admin: bool = False) -> User:
-        name = name.strip()
-        if not name or len(name) > 64 or not all(ch.isalnum() or ch in "._-" for ch in name):
-            raise AnnotationError("user name: 1-64 letters, digits, '.', '_' or '-'")
+        """A new account under the normalised name; refused if it looks like an existing one."""
+        name = check_user_name(name)
         if len(password) < MIN_PASSWORD_LENGTH:
-            raise AnnotationError(f"password: at least {MIN_PASSWORD_LENGTH} characters")
-        try:
-            with self._write() as conn:
-                cur = conn.execute("INSERT INTO users(name, password, is_admin, created) VALUES (?, ?, ?, ?)",
-                                   (name, hash_password(password), int(is_admin), time.time()))
-        except sqlite3.IntegrityError:
-            raise AnnotationError(f"user {name!r} exists already") from None
+            raise WeakPassword(f"password: at least {MIN_PASSWORD_LENGTH} characters")
+        skeleton = name_skeleton(name)
+        password_hash = hash_password(password)
+        with self._write() as conn:
+            for (other,) in conn.execute("SELECT name FROM users"):
+                if normalize_user_name(other) == name:
+                    raise UserExists(f"user {name!r} exists already")
+                if name_skeleton(normalize_user_name(other)) == skeleton:
+                    raise UserExists(f"user name {name!r} looks like the existing user {other!r}")
+            cur = conn.execute("INSERT INTO users(name, password, is_admin, created) VALUES (?, ?, ?, ?)",
+                               (name, password_hash, int(is_admin), time.time()))
         return User(cur.lastrowid, name, is_admin)
+
+    def _user_id(self, conn: sqlite3.Connection, name: str) -> tuple | None:
+        """``(id, name, password, is_admin)`` of the account ``name`` (normalised; an account
+        stored before names were normalised is found by its exact name)."""
+        for candidate in dict.fromkeys((normalize_user_name(name), name.strip())):
+            row = conn.execute("SELECT id, name, password, is_admin FROM users WHERE name = ?",
+                               (candidate,)).fetchone()
+            if row is not None:
+                return row
+        return None
 
     def set_password(self, name: str, password: str) -> None:
         if len(password) < MIN_PASSWORD_LENGTH:
-            raise AnnotationError(f"password: at least {MIN_PASSWORD_LENGTH} characters")
+            raise WeakPassword(f"password: at least {MIN_PASSWORD_LENGTH} characters")
         with self._write() as conn:
-            cur = conn.execute("UPDATE users SET password = ? WHERE name = ?", (hash_password(password), name))
-            if cur.rowcount == 0:
-                raise AnnotationError(f"no user {name!r}")
-            conn.execute("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)", (name,))
+            row = self._user_id(conn, name)
+            if row is None:
+                raise NoSuchUser(f"no user {name!r}")
+            conn.execute("UPDATE users SET password = ? WHERE id = ?", (hash_password(password), row[0]))
+            conn.execute("DELETE FROM sessions WHERE user_id = ?", (row[0],))
 
     def users(self) -> list[dict]:
         with self._connect() as conn:
@@ -222,8 +333,7 @@ class AnnotationDB:
 
     def authenticate(self, name: str, password: str) -> User | None:
         with self._connect() as conn:
-            row = conn.execute("SELECT id, name, password, is_admin FROM users WHERE name = ?",
-                               (name,)).fetchone()
+            row = self._user_id(conn, name)
         if row is None:
             verify_password(password, hash_password("timing-equaliser"))  # same work for unknown names
             return None
@@ -271,6 +381,8 @@ class AnnotationDB:
             return conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
 
     def item(self, item_id: int) -> Item | None:
+        if not 0 < item_id <= MAX_ITEM_ID:
+            return None
         with self._connect() as conn:
             row = conn.execute("SELECT id, rank, image_url, image_path, page_url, alt, title, score "
                                "FROM items WHERE id = ?", (item_id,)).fetchone()
@@ -308,17 +420,19 @@ class AnnotationDB:
         """Store one answer. Refused if the user was never given the image, has answered it
         already, or the image has its ``per_image`` answers (someone else's late slot)."""
         if not (0 <= image_label < len(DEFAULT_IMAGE_LABELS)) or not (0 <= text_label < len(TEXT_LABELS)):
-            raise AnnotationError("answer out of range")
+            raise InvalidAnswer("answer out of range")
+        if not 0 < item_id <= MAX_ITEM_ID:
+            raise InvalidAnswer("no such image")
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM assignments WHERE item_id = ? AND user_id = ?",
                             (item_id, user.id)).fetchone() is None:
-                raise AnnotationError("this image was not given to you")
+                raise NotAssigned("this image was not given to you")
             if conn.execute("SELECT 1 FROM answers WHERE item_id = ? AND user_id = ?",
                             (item_id, user.id)).fetchone():
-                raise AnnotationError("you have answered this image already")
+                raise AlreadyAnswered("you have answered this image already")
             count = conn.execute("SELECT COUNT(*) FROM answers WHERE item_id = ?", (item_id,)).fetchone()[0]
             if count >= self.per_image_in(conn):
-                raise AnnotationError("this image has all its answers already")
+                raise ItemFull("this image has all its answers already")
             conn.execute("INSERT INTO answers(item_id, user_id, image_label, text_label, answered) "
                          "VALUES (?, ?, ?, ?, ?)", (item_id, user.id, image_label, text_label, time.time()))
 

@@ -11,6 +11,7 @@ for crawled and archived pages.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,16 +20,39 @@ from typing import Iterator
 from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from warcio.archiveiterator import ArchiveIterator
-from warcio.bufferedreaders import ChunkedDataReader
+from warcio.bufferedreaders import DecompressingBufferedReader
+from warcio.utils import BUFF_SIZE
+
+from focuscrawl.urls import excerpt, url_problem
+
+logger = logging.getLogger(__name__)
 
 #: Record types that carry an HTTP response (``response`` in WARC; ARC records are
 #: converted to ``response`` by warcio's ``arc2warc``).
 RESPONSE_TYPES = frozenset({"response"})
 _DROP_HEADERS = (b"Content-Length", b"Transfer-Encoding")
+#: Bounds on every read, so that a hostile file (a gzip of 1 GiB of zeros is one 1 GiB
+#: "line") cannot exhaust memory: one header line (WARC, ARC or HTTP), and a record's
+#: whole header block (the blank lines before it, its WARC and HTTP headers). Bodies
+#: are read in BUFF_SIZE pieces and kept up to the caller's ``max_size``.
+MAX_HEADER_LINE = 64 * 1024
+MAX_HEADER_BLOCK = 1024 * 1024
+#: Index stats of skipped records (``archive/<name>`` in the crawl stats), each logged
+#: as one WARNING line.
+BAD_TARGET_URI = "bad_target_uri"  # WARC-Target-URI not a usable http(s) URL (bad port, IPv6, ...)
+TRUNCATED_RECORD = "truncated_record"  # the file ends before the record's Content-Length
+LENGTH_MISMATCH = "length_mismatch"  # data follows the record where blank lines should be
+NO_LENGTH = "no_content_length"  # a WARC record without a (valid) Content-Length
+UNREADABLE = "unreadable_rest"  # damaged framing: the rest of the file cannot be read
+RESYNCED = "resynced"  # reading went on after a record whose Content-Length ran past the end
 
 
 class ArchiveError(ValueError):
     """An archive file that cannot be read at all (not WARC/ARC, wrong gzip framing)."""
+
+
+class HeaderTooLong(ValueError):
+    """A header line or header block over its bound (``MAX_HEADER_LINE``/``_BLOCK``)."""
 
 
 @dataclass(frozen=True)
@@ -55,43 +79,247 @@ def _status(record) -> int:
         return 0
 
 
+class _BoundedReader(DecompressingBufferedReader):
+    """warcio's (decompressing) reader whose ``readline`` stops at ``MAX_HEADER_LINE``
+    bytes and, while ``counting``, at ``MAX_HEADER_BLOCK`` bytes of lines in a row.
+    warcio reads every header and separator line with an unbounded ``readline``."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.counting = True
+        self.block = 0
+
+    def readline(self, length=None):
+        cap = MAX_HEADER_LINE + 1
+        line = super().readline(cap if length is None or length <= 0 or length > cap else length)
+        if len(line) > MAX_HEADER_LINE:
+            raise HeaderTooLong(f"a header line longer than {MAX_HEADER_LINE} bytes: {excerpt(line, 40)}")
+        if self.counting:
+            self.block += len(line)
+            if self.block > MAX_HEADER_BLOCK:
+                raise HeaderTooLong(f"a record header block longer than {MAX_HEADER_BLOCK} bytes")
+        return line
+
+
+class _BoundedArchiveIterator(ArchiveIterator):
+    """warcio's ``ArchiveIterator`` with bounded header reads, and per record whether
+    its data ended before its ``Content-Length`` (``truncated``) or went on after it
+    (``length_mismatch``). warcio writes the latter to stderr quoting the whole line."""
+
+    def __init__(self, fileobj) -> None:
+        super().__init__(fileobj, arc2warc=True)
+        self.reader = _BoundedReader(self.fh, block_size=BUFF_SIZE)
+        self.truncated = self.length_mismatch = False
+
+    def _next_record(self, next_line):
+        self.reader.counting = True
+        try:
+            return super()._next_record(next_line)
+        finally:
+            self.reader.counting = False  # the payload: read in pieces, never by line
+
+    def read_to_end(self, record=None):
+        if not self.record or self.member_info:
+            return None
+        self.truncated = self.length_mismatch = False
+        self.reader.block, self.reader.counting = 0, True  # separator lines belong to the next block
+        result = super().read_to_end(record)
+        self.truncated = getattr(self.record.raw_stream, "limit", 0) > 0  # EOF before Content-Length
+        return result
+
+    def _consume_blanklines(self):
+        """warcio's loop, with a flag instead of printing a line that can be megabytes long."""
+        empty_size, first_line = 0, True
+        while True:
+            line = self.reader.readline()
+            if not line:
+                return None, empty_size
+            if not line.rstrip() or first_line:
+                empty_size += len(line)
+                if line.rstrip():
+                    self.length_mismatch = True
+                first_line = False
+                continue
+            return line, empty_size
+
+
+def _shorten(record: logging.LogRecord) -> bool:
+    """Logging filter: warcio logs a WARC-Target-URI with spaces whole (up to a header line)."""
+    record.msg, record.args = excerpt(record.getMessage(), 200), ()
+    return True
+
+
+logging.getLogger("warcio.recordloader").addFilter(_shorten)
+
+
+def _count(stats: dict, key: str) -> None:
+    stats[key] = stats.get(key, 0) + 1
+
+
+def _next_warc_header(fh, start: int) -> int | None:
+    """Offset of the next line starting ``WARC/1.`` at or after ``start`` (read in 1 MiB pieces)."""
+    fh.seek(start)
+    tail, pos = b"", start
+    while chunk := fh.read(1 << 20):
+        data = tail + chunk
+        found = data.find(b"\nWARC/1.")
+        if found >= 0:
+            return pos - len(tail) + found + 1
+        tail, pos = data[-16:], pos + len(chunk)
+    return None
+
+
+class _RecordScanner:
+    """The HTTP response records of one open file, for sequential reading; every
+    record it cannot use is a counted skip with one WARNING line, and damaged framing
+    ends the file (records before it are kept) unless it is the very first record.
+    In an uncompressed WARC a record whose ``Content-Length`` runs past the end of the
+    file has swallowed the records after it: reading goes on at the next ``WARC/1.``
+    line after its header (``archive/resynced``)."""
+
+    def __init__(self, fh, path: str, stats: dict) -> None:
+        self.fh = fh
+        self.it = _BoundedArchiveIterator(fh)
+        self.path, self.stats = path, stats
+        self.records = 0
+        self.resync_at: int | None = None
+
+    def __iter__(self) -> Iterator[tuple[object, str]]:
+        records = iter(self.it)
+        while True:
+            if self.resync_at is not None:
+                self.fh.seek(self.resync_at)
+                self.it, self.resync_at = _BoundedArchiveIterator(self.fh), None
+                records = iter(self.it)
+            try:
+                record = next(records)
+            except StopIteration:
+                return
+            except Exception as exc:  # warcio raises bare Exceptions, zlib.error, EOFError, ...
+                self._unreadable(exc)
+                return
+            self.records += 1
+            kind = record.rec_type
+            _count(self.stats, f"records/{kind}")
+            if kind not in RESPONSE_TYPES:
+                continue
+            if record.http_headers is None:  # dns: records of ARC/WARC crawls
+                _count(self.stats, "records/skipped_no_http")
+                continue
+            url = _target_uri(record)
+            if not url.startswith(("http://", "https://")):
+                _count(self.stats, "records/skipped_non_http")
+                continue
+            if record.format == "warc" and record.length is None:
+                self._skip(NO_LENGTH, url, "no Content-Length")
+                continue
+            problem = url_problem(url)
+            if problem:
+                self._skip(BAD_TARGET_URI, url, problem)
+                continue
+            yield record, url
+
+    def damaged(self, url: str) -> bool:
+        """Read the current record to its end; ``True`` (counted, logged) if it is cut or
+        its length lies. Call after the record's headers and body have been used."""
+        try:
+            self.it.read_to_end()
+        except Exception as exc:  # the separator after the record is damaged
+            self._unreadable(exc)
+            return True
+        if self.it.truncated:
+            self._skip(TRUNCATED_RECORD, url, f"the file ends before its Content-Length "
+                       f"{self.it.record.length}")
+            self._resync()
+            return True
+        if self.it.length_mismatch:
+            self._skip(LENGTH_MISMATCH, url, "data follows the record where its Content-Length ends")
+            return True
+        return False
+
+    def _resync(self) -> None:
+        if self.it.reader.decompressor is not None or self.it.record.format != "warc":
+            return  # gzip: the lie ends with its member; ARC has no record marker to find
+        start = self.it.member_info[0]
+        found = _next_warc_header(self.fh, start + 1)
+        if found is not None:
+            _count(self.stats, RESYNCED)
+            logger.warning("archive: %s: reading goes on at byte %d, the next WARC record after the "
+                           "truncated one at byte %d", self.path, found, start)
+            self.resync_at = found
+
+    def _skip(self, reason: str, url: str, detail: str) -> None:
+        _count(self.stats, reason)
+        start = self.it.member_info[0] if self.it.member_info else self.it.offset
+        logger.warning("archive: skipped a record (%s) of %s at byte %s: %s: %s", reason, self.path,
+                       start, excerpt(url), detail)
+
+    def _unreadable(self, exc: BaseException) -> None:
+        message = str(exc) if isinstance(exc, HeaderTooLong) else excerpt(" ".join(str(exc).split()), 160)
+        if not self.records:
+            raise ArchiveError(f"{self.path}: not a readable WARC/ARC file: {type(exc).__name__}: {message}")
+        _count(self.stats, UNREADABLE)
+        logger.warning("archive: stopped reading %s after %d records (%s at byte %s: %s); the "
+                       "records before it are used", self.path, self.records, UNREADABLE,
+                       self.it.offset, message)
+
+
 def iter_refs(path: str | os.PathLike, stats: dict | None = None) -> Iterator[RecordRef]:
-    """Every HTTP response record of a WARC/ARC file, in file order (no bodies read)."""
+    """Every usable HTTP response record of a WARC/ARC file, in file order (bodies are
+    read through, not kept); skipped records are counted in ``stats``."""
     stats = stats if stats is not None else {}
     path = str(path)
     with open(path, "rb") as fh:
-        it = ArchiveIterator(fh, arc2warc=True)
+        scanner = _RecordScanner(fh, path, stats)
+        for record, url in scanner:
+            status = _status(record)
+            ctype = record.http_headers.get_header("Content-Type") or ""
+            if scanner.damaged(url):
+                continue
+            offset, length = scanner.it.get_record_offset(), scanner.it.get_record_length()
+            yield RecordRef(path, offset, url, status, ctype, length)
+
+
+def _dechunk(stream, max_size: int) -> tuple[bytes, bool]:
+    """A chunked body de-chunked with bounded reads (warcio's ``ChunkedDataReader`` reads
+    a whole chunk at once, however large it claims to be); not chunked after all:
+    the data as stored."""
+    parts, size = [], 0
+    while True:
+        line = stream.readline(64)
         try:
-            for record in it:
-                kind = record.rec_type
-                stats[f"records/{kind}"] = stats.get(f"records/{kind}", 0) + 1
-                if kind not in RESPONSE_TYPES:
-                    continue
-                if record.http_headers is None:  # dns: records of ARC/WARC crawls
-                    stats["records/skipped_no_http"] = stats.get("records/skipped_no_http", 0) + 1
-                    continue
-                url = _target_uri(record)
-                if not url.startswith(("http://", "https://")):
-                    stats["records/skipped_non_http"] = stats.get("records/skipped_non_http", 0) + 1
-                    continue
-                status = _status(record)
-                ctype = record.http_headers.get_header("Content-Type") or ""
-                offset, length = it.get_record_offset(), it.get_record_length()
-                yield RecordRef(path, offset, url, status, ctype, length)
-        except Exception as exc:  # warcio raises bare Exceptions for framing errors
-            if "ArchiveLoadFailed" in type(exc).__name__ or "gzip" in str(exc).lower():
-                raise ArchiveError(f"{path}: {exc}".strip()) from exc
-            raise
+            chunk = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            if not parts:  # not chunked: the body as stored
+                rest = stream.read(max_size + 1 - len(line)) if max_size else stream.read()
+                return _capped(line + rest, max_size)
+            break
+        if chunk <= 0:
+            break
+        while chunk > 0:
+            piece = stream.read(min(chunk, BUFF_SIZE))
+            if not piece:
+                return _capped(b"".join(parts), max_size)
+            parts.append(piece)
+            size += len(piece)
+            chunk -= len(piece)
+            if max_size and size > max_size:
+                return _capped(b"".join(parts), max_size)
+        stream.read(2)  # CRLF after the chunk
+    return _capped(b"".join(parts), max_size)
+
+
+def _capped(body: bytes, max_size: int) -> tuple[bytes, bool]:
+    truncated = bool(max_size) and len(body) > max_size
+    return (body[:max_size] if truncated else body), truncated
 
 
 def _record_body(record, max_size: int) -> tuple[bytes, bool]:
     """The HTTP payload as stored (de-chunked, not decoded), at most ``max_size`` bytes."""
     stream = record.raw_stream
     if (record.http_headers.get_header("Transfer-Encoding") or "").lower() == "chunked":
-        stream = ChunkedDataReader(stream, decomp_type=None)
-    body = stream.read(max_size + 1) if max_size else stream.read()
-    truncated = bool(max_size) and len(body) > max_size
-    return (body[:max_size] if truncated else body), truncated
+        return _dechunk(stream, max_size)
+    return _capped(stream.read(max_size + 1) if max_size else stream.read(), max_size)
 
 
 def response_from_record(record, url: str, max_size: int = 0) -> Response:
@@ -142,21 +370,25 @@ def _is_texty(body: bytes) -> bool:
 
 
 def read_response(ref: RecordRef, max_size: int = 0) -> Response:
-    """Read one record again from its file (random access by offset)."""
+    """Read one record again from its file (random access by offset; the index has
+    already checked it)."""
     with open(ref.path, "rb") as fh:
         fh.seek(ref.offset)
-        record = next(iter(ArchiveIterator(fh, arc2warc=True)))
+        record = next(iter(_BoundedArchiveIterator(fh)))
         return response_from_record(record, ref.url, max_size)
 
 
-def iter_responses(path: str | os.PathLike, max_size: int = 0) -> Iterator[Response]:
-    """Sequential read of every HTTP response of a file (one pass, no seeking)."""
-    with open(str(path), "rb") as fh:
-        for record in ArchiveIterator(fh, arc2warc=True):
-            if record.rec_type in RESPONSE_TYPES and record.http_headers is not None:
-                url = _target_uri(record)
-                if url.startswith(("http://", "https://")):
-                    yield response_from_record(record, url, max_size)
+def iter_responses(path: str | os.PathLike, max_size: int = 0,
+                   stats: dict | None = None) -> Iterator[Response]:
+    """Sequential read of every usable HTTP response of a file (one pass, no seeking);
+    skipped records are counted in ``stats``."""
+    path = str(path)
+    with open(path, "rb") as fh:
+        scanner = _RecordScanner(fh, path, stats if stats is not None else {})
+        for record, url in scanner:
+            response = response_from_record(record, url, max_size)
+            if not scanner.damaged(url):
+                yield response
 
 
 class ArchiveIndex:

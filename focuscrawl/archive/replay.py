@@ -5,15 +5,18 @@
 archived response of its URL, which then goes through every downloader
 middleware's ``process_response`` like a fetched one (decompression, redirects,
 stats), so extraction, scoring, pipelines and writers run unchanged. A URL the
-archive does not hold fails with ``IgnoreRequest`` (counted as ``archive/missing``).
-No request can reach the network: there is no network handler.
+archive does not hold fails with ``IgnoreRequest`` (counted as ``archive/missing``); a
+body over the request's ``download_maxsize`` fails as Scrapy's own handlers fail it
+(``DownloadCancelledError``, counted as ``archive/over_max_size``), so no cut body
+is ever presented as a whole page or image. No request can reach the network: there
+is no network handler.
 """
 from __future__ import annotations
 
 from scrapy import Request
 from scrapy.core.downloader.handlers.base import BaseDownloadHandler
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest, NotConfigured
 from scrapy.http import Response
 from w3lib.url import safe_url_string
 
@@ -38,8 +41,11 @@ class ArchiveDownloadHandler(BaseDownloadHandler):
         if ref is None:
             stats.inc_value("archive/missing")
             raise IgnoreRequest(f"not in the archive: {request.url}")
-        response = read_response(ref, request.meta.get("download_maxsize", self.max_size))
+        max_size = request.meta.get("download_maxsize", self.max_size)
+        response = read_response(ref, max_size)
+        if "truncated" in response.flags:  # as a live download over the limit: cancelled
+            stats.inc_value("archive/over_max_size")
+            raise DownloadCancelledError(f"Received more than {max_size} bytes which is larger than "
+                                         f"download max size ({max_size}) in request {request}.")
         stats.inc_value("archive/responses")
-        if "truncated" in response.flags:
-            stats.inc_value("archive/truncated")
         return response.replace(request=request)

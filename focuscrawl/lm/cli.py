@@ -5,6 +5,8 @@ import argparse
 import json
 import sys
 
+from focuscrawl.lm.binary import write_binary
+from focuscrawl.lm.external import DEFAULT_MEMORY
 from focuscrawl.lm.keywords import DEFAULT_TOP_N, learn_keywords, write_keywords
 from focuscrawl.lm.scorer import TopicScorer
 from focuscrawl.lm.train import DEFAULT_ORDER, train_lm
@@ -16,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="perplexity, keyword score and weighted perplexity of a text")
     p.add_argument("--model", help="ARPA or KenLM binary model (default: bundled cats demo)")
     p.add_argument("--keywords", help="keyword file token;score (default: bundled with the default model)")
+    p.add_argument("--topic", help="topic bundle: its LM and keywords, plus P(on topic) under every scorer")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="+", help="the text ('-' reads standard input)")
     p.set_defaults(func=cmd_score)
@@ -31,6 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("train-lm", help="train a modified Kneser-Ney n-gram model (ARPA), like KenLM's lmplz")
     p.add_argument("--order", type=int, default=DEFAULT_ORDER, help="n-gram order (default %(default)s)")
+    p.add_argument("-S", "--memory", default=DEFAULT_MEMORY,
+                   help="memory budget, e.g. 2G, 500M or 25%% of RAM; counts beyond it are sorted on disk "
+                        "(default %(default)s)")
+    p.add_argument("--jobs", type=int, default=None, help="processes for counting and writing (default: CPUs)")
+    p.add_argument("-T", "--tmpdir", default=None, help="folder for the sorted runs (default: system temp)")
+    p.add_argument("--binary", metavar="PATH", help="also write a KenLM binary (probing) with KenLM's build_binary")
     p.add_argument("--normalized", action="store_true",
                    help="each input line is one normalised sentence (whitespace tokens, no filtering)")
     p.add_argument("--extractor", default="fulltext", help="text extractor for HTML inputs")
@@ -41,16 +50,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    model = args.model or default_model_path()
-    keywords = args.keywords or (None if args.model else default_keywords_path())
+    topic = None
+    if args.topic:
+        from focuscrawl.topic.model import TopicModel
+
+        topic = TopicModel(args.topic)
+    model = args.model or (topic.topic_model_path if topic else default_model_path())
+    keywords = args.keywords or (None if args.model else topic.keywords_path if topic else default_keywords_path())
     result = TopicScorer.from_files(model, keywords).score(text)
+    probabilities = (topic.scores(text) or {}) if topic else {}
     if args.json:
         print(json.dumps({"perplexity": result.perplexity, "keyword_score": result.keyword_score,
-                          "weighted_perplexity": result.weighted, "tokens": result.tokens}))
+                          "weighted_perplexity": result.weighted, "tokens": result.tokens}
+                         | {f"p_{name}": p for name, p in probabilities.items()}))
     else:
         fmt = lambda v: "missing" if v is None else f"{v:.6g}"  # noqa: E731
         print(f"perplexity\t{fmt(result.perplexity)}\nkeyword_score\t{result.keyword_score:.6g}\n"
               f"weighted_perplexity\t{fmt(result.weighted)}")
+        for name, p in probabilities.items():
+            print(f"p_on_topic_{name}\t{p:.6g}")
     return 0
 
 
@@ -66,7 +84,10 @@ def cmd_keywords(args: argparse.Namespace) -> int:
 
 def cmd_train_lm(args: argparse.Namespace) -> int:
     model = train_lm(args.inputs, args.output, order=args.order, normalized=args.normalized,
-                     extractor=args.extractor)
+                     extractor=args.extractor, memory=args.memory, jobs=args.jobs, tmpdir=args.tmpdir)
+    if args.binary:
+        write_binary(args.output, args.binary)
+        print(f"wrote {args.binary} (KenLM binary)", file=sys.stderr)
     print(f"wrote {args.output}: {model.sentences} sentences, {model.tokens} tokens, "
           f"n-grams {' '.join(map(str, model.counts()))}", file=sys.stderr)
     return 0

@@ -22,11 +22,14 @@ probabilities as one built with ``lmplz``:
 
 Even lmplz's count-of-counts quirk is reproduced: the n-grams still open when its
 adjust-counts loop ends are counted with their raw count instead of the adjusted one.
+
+``estimate`` holds the whole corpus in memory and is the reference; ``train_lm`` (the
+CLI) uses ``focuscrawl.lm.external``, which computes the same file in a memory budget.
 """
 from __future__ import annotations
 
+import gzip
 import logging
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -55,16 +58,29 @@ def file_sentences(path: str | Path, normalized: bool = False, extractor: str = 
     is. Otherwise the file's text is split and normalised like a crawled page
     (``document_sentences``: the same rules that scoring applies).
     """
-    data = read_bytes(path)
     if normalized:
-        return [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
-    return document_sentences(bytes_to_text(data, extractor))
+        return list(normalized_lines(path))
+    return document_sentences(bytes_to_text(read_bytes(path), extractor))
+
+
+def normalized_lines(path: str | Path) -> Iterator[str]:
+    """The non-empty lines of a file of normalised sentences, streamed (``.gz`` ok)."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                yield line.rstrip("\r\n")
 
 
 def corpus_sentences(paths: Iterable[str | Path], normalized: bool = False,
                      extractor: str = "fulltext") -> Iterator[str]:
+    """Sentences of every input in turn (files of normalised lines are streamed)."""
     for path in paths:
-        yield from file_sentences(path, normalized, extractor)
+        if normalized:
+            yield from normalized_lines(path)
+        else:
+            yield from file_sentences(path, normalized, extractor)
 
 
 # -- estimation ---------------------------------------------------------------------
@@ -150,13 +166,24 @@ def _padded_stream(word_ids: np.ndarray, lengths: np.ndarray, order: int) -> tup
     return seq, positions
 
 
+def count_of_counts(counts: np.ndarray) -> np.ndarray:
+    """n0..n5+: how many n-grams have (adjusted) count 0, 1, .., 4 and 5 or more."""
+    return np.bincount(np.minimum(counts, 5), minlength=6)
+
+
 def compute_discounts(counts: np.ndarray, order: int,
                       fallback: Sequence[float] = DISCOUNT_FALLBACK) -> tuple[tuple[float, float, float], bool]:
-    """D1, D2, D3+ from the count-of-counts of one order (float32 like lmplz).
+    """D1, D2, D3+ from the counts of one order (see ``discounts_from_count_of_counts``)."""
+    return discounts_from_count_of_counts(count_of_counts(counts), order, fallback)
+
+
+def discounts_from_count_of_counts(coc: np.ndarray, order: int, fallback: Sequence[float] = DISCOUNT_FALLBACK,
+                                   ) -> tuple[tuple[float, float, float], bool]:
+    """D1, D2, D3+ from the count-of-counts n1..n4 of one order (float32 like lmplz).
 
     Returns the discounts and whether the fallback had to be used.
     """
-    n = np.bincount(np.minimum(counts, 5), minlength=6)[:5].astype(np.float32)
+    n = np.asarray(coc[:5]).astype(np.float32)
     if not (n[1] and n[2] and n[3]):
         logger.warning("order %d: no %d-grams with adjusted count %s; substituting fallback discounts "
                        "D1=%g D2=%g D3+=%g (small or artificial data?)", order, order,
@@ -287,7 +314,7 @@ def estimate(sentences: Iterable[str], order: int = DEFAULT_ORDER,
 _CHUNK = 1 << 17  # lines formatted at a time: bounds the memory of writing
 
 
-def _format(values: np.ndarray) -> list[str]:
+def format_log10(values: np.ndarray) -> list[str]:
     """``%.7g`` of each value (log10 values: float32 precision, as KenLM stores them).
 
     Repeated values (backoffs of contexts with the same count pattern, zeros) are
@@ -325,11 +352,11 @@ def write_arpa(model: KneserNeyModel, path: str | Path) -> None:
                 fh.write(f"\n\\{k}-grams:\n")
                 for lo in range(0, len(t), _CHUNK):
                     hi = lo + _CHUNK
-                    probs, words = _format(t.log10_prob[lo:hi]), texts[lo:hi].tolist()
+                    probs, words = format_log10(t.log10_prob[lo:hi]), texts[lo:hi].tolist()
                     if t.log10_backoff is None:
                         lines = [p + "\t" + w for p, w in zip(probs, words)]
                     else:
-                        bos = _format(t.log10_backoff[lo:hi])
+                        bos = format_log10(t.log10_backoff[lo:hi])
                         lines = [p + "\t" + w + "\t" + b for p, w, b in zip(probs, words, bos)]
                     fh.write("\n".join(lines))
                     fh.write("\n")
@@ -340,17 +367,15 @@ def write_arpa(model: KneserNeyModel, path: str | Path) -> None:
 
 
 def train_lm(inputs: Sequence[str | Path], output: str | Path, order: int = DEFAULT_ORDER,
-             normalized: bool = False, extractor: str = "fulltext") -> KneserNeyModel:
-    """Read ``inputs``, estimate a modified Kneser–Ney model and write it as ARPA."""
-    t0 = time.perf_counter()
-    sentences = list(corpus_sentences(inputs, normalized, extractor))
-    t1 = time.perf_counter()
-    model = estimate(sentences, order)
-    t2 = time.perf_counter()
-    write_arpa(model, output)
-    t3 = time.perf_counter()
-    logger.info("%d sentences, %d tokens, vocabulary %d; n-grams %s; discounts %s; "
-                "read %.2fs, estimate %.2fs, write %.2fs", model.sentences, model.tokens,
-                len(model.vocab), model.counts(),
-                ["%.3f/%.3f/%.3f" % d for d in model.discounts], t1 - t0, t2 - t1, t3 - t2)
+             normalized: bool = False, extractor: str = "fulltext", memory: int | str | None = None,
+             jobs: int | None = None, tmpdir: str | Path | None = None):
+    """Read ``inputs``, estimate a modified Kneser–Ney model within the ``memory`` budget
+    (``focuscrawl.lm.external``) and write it as ARPA."""
+    from focuscrawl.lm.external import DEFAULT_MEMORY, estimate_to_arpa
+
+    model = estimate_to_arpa(corpus_sentences(inputs, normalized, extractor), output, order,
+                             memory=memory or DEFAULT_MEMORY, jobs=jobs, tmpdir=tmpdir)
+    logger.info("%d sentences, %d tokens, vocabulary %d; n-grams %s; discounts %s",
+                model.sentences, model.tokens, len(model.vocab), model.counts(),
+                ["%.3f/%.3f/%.3f" % d for d in model.discounts])
     return model

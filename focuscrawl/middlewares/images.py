@@ -6,13 +6,15 @@ When the spider's ``PageItem`` for a response passes, it is yielded first, then 
 ``images/kept``. Pages flagged ``near_duplicate_of`` (by the near-duplicate
 middleware, which must sit closer to the spider) have their images marked or
 skipped (``FOCUSCRAWL_NEARDUP_IMAGES``). At start it hands back the images a
-killed crawl had accepted but not written (``ImageStore.take_recovered``).
+killed crawl had accepted but not written (``ImageStore.take_recovered``), a few at a time.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, AsyncIterator, Iterable, Iterator
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotSupported
 from scrapy.http import Response
@@ -52,13 +54,35 @@ class ImageExtractionMiddleware:
         return self._scorer
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """First the images a killed crawl had accepted but never written (JOBDIR), then the seeds."""
-        store = image_store(self.crawler)
-        for item in store.take_recovered() if store is not None else ():
-            self.stats.inc_value("images/recovered")
-            yield item
+        """The seeds, then the images a killed crawl had accepted but never written
+        (JOBDIR), at most ``FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT`` at a time: handed
+        over all at once, slow image downloads would fill the downloader's per-host
+        queues ahead of every page and a resumed crawl would commit no new page."""
         async for obj in start:
             yield obj
+        store = image_store(self.crawler)
+        recovered = store.take_recovered() if store is not None else []
+        if not recovered:
+            return
+        limit = max(1, self.crawler.settings.getint("FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT", 1))
+        in_flight: set[str] = set()
+
+        def finished(item: Any, **kwargs: Any) -> None:
+            if hasattr(item, "get"):
+                in_flight.discard(item.get("image_url"))
+
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            self.crawler.signals.connect(finished, signal=signal, weak=False)
+        try:
+            for item in recovered:
+                while len(in_flight) >= limit:
+                    await asyncio.sleep(0.05)
+                in_flight.add(item.get("image_url"))
+                self.stats.inc_value("images/recovered")
+                yield item
+        finally:
+            for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+                self.crawler.signals.disconnect(finished, signal=signal)
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         for obj in result:

@@ -22,7 +22,9 @@ link that led to it, or the razor value for a seed (kept, lowest bucket).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,8 +37,10 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from focuscrawl.items import PageItem
 from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, learner_state_path, link_features,
                                        link_learner, url_host)
-from focuscrawl.lm.links import bucket_index, bucket_name, bucket_priority, link_score, seed_priority
-from focuscrawl.scoring import topic_scorer
+from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
+                                 bucket_priority, calibrated_link_logit, link_score, odds_against,
+                                 probability_to_odds, seed_priority)
+from focuscrawl.scoring import crawl_topic_model, topic_scorer
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +123,7 @@ class LinkRanker:
     decision also carries the learned score, which sets the priority in mode ``learning``.
     """
 
-    def __init__(self, settings, scorer=None, learner=None) -> None:
+    def __init__(self, settings, scorer=None, topic=None, learner=None) -> None:
         s = settings
         self.mode = s.get("FOCUSCRAWL_MODE")
         self.focused = self.mode in FOCUSED_MODES
@@ -128,6 +132,14 @@ class LinkRanker:
         self.buckets = [float(b) for b in s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS")]
         self.steps = s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE")
         self.razor = s.getfloat("FOCUSCRAWL_LINK_RAZOR")
+        self.floor = 1.0
+        #: calibrated crawl: a topic model (focuscrawl.topic) scores pages and anchors in log-odds;
+        #: link scores are odds against the topic, buckets and razor are probabilities
+        self.topic = topic
+        if topic is not None:
+            self.buckets = [probability_to_odds(p) for p in CALIBRATED_BUCKET_PROBABILITIES]
+            self.razor = probability_to_odds(topic.threshold("razor")) if topic.threshold("razor") > 0 else math.inf
+            self.floor = ODDS_FLOOR
         self.weights = dict(
             doc_weight=s.getfloat("FOCUSCRAWL_LINK_DOC_WEIGHT"),
             anchor_weight=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_WEIGHT"),
@@ -141,6 +153,8 @@ class LinkRanker:
         self.anchor_score = lru_cache(maxsize=s.getint("FOCUSCRAWL_LM_CACHE_SIZE") or 1)(self._anchor_score)
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
+        if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers
+            return self.topic.logit(anchor), 0.0
         score = self.scorer.score(anchor)
         return score.perplexity, score.keyword_score
 
@@ -154,26 +168,49 @@ class LinkRanker:
         sees the link's ``url``, the page's URL and the page's and its parent's topicality."""
         if not self.focused:
             return LinkDecision(None, None, None, "", -depth, True)
-        base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
-        anchor_pp = anchor_kw = None
-        if self.mode in ("keywords", "learning"):
-            anchor_pp, anchor_kw = self.anchor_score(anchor)
-            score = link_score(base, anchor_pp, anchor_kw, **self.weights)
+        if self.topic is not None:
+            d = self._decide_calibrated(doc_pp, anchor, inherited)
         else:
-            score = base
+            base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
+            anchor_pp = anchor_kw = None
+            if self.mode in ("keywords", "learning"):
+                anchor_pp, anchor_kw = self.anchor_score(anchor)
+                score = link_score(base, anchor_pp, anchor_kw, **self.weights)
+            else:
+                score = base
+            d = self._decision(score, anchor_pp, anchor_kw)
+        if self.learner is None:
+            return d
+        return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality)
+
+    def _decision(self, score: float, anchor_value: float | None, anchor_kw: float | None) -> LinkDecision:
         name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
         followed = not score > self.razor
-        priority = bucket_priority(score, self.buckets, self.steps) if followed else 0
-        learned = features = None
-        if self.learner is not None:
-            features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality,
-                                           score))
-            vector = self.learner.vector(list(features))
-            learned = self.learner.score(None, score, url_host(url), vector)
-            if self.mode == "learning" and followed:
-                priority = self.learner.priority(learned)
-            self.last_vector = vector
-        return LinkDecision(score, anchor_pp, anchor_kw, name, priority, followed, learned, features)
+        priority = bucket_priority(score, self.buckets, self.steps, self.floor) if followed else 0
+        return LinkDecision(score, anchor_value, anchor_kw, name, priority, followed)
+
+    def _decide_calibrated(self, doc_logit: float | None, anchor: str, inherited: float | None) -> LinkDecision:
+        """``doc_logit``: the page's log-odds (``page_topic_logit``); ``inherited``: the odds of
+        the link that led to a page without text. The score is the odds against the topic."""
+        if doc_logit is None:
+            odds = inherited if inherited is not None else min(self.razor, probability_to_odds(0.5))
+            doc_logit = -math.log(max(odds, 1e-300))
+        anchor_logit = None
+        if self.mode == "keywords":
+            anchor_logit, _ = self.anchor_score(anchor)
+        value = calibrated_link_logit(doc_logit, anchor_logit, self.weights["doc_weight"],
+                                      self.weights["anchor_weight"])
+        return self._decision(odds_against(value), anchor_logit, None)
+
+    def _learned(self, d: LinkDecision, anchor: str, url: str, parent_url: str, parent_topicality: float | None,
+                 grandparent_topicality: float | None) -> LinkDecision:
+        """The decision with the learner's score (and, in mode ``learning``, its priority)."""
+        features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score))
+        vector = self.learner.vector(list(features))
+        learned = self.learner.score(None, d.score, url_host(url), vector)
+        self.last_vector = vector
+        priority = self.learner.priority(learned) if self.mode == "learning" and d.followed else d.priority
+        return dataclasses.replace(d, priority=priority, learned=learned, features=features)
 
 
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
@@ -185,7 +222,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.stats = crawler.stats
         mode = s.get("FOCUSCRAWL_MODE")
         learning = mode == "learning"
-        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None,
+        topic = crawl_topic_model(crawler) if mode in ("keywords", "document") else None
+        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None, topic,
                                  link_learner(crawler) if learning else None)
         self.judge = PageJudge(s.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP")) if learning else None
         self.log: LinksLog | None = None
@@ -245,7 +283,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        doc_pp = response.meta.get("page_perplexity")
+        doc_pp = response.meta.get("page_topic_logit" if self.ranker.topic is not None else "page_perplexity")
         anchor = meta.get("anchor", "")
         d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"),
                                url=request.url, parent_url=response.url,

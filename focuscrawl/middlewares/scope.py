@@ -13,7 +13,8 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.httpobj import urlparse_cached
 
-from focuscrawl.urls import QueryVariantLimit, SurtRules, domain_allowed, repeated_path_segment
+from focuscrawl.urls import (QueryVariantLimit, SurtRules, domain_allowed, repeated_path_segment,
+                             too_many_path_segments)
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +22,8 @@ logger = logging.getLogger(__name__)
 class ScopeMiddleware(BaseSpiderMiddleware):
     """Drops out-links outside ``FOCUSCRAWL_ALLOWED_DOMAINS``, matching
     ``FOCUSCRAWL_REJECT_SURTS``, or looking like traps (``FOCUSCRAWL_MAX_PATH_REPEATS``,
-    ``FOCUSCRAWL_MAX_QUERY_VARIANTS``); each reason counted in ``focuscrawl/scope/*``."""
+    ``FOCUSCRAWL_MAX_PATH_SEGMENTS``, ``FOCUSCRAWL_MAX_QUERY_VARIANTS``); each reason
+    counted in ``focuscrawl/scope/*``."""
 
     def __init__(self, crawler) -> None:
         super().__init__(crawler)
@@ -30,6 +32,7 @@ class ScopeMiddleware(BaseSpiderMiddleware):
         self.allowed = tuple(d.lower() for d in s.getlist("FOCUSCRAWL_ALLOWED_DOMAINS"))
         self.reject = SurtRules(s.getlist("FOCUSCRAWL_REJECT_SURTS"))
         self.max_repeats = s.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
+        self.max_segments = s.getint("FOCUSCRAWL_MAX_PATH_SEGMENTS")
         self.query_variants = QueryVariantLimit(s.getint("FOCUSCRAWL_MAX_QUERY_VARIANTS"))
 
     def _drop(self, reason: str, request: Request) -> None:
@@ -46,6 +49,8 @@ class ScopeMiddleware(BaseSpiderMiddleware):
             return self._drop("rejected", request)
         if repeated_path_segment(parts, self.max_repeats):
             return self._drop("path_repeats", request)
+        if too_many_path_segments(parts, self.max_segments):
+            return self._drop("path_segments", request)
         if not self.query_variants.admit(parts):
             return self._drop("query_variants", request)
         return request

@@ -14,7 +14,7 @@ import os
 import time
 import weakref
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -31,7 +31,7 @@ class RunOutput:
     def __init__(self, directory: str | Path, jobdir: str | Path | None = None,
                  checkpoint_interval: float = 0.0) -> None:
         self.checkpoint_interval = checkpoint_interval
-        self._last_checkpoint = 0.0
+        self._last_checkpoint = float("-inf")  # the first commit always checkpoints (not uptime-dependent)
         self.dir = Path(directory).resolve()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_dir = Path(jobdir).resolve() / "focuscrawl" if jobdir else None
@@ -47,6 +47,8 @@ class RunOutput:
                 self._offsets = {k: int(v) for k, v in state.get("files", {}).items()}
         self.resumed = bool(self._offsets)
         self._logs: dict[str, _AppendFile] = {}
+        #: Called after every checkpoint: what was written before it survives a kill and a resume.
+        self.checkpoint_listeners: list[Callable[[], None]] = []
         if self.resumed:
             self.remove_temp_files()
 
@@ -99,20 +101,22 @@ class RunOutput:
         return self._open(STATE_PREFIX + name, lambda off: LineLog(self.state_dir / name, None, off))
 
     def commit(self, force: bool = False) -> None:
-        """Checkpoint every log's offset (no-op without JOBDIR).
+        """Checkpoint every log's offset, then tell ``checkpoint_listeners``.
 
         At most one checkpoint per ``checkpoint_interval`` seconds unless ``force``:
         after a kill, what came after the last one is cut back and redone (pages by
-        the frontier journal, images from ``images.pending``).
+        the frontier journal, images from ``images.pending``). Without JOBDIR nothing
+        is cut back: every whole line written is kept, so every call is a checkpoint.
         """
-        if self.state_dir is None:
-            return
-        now = time.monotonic()
-        if not force and now - self._last_checkpoint < self.checkpoint_interval:
-            return
-        self._last_checkpoint = now
-        state = {"output_dir": str(self.dir), "files": {k: log.offset for k, log in self._logs.items()}}
-        atomic_write_bytes(self.state_dir / OFFSETS_FILE, json.dumps(state, indent=1).encode("utf-8"))
+        if self.state_dir is not None:
+            now = time.monotonic()
+            if not force and now - self._last_checkpoint < self.checkpoint_interval:
+                return
+            self._last_checkpoint = now
+            state = {"output_dir": str(self.dir), "files": {k: log.offset for k, log in self._logs.items()}}
+            atomic_write_bytes(self.state_dir / OFFSETS_FILE, json.dumps(state, indent=1).encode("utf-8"))
+        for listener in self.checkpoint_listeners:
+            listener()
 
     def close(self) -> None:
         if not self._logs:

@@ -22,13 +22,14 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadCancelledError, DropItem, IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.pipelines.files import FilesPipeline, FSFilesStore
-try:  # Scrapy >= 2.14: failures of this type are expected, logged without a traceback
+try:  # Scrapy >= 2.18: failures of this type are expected, logged without a traceback
     from scrapy.pipelines.media import _MediaRequestFiltered as _ExpectedMediaFailure
-except ImportError:  # pragma: no cover
+except ImportError:  # Scrapy 2.15-2.17
     from scrapy.pipelines.media import FileException as _ExpectedMediaFailure
 from scrapy.utils.asyncio import run_in_thread
 
 from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_formats, inspect_image
+from focuscrawl.images.rules import ImageRules, needs_measuring, size_reason
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.images import image_store, url_sha1
@@ -41,7 +42,19 @@ HTTP_STATUS = "http_status"  # not 200
 EMPTY = "empty"
 TOO_BIG_FILE = "too_big_file"  # cancelled at FOCUSCRAWL_IMAGE_MAX_BYTES
 FILTERED = "filtered"  # robots.txt, offsite or another downloader middleware said no
+TOO_MANY_REDIRECTS = "too_many_redirects"  # over REDIRECT_MAX_TIMES: a redirect loop
+TOO_BIG_DECODED = "too_big_decoded"  # Content-Encoding inflates it over the size limit (gzip bomb)
 DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
+
+
+def _ignored_reason(exc: IgnoreRequest) -> str:
+    """Which downloader middleware said no: Scrapy's RedirectMiddleware and
+    HttpCompressionMiddleware raise a plain ``IgnoreRequest`` too."""
+    if type(exc.__cause__).__name__ == "_DecompressionMaxSizeExceeded" or "during decompression" in str(exc):
+        return TOO_BIG_DECODED
+    if str(exc) == "max redirections reached":
+        return TOO_MANY_REDIRECTS
+    return FILTERED
 
 
 class AtomicFSFilesStore(FSFilesStore):
@@ -75,6 +88,7 @@ class ImageDownloadPipeline(FilesPipeline):
         self.max_pixels = settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS", 9600 * 7200)
         self.formats = allowed_formats(f.lower() for f in settings.getlist(
             "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"]))
+        self.rules = ImageRules.from_settings(settings)
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod
@@ -98,11 +112,20 @@ class ImageDownloadPipeline(FilesPipeline):
         return f"images/{url_sha1(request.url)}.{(ext or 'bin').lower()}"
 
     # -- results ---------------------------------------------------------------------
-    def _inspect(self, data: bytes):
-        return inspect_image(data, self.formats, self.max_pixels)
+    def _measured(self, item: Any) -> bool:
+        return item is not None and needs_measuring(item.get("html_width"), item.get("html_height"), self.rules)
 
-    def _inspect_and_store(self, data: bytes, path: str, info):
-        found = self._inspect(data)
+    def _inspect(self, data: bytes, measured: bool = False):
+        """Pillow's verdict; an image without HTML size (``measured``) must also pass the size limits."""
+        found = inspect_image(data, self.formats, self.max_pixels)
+        if measured:
+            reason = size_reason(found.width, found.height, self.rules)
+            if reason:
+                raise ImageRejected(reason, f"measured {found.width}x{found.height}")
+        return found
+
+    def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False):
+        found = self._inspect(data, measured)
         self.store.persist_file(path, BytesIO(data), info)
         return found
 
@@ -113,7 +136,7 @@ class ImageDownloadPipeline(FilesPipeline):
             return None
         try:
             data = path.read_bytes()
-            found = await run_in_thread(self._inspect, data)
+            found = await run_in_thread(self._inspect, data, self._measured(item))
         except (OSError, ImageRejected):
             return None  # download again
         self.inc_stats("uptodate")
@@ -126,7 +149,7 @@ class ImageDownloadPipeline(FilesPipeline):
             raise ImageRejectedFile(EMPTY)
         path = self.file_path(request, response=response, info=info, item=item)
         try:  # decode and store off the reactor thread
-            found = await run_in_thread(self._inspect_and_store, response.body, path, info)
+            found = await run_in_thread(self._inspect_and_store, response.body, path, info, self._measured(item))
         except ImageRejected as exc:
             raise ImageRejectedFile(exc.reason, exc.detail) from None
         self.inc_stats("downloaded")
@@ -142,7 +165,7 @@ class ImageDownloadPipeline(FilesPipeline):
         if isinstance(exc, ImageRejectedFile):  # raised by media_downloaded
             raise exc
         if isinstance(exc, IgnoreRequest):
-            raise ImageRejectedFile(FILTERED, str(exc))
+            raise ImageRejectedFile(_ignored_reason(exc), str(exc))
         if isinstance(exc, DownloadCancelledError) and "larger than download max size" in str(exc):
             raise ImageRejectedFile(TOO_BIG_FILE, str(exc))
         raise ImageRejectedFile(DOWNLOAD_ERROR, f"{type(exc).__name__}: {exc}")
@@ -153,11 +176,13 @@ class ImageDownloadPipeline(FilesPipeline):
         # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
         info.downloaded.pop(self._fingerprinter.fingerprint(Request(item["image_url"])), None)
         ok, value = results[0]
+        if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
+            self.stats.inc_value(f"images/size_measured/{'rescued' if ok else 'dropped'}")
         if not ok:
             exc = value.value
             reason = getattr(exc, "reason", None) or DOWNLOAD_ERROR
             self.stats.inc_value(f"images/failed/{reason}")
-            logger.info("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
+            logger.debug("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
             if self.store_images is not None:
                 self.store_images.drop(item["image_url"], reason)
             raise DropItem(f"image {item['image_url']}: {reason}", log_level="DEBUG")

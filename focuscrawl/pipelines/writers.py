@@ -4,10 +4,13 @@
 row + merge state) through the shared ``ImageStore``. ``PageLogWriterPipeline``
 writes one pages.tsv row per PageItem and all its sentences, in crawl order, in
 batches: a batch is one gzip member of sentences.txt.gz plus its pages.tsv rows,
-then a JOBDIR checkpoint (docs/OUTPUT.md).
+then a JOBDIR checkpoint (docs/OUTPUT.md). Once a checkpoint covers a batch, the
+``page_rows_committed`` signal names its items (the Redis profile releases their
+requests' leases then: focuscrawl.distributed).
 """
 from __future__ import annotations
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
@@ -15,6 +18,9 @@ from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.output.images import image_store
 from focuscrawl.output.run import run_output
 from focuscrawl.output.tsv import row
+
+#: Signal ``page_rows_committed(items)``: these PageItems' rows survive a kill (and a resume).
+page_rows_committed = object()
 
 PAGE_COLUMNS = ["url", "depth", "status", "host", "size", "fetched_at", "perplexity", "keyword_score",
                 "sentences", "tokens", "links", "images", "near_duplicate_of"]
@@ -55,12 +61,19 @@ class PageLogWriterPipeline:
         if self.run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         self.stats = crawler.stats
+        self.signals = crawler.signals
         self.batch_bytes = crawler.settings.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES", 64 * 1024)
         self.pages = self.run.line_log("pages.tsv", "\t".join(PAGE_COLUMNS))
         self.sentences = self.run.gzip_log("sentences.txt.gz")
         self._rows: list[str] = []
         self._lines: list[str] = []
         self._size = 0
+        self._items: list[PageItem] = []  # the batch's items
+        self._written: list[PageItem] = []  # written, not yet covered by a checkpoint
+        self.run.checkpoint_listeners.append(self._checkpointed)
+        # an idle crawl writes its batch: a worker of a shared crawl that waits for the others
+        # holds no unwritten rows (and no leases on them)
+        crawler.signals.connect(self.flush, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "PageLogWriterPipeline":
@@ -70,6 +83,7 @@ class PageLogWriterPipeline:
         if isinstance(item, PageItem):
             sentences = [s for s in (item.get("sentences") or []) if s]
             self._rows.append(row(page_row(item)))
+            self._items.append(item)
             self._lines.extend(s.replace("\n", " ") for s in sentences)
             self._size += sum(len(s) + 1 for s in sentences)
             self.stats.inc_value("pages/written")
@@ -78,14 +92,20 @@ class PageLogWriterPipeline:
                 self.flush()
         return item
 
-    def flush(self) -> None:
+    def flush(self, *args, **kwargs) -> None:
         """Write the batch: sentences first, then the rows that announce them, then checkpoint."""
         if not self._rows:
             return
         self.sentences.write_lines(self._lines)
         self.pages.write_lines(self._rows)
-        self._rows, self._lines, self._size = [], [], 0
+        self._written += self._items
+        self._rows, self._lines, self._size, self._items = [], [], 0, []
         self.run.commit()
+
+    def _checkpointed(self) -> None:
+        if self._written:
+            items, self._written = self._written, []
+            self.signals.send_catch_log(page_rows_committed, items=items)
 
     def close_spider(self) -> None:
         self.flush()

@@ -19,7 +19,7 @@ from scrapy.http import Response
 from scrapy.exceptions import UsageError
 
 from focuscrawl.archive.reader import ArchiveError, ArchiveIndex
-from focuscrawl.spiders.focused import FocusedSpider
+from focuscrawl.spiders.focused import FocusedSpider, reported
 
 #: settings of a replay: no network, so no politeness delays; robots.txt rules were
 #: applied (or not) by whoever made the archive
@@ -29,6 +29,8 @@ REPLAY_SETTINGS = {
     "AUTOTHROTTLE_ENABLED": False,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
     "RETRY_ENABLED": False,
+    # the archive holds the images' bytes: measure those without HTML size, do not drop them
+    "FOCUSCRAWL_IMAGE_MEASURE_UNSIZED": True,
 }
 
 
@@ -46,6 +48,21 @@ class ArchiveSpider(FocusedSpider):
     @classmethod
     def from_crawler(cls, crawler, *args: Any, archives: str | list[str] | ArchiveIndex = "", **kwargs: Any):
         """``archives``: comma-separated paths (``-a``), a list of paths, or a built index."""
+        try:
+            index, pages = cls._index(archives)
+        except UsageError as exc:
+            raise reported(exc, cls.name)
+        # the focused spider needs seeds; the archive's pages are the seeds
+        crawler.settings.set("FOCUSCRAWL_SEEDS", pages[0].url, priority="spider")
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.archive_index = index
+        spider.seed_urls = [ref.url for ref in pages]
+        crawler.signals.connect(spider._archive_stats, signal=signals.spider_opened)
+        return spider
+
+    @staticmethod
+    def _index(archives: str | list[str] | ArchiveIndex) -> tuple[ArchiveIndex, list]:
+        """The index and its HTML pages; ``UsageError`` when there is nothing to replay."""
         if isinstance(archives, ArchiveIndex):
             index, paths = archives, archives.paths
         else:
@@ -59,13 +76,7 @@ class ArchiveSpider(FocusedSpider):
         pages = index.html_refs()
         if not pages:
             raise UsageError(f"no HTML responses in {', '.join(paths)}")
-        # the focused spider needs seeds; the archive's pages are the seeds
-        crawler.settings.set("FOCUSCRAWL_SEEDS", pages[0].url, priority="spider")
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.archive_index = index
-        spider.seed_urls = [ref.url for ref in pages]
-        crawler.signals.connect(spider._archive_stats, signal=signals.spider_opened)
-        return spider
+        return index, pages
 
     def parse(self, response: Response) -> Iterator[Any]:
         """The focused spider's parse; out-links the archive does not hold are dropped here

@@ -28,3 +28,27 @@ class KillInResponseChain:
         if response.url == self.url:
             os.kill(os.getpid(), signal.SIGKILL)
         return response
+
+
+class KillAfterResponses:
+    """Kills the process when its ``TEST_KILL_AFTER_RESPONSES``-th HTML page has just been
+    downloaded: the pages before it are parsed (their rows still in the writer's batch) and
+    their requests, in a Redis crawl, still leased."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.seen = 0
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        count = crawler.settings.getint("TEST_KILL_AFTER_RESPONSES")
+        if count <= 0:
+            raise NotConfigured
+        return cls(count)
+
+    def process_response(self, request, response):
+        if b"html" in response.headers.get(b"Content-Type", b""):
+            self.seen += 1
+            if self.seen >= self.count:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return response

@@ -1,0 +1,229 @@
+"""The bad-input corpus and the hostile loopback sites of issue #16, generated on demand.
+
+Nothing large is written: the "huge" archives are gzip streams of zeros written in
+1 MiB pieces (128 MiB of zeros is ~130 KB on disk). Used by the tests
+(tests/test_hostile_*.py) and by ``benchmarks/hostile_corpus.py``.
+
+``archive_corpus(dir)`` -> {name: (path, what the reader must do)}; the sites:
+``TrapSite`` (30 real pages plus crawler traps) and ``SlowImageSite`` (pages whose
+images answer slowly, for resume starvation).
+"""
+from __future__ import annotations
+
+import gzip
+import re
+import threading
+import zlib
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tests.localweb import LocalWeb, Page, png_bytes
+
+PAGE_TEXT = ("The cat sleeps on the sofa while the kitten plays with a toy mouse. Cats like warm "
+             "places and the old cat purrs in the sun all afternoon.")
+
+
+def http_response(body: bytes, content_type: str = "text/html; charset=utf-8",
+                  extra: str = "") -> bytes:
+    return (f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+            f"{extra}\r\n").encode("latin-1") + body
+
+
+def warc_record(url: str, block: bytes, content_length: int | None = None, rec_type: str = "response") -> bytes:
+    """One WARC/1.0 record, written by hand so that its headers can lie."""
+    length = len(block) if content_length is None else content_length
+    head = (f"WARC/1.0\r\nWARC-Type: {rec_type}\r\nWARC-Target-URI: {url}\r\n"
+            f"WARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:{abs(hash((url, length)))}>\r\n"
+            f"Content-Type: application/http; msgtype=response\r\nContent-Length: {length}\r\n\r\n")
+    return head.encode("latin-1") + block + b"\r\n\r\n"
+
+
+def page(n: int | str) -> bytes:
+    return f"<html><body><p>{PAGE_TEXT} Page {n}.</p></body></html>".encode()
+
+
+def write_records(path: Path, records: list[bytes], gz: bool) -> Path:
+    with open(path, "wb") as fh:
+        for rec in records:
+            fh.write(gzip.compress(rec) if gz else rec)
+    return path
+
+
+def write_gzip_stream(path: Path, prefix: bytes, filler: bytes, size: int, suffix: bytes = b"") -> Path:
+    """One gzip member: ``prefix``, ``size`` bytes of ``filler`` repeated, ``suffix``;
+    compressed piece by piece so nothing of ``size`` is ever in memory."""
+    piece = (filler * (1024 * 1024 // len(filler) + 1))[:1024 * 1024]
+    comp = zlib.compressobj(6, zlib.DEFLATED, 31)  # gzip framing
+    with open(path, "wb") as fh:
+        fh.write(comp.compress(prefix))
+        left = size
+        while left > 0:
+            chunk = piece[:min(left, len(piece))]
+            fh.write(comp.compress(chunk))
+            left -= len(chunk)
+        fh.write(comp.compress(suffix))
+        fh.write(comp.flush())
+    return path
+
+
+def good(url: str, n: int | str) -> bytes:
+    return warc_record(url, http_response(page(n)))
+
+
+#: What the reader must make of each corpus file: the page URLs it keeps, the
+#: ``archive/*`` stat of the skip (or None), and whether the file is rejected whole.
+def archive_corpus(root: Path, huge: int = 128 * 1024 * 1024) -> dict[str, dict]:
+    root.mkdir(parents=True, exist_ok=True)
+    corpus: dict[str, dict] = {}
+
+    def add(name, path, keep, stat=None, rejected=False):
+        corpus[name] = {"path": path, "keep": keep, "stat": stat, "rejected": rejected}
+
+    for uri, label in [("http://[::1:bad/", "bad_ipv6"), ("http://ex.test:99999/x", "bad_port"),
+                       ("http://:80/nohost", "no_host"), ("http://ex.test:8o/x", "port_not_number")]:
+        recs = [good("http://ok.test/before", "before"), good(uri, label), good("http://ok.test/after", "after")]
+        add(f"{label}.warc.gz", write_records(root / f"{label}.warc.gz", recs, gz=True),
+            ["http://ok.test/before", "http://ok.test/after"], "bad_target_uri")
+
+    cut = good("http://ok.test/cut", "cut")
+    recs = [good("http://ok.test/1", 1), good("http://ok.test/2", 2)]
+    add("truncated_last.warc", write_records(root / "truncated_last.warc", recs + [cut[:len(cut) - 40]], gz=False),
+        ["http://ok.test/1", "http://ok.test/2"], "truncated_record")
+    path = write_records(root / "truncated_member.warc.gz", recs + [cut], gz=True)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) - 30])  # the last gzip member cut short
+    add("truncated_member.warc.gz", path, ["http://ok.test/1", "http://ok.test/2"], "truncated_record")
+
+    liar = warc_record("http://ok.test/liar", http_response(page("liar")), content_length=99_999_999)
+    add("lying_length.warc", write_records(root / "lying_length.warc", [good("http://ok.test/1", 1), liar,
+                                                                         good("http://ok.test/swallowed", 3)], gz=False),
+        ["http://ok.test/1", "http://ok.test/swallowed"], "truncated_record")
+    add("lying_length.warc.gz", write_records(root / "lying_length.warc.gz", [
+        good("http://ok.test/1", 1), liar, good("http://ok.test/next", 3)], gz=True),
+        ["http://ok.test/1", "http://ok.test/next"], "truncated_record")
+    short = warc_record("http://ok.test/short", http_response(page("short")), content_length=60)
+    add("short_length.warc", write_records(root / "short_length.warc", [good("http://ok.test/1", 1), short,
+                                                                         good("http://ok.test/3", 3)], gz=False),
+        ["http://ok.test/1", "http://ok.test/3"], "length_mismatch")
+
+    add("zeros.warc.gz", write_gzip_stream(root / "zeros.warc.gz", b"", b"\0", huge), [], rejected=True)
+    first = gzip.compress(good("http://ok.test/1", 1))
+    long_line = write_gzip_stream(root / "long_line.warc.gz", b"WARC/1.0\r\nWARC-Type: response\r\nX-Long: ",
+                                  b"a", huge, b"\r\n\r\n")
+    long_line.write_bytes(first + long_line.read_bytes())
+    add("long_line.warc.gz", long_line, ["http://ok.test/1"], "unreadable_rest")
+    many = write_gzip_stream(root / "many_headers.warc.gz", b"WARC/1.0\r\nWARC-Type: response\r\n",
+                             b"X-Header: value\r\n", huge, b"\r\n")
+    many.write_bytes(first + many.read_bytes())
+    add("many_headers.warc.gz", many, ["http://ok.test/1"], "unreadable_rest")
+    body = write_gzip_stream(root / "huge_body.warc.gz",
+                             b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://ok.test/zeros\r\n"
+                             b"Content-Type: application/http; msgtype=response\r\n"
+                             + f"Content-Length: {huge + 200}\r\n\r\n".encode()
+                             + b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n", b"\0",
+                             huge + 200 - len(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"), b"\r\n\r\n")
+    body.write_bytes(first + body.read_bytes() + gzip.compress(good("http://ok.test/3", 3)))
+    add("huge_body.warc.gz", body, ["http://ok.test/1", "http://ok.test/zeros", "http://ok.test/3"])
+    return corpus
+
+
+# -- hostile sites -----------------------------------------------------------------------
+class _Routes:
+    """A ``LocalWeb`` page table computed per request: ``get(path)`` -> ``Page`` or ``None``."""
+
+    def __init__(self, route) -> None:
+        self.route = route
+
+    def get(self, key):
+        return None if isinstance(key, tuple) else self.route(key)
+
+
+def _html(text: str, links: list[str], extra: str = "") -> bytes:
+    anchors = "".join(f'<a href="{h}">cat link {i}</a> ' for i, h in enumerate(links))
+    return f"<html><body><p>{text}</p>{extra}<div>{anchors}</div></body></html>".encode()
+
+
+class TrapSite(LocalWeb):
+    """``REAL`` real pages (``/page/<n>``, each linking to three others and into every
+    trap in ``traps``) plus traps that never end: ``deep``, ever-deeper paths that
+    never repeat a segment (``/deep/s1/d2/d3/...``, three chains); ``calendar``
+    (``/cal/<year>/<month>`` with next/previous); ``session``, session-id query variants
+    of the real pages (``?sid=<counter>``, new on every visit); ``generator``
+    (``/gen/<n>`` linking ten new numbers)."""
+
+    REAL = 30
+    TRAPS = ("deep", "calendar", "session", "generator")
+
+    def __init__(self, traps: tuple[str, ...] = TRAPS) -> None:
+        super().__init__(_Routes(self.route))
+        self.traps = traps
+        self.counter = 0
+        self.lock = threading.Lock()
+
+    def _sid(self) -> int:
+        with self.lock:
+            self.counter += 1
+            return self.counter
+
+    @staticmethod
+    def is_trap(path: str) -> bool:
+        return path.startswith(("/deep/", "/cal/", "/gen/")) or "sid=" in path
+
+    def route(self, path: str) -> Page | None:
+        parts = urlsplit(path)
+        p = parts.path
+        if p == "/robots.txt":
+            return Page(b"User-agent: *\nAllow: /\n", "text/plain")
+        m = re.fullmatch(r"/page/(\d+)", p)
+        if m and int(m.group(1)) < self.REAL:
+            n = int(m.group(1))
+            links = [f"/page/{(n * 7 + k) % self.REAL}" for k in (1, 2, 3)]
+            entries = {"deep": f"/deep/s{n % 3}", "calendar": f"/cal/2026/{n % 12 + 1}",
+                       "generator": f"/gen/{n * 1000}",
+                       "session": f"/page/{(n + 1) % self.REAL}?sid={self._sid()}"}
+            links += [entries[t] for t in self.traps]
+            return Page(_html(f"{PAGE_TEXT} Real page {n}.", links))
+        if p.startswith("/deep/"):
+            depth = p.count("/")
+            return Page(_html(f"{PAGE_TEXT} Deep {depth}.", [f"{p}/d{depth}"]))
+        m = re.fullmatch(r"/cal/(\d+)/(\d+)", p)
+        if m:
+            y, mo = int(m.group(1)), int(m.group(2))
+            nxt = (y + mo // 12, mo % 12 + 1)
+            prv = (y - (mo == 1), (mo - 2) % 12 + 1)
+            return Page(_html(f"{PAGE_TEXT} Calendar {y}-{mo}.",
+                              [f"/cal/{nxt[0]}/{nxt[1]}", f"/cal/{prv[0]}/{prv[1]}"]))
+        m = re.fullmatch(r"/gen/(\d+)", p)
+        if m:
+            n = int(m.group(1))
+            return Page(_html(f"{PAGE_TEXT} Generated {n}.", [f"/gen/{n * 10 + k}" for k in range(10)]))
+        return None  # 404
+
+
+class SlowImageSite(LocalWeb):
+    """``pages`` pages in a chain (each links the next three), each with ``images``
+    images on the same host; those of the first ``slow_pages`` pages answer after
+    ``image_delay`` seconds. A crawl killed while they download recovers them on
+    resume; handed over all at once they fill the host's download slots and queue
+    ahead of every new page."""
+
+    def __init__(self, pages: int = 60, images: int = 4, image_delay: float = 8.0, slow_pages: int = 3) -> None:
+        super().__init__(_Routes(self.route))
+        self.n_pages, self.images, self.image_delay, self.slow_pages = pages, images, image_delay, slow_pages
+        self.png = png_bytes(640, 480)
+
+    def route(self, path: str) -> Page | None:
+        p = urlsplit(path).path
+        if p == "/robots.txt":
+            return Page(b"User-agent: *\nAllow: /\n", "text/plain")
+        m = re.fullmatch(r"/p(\d+)", p)
+        if m and int(m.group(1)) < self.n_pages:
+            n = int(m.group(1))
+            links = [f"/p{k}" for k in range(n + 1, min(n + 4, self.n_pages))]
+            imgs = "".join(f'<img src="/img/{n}-{k}.png" alt="a cat sleeping on the sofa {n} {k}" '
+                           f'width="640" height="480">' for k in range(self.images))
+            return Page(_html(f"{PAGE_TEXT} Page {n}.", links, imgs))
+        m = re.fullmatch(r"/img/(\d+)-\d+\.png", p)
+        if m:
+            return Page(self.png, "image/png", delay=self.image_delay if int(m.group(1)) < self.slow_pages else 0)
+        return None  # 404

@@ -1,0 +1,132 @@
+"""Hostile sites (issue #16): crawler traps end by themselves, a resumed crawl is not
+starved by recovered slow image downloads, image drops name their own reason.
+
+Sites come from tests/support/hostile.py and run on 127.0.0.1 (free ports).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.crawlhelp import crawl
+from tests.localweb import LocalWeb, Page, html
+from tests.support.hostile import SlowImageSite, TrapSite
+
+REPO = Path(__file__).resolve().parents[1]
+FAST = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0,
+        "LOG_LEVEL": "INFO"}
+
+
+def run_crawl_cmd(stats: Path, settings: dict, args: dict) -> list[str]:
+    return [sys.executable, str(REPO / "tests" / "run_crawl.py"), str(stats), json.dumps(settings), json.dumps(args)]
+
+
+def trap_crawl(tmp_path: Path, site: TrapSite, settings: dict) -> tuple[dict, list[str]]:
+    settings = {**FAST, "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+                "CLOSESPIDER_TIMEOUT": 120, **settings}  # a safety net only: the crawl must finish before it
+    proc = subprocess.run(run_crawl_cmd(tmp_path / "stats.json", settings,
+                                        {"seeds": f"{site.base}/page/0", "output": str(tmp_path / "out")}),
+                          cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["finish_reason"] == "finished"  # ended by itself, not by the timeout
+    return stats, site.fetched()
+
+
+def real_pages(requests: list[str]) -> set[str]:
+    return {p for p in requests if not TrapSite.is_trap(p)}
+
+
+def test_paths_growing_without_repeats_end_at_the_segment_limit(tmp_path):
+    with TrapSite(traps=("deep",)) as site:
+        stats, requests = trap_crawl(tmp_path, site, {})
+    assert len(real_pages(requests)) == TrapSite.REAL
+    deep = [p for p in requests if p.startswith("/deep/")]
+    assert max(p.count("/") for p in deep) == 12  # FOCUSCRAWL_MAX_PATH_SEGMENTS
+    assert len(deep) == 3 * 11  # three chains, /deep/sN to 12 segments
+    assert stats["focuscrawl/scope/path_segments"] == 3
+
+
+def test_trap_site_ends_by_itself_with_trap_counts(tmp_path):
+    """30 real pages plus four endless traps: the default guards end the crawl (the
+    per-host cap is lowered from 500 to keep the test short; the benchmark
+    benchmarks/hostile_corpus.py runs it with every default)."""
+    with TrapSite() as site:
+        stats, requests = trap_crawl(tmp_path, site, {"FOCUSCRAWL_MAX_PAGES_PER_HOST": 150})
+    assert len(requests) <= 150
+    assert stats["focuscrawl/scope/host_limit"] > 0  # the trap's links beyond the cap, counted
+    assert len(real_pages(requests)) >= 20  # most real pages crawled despite the traps
+
+
+def test_recovered_images_do_not_starve_new_pages(tmp_path):
+    """Kill a crawl with ~20 slow image downloads in flight (each times out after 5 s,
+    and once more on retry), resume, kill again, resume: every session commits new
+    page rows (before, the recovered downloads were handed over at once and queued
+    ahead of every page in the host's download slot: 3 rows, those the frontier
+    journal recovered, then nothing for the rest of the session)."""
+    out, jobdir = tmp_path / "out", tmp_path / "job"
+    settings = {**FAST, "LOG_LEVEL": "WARNING", "JOBDIR": str(jobdir), "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0,
+                "FOCUSCRAWL_CHECKPOINT_INTERVAL": 0, "CONCURRENT_REQUESTS": 8, "DOWNLOAD_TIMEOUT": 5,
+                "FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED": False}
+
+    def rows() -> int:
+        path = out / "pages.tsv"
+        return max(0, path.read_bytes().count(b"\n") - 1) if path.exists() else 0
+
+    def pending() -> int:
+        path = jobdir / "focuscrawl" / "images.pending"
+        return path.read_bytes().count(b"\n") if path.exists() else 0
+
+    counts = []
+    with SlowImageSite(pages=300, images=4, image_delay=30.0, slow_pages=6) as site:
+        for session in range(3):
+            before = rows()
+            proc = subprocess.Popen(run_crawl_cmd(tmp_path / f"s{session}.json", settings,
+                                                  {"seeds": f"{site.base}/p0", "output": str(out)}),
+                                    cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:  # the first session runs until 20 slow downloads are pending, the others until
+                # 8 new rows, 20 s at most
+                deadline = time.monotonic() + (40 if session == 0 else 20)
+                while time.monotonic() < deadline and proc.poll() is None:
+                    if (pending() >= 20) if session == 0 else (rows() >= before + 8):
+                        break
+                    time.sleep(0.1)
+                counts.append((rows() - before, pending()))
+            finally:
+                os.kill(proc.pid, signal.SIGKILL)
+                _, err = proc.communicate(timeout=10)
+            assert "Traceback" not in err, err[-3000:]
+    # progress in every session: beyond the three pages the frontier journal recovers
+    # (before, the recovered downloads stalled every resumed session after those)
+    assert counts[0][0] >= 3 and all(new >= 8 for new, _ in counts[1:]), counts
+    assert counts[0][1] >= 20  # the first kill left slow downloads to recover
+    urls = [line.split("\t", 1)[0] for line in (out / "pages.tsv").read_text().splitlines()[1:]]
+    assert len(urls) == len(set(urls))  # and nothing twice
+
+
+def test_image_redirect_loop_and_gzip_bomb_have_their_own_reasons(tmp_path):
+    bomb = gzip.compress(b"\0" * (3 * 1024 * 1024))  # 3 MiB decoded, ~3 KB sent
+    img = '<img src="{}" alt="a cat sleeping on the sofa" width="640" height="480">'
+    site = {
+        ("cats.test", "/"): Page(html("cats", "cat cat cat cat cat. The cat sleeps.", [],
+                                      img.format("/loop.png") + img.format("/bomb.png") + img.format("/no.png"))),
+        ("cats.test", "/robots.txt"): Page("User-agent: *\nDisallow: /no.png\n", "text/plain"),
+        ("cats.test", "/loop.png"): Page(b"", "text/html", 302, {"Location": "http://cats.test/loop2.png"}),
+        ("cats.test", "/loop2.png"): Page(b"", "text/html", 302, {"Location": "http://cats.test/loop.png"}),
+        ("cats.test", "/bomb.png"): Page(bomb, "image/png", headers={"Content-Encoding": "gzip"}),
+    }
+    with LocalWeb(site) as web:
+        web.server.handle_error = lambda *args: None
+        stats, proc = crawl(web, tmp_path, "http://cats.test/",
+                            settings={"FOCUSCRAWL_IMAGE_MAX_BYTES": 1024 * 1024})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stats["images/failed/too_many_redirects"] == 1
+    assert stats["images/failed/too_big_decoded"] == 1
+    assert stats["images/failed/filtered"] == 1  # robots.txt, still "filtered"
