@@ -8,7 +8,9 @@ robots.txt, 16 concurrent requests) and stops after ``--pages`` responses:
 * ``plain``: a Scrapy spider with Scrapy's default settings that follows every
   ``<a href>`` and scores nothing (the baseline);
 * ``unfocused``, ``document``, ``keywords``: the ``focused`` spider with the bundled
-  model (razor off so that every mode does the same amount of work).
+  model (razor off so that every mode does the same amount of work);
+* ``learning``: ``keywords`` plus the online link learner and the re-ranking frontier
+  (target: >= 0.9x keywords, i.e. the learning costs at most 10%).
 
 Prints pages/s per run and the ratio to plain (target: keywords >= 0.8x), then the
 peak RSS of a ``--memory-pages`` crawl in ``keywords`` mode with JOBDIR (target
@@ -202,7 +204,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=5000, help="pages per throughput crawl")
     parser.add_argument("--memory-pages", type=int, default=50000, help="pages of the JOBDIR memory crawl (0: skip)")
-    parser.add_argument("--modes", nargs="+", default=["plain", "unfocused", "document", "keywords"])
+    parser.add_argument("--modes", nargs="+", default=["plain", "unfocused", "document", "keywords", "learning"])
     parser.add_argument("--repeat", type=int, default=2, help="interleaved runs per crawl (best is kept)")
     parser.add_argument("--profile", choices=("core", "full"), default="core",
                         help="core: spider + link scoring only (default); full: every component as shipped "
@@ -249,6 +251,11 @@ def main() -> int:
             cpu_ratio = results["keywords"]["best_cpu_rate"] / plain["best_cpu_rate"]
             print(f"keywords / plain = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU (target >= 0.8x): "
                   f"{'OK' if min(ratio, cpu_ratio) >= 0.8 else 'BELOW TARGET'}")
+        if "keywords" in results and "learning" in results:
+            k, lr = results["keywords"], results["learning"]
+            ratio, cpu_ratio = lr["rate"] / k["rate"], lr["best_cpu_rate"] / k["best_cpu_rate"]
+            print(f"learning / keywords = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU (target >= 0.9x): "
+                  f"{'OK' if min(ratio, cpu_ratio) >= 0.9 else 'BELOW TARGET'}")
         if args.memory_pages:
             with tempfile.TemporaryDirectory() as jobdir:
                 t = time.monotonic()

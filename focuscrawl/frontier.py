@@ -42,12 +42,14 @@ from pathlib import Path
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import Scheduler
+from scrapy.pqueues import ScrapyPriorityQueue
 from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
+from focuscrawl.lm.link_learner import url_host
 from focuscrawl.output.files import LineLog, iter_tsv
 from focuscrawl.output.run import run_output
 from focuscrawl.scrapy_compat import read_seen_fingerprints
@@ -264,3 +266,67 @@ class JournaledScheduler(Scheduler):
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         # Scrapy has saved its queue (close() runs before spider_closed): a clean stop
         (self.state_dir / CLEAN_MARKER).write_text(reason + "\n")
+
+
+class RerankingPriorityQueue(ScrapyPriorityQueue):
+    """Scrapy's priority queue that re-ranks its top when the link learner's model changes.
+
+    Mode ``learning`` sets a link's priority from the model of the moment. Re-scoring
+    the whole frontier per page would cost O(frontier); instead, on the first ``pop``
+    after a model update the best ``FOCUSCRAWL_LEARNING_RERANK_TOP`` requests are taken
+    out, re-scored from the feature vector and host kept in their meta (the host term uses
+    the hosts' harvest as of now) and pushed back: what the crawl fetches next is
+    always ranked by a recent model. Requests keep the same meta, so the disk queues
+    of a JOBDIR and the frontier journal are unaffected. Without a learner (other
+    modes) it is Scrapy's queue. (It reads Scrapy's ``queues``/``curprio``, internals of
+    ``ScrapyPriorityQueue``, for speed.)
+    """
+
+    def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
+        super().__init__(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
+        from focuscrawl.lm.link_learner import link_learner
+
+        s = crawler.settings
+        self.learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
+        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP", 500)
+        self.stats = crawler.stats
+        self.ranked_version = 0
+
+    def pop(self):
+        if self.learner is not None and self.top > 0 and self.learner.version != self.ranked_version:
+            self.ranked_version = self.learner.version
+            self.rerank()
+        return super().pop()
+
+    def rerank(self) -> int:
+        """Re-score the best ``top`` requests (start requests keep their priority).
+
+        Takes them from the internal per-priority queues best first (Scrapy's ``pop``
+        recomputes the current priority over all queues whenever one empties, O(queues)
+        per request) and pushes them back with their new priorities."""
+        taken, emptied = [], []
+        for prio in sorted(self.queues):
+            queue = self.queues[prio]
+            while len(taken) < self.top:
+                request = queue.pop()
+                if request is None:
+                    break
+                taken.append(request)
+            if not len(queue):
+                emptied.append(prio)
+            if len(taken) >= self.top:
+                break
+        for request in taken:
+            vector = request.meta.get("link_vector")
+            if vector is not None:
+                learned = self.learner.score(None, request.meta.get("link_score"), url_host(request.url), vector)
+                request.meta["link_learned"] = learned
+                request.priority = self.learner.priority(learned)
+            self.push(request)
+        for prio in emptied:  # kept while pushing back: no queue is closed and built again
+            if not len(self.queues[prio]):
+                self.queues.pop(prio).close()
+        prios = set(self.queues) | set(self._start_queues)
+        self.curprio = min(prios) if prios else None
+        self.stats.inc_value("focuscrawl/learning/reranked", len(taken))
+        return len(taken)

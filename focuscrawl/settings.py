@@ -62,7 +62,8 @@ FOCUSCRAWL_LM_CACHE_SIZE = 200_000
 FOCUSCRAWL_KEYWORD_WEIGHT = 3.0
 
 # --- Link scoring (SPEC §5) ---------------------------------------------------------
-#: Crawl mode: "keywords" (thesis method), "document" (Remus & Biemann), "unfocused".
+#: Crawl mode: "keywords" (thesis method), "document" (Remus & Biemann), "unfocused",
+#: "learning" (online link learning, beyond the thesis: settings FOCUSCRAWL_LEARNING_*).
 FOCUSCRAWL_MODE = "keywords"
 #: γ_d, γ_otx, γ_linkkw and T_otx of the link score formula.
 FOCUSCRAWL_LINK_DOC_WEIGHT = 0.7
@@ -331,3 +332,20 @@ FOCUSCRAWL_SCORING = "combined"
 #: P = 0.9/0.5/0.1, razor at the bundle's calibrated razor probability. Chosen by
 #: measurement (docs/EVALUATION.md); FOCUSCRAWL_SCORING = "thesis" forces SPEC here too.
 FOCUSCRAWL_CRAWL_SCORING = "thesis"
+
+# --- Crawl mode "learning": online link learning (issue #13, docs/CRAWL.md) -----------
+#: A page is judged on topic when its weighted perplexity is at most this
+#: (topicality = T / (T + wPP)); the judgement labels the link that led to it.
+FOCUSCRAWL_LEARNING_ON_TOPIC_PP = 50.0
+#: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
+FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
+#: The model's probability is blended with a prior from the thesis's link score,
+#: weight n_pos / (n_pos + PRIOR_PAGES); the prior is PRIOR_PP / (PRIOR_PP + score).
+FOCUSCRAWL_LEARNING_PRIOR_PAGES = 10
+FOCUSCRAWL_LEARNING_PRIOR_PP = 100.0
+#: Weight (log-odds) of the target host's harvest (Beta prior mean + UCB bonus) and
+#: the UCB exploration constant.
+FOCUSCRAWL_LEARNING_HOST_WEIGHT = 1.0
+FOCUSCRAWL_LEARNING_EXPLORATION = 0.05
+#: Requests at the top of the frontier re-scored with each new model (0 = none).
+FOCUSCRAWL_LEARNING_RERANK_TOP = 500

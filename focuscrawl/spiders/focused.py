@@ -1,6 +1,6 @@
 """The ``focused`` spider: fetch pages, score their text, emit a PageItem and out-links.
 
-    scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused
+    scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused|learning
         [-a topic=BUNDLE_DIR] [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
 
 The spider only extracts: the page's document perplexity goes into the PageItem and
@@ -32,7 +32,9 @@ from focuscrawl.urls import excerpt, url_problem
 
 logger = logging.getLogger(__name__)
 
-MODES = ("keywords", "document", "unfocused")
+MODES = ("keywords", "document", "unfocused", "learning")
+#: the frontier queue of mode ``learning``: re-ranks its top when the link learner's model changes
+LEARNING_PRIORITY_QUEUE = "focuscrawl.frontier.RerankingPriorityQueue"
 #: spider argument -> setting it overrides (applied before any component is built)
 SPIDER_ARG_SETTINGS = {
     "mode": "FOCUSCRAWL_MODE",
@@ -164,6 +166,8 @@ class FocusedSpider(scrapy.Spider):
         if mode not in MODES:
             raise UsageError(f"unknown crawl mode {mode!r}; choose one of {', '.join(MODES)}")
         self.mode = mode
+        if mode == "learning" and settings.get("SCHEDULER_PRIORITY_QUEUE") == "scrapy.pqueues.ScrapyPriorityQueue":
+            settings.set("SCHEDULER_PRIORITY_QUEUE", LEARNING_PRIORITY_QUEUE, priority="spider")
         self.seed_urls = read_seeds(settings.get("FOCUSCRAWL_SEEDS") or "")
         try:
             self.extractor_name = settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")
@@ -218,6 +222,7 @@ class FocusedSpider(scrapy.Spider):
         links, images = page_links(root, response)
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
+        response.meta["page_weighted_perplexity"] = score.weighted
         if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
             response.meta["page_topic_logit"] = self.topic_model.logit("\n".join(sentences)) if sentences else None
         self.stats.inc_value("focuscrawl/pages")
