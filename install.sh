@@ -5,6 +5,34 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 APT_PACKAGES="redis-server chromium chromium-driver"
+APT_LOCK_TIMEOUT=${APT_LOCK_TIMEOUT:-600}
+
+# apt-get that waits (up to APT_LOCK_TIMEOUT s) for another apt/dpkg run, e.g. a
+# freshly booted machine's unattended upgrade, instead of failing at once (rc 100).
+# DPkg::Lock::Timeout covers the dpkg lock; apt-get update ignores it for the lists
+# lock, so a held lock is retried here too, and said.
+apt_get() {
+  local waited=0 rc log
+  log=$(mktemp)
+  while :; do
+    rc=0
+    apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT" "$@" 2>&1 | tee "$log" >&2 || rc=${PIPESTATUS[0]}
+    if [ "$rc" != 0 ] && [ $waited -lt "$APT_LOCK_TIMEOUT" ] && grep -q "Could not get lock" "$log"; then
+      [ $waited = 0 ] && echo "install.sh: another apt/dpkg run holds its lock; waiting up to ${APT_LOCK_TIMEOUT}s ..." >&2
+      sleep 2
+      waited=$((waited + 2))
+      continue
+    fi
+    rm -f "$log"
+    return "$rc"
+  done
+}
+if [ "${1:-}" = "apt-get" ]; then  # ./install.sh apt-get ARGS...: just the waiting apt-get (tests)
+  shift
+  apt_get "$@"
+  exit
+fi
+
 missing=""
 for pkg in $APT_PACKAGES; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
@@ -12,8 +40,8 @@ done
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "install.sh: apt-get install$missing"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    apt_get update -qq
+    DEBIAN_FRONTEND=noninteractive apt_get install -y -qq $missing
   else
     echo "install.sh: please install as root:$missing (tests needing them will fail)" >&2
   fi

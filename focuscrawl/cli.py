@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "focuscrawl.annotate.cli",
     "focuscrawl.archive.cli",
     "focuscrawl.output.merge",
+    "focuscrawl.topic.cli",
 ]
 
 

@@ -147,6 +147,19 @@ def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> None:
                 entry.context_text = _context_from_record(record, name)
 
 
+def is_score_column(name: str) -> bool:
+    return name not in NON_SCORE_COLUMNS
+
+
+def score_names(run_dir: str | Path) -> list[str]:
+    """The run's score columns (images.tsv header order): every export of the run has
+    them all, whether it holds images or none."""
+    tsv = Path(run_dir) / IMAGES_TSV
+    with open(tsv, encoding="utf-8", errors="replace", newline="") as fh:
+        header = next(csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE), [])
+    return [name for name in header if is_score_column(name)]
+
+
 def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[CorpusEntry]:
     """Every row of the run's image log in file order (= crawl order), as ``CorpusEntry``.
 
@@ -164,7 +177,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
         if not header or "image_url" not in header:
             raise RunDirError(f"{tsv}: header has no image_url column")
         col = {name: i for i, name in enumerate(header)}
-        score_columns = [(name, i) for i, name in enumerate(header) if name not in NON_SCORE_COLUMNS]
+        score_columns = [(name, i) for i, name in enumerate(header) if is_score_column(name)]
 
         def get(row: list[str], name: str) -> str:
             i = col.get(name)

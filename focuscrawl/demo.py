@@ -2,7 +2,8 @@
 
 The web (a few hundred pages on a dozen hosts, built from real captions, Wikipedia
 leads and CLEANEVAL texts shipped in the package) is served on 127.0.0.1 and reached
-as an HTTP proxy; the ``focused`` spider crawls it with the bundled cats model.
+as an HTTP proxy; the ``focused`` spider crawls it with the bundled cats topic bundle
+(``models/cats``), and its images are ranked by the bundle's calibrated P(cat).
 """
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from pathlib import Path
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, image_funnel, ranked_images,
                                            score_cut_by_truth, top_n_shares)
 from focuscrawl.eval.crawls import run_crawl
+from focuscrawl.resources import default_topic_path
 from focuscrawl.testweb.cli import write_truth
 from focuscrawl.testweb.server import TestWebServer
 from focuscrawl.testweb.textpool import TextPool
 from focuscrawl.testweb.web import TestWeb, WebConfig
+from focuscrawl.topic.model import DEFAULT_SCORER
 
 DEMO_SCALE = 0.06
 
@@ -35,38 +38,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"demo web: {info['pages']} pages on {info['hosts']} hosts ({info['on_topic_pages']} about cats), "
           f"served on 127.0.0.1", flush=True)
     t0 = time.perf_counter()
+    bundle = default_topic_path()
     with TestWebServer(web, slow_factor=0) as server:
         print(f"crawling {args.pages} pages, mode {args.mode}, from {len(web.seeds())} seeds ...", flush=True)
         run_crawl(args.mode, web.seeds(), out / "run", args.pages, proxy=server.proxy,
-                  extra_settings=["FOCUSCRAWL_LINKS_LOG=True"])
+                  extra_settings=["FOCUSCRAWL_LINKS_LOG=True", f"FOCUSCRAWL_TOPIC={bundle}"])
         served = server.requests
     seconds = time.perf_counter() - t0
-    run = Run.load(out / "run", args.mode, budget=args.pages)
+    run = Run.load(out / "run", args.mode)  # every page row: the budget is exact (PageBudget)
     truth = Truth.load(out / "web")
     on_topic = sum(truth.page_on_topic(p["url"]) for p in run.pages)
     funnel = image_funnel(run)
-    ranked = ranked_images(run)
+    ranked = ranked_images(run, bundle=bundle)
     shares = top_n_shares(ranked, truth, 20)
     cut = score_cut_by_truth(run, truth)
+    thesis_top = top_n_shares(ranked_images(run), truth, 20)
     print(f"\ncrawled {len(run.pages)} pages in {seconds:.0f}s ({served} requests served): "
           f"{on_topic} on topic ({on_topic / max(1, len(run.pages)):.0%}; the whole web: "
           f"{info['on_topic_pages'] / info['pages']:.0%})")
-    print(f"images: {funnel['initial']} candidates -> {funnel['format']} format -> {funnel['score']} score cut "
-          f"-> {funnel['unique']} unique")
-    on, off = cut["on_topic"], cut["off_topic"]
-    print(f"score cut [{SCORE_RANGE[0]:g}, {SCORE_RANGE[1]:g}] (SPEC): kept {on['kept']} of {on['images']} images "
-          f"that show a cat and {off['kept']} of {off['images']} others\n"
-          f"  ({on['below']} cat images scored below {SCORE_RANGE[0]:g}: topic words floor the weighted "
-          f"perplexity, see docs/EVALUATION.md)")
+    print(f"images: {funnel['initial']} candidates -> {funnel['format']} format -> {len(ranked)} kept by the "
+          f"ranking's cut")
+    cats_found = cut["on_topic"]["images"]
+    cats_kept = sum(truth.image(e.image_url)[0] for e in ranked)
+    print(f"ranking ({DEFAULT_SCORER}, the default): each image's P(cat) from its ALT text and its context, "
+          f"by the cats bundle's\n  topic-vs-background LM cross-entropy and word n-gram classifier, calibrated "
+          f"on held-out text; kept {cats_kept} of the {cats_found} images that show a cat "
+          f"(SPEC's perplexity cut [{SCORE_RANGE[0]:g}, {SCORE_RANGE[1]:g}] keeps {cut['on_topic']['kept']})")
     if shares["n"]:
-        print(f"top {shares['n']} ranked images: {shares['on_topic']:.0%} show a cat, "
+        print(f"top {shares['n']} ranked images: {shares['on_topic']:.0%} show a cat "
+              f"(SPEC's ranking: {thesis_top['on_topic'] or 0:.0%}), "
               f"{shares['alt_describes']:.0%} have an ALT text that describes them")
         for entry in ranked[:5]:
-            print(f"  {entry.final_score:9.1f}  {entry.alt or entry.image_url}")
+            print(f"  P(cat) {entry.final_score:.3f}  {entry.alt or entry.image_url}")
     print(f"\noutputs in {out / 'run'}: " + ", ".join(sorted(p.name for p in (out / 'run').iterdir())))
     print(f"ground truth of the demo web in {out / 'web'}")
     (out / "demo.json").write_text(json.dumps({"pages": len(run.pages), "on_topic_pages": on_topic,
                                                 "funnel": funnel, "score_cut": cut, "top": shares,
+                                                "top_thesis": thesis_top, "ranking": DEFAULT_SCORER,
                                                 "seconds": seconds}, indent=2))
     return 0
 

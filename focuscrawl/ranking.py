@@ -2,7 +2,10 @@
 
 ``rank`` is the thesis's evaluation cut: keep final scores within [min, max], drop
 repeated image URLs keeping the first seen, sort ascending (lower = more on topic),
-take the top N. Exporters write the ranked entries as TSV, JSON lines, Parquet or
+take the top N. With a topic bundle (``--topic``, or the one the crawl used) the final
+score is first replaced by the bundle's calibrated P(on topic) (``focuscrawl.topic.images``),
+cut at the calibrated probability and sorted high to low; ``--scoring thesis`` (or
+``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's ranking exactly. Exporters write the ranked entries as TSV, JSON lines, Parquet or
 WebDataset tar shards.
 """
 from __future__ import annotations
@@ -16,13 +19,18 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from focuscrawl import settings as defaults
-from focuscrawl.corpus import CorpusEntry
+from focuscrawl.corpus import CorpusEntry, score_names
+from focuscrawl.topic.images import rescored_score_names
+from focuscrawl.topic.model import SCORERS
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_SCORE_MIN = float(defaults.FOCUSCRAWL_SCORE_MIN)
 DEFAULT_SCORE_MAX = float(defaults.FOCUSCRAWL_SCORE_MAX)
 FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
+THESIS = "thesis"
+#: ``thesis`` = SPEC's ranking; the others are topic bundle scorers (focuscrawl.topic.model.SCORERS)
+SCORING_CHOICES = (THESIS,) + SCORERS
 #: Fixed export columns, in order; the scores follow as ``score:<name>``.
 BASE_COLUMNS = ("rank", "final_score", "image_url", "image_path", "page_url", "alt", "title",
                 "final_context", "context_text", "first_seen", "width", "height")
@@ -52,10 +60,11 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
          score_min: float = DEFAULT_SCORE_MIN, score_max: float = DEFAULT_SCORE_MAX,
          filters: dict[str, Callable[[CorpusEntry], bool]] | None = None,
          stats: RankStats | None = None,
-         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None
-         ) -> list[CorpusEntry]:
-    """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort,
-    optional near-duplicate collapse, top N.
+         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None,
+         descending: bool = False) -> list[CorpusEntry]:
+    """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort
+    (``descending`` for probabilities: higher = more on topic), optional near-duplicate
+    collapse, top N.
 
     ``filters`` maps a name to a predicate that returns True for entries to *drop*;
     their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and
@@ -83,21 +92,13 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
         before = len(unique)
         unique = [e for e in unique if not drop(e)]
         stats.filtered[name] = before - len(unique)
-    unique.sort(key=lambda e: (e.final_score, e.first_seen))
+    sign = -1.0 if descending else 1.0
+    unique.sort(key=lambda e: (sign * e.final_score, e.first_seen))
     if collapse is not None:
         unique, stats.collapsed = collapse(unique)
     ranked = unique[:top] if top is not None else unique
     stats.ranked = len(ranked)
     return ranked
-
-
-def score_names(entries: Iterable[CorpusEntry]) -> list[str]:
-    """All score names of the entries, in first-appearance order."""
-    names: dict[str, None] = {}
-    for entry in entries:
-        for name in entry.scores:
-            names.setdefault(name, None)
-    return list(names)
 
 
 def export_row(rank_no: int, entry: CorpusEntry, scores: list[str]) -> dict:
@@ -119,8 +120,7 @@ def _tsv_cell(value) -> str:
     return " ".join(text.replace("\t", " ").split()) if isinstance(value, str) else text
 
 
-def write_tsv(entries: list[CorpusEntry], out: Path) -> int:
-    scores = score_names(entries)
+def write_tsv(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
     columns = list(BASE_COLUMNS) + [f"score:{s}" for s in scores]
     with open(out, "w", encoding="utf-8", newline="") as fh:
         fh.write("\t".join(columns) + "\n")
@@ -138,18 +138,18 @@ def _json_record(rank_no: int, entry: CorpusEntry) -> dict:
             "width": entry.width, "height": entry.height, "scores": entry.scores}
 
 
-def write_jsonl(entries: list[CorpusEntry], out: Path) -> int:
+def write_jsonl(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
     with open(out, "w", encoding="utf-8") as fh:
         for i, entry in enumerate(entries, 1):
-            fh.write(json.dumps(_json_record(i, entry), ensure_ascii=False) + "\n")
+            record = _json_record(i, entry) | {"scores": {name: entry.scores.get(name) for name in scores}}
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     return len(entries)
 
 
-def write_parquet(entries: list[CorpusEntry], out: Path) -> int:
+def write_parquet(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    scores = score_names(entries)
     rows = [export_row(i, e, scores) for i, e in enumerate(entries, 1)]
     fields = [pa.field("rank", pa.int64()), pa.field("final_score", pa.float64())]
     fields += [pa.field(c, pa.string()) for c in BASE_COLUMNS[2:-3]]
@@ -161,11 +161,15 @@ def write_parquet(entries: list[CorpusEntry], out: Path) -> int:
     return len(entries)
 
 
-def _shard_pattern(out: Path) -> str:
-    """``out`` with a ``%06d`` shard number; a path without ``%`` is a directory of shards."""
+def shard_pattern(out: Path) -> str:
+    """Where the WebDataset shards go: ``X.tar`` -> ``X-000000.tar``, ``X-000001.tar``, ...
+    beside it; a path with ``%`` is the pattern itself (``out-%06d.tar``); any other path
+    is a directory of ``corpus-000000.tar``, ..."""
     text = str(out)
     if "%" in text:
         return text
+    if out.suffix == ".tar":
+        return str(out.with_name(f"{out.stem}-%06d.tar"))
     out.mkdir(parents=True, exist_ok=True)
     return str(out / "corpus-%06d.tar")
 
@@ -176,7 +180,7 @@ def write_webdataset(entries: list[CorpusEntry], out: Path, run_dir: Path,
 
     Entries whose image file is missing are skipped (logged and counted).
     """
-    pattern = _shard_pattern(out)
+    pattern = shard_pattern(out)
     written = skipped = 0
     tar = None
     shard = 0
@@ -213,8 +217,11 @@ def write_webdataset(entries: list[CorpusEntry], out: Path, run_dir: Path,
     return written
 
 
-def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str | Path) -> int:
-    """Write ``entries`` in ``fmt``; returns the number of samples written."""
+def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str | Path,
+           extra_scores: Iterable[str] = ()) -> int:
+    """Write ``entries`` in ``fmt``; returns the number of samples written. The score
+    columns are the run's (images.tsv) and ``extra_scores`` (added by a rescoring), so an
+    export has the same schema whether it holds images or none."""
     out = Path(out)
     if fmt == "webdataset":
         return write_webdataset(entries, out, Path(run_dir))
@@ -222,7 +229,8 @@ def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str |
     writer = {"tsv": write_tsv, "jsonl": write_jsonl, "parquet": write_parquet}.get(fmt)
     if writer is None:
         raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
-    return writer(entries, out)
+    scores = score_names(run_dir)
+    return writer(entries, out, scores + [name for name in extra_scores if name not in scores])
 
 
 def pair_text(entry: CorpusEntry) -> str:
@@ -259,14 +267,26 @@ def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]
     return collapse
 
 
+def add_ranking_arguments(p) -> None:
+    """``--min --max --topic --scoring``: how a run's images are scored and cut, the same for
+    ``rank`` and ``annotate serve`` (``resolve_scoring`` and ``rank_run`` read them)."""
+    p.add_argument("--min", type=float, default=None, dest="score_min",
+                   help=f"lowest final score kept (thesis: {DEFAULT_SCORE_MIN:g}; a topic scorer: a probability, "
+                        "default the bundle's calibrated cut)")
+    p.add_argument("--max", type=float, default=None, dest="score_max",
+                   help=f"highest final score kept (thesis: {DEFAULT_SCORE_MAX:g}; a topic scorer: 1)")
+    p.add_argument("--topic", metavar="DIR", help="topic bundle to score with (default: the one the crawl used, "
+                                                  "from its stats.json)")
+    p.add_argument("--scoring", default=None, choices=SCORING_CHOICES,
+                   help="thesis = SPEC's weighted perplexity and cut; otherwise a bundle scorer's P(on topic) "
+                        "(default: $FOCUSCRAWL_SCORING, else the FOCUSCRAWL_SCORING setting)")
+
+
 def register(sub) -> None:
     p = sub.add_parser("rank", help="rank a run's images (score cut, dedupe, sort, top N) and export them")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the crawl's output directory")
     p.add_argument("--top", type=int, default=None, metavar="N", help="keep the N best (default: all)")
-    p.add_argument("--min", type=float, default=DEFAULT_SCORE_MIN, dest="score_min",
-                   help="lowest final score kept (default %(default)s)")
-    p.add_argument("--max", type=float, default=DEFAULT_SCORE_MAX, dest="score_max",
-                   help="highest final score kept (default %(default)s)")
+    add_ranking_arguments(p)
     p.add_argument("--drop-generated-alt", action="store_true",
                    help="drop images whose ALT text looks auto-generated (file names, paths, camera names)")
     p.add_argument("--collapse-near-duplicates", action="store_true",
@@ -274,28 +294,117 @@ def register(sub) -> None:
                         "or near-identical context text by SimHash)")
     p.add_argument("--format", choices=FORMATS, default="tsv", help="export format (default %(default)s)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output file; for webdataset a directory or a shard pattern like out-%%06d.tar")
+                   help="output file; for webdataset X.tar (shards X-000000.tar, X-000001.tar, ... beside it), "
+                        "a shard pattern like out-%%06d.tar, or a directory (corpus-000000.tar, ...)")
     p.set_defaults(func=cmd_rank)
+
+
+#: stats.json keys whose counts say why the crawl kept no image
+DROP_STATS_PREFIXES = ("images/dropped/", "images/failed/")
+
+
+def _funnel_text(stats: RankStats, score_min: float, score_max: float) -> str:
+    return (f"{stats.initial} images in images.tsv, {stats.no_score} without a final score, "
+            f"{stats.cut} within the score cut [{score_min:g}, {score_max:g}]")
+
+
+def _crawl_drops_text(run_dir: Path, top: int = 3) -> str:
+    """The crawl's main reasons for dropping images, from the run's stats.json."""
+    try:
+        stats = json.loads((run_dir / "stats.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "the run has no readable stats.json to say why"
+    drops = sorted(((k, v) for k, v in stats.items()
+                    if k.startswith(DROP_STATS_PREFIXES) and isinstance(v, int) and v > 0),
+                   key=lambda kv: -kv[1])
+    if not drops:
+        return f"the crawl dropped no image ({stats.get('images/seen', 0)} seen)"
+    return (f"the crawl saw {stats.get('images/seen', 0)} images; its main drop reasons (stats.json): "
+            + ", ".join(f"{k.split('/', 1)[1]} {v}" for k, v in drops[:top]))
+
+
+def run_topic_bundle(run_dir: str | Path) -> str | None:
+    """The topic bundle a crawl used (``focuscrawl/topic`` in its stats.json), if any."""
+    path = Path(run_dir) / "stats.json"
+    try:
+        stats = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    value = stats.get("focuscrawl/topic") if isinstance(stats, dict) else None
+    return value if value and (Path(value) / "bundle.json").is_file() else None
+
+
+def resolve_scoring(scoring: str | None, topic: str | None, run_dir: str | Path) -> tuple[str, str | None]:
+    """``(scoring, bundle)``: ``thesis`` without a bundle (said on stderr when a scorer was asked for)."""
+    import os
+    import sys
+
+    scoring = scoring or os.environ.get("FOCUSCRAWL_SCORING") or defaults.FOCUSCRAWL_SCORING
+    if scoring not in SCORING_CHOICES:
+        raise ValueError(f"unknown scoring {scoring!r} (choose from {', '.join(SCORING_CHOICES)})")
+    if scoring == THESIS:
+        return THESIS, None
+    bundle = topic or run_topic_bundle(run_dir)
+    if bundle is None:
+        print(f"focuscrawl rank: no topic bundle (--topic DIR, or a crawl with -a topic=DIR): "
+              f"ranking by SPEC's weighted perplexity and cut [{DEFAULT_SCORE_MIN:g}, {DEFAULT_SCORE_MAX:g}]",
+              file=sys.stderr)
+        return THESIS, None
+    return scoring, bundle
+
+
+def rank_run(run_dir: str | Path, scoring: str, bundle: str | None, top: int | None = None,
+             score_min: float | None = None, score_max: float | None = None,
+             filters: dict[str, Callable[[CorpusEntry], bool]] | None = None, stats: RankStats | None = None,
+             collapse=None, entries: Iterable[CorpusEntry] | None = None
+             ) -> tuple[list[CorpusEntry], tuple[float, float]]:
+    """A run's ranked images as ``focuscrawl rank`` makes them (``resolve_scoring`` first), and
+    the score range used: SPEC's for ``thesis``, else the bundle's calibrated probability.
+    ``entries``: a subset of the run's entries (default all)."""
+    from focuscrawl.corpus import iter_entries
+
+    if entries is None:
+        entries = iter_entries(run_dir, with_context=False)  # info records read only where needed
+    if scoring == THESIS:
+        lo = DEFAULT_SCORE_MIN if score_min is None else score_min
+        hi = DEFAULT_SCORE_MAX if score_max is None else score_max
+    else:
+        from focuscrawl.topic.images import rescore
+        from focuscrawl.topic.model import TopicModel
+
+        model = TopicModel(bundle, scoring)
+        entries = rescore(entries, model, run_dir)
+        lo = model.threshold("cut") if score_min is None else score_min
+        hi = 1.0 if score_max is None else score_max
+    if lo > hi:
+        raise ValueError("--min is greater than --max")
+    ranked = rank(entries, top, lo, hi, filters, stats, collapse, descending=scoring != THESIS)
+    return ranked, (lo, hi)
 
 
 def cmd_rank(args) -> int:
     from focuscrawl.altfilter import is_generated_alt
-    from focuscrawl.corpus import fill_context, iter_entries
+    from focuscrawl.corpus import fill_context
 
     if args.top is not None and args.top < 1:
         raise ValueError("--top must be at least 1")
-    if args.score_min > args.score_max:
-        raise ValueError("--min is greater than --max")
+    scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
     filters = {}
     if args.drop_generated_alt:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
     stats = RankStats()
     collapse = near_duplicate_collapser(args.run_dir) if args.collapse_near_duplicates else None
-    # info records are read only for the images that are exported
-    ranked = rank(iter_entries(args.run_dir, with_context=False), args.top, args.score_min, args.score_max,
-                  filters, stats, collapse)
+    ranked, (score_min, score_max) = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min,
+                                              args.score_max, filters, stats, collapse)
     fill_context(ranked, args.run_dir)
-    written = export(ranked, args.format, args.output, args.run_dir)
-    summary = stats.as_dict() | {"written": written}
+    extra_scores = [] if scoring == THESIS else rescored_score_names(scoring)
+    written = export(ranked, args.format, args.output, args.run_dir, extra_scores)
+    if not ranked:
+        logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
+                       _crawl_drops_text(Path(args.run_dir)))
+    summary = {"scoring": scoring, "topic": bundle, "score_range": [score_min, score_max]} | stats.as_dict() \
+        | {"written": written}
+    if args.format == "webdataset":
+        summary["shards"] = shard_pattern(Path(args.output))
     print(json.dumps(summary))
     return 0

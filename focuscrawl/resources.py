@@ -1,4 +1,5 @@
-"""Access to the bundled demo model and keywords via importlib.resources.
+"""The package's own resources, found wherever a command runs: the bundled cats topic
+bundle (demo model, keywords, ...; importlib.resources) and the project's Scrapy settings.
 
 Works from a source tree, a wheel and a zipped scrapyd egg: files inside a zip are
 extracted once to a temporary file that lives as long as the process (KenLM needs
@@ -11,8 +12,9 @@ import contextlib
 from importlib import resources
 from pathlib import Path
 
-BUNDLED_MODEL = "cats.arpa"
-BUNDLED_KEYWORDS = "cats.keywords.txt"
+from scrapy.settings import Settings
+
+BUNDLED_TOPIC = "cats"  # the cats demo as a topic bundle (focuscrawl topic build; models/README.md)
 
 _files = contextlib.ExitStack()
 atexit.register(_files.close)
@@ -30,8 +32,43 @@ def bundled_path(name: str) -> Path:
 
 
 def default_model_path() -> Path:
-    return bundled_path(BUNDLED_MODEL)
+    """The bundled cats topic LM."""
+    from focuscrawl.topic.model import read_manifest
+
+    folder = default_topic_path()
+    return folder / read_manifest(folder)["topic_lm"]
 
 
 def default_keywords_path() -> Path:
-    return bundled_path(BUNDLED_KEYWORDS)
+    """The bundled cats keywords."""
+    from focuscrawl.topic.model import read_manifest
+
+    folder = default_topic_path()
+    return folder / read_manifest(folder)["keywords"]
+
+
+def default_topic_path() -> Path:
+    """A folder path to the bundled cats topic bundle (files of a zipped egg extracted once)."""
+    if BUNDLED_TOPIC not in _cache:
+        ref = resources.files("focuscrawl.models").joinpath(BUNDLED_TOPIC)
+        if isinstance(ref, Path):
+            if not (ref / "bundle.json").is_file():
+                raise FileNotFoundError(f"bundled topic {BUNDLED_TOPIC!r} is missing from focuscrawl.models")
+            _cache[BUNDLED_TOPIC] = ref
+        else:  # inside a zip: copy its files to a temporary folder that lives as long as the process
+            import tempfile
+
+            folder = Path(_files.enter_context(tempfile.TemporaryDirectory(prefix="focuscrawl-topic-")))
+            for item in ref.iterdir():
+                (folder / item.name).write_bytes(item.read_bytes())
+            _cache[BUNDLED_TOPIC] = folder
+    return _cache[BUNDLED_TOPIC]
+
+
+def project_settings() -> Settings:
+    """focuscrawl's Scrapy settings (``focuscrawl.settings``) whatever the current folder:
+    ``get_project_settings()`` would read a ``scrapy.cfg`` there (or none, and then the
+    spider loader knows no focuscrawl spider)."""
+    settings = Settings()
+    settings.setmodule("focuscrawl.settings", priority="project")
+    return settings

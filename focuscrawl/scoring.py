@@ -6,6 +6,7 @@ loaded once per crawler and its LM counters go to the stats when the spider clos
 from __future__ import annotations
 
 import weakref
+from pathlib import Path
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -15,15 +16,24 @@ from focuscrawl.lm.scorer import TopicScorer
 from focuscrawl.resources import default_keywords_path, default_model_path
 
 _scorers: "weakref.WeakKeyDictionary[Crawler, TopicScorer]" = weakref.WeakKeyDictionary()
+_topic_models: "weakref.WeakKeyDictionary[Crawler, object]" = weakref.WeakKeyDictionary()
 
 
 def scorer_from_settings(settings: BaseSettings) -> TopicScorer:
-    """Build a scorer from ``FOCUSCRAWL_MODEL``/``FOCUSCRAWL_KEYWORDS`` (bundled defaults if empty).
+    """Build a scorer from ``FOCUSCRAWL_MODEL``/``FOCUSCRAWL_KEYWORDS``, else the topic bundle's
+    (``FOCUSCRAWL_TOPIC``), else the bundled cats demo model and keywords.
 
     A custom model without keywords scores with an empty keyword list (keyword score 0).
     """
     model = settings.get("FOCUSCRAWL_MODEL") or ""
     keywords = settings.get("FOCUSCRAWL_KEYWORDS") or ""
+    bundle = topic_bundle_path(settings)
+    if not model and bundle is not None:
+        from focuscrawl.topic.model import read_manifest
+
+        manifest = read_manifest(bundle)
+        model = bundle / manifest["topic_lm"]
+        keywords = keywords or bundle / manifest["keywords"]
     if not model:
         model = default_model_path()
         keywords = keywords or default_keywords_path()
@@ -34,11 +44,40 @@ def scorer_from_settings(settings: BaseSettings) -> TopicScorer:
     )
 
 
+def topic_bundle_path(settings: BaseSettings) -> Path | None:
+    """``FOCUSCRAWL_TOPIC`` as an absolute folder (``None`` if unset)."""
+    value = settings.get("FOCUSCRAWL_TOPIC") or ""
+    return Path(value).resolve() if value else None
+
+
+def topic_model_from_settings(settings: BaseSettings):
+    """The calibrated ``TopicModel`` that ranks the corpus: ``FOCUSCRAWL_TOPIC``, else the
+    bundled cats bundle when no ``FOCUSCRAWL_MODEL`` is set; ``None`` with a custom model and no
+    bundle, or with ``FOCUSCRAWL_SCORING = "thesis"``."""
+    from focuscrawl.resources import default_topic_path
+    from focuscrawl.topic.model import TopicModel
+
+    scoring = settings.get("FOCUSCRAWL_SCORING") or "thesis"
+    if scoring == "thesis":
+        return None
+    bundle = topic_bundle_path(settings)
+    if bundle is None and not settings.get("FOCUSCRAWL_MODEL"):
+        bundle = default_topic_path()
+    return TopicModel(bundle, scoring) if bundle is not None else None
+
+
 def topic_scorer(crawler: Crawler) -> TopicScorer:
     """The crawler's shared scorer (created on first use)."""
     scorer = _scorers.get(crawler)
     if scorer is None:
         scorer = _scorers[crawler] = scorer_from_settings(crawler.settings)
+        bundle = topic_bundle_path(crawler.settings)
+        if bundle is not None:  # `focuscrawl rank` ranks the run with the bundle it was crawled with
+
+            def record_bundle(spider=None) -> None:
+                crawler.stats.set_value("focuscrawl/topic", str(bundle))
+
+            crawler.signals.connect(record_bundle, signal=signals.spider_opened, weak=False)
 
         def publish_counters(spider=None) -> None:
             for key, value in scorer.counters().items():
@@ -46,3 +85,13 @@ def topic_scorer(crawler: Crawler) -> TopicScorer:
 
         crawler.signals.connect(publish_counters, signal=signals.spider_closed, weak=False)
     return scorer
+
+
+def crawl_topic_model(crawler: Crawler):
+    """The crawler's shared ``TopicModel`` when ``FOCUSCRAWL_CRAWL_SCORING = "calibrated"`` (page
+    and link scores in calibrated log-odds), else ``None`` (SPEC's perplexity rules)."""
+    if crawler.settings.get("FOCUSCRAWL_CRAWL_SCORING") != "calibrated":
+        return None
+    if crawler not in _topic_models:
+        _topic_models[crawler] = topic_model_from_settings(crawler.settings)
+    return _topic_models[crawler]

@@ -31,14 +31,24 @@ FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 
 # --- Text (SPEC §2) ----------------------------------------------------------------
-#: Page-text extractor by name: "trafilatura", "justext", "fulltext" (all body text) or a
-#: boilerpy3 one ("article", "default", "keepeverything", ...); see focuscrawl.text.extractors.
-#: Default "trafilatura" (full text when it finds no main text): best on both measured
-#: sets (docs/extraction.md): CLEANEVAL score 0.823 / token recall 0.935 / F1 0.899, modern
-#: articles (Zyte benchmark) 0.930 / 0.983 / 0.959, no failures. fulltext keeps all topical
-#: text but half of a modern page's words are boilerplate (P 0.51) that blur page
-#: perplexity; ArticleExtractor (the thesis's choice) drops a quarter (R 0.75 on CLEANEVAL).
-FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
+#: Page-text extractor by name: "auto", "trafilatura", "justext", "fulltext" (all body text)
+#: or a boilerpy3 one ("article", "default", "keepeverything", ...); see focuscrawl.text.extractors.
+#: Default "auto" (trafilatura or trafilatura ∪ jusText, chosen per page by a small shipped
+#: forest): at least the best single extractor on both measured sets (docs/extraction.md):
+#: CLEANEVAL final score 0.854 (jusText 0.851, trafilatura 0.823), article benchmark
+#: 0.937 cross-validated (trafilatura 0.930), at 1.0–1.2× trafilatura's time. "trafilatura"
+#: (favor_recall, full text when it finds no main text) was the default before.
+FOCUSCRAWL_TEXT_EXTRACTOR = "auto"
+#: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
+#: page is cut (stat focuscrawl/text/truncated). 2 MiB is above every real page of the
+#: evaluation sets (largest 1.6 MB) and bounds memory (~25× the cap over the process's
+#: base) and the C part of extraction; benchmarks/text_limits.py measures the worst pages
+#: of this size (docs/extraction.md). 0 = no cap.
+FOCUSCRAWL_TEXT_MAX_BYTES = 2 * 1024 * 1024
+#: Seconds of extraction per page before the page is skipped (stat
+#: focuscrawl/skipped/extraction_timeout). Interrupts Python code only (SIGALRM, main
+#: thread); the size cap bounds what runs in C. 0 = no limit.
+FOCUSCRAWL_TEXT_TIME_LIMIT = 30.0
 #: A sentence counts for page perplexity and the sentence log with ≥ this many tokens.
 FOCUSCRAWL_MIN_SENTENCE_TOKENS = 5
 
@@ -72,6 +82,11 @@ FOCUSCRAWL_IMAGE_MAX_WIDTH = 9600
 FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
 #: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
 FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
+#: Instead of dropping an image without width/height attributes, download it and apply
+#: the size limits to its real size (counted as images/size_measured/rescued|dropped).
+#: Off for a live crawl (the thesis could not afford those downloads); on for
+#: `focuscrawl warc` / the archive spider, where the bytes are in the archive anyway.
+FOCUSCRAWL_IMAGE_MEASURE_UNSIZED = False
 FOCUSCRAWL_IMAGE_FORMATS = ["jpg", "jpeg", "png", "gif"]
 #: At most this many non-empty ancestors are collected as context.
 FOCUSCRAWL_IMAGE_MAX_PARENTS = 5
@@ -96,8 +111,9 @@ FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
 FOCUSCRAWL_REJECT_SURTS = [
     "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
 ]
-#: Page budget (spider arg ``budget``): close the crawl after this many HTML pages
-#: (PageItems), counted by focuscrawl.extensions.budget.PageBudget (enabled below);
+#: Page budget (spider arg ``budget``): the run has exactly this many HTML pages
+#: (pages.tsv rows), counted by the spider middleware focuscrawl.middlewares.budget.
+#: PageBudget (enabled below; pages still in flight when it is spent are not written);
 #: Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
@@ -147,13 +163,19 @@ SPIDER_MIDDLEWARES = {
     # output runs from high to low numbers: depth (900), url length (800), scope, priority
     "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
     "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+    # next to the spider: the pages of an over-budget response reach no other middleware
+    "focuscrawl.middlewares.budget.PageBudget": 990,
 }
 DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+    # Scrapy's redirect middlewares at their places, minus the Referer handling (REFERER_ENABLED)
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "focuscrawl.middlewares.redirect.RedirectMiddleware": 600,
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
-    "focuscrawl.extensions.budget.PageBudget": 500,
 }
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
@@ -291,3 +313,21 @@ SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
 #: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
 #: loses the requests it had queued).
 FOCUSCRAWL_FRONTIER_JOURNAL = True
+
+# --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
+#: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
+#: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is
+#: recorded in stats.json (`focuscrawl/topic`) and `focuscrawl rank` ranks with it.
+FOCUSCRAWL_TOPIC = ""
+#: How the ranked corpus is scored: a bundle scorer (wpp, perplexity, keywords, xent,
+#: classifier, combined) = P(on topic) from the bundle's calibration, ranked high to low,
+#: cut at the calibrated probability; "thesis" = SPEC exactly (weighted perplexity,
+#: ascending, cut FOCUSCRAWL_SCORE_MIN..MAX). The environment variable of the same name
+#: overrides it for `focuscrawl rank`. Chosen by measurement (docs/EVALUATION.md).
+FOCUSCRAWL_SCORING = "combined"
+#: How the crawl orders links: "thesis" = SPEC §5 (perplexities, buckets 6e2/2e3/1e4, razor
+#: 3e4, T_otx 3000); "calibrated" = the FOCUSCRAWL_SCORING scorer's log-odds of page and
+#: anchor (anchor blended 0.7/0.3 when at least as topical as the page), buckets at
+#: P = 0.9/0.5/0.1, razor at the bundle's calibrated razor probability. Chosen by
+#: measurement (docs/EVALUATION.md); FOCUSCRAWL_SCORING = "thesis" forces SPEC here too.
+FOCUSCRAWL_CRAWL_SCORING = "thesis"

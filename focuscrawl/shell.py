@@ -5,10 +5,12 @@
     >>> explain(response)                   # project settings (mode, model, thresholds)
     >>> explain(response, mode="document")  # or another mode, or settings=crawler.settings
 
-Prints the page's document perplexity and keyword score, then every out-link with
-anchor perplexity, anchor keyword score, link score, bucket, priority and whether
-the crawl follows it, then every ``<img>`` with its ALT/title/context scores, final
-score and keep/drop reason; computed by the same functions as the crawl.
+Prints the page's document perplexity and keyword score (and, with a topic bundle, its
+calibrated P(on topic) under every scorer), then every out-link with anchor perplexity,
+anchor keyword score, link score, bucket, priority and whether the crawl follows it,
+then every ``<img>`` with its ALT/title/context scores, final score, P(on topic) (the
+ranking's score, ``focuscrawl rank``) and keep/drop reason; computed by the same
+functions as the crawl and the ranking.
 """
 from __future__ import annotations
 
@@ -24,8 +26,10 @@ from focuscrawl.images.extract import ContextSettings, ImageDecision, image_item
 from focuscrawl.images.final import final_score
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.middlewares.priority import LinkDecision, LinkRanker
-from focuscrawl.scoring import scorer_from_settings
+from focuscrawl.scoring import scorer_from_settings, topic_model_from_settings
 from focuscrawl.spiders.focused import page_links, page_text
+from focuscrawl.topic.images import item_logit
+from focuscrawl.topic.model import sigmoid
 from focuscrawl.urls import SurtRules, domain_allowed, repeated_path_segment, too_many_path_segments
 
 
@@ -42,7 +46,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     scorer = scorer or scorer_from_settings(settings)
     if not isinstance(response, HtmlResponse):
         raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
-    text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"))
+    text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")).text
     doc, _ = scorer.score_document(text, settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"))
     ranker = LinkRanker(settings, scorer)
     reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
@@ -69,8 +73,8 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
 
 def _settings(settings: BaseSettings | None) -> BaseSettings:
     if settings is None:
-        from scrapy.utils.project import get_project_settings
-        settings = get_project_settings()
+        from focuscrawl.resources import project_settings
+        settings = project_settings()
     return settings
 
 
@@ -99,8 +103,15 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
     out = out or sys.stdout
     settings = _settings(settings)
     doc_pp, kw, rows = explain_links(response, settings, mode)
+    model = topic_model_from_settings(settings)
     print(f"page {response.url}\n  document perplexity {_num(doc_pp)}, keyword score {kw:.4f}, "
           f"{len(rows)} links", file=out)
+    if model is not None:
+        text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"))
+        probs = model.scores(text) or {}
+        print(f"  P(on topic) under topic bundle {model.manifest.get('name')!r}: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in probs.items())
+              + f"; the ranking uses {model.scorer}, cut {model.threshold('cut'):.3f}", file=out)
     print(f"  {'decision':<10} {'score':>10} {'bucket':<7} {'prio':>5} {'anchor PP':>10} {'anchor kw':>9}  url  [anchor]",
           file=out)
     for url, anchor, d, scope in rows:
@@ -109,12 +120,15 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
               f"{_num(d.anchor_perplexity):>10} {_num(d.anchor_keyword_score):>9}  {url}  [{anchor[:60]}]", file=out)
     images = explain_images(response, settings)
     print(f"  {len(images)} images", file=out)
-    print(f"  {'decision':<16} {'final':>9} {'from':<14} {'ALT PP':>9} {'ALT wPP':>9} {'parent-1 wPP':>12}  src  [alt]",
-          file=out)
+    print(f"  {'decision':<16} {'final':>9} {'from':<14} {'ALT PP':>9} {'ALT wPP':>9} {'parent-1 wPP':>12} "
+          f"{'P(topic)':>8}  src  [alt]", file=out)
     for d, score, label in images:
         item = d.item or {}
         alt = item.get("alt_scores") or {}
         parents = [c for c in item.get("contexts") or [] if c.get("kind") == "parent" and c.get("level") == 1]
         parent = (parents[0].get("scores") or {}).get("weighted") if parents else None
+        value = item_logit(model, item) if model is not None and item else None
+        prob = None if value is None else sigmoid(value)
         print(f"  {d.reason or 'keep':<16} {_num(score):>9} {label or '-':<14} {_num(alt.get('perplexity')):>9} "
-              f"{_num(alt.get('weighted')):>9} {_num(parent):>12}  {d.src}  [{(item.get('alt') or '')[:50]}]", file=out)
+              f"{_num(alt.get('weighted')):>9} {_num(parent):>12} {_num(prob):>8}  {d.src}  "
+              f"[{(item.get('alt') or '')[:50]}]", file=out)

@@ -41,6 +41,7 @@ class LocalWeb:
     def __init__(self, pages: dict) -> None:
         self.pages = pages
         self.requests: list[str] = []
+        self.referers: dict[str, str | None] = {}  # host/path -> Referer header of its last request
         web = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,6 +52,7 @@ class LocalWeb:
                 host = (parts.hostname or self.headers.get("Host", "")).split(":")[0].lower()
                 path = parts.path + (f"?{parts.query}" if parts.query else "")
                 web.requests.append(f"{host}{path}")
+                web.referers[f"{host}{path}"] = self.headers.get("Referer")
                 page = web.pages.get((host, path))
                 if page is None and host == DIRECT_HOST:
                     page = web.pages.get(path)

@@ -139,3 +139,18 @@ def test_score_bad_model_is_a_clear_error(tmp_path, capsys):
     assert main(["score", "--model", str(tmp_path / "nope.arpa"), "cat"]) == 2
     err = capsys.readouterr().err
     assert "language model not found" in err and "Traceback" not in err
+
+
+def test_polite_fetcher_waits_between_requests_not_before_the_first(site, monkeypatch):
+    """The per-host delay counts from the host's previous request: the first request to a
+    host never waits (it once waited until ``delay`` seconds after boot)."""
+    from focuscrawl.text import sources
+
+    base, server, _ = site
+    slept = []
+    monkeypatch.setattr(sources.time, "sleep", slept.append)  # record instead of waiting an hour
+    fetcher = sources.PoliteFetcher(delay=1e12)
+    data, _ = fetcher.fetch(f"{base}/cat1.html")  # robots.txt first: the host's first request
+    assert b"warm mat" in data
+    assert len(slept) == 1 and slept[0] > 1e11  # only the page waited, after robots.txt
+    assert server.paths == ["/robots.txt", "/cat1.html"]

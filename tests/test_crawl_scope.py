@@ -75,8 +75,9 @@ def test_scope_traps_robots_and_bad_input(tmp_path):
     pages = {i["url"]: i for i in items(tmp_path) if "sentences" in i}
     assert "http://huge.test/" not in pages and "http://bin.test/file" not in pages
     assert pages["http://broken.test/"]["sentences"] == ["cat cat cat cat cat"]
-    # undecodable bytes are dropped (SPEC §2), the rest of the page is kept
-    assert pages["http://latin.test/"]["sentences"] == ["cat cat caf cat cat cat"]
+    # Latin-1 bytes under charset=utf-8: decoded with the cp1252 fallback (issue #16), counted
+    assert pages["http://latin.test/"]["sentences"] == ["cat cat café cat cat cat"]
+    assert stats["focuscrawl/text/charset_fallback"] == 2  # and broken.test: its \xff\xfe are no UTF-8
     # seed, q.test x2, robots.test/public, broken.test x2, latin.test, h.test x2
     assert stats["focuscrawl/pages"] == len(pages) == 9
     assert stats["focuscrawl/download_errors/HttpError"] == 1  # gone.test: 404

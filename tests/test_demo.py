@@ -23,7 +23,7 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "crawled 40 pages" in out and str(tmp_path / "run") in out
     pages = read_tsv(tmp_path / "run" / "pages.tsv")
-    assert len(pages) >= 40
+    assert len(pages) == 40  # the budget is exact in page rows
     assert all(p["url"].startswith("http://") and ".test/" in p["url"] for p in pages)
     assert (tmp_path / "run" / "images.tsv").exists() and (tmp_path / "web" / "truth_pages.tsv.gz").exists()
     summary = json.loads((tmp_path / "demo.json").read_text())
@@ -31,4 +31,7 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     assert summary["funnel"]["initial"] >= summary["funnel"]["format"] >= summary["funnel"]["score"] > 0
     on_topic = summary["score_cut"]["on_topic"]
     assert on_topic["images"] == on_topic["below"] + on_topic["above"] + on_topic["kept"] > 0
-    assert f"kept {on_topic['kept']} of {on_topic['images']} images that show a cat" in out
+    # the ranking by the cats bundle's P(cat) and SPEC's cut, side by side
+    assert f"of the {on_topic['images']} images that show a cat" in out
+    assert f"[2, 70000] keeps {on_topic['kept']})" in out
+    assert summary["ranking"] == "combined" and "top_thesis" in summary

@@ -56,3 +56,29 @@ def test_cli_table_and_json(tmp_path, capsys):
 def test_missing_directory_is_a_clear_error(tmp_path, capsys):
     assert cli.main(["eval", "neardup", str(tmp_path / "nope")]) == 2
     assert "no such directory" in capsys.readouterr().err
+
+
+def test_progress_lines_on_stderr(tmp_path, capsys, monkeypatch):
+    """A run of minutes on the real data set says what it does on stderr (the table stays on stdout)."""
+    from focuscrawl.eval import progress
+
+    monkeypatch.setattr(progress, "EVERY", 0.0)  # every loop step is "long" here
+    assert cli.main(["eval", "neardup", str(versions_dir(tmp_path)), "--max-k", "2", "--negatives", "6",
+                     "--ngrams", "3"]) == 0
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.startswith("eval neardup: ")]
+    assert [line.split(" (")[0] for line in lines] == [
+        f"eval neardup: reading the versions in {tmp_path / 'versions'} ...",
+        "eval neardup: 5 versions: ground truth", "eval neardup: SimHash 3-grams, k = 1..2 ...",
+        "eval neardup: 0/2 values of k", "eval neardup: 1/2 values of k", "eval neardup: MinHash baseline ..."]
+    assert "eval neardup" not in captured.out
+
+
+def test_directory_is_required(capsys):
+    """No default path: the versions data set lives outside the package."""
+    import pytest
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["eval", "neardup"])
+    assert exc.value.code == 2
+    assert "the following arguments are required: directory" in capsys.readouterr().err

@@ -21,7 +21,11 @@ def test_full_text_keeps_body_text_only():
     ("<p>Katze grüßt</p>".encode("latin-1"), "text/html; charset=iso-8859-1", "Katze grüßt"),
     (b'<meta charset="windows-1252"><p>caf\xe9 \x93cat\x94</p>', None, "café “cat”"),
     ("<p>日本の猫</p>".encode("shift_jis"), "text/html; charset=shift_jis", "日本の猫"),
-    (b"<p>bad \xff\xfe utf8 \x00 here</p>", "text/html; charset=utf-8", "bad  utf8  here"),
+    # a stray byte in a UTF-8 page is dropped; the page's other accents stay UTF-8
+    (b"<p>gr\xc3\xbc\xc3\x9fe \xff utf8 \x00 here</p>", "text/html; charset=utf-8", "grüße  utf8  here"),
+    # Latin-1 bytes declared UTF-8 (header or <meta>): decoded as cp1252 (w3lib's Latin-1)
+    ("<p>Café naïve</p>".encode("latin-1"), "text/html; charset=utf-8", "Café naïve"),
+    ("<meta charset='utf-8'><p>Café naïve</p>".encode("latin-1"), None, "Café naïve"),
 ])
 def test_decode_any_charset(body, ctype, expected):
     assert full_text(decode_html(body, ctype)).strip() == expected

@@ -203,3 +203,16 @@ def test_image_items_broken_html_and_bad_chars(cats_scorer):
     assert out[0].item["alt"] == "Kitten here"
     assert "\ufffd" not in out[0].item["contexts"][0]["text"]
     assert image_items(None, "http://s.test/", cats_scorer) == []
+
+
+def test_unspecified_size_is_measured_when_asked():
+    """FOCUSCRAWL_IMAGE_MEASURE_UNSIZED: no HTML size is no drop; the size limits wait for
+    the real size (the download pipeline), HTML sizes are still checked at once."""
+    rules = ImageRules(measure_unspecified=True)
+    assert _reason('<img src="a.jpg" alt="cat">', rules=rules) is None
+    assert _reason('<img src="a.jpg" alt="cat" width="600">', rules=rules) is None
+    assert _reason('<img src="a.jpg" alt="cat" width="100" height="80">', rules=rules) == R.TOO_SMALL
+    assert _reason('<img src="a.webp" alt="cat">', rules=rules) == R.FORMAT
+    assert R.needs_measuring(None, 400, rules) and not R.needs_measuring(600, 400, rules)
+    assert not R.needs_measuring(None, None, ImageRules())
+    assert R.size_reason(511, 400, rules) == R.TOO_SMALL and R.size_reason(512, 384, rules) is None

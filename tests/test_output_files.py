@@ -96,3 +96,26 @@ def test_lone_surrogates_do_not_break_a_row(tmp_path):
     glog.write_lines(["cat \udcff sat"])
     glog.close()
     assert gzip.decompress((tmp_path / "s.gz").read_bytes()) == b"cat ? sat\n"
+
+
+def test_first_commit_is_checkpointed_whatever_the_uptime(tmp_path):
+    """The interval is measured from the previous checkpoint, not from boot: with an
+    interval longer than any uptime the first commit still writes offsets.json (it
+    once compared time.monotonic() with 0.0, so a machine up for less than the
+    interval never checkpointed) and the next one within the interval does not."""
+    import json
+
+    from focuscrawl.output.run import OFFSETS_FILE, RunOutput
+
+    run = RunOutput(tmp_path / "out", tmp_path / "job", checkpoint_interval=1e12)
+    log = run.line_log("pages.tsv", "url")
+    log.write_lines(["http://s.test/a"])
+    run.commit()
+    offsets = tmp_path / "job" / "focuscrawl" / OFFSETS_FILE
+    first = json.loads(offsets.read_text())["files"]["pages.tsv"]
+    assert first == len("url\nhttp://s.test/a\n")
+    log.write_lines(["http://s.test/b"])
+    run.commit()  # within the interval: no checkpoint
+    assert json.loads(offsets.read_text())["files"]["pages.tsv"] == first
+    run.close()  # forced
+    assert json.loads(offsets.read_text())["files"]["pages.tsv"] > first

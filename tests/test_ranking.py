@@ -196,3 +196,42 @@ def test_flat_pictures_are_compared_by_text_only(tmp_path, capsys):
     out = tmp_path / "out.jsonl"
     assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["collapsed"] == 0
+
+
+def test_webdataset_tar_name_gives_numbered_shards_beside_it(run_dir, tmp_path, capsys):
+    """``-o X.tar`` made a directory named X.tar; now shards X-000000.tar, ... beside it."""
+    import webdataset as wds
+
+    out = tmp_path / "corpus.tar"
+    assert main(["rank", str(run_dir), "--format", "webdataset", "-o", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["shards"] == str(tmp_path / "corpus-%06d.tar")
+    assert not out.exists() and sorted(p.name for p in tmp_path.glob("*.tar")) == ["corpus-000000.tar"]
+    assert len(list(wds.WebDataset([str(tmp_path / "corpus-000000.tar")], shardshuffle=False))) == 3
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "parquet", "jsonl"])
+def test_empty_ranking_keeps_the_schema_and_warns_why(run_dir, tmp_path, capsys, caplog, fmt):
+    """Nothing within the score cut: the same columns as a full export (Parquet had 12
+    instead of every score column), and a warning with the funnel and the crawl's drops."""
+    (run_dir / "stats.json").write_text(json.dumps({"images/seen": 787, "images/dropped/no_size": 517,
+                                                    "images/dropped/too_small": 250,
+                                                    "images/failed/http_status": 3, "pages/written": 9}))
+    full, empty = tmp_path / f"full.{fmt}", tmp_path / f"empty.{fmt}"
+    assert main(["rank", str(run_dir), "--format", fmt, "-o", str(full)]) == 0
+    assert "no image passed" not in caplog.text
+    assert main(["rank", str(run_dir), "--min", "1e9", "--max", "2e9", "--format", fmt, "-o", str(empty)]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["written"] == 0
+    if fmt == "tsv":
+        assert empty.read_text().splitlines() == full.read_text().splitlines()[:1]
+    elif fmt == "parquet":
+        assert pq.read_schema(empty) == pq.read_schema(full) and len(pq.read_schema(full)) > 12
+        assert pq.read_table(empty).num_rows == 0
+    else:  # JSON lines: no line, no schema to keep; every record of a full export has every score
+        assert empty.read_text() == ""
+        records = [json.loads(line) for line in full.read_text().splitlines()]
+        assert len({tuple(r["scores"]) for r in records}) == 1
+    warning = next(r.getMessage() for r in caplog.records if "no image passed" in r.getMessage())
+    assert "8 images in images.tsv, 1 without a final score, 0 within the score cut [1e+09, 2e+09]" in warning
+    assert ("the crawl saw 787 images; its main drop reasons (stats.json): dropped/no_size 517, "
+            "dropped/too_small 250, failed/http_status 3") in warning

@@ -86,3 +86,14 @@ def test_scores_equal_the_definition_over_sentences(toy_arpa):
     assert (s.tokens, s.keyword_score) == (3, (1.0 + 3.0 + 1.0) / 4.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.tokens = 4
+
+
+def test_models_load_quietly(capfd):
+    """KenLM writes to file descriptor 2 from C++ (a "build a binary file" hint and a
+    progress bar for every ARPA load): every command loading a model printed them."""
+    from focuscrawl.resources import default_model_path
+
+    model = load_kenlm(default_model_path())
+    assert model.order == 5
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

@@ -28,7 +28,8 @@ def test_egg_carries_model_keywords_and_settings_entry_point(egg):
     with zipfile.ZipFile(egg) as z:
         names = set(z.namelist())
         entry_points = z.read("EGG-INFO/entry_points.txt").decode()
-    assert {"focuscrawl/models/cats.arpa", "focuscrawl/models/cats.keywords.txt",
+    assert {"focuscrawl/models/cats/bundle.json", "focuscrawl/models/cats/topic.arpa.gz",
+            "focuscrawl/models/cats/keywords.txt", "focuscrawl/models/background.txt.gz",
             "focuscrawl/models/__init__.py", "focuscrawl/spiders/focused.py"} <= names
     assert "settings = focuscrawl.settings" in entry_points
 

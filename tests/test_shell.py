@@ -61,3 +61,20 @@ def test_explain_prints_every_link_and_razor(settings):
 def test_explain_refuses_non_html(settings):
     with pytest.raises(ValueError, match="not an HTML page"):
         explain_links(TextResponse("http://x.test/a.txt", body=b"hi", encoding="utf-8"), settings)
+
+
+def test_explain_shows_the_topic_bundle_probabilities():
+    """With a topic bundle (here the bundled cats one) explain prints the page's P(on topic)
+    under every scorer and each image's ranking probability."""
+    from focuscrawl.resources import default_topic_path
+
+    s = get_project_settings().copy()
+    s.set("FOCUSCRAWL_TOPIC", str(default_topic_path()), priority="cmdline")
+    out = io.StringIO()
+    explain(page(), s, mode="keywords", out=out)
+    text = out.getvalue()
+    assert "P(on topic) under topic bundle 'cats'" in text and "the ranking uses combined" in text
+    assert any("P(topic)" in line for line in text.splitlines())
+    big = next(line.split() for line in text.splitlines() if "big.jpg" in line)
+    src = next(i for i, t in enumerate(big) if t.endswith("big.jpg"))
+    assert big[0] == "keep" and float(big[src - 1]) > 0.5  # "tabby kitten": the column before src

@@ -205,3 +205,13 @@ def test_cli_generate_and_heldout_corpus(tmp_path, capsys):
     assert captions and set(captions) <= reserved
     assert (tmp_path / "corpus" / "lm_sentences.txt").stat().st_size > 0
     assert len(list((tmp_path / "corpus" / "neutral").iterdir())) >= 10
+
+
+@pytest.mark.parametrize("command", [["testweb", "generate"], ["testweb", "heldout-corpus"], ["eval", "run"]])
+def test_data_is_required_not_defaulted_to_the_development_layout(tmp_path, capsys, command):
+    """--data defaulted to ../shared/data, which exists only beside this repository."""
+    from focuscrawl.cli import main
+
+    assert main([*command, "-o", str(tmp_path / "out")]) == 2
+    assert "--data is required: shared data folder (captions/, wiki/, cleaneval/), or 'bundled'" in \
+        capsys.readouterr().err

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from focuscrawl.output.images import url_sha1
 from tests.support.archives import write_arc
 from tests.localweb import LocalWeb, Page, png_bytes
 
@@ -113,3 +114,66 @@ def test_bad_archive_is_a_clear_error(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
     assert main(["warc", str(tmp_path / "missing.warc.gz"), "-o", str(tmp_path / "out")]) == 2
     assert "no such archive" in capsys.readouterr().err
+
+
+def _small_warc(tmp_path: Path) -> Path:
+    from tests.support.archives import write_warc
+
+    captures = []
+    for i in range(6):
+        page = (f'<html><body><p>{TEXT} {i}</p><img src="/c{i}.png" alt="a cat on the sofa {i}" width="640" '
+                f'height="480"><a href="/p{(i + 1) % 6}">next cat</a></body></html>')
+        captures.append((f"http://a.test/p{i}", [("Content-Type", "text/html")], page.encode()))
+        captures.append((f"http://a.test/c{i}.png", [("Content-Type", "image/png")], png_bytes(640, 480, (i, 2, 3))))
+    return write_warc(tmp_path / "x.warc.gz", captures)
+
+
+def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
+    """Each log line once (no second root handler), none of Scrapy's DEBUG/INFO chatter
+    without -v (there were ~1,400 lines for 16 records), focuscrawl's own progress line."""
+    warc = _small_warc(tmp_path)
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0.001"]
+    proc = subprocess.run(cmd + ["-o", str(tmp_path / "quiet")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stderr.splitlines()
+    assert not [line for line in lines if not line.startswith(("INFO focuscrawl.", "WARNING "))], proc.stderr
+    progress = [line for line in lines if "progress: " in line]
+    assert progress and "pages/s" in progress[-1] and "images written" in progress[-1]
+    assert len(set(lines) - set(progress)) == len(lines) - len(progress)  # nothing twice
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["images/written"] == 6
+    verbose = subprocess.run(cmd + ["-v", "-o", str(tmp_path / "verbose")], capture_output=True, text=True,
+                             timeout=120)
+    assert verbose.returncode == 0
+    assert verbose.stderr.count("DEBUG scrapy.core.engine: Crawled (200) <GET http://a.test/p0>") == 1
+
+
+def test_archive_images_without_html_size_are_measured(tmp_path):
+    """An archive holds the bytes of images without width/height attributes: `warc`
+    measures them and applies the size limits to the real size (the 2008 archive's
+    images were all dropped as size_unspecified); the HTML rule is one setting away."""
+    from tests.support.archives import write_warc
+
+    page = (f'<html><body><p>{TEXT}</p>'
+            '<img src="/big.png" alt="a big cat photo without size">'
+            '<img src="/small.png" alt="a small cat icon without size">'
+            '<img src="/sized.png" alt="a cat photo with size" width="640" height="480"></body></html>')
+    warc = write_warc(tmp_path / "x.warc.gz", [
+        ("http://a.test/", [("Content-Type", "text/html")], page.encode()),
+        ("http://a.test/big.png", [("Content-Type", "image/png")], png_bytes(800, 600)),
+        ("http://a.test/small.png", [("Content-Type", "image/png")], png_bytes(100, 80)),
+        ("http://a.test/sized.png", [("Content-Type", "image/png")], png_bytes(640, 480)),
+    ])
+    proc = warc_cli(str(warc), "-o", str(tmp_path / "measured"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((tmp_path / "measured" / "stats.json").read_text())
+    assert stats["images/size_measured/rescued"] == 1 and stats["images/size_measured/dropped"] == 1
+    assert stats["images/failed/too_small"] == 1 and "images/dropped/size_unspecified" not in stats
+    images = rows(tmp_path / "measured" / "images.tsv", "image_url")
+    assert sorted(images) == ["http://a.test/big.png", "http://a.test/sized.png"]
+    assert (images["http://a.test/big.png"]["width"], images["http://a.test/big.png"]["html_width"]) == ("800", "")
+    assert not (tmp_path / "measured" / "images" / f"{url_sha1('http://a.test/small.png')}.png").exists()
+    proc = warc_cli(str(warc), "-o", str(tmp_path / "html-rule"), "-s", "FOCUSCRAWL_IMAGE_MEASURE_UNSIZED=False")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((tmp_path / "html-rule" / "stats.json").read_text())
+    assert stats["images/dropped/size_unspecified"] == 2 and "images/size_measured/rescued" not in stats
+    assert list(rows(tmp_path / "html-rule" / "images.tsv", "image_url")) == ["http://a.test/sized.png"]

@@ -12,6 +12,7 @@ import sys
 from focuscrawl import settings as defaults
 from focuscrawl.annotate.db import DEFAULT_IMAGE_LABELS, TEXT_LABELS, AnnotationDB, AnnotationError
 from focuscrawl.annotate import stats as st
+from focuscrawl.ranking import add_ranking_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="distinct annotators per image (default %(default)s)")
     q.add_argument("--top", type=int, default=defaults.FOCUSCRAWL_ANNOTATION_TOP,
                    help="images loaded from the top of the ranking (default %(default)s)")
-    q.add_argument("--min", type=float, default=defaults.FOCUSCRAWL_SCORE_MIN, dest="score_min",
-                   help="lowest final score (default %(default)s)")
-    q.add_argument("--max", type=float, default=defaults.FOCUSCRAWL_SCORE_MAX, dest="score_max",
-                   help="highest final score (default %(default)s)")
+    add_ranking_arguments(q)
     q.add_argument("--drop-generated-alt", action="store_true", help="leave out auto-generated ALT texts")
     q.add_argument("--labels", help="the 5 image categories, comma-separated (default: "
                    + ", ".join(DEFAULT_IMAGE_LABELS) + ")")
@@ -71,18 +69,25 @@ def _password(args: argparse.Namespace) -> str:
     return first
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def load_ranked_images(db: AnnotationDB, args: argparse.Namespace) -> int:
+    """Add the top of RUN_DIR's ranking (as ``focuscrawl rank`` ranks it: the crawl's topic
+    bundle or ``--topic``, else SPEC's cut) to ``db``; returns how many images are new."""
     from focuscrawl.altfilter import is_generated_alt
-    from focuscrawl.corpus import iter_entries
-    from focuscrawl.ranking import rank
+    from focuscrawl.ranking import rank_run, resolve_scoring
+
+    filters = {"generated_alt": lambda e: is_generated_alt(e.alt)} if args.drop_generated_alt else None
+    scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
+    ranked, _ = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min, args.score_max, filters)
+    return db.add_items(e for e in ranked if e.image_file(args.run_dir) is not None)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
     from focuscrawl.annotate.web import AnnotationServer, create_app
 
     db = AnnotationDB(args.db, per_image=args.per_image)
     if args.labels:
         db.set_image_labels(args.labels.split(","))
-    filters = {"generated_alt": lambda e: is_generated_alt(e.alt)} if args.drop_generated_alt else None
-    ranked = rank(iter_entries(args.run_dir, with_context=False), args.top, args.score_min, args.score_max, filters)
-    added = db.add_items(e for e in ranked if e.image_file(args.run_dir) is not None)
+    added = load_ranked_images(db, args)
     if not db.users():
         print("annotate: no accounts yet; create one with `focuscrawl annotate add-user NAME --admin "
               f"--db {args.db}`", file=sys.stderr)

@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import read_tsv
-from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank
+from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank, rank_run
+from focuscrawl.topic.model import DEFAULT_SCORER
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
@@ -230,14 +231,19 @@ def score_cut_by_truth(run: Run, truth: Truth, score_range: tuple[float, float] 
     return counts
 
 
-def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> list[CorpusEntry]:
-    """The run's images ranked as the thesis did (``focuscrawl.ranking.rank``): score cut,
-    unique by URL (first seen), final score ascending; only images of the run's pages."""
+def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE, bundle: str | Path | None = None
+                  ) -> list[CorpusEntry]:
+    """The run's images ranked as ``focuscrawl rank`` does: without ``bundle`` as the thesis
+    did (score cut, unique by URL (first seen), final score ascending); with a topic bundle by
+    its default scorer's P(on topic), cut at its calibrated probability, high to low. Only
+    images of the run's pages."""
     if not (run.folder / "images.tsv").exists():
         return []
     kept = {p["url"] for p in run.pages}
     entries = (e for e in iter_entries(run.folder, with_context=False) if e.page_url in kept)
-    return rank(entries, score_min=score_range[0], score_max=score_range[1])
+    if bundle is None:
+        return rank(entries, score_min=score_range[0], score_max=score_range[1])
+    return rank_run(run.folder, DEFAULT_SCORER, str(bundle), entries=entries)[0]
 
 
 def top_n_shares(ranked: list[CorpusEntry], truth: Truth, n: int) -> dict:

@@ -5,6 +5,8 @@ import html
 import json
 from pathlib import Path
 
+from focuscrawl.eval.ranking_ablation import ablation
+from focuscrawl.topic.model import DEFAULT_SCORER
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, crawl_statistics, focus_curve, harvest_curve,
                                            image_funnel, iter_sentences, ranked_images, ratio, score_cut_by_truth,
                                            top_n_shares)
@@ -40,9 +42,11 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
     out = Path(output) if output else folder / "report"
     out.mkdir(parents=True, exist_ok=True)
     truth = Truth.load(folder / "web")
+    bundle = folder / eval_meta["topic_bundle"] if eval_meta.get("topic_bundle") else None
     log10_prob = _log10_prob(model, eval_meta, folder)
     summary: dict = {"folder": str(folder), "top_n": top_n, "budget": budget, "ground_truth": truth is not None,
-                     "score_range": list(score_range),
+                     "score_range": list(score_range), "topic_bundle": str(bundle) if bundle else None,
+                     "default_scoring": DEFAULT_SCORER if bundle else "thesis",
                      "web": eval_meta.get("web"), "thesis": THESIS, "runs": {}}
     curves: dict[str, dict] = {}
     for name, path in _run_folders(folder).items():
@@ -66,6 +70,8 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
             step = max(1, len(ranked) // 100)
             curves[name]["precision"] = [(n, top_n_shares(ranked, truth, n)["on_topic"])
                                          for n in range(step, len(ranked) + 1, step)]
+            entry["ranking_ablation"] = ablation(path, lambda url: truth.image(url)[0], bundle,
+                                                 pages={p["url"] for p in run.pages})
         summary["runs"][name] = entry
     if truth is not None:
         share = {m: r["top_n"]["on_topic"] for m, r in summary["runs"].items()}
@@ -186,6 +192,14 @@ def _html(summary: dict) -> str:
             "mode", "on topic", "below", "above", "kept", "off topic", "below", "above", "kept"],
             [[m] + [r["score_cut"][k][c] for k in ("on_topic", "off_topic") for c in ("images", "below", "above", "kept")]
              for m, r in runs.items()]))
+        for m, r in runs.items():
+            rows = r.get("ranking_ablation") or {}
+            parts.append(_table(f"Ranking ablation, {m} run (default: {summary['default_scoring']})", [
+                "ranking", "average precision", "on-topic kept by the cut", "kept", "top-N on topic (N = on topic found)",
+                "P@100", "P@500"],
+                [[name + (" (default)" if name == summary["default_scoring"] else ""), x["average_precision"],
+                  x["kept_on_topic_share"], x["kept"], x["top_n_share"], x["p@100"], x["p@500"]]
+                 for name, x in rows.items()]))
         ratios = summary["ratios"]
         parts.append(f"<p>keywords / unfocused = {_fmt(ratios['keywords_over_unfocused'])} (thesis 3.5); "
                      f"keywords / document = {_fmt(ratios['keywords_over_document'])} (thesis 2.1); "

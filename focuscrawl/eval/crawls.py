@@ -24,7 +24,7 @@ def _crawl_command(mode: str, seeds: list[str], out: Path, budget: int, determin
                    model: str | None, keywords: str | None, extra: list[str], local: bool) -> list[str]:
     settings = {
         "FOCUSCRAWL_MODE": mode,
-        "FOCUSCRAWL_PAGE_BUDGET": budget,  # PageBudget (enabled in settings.py) counts HTML pages
+        "FOCUSCRAWL_PAGE_BUDGET": budget,  # PageBudget (settings.py): exactly this many page rows
         "LOG_LEVEL": "INFO",
     }
     if local:  # our own server on 127.0.0.1: per-host slots and robots.txt stay, the delays go,
@@ -66,16 +66,21 @@ def run_crawl(mode: str, seeds: list[str], out: Path, budget: int, *, proxy: str
     return {"mode": mode, "seconds": seconds, "output": str(out)}
 
 
-def train_heldout_model(web, folder: Path) -> tuple[str, str]:
-    """Model and keywords of the web's topic from the captions a ``heldout`` web never shows
-    (``folder/corpus`` as ``focuscrawl testweb heldout-corpus`` writes it, then ``train-lm``
-    and ``keywords``): an evaluation of any topic without a model in the repository."""
+def train_heldout_model(web, folder: Path) -> tuple[str, str, str]:
+    """Model, keywords and topic bundle of the web's topic from the captions a ``heldout`` web
+    never shows (``folder/corpus`` as ``focuscrawl testweb heldout-corpus`` writes it, then
+    ``train-lm`` and ``keywords``; the bundle from its positive side and the bundled
+    general-English background, as a user with only topic text would build it): an
+    evaluation of any topic without a model in the repository."""
     from focuscrawl.lm.demo_corpus import train_topic_model
     from focuscrawl.testweb.cli import heldout_corpus
+    from focuscrawl.topic.build import build_bundle
 
     heldout_corpus(web.pool, web.topic, folder / "corpus")
     model, keywords = train_topic_model(folder / "corpus", folder, web.topic)
-    return str(model.resolve()), str(keywords.resolve())
+    bundle = folder / "bundle"
+    build_bundle(sorted((folder / "corpus" / "positive").iterdir()), None, bundle, name=f"{web.topic} (held out)")
+    return str(model.resolve()), str(keywords.resolve()), str(bundle.resolve())
 
 
 def _portable(path: str | None, folder: Path) -> str | None:
@@ -106,18 +111,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         info = write_truth(web, out / "web")
         seeds = web.seeds()
         if not args.model:
-            args.model, args.keywords = train_heldout_model(web, out / "model")
+            args.model, args.keywords, args.topic_bundle = train_heldout_model(web, out / "model")
             print(f"eval run: {web.topic} model trained on the web's held-out captions: {args.model}", flush=True)
         server = TestWebServer(web, slow_factor=args.slow_factor).start()
+    extra = list(args.set)
+    if args.topic_bundle:  # recorded in each run's stats.json: `focuscrawl rank` ranks with it
+        extra.append(f"FOCUSCRAWL_TOPIC={Path(args.topic_bundle).resolve()}")
     meta = {"modes": args.modes, "budget": args.budget, "deterministic": args.deterministic,
-            "model": _portable(args.model, out), "keywords": _portable(args.keywords, out), "web": info,
-            "runs": []}
+            "model": _portable(args.model, out), "keywords": _portable(args.keywords, out),
+            "topic_bundle": _portable(args.topic_bundle, out), "web": info, "runs": []}
     try:
         for mode in args.modes:
             print(f"eval run: {mode} ({args.budget} pages) ...", flush=True)
             result = run_crawl(mode, seeds, out / "runs" / mode, args.budget,
                                proxy=server.proxy if server else None, deterministic=args.deterministic,
-                               model=args.model, keywords=args.keywords, extra_settings=args.set)
+                               model=args.model, keywords=args.keywords, extra_settings=extra)
             print(f"eval run: {mode} done in {result['seconds']:.0f}s", flush=True)
             meta["runs"].append(dict(result, output=_portable(result["output"], out)))
     finally:
@@ -158,6 +166,9 @@ def register(eval_sub: argparse._SubParsersAction) -> None:
                                    "trained on its held-out captions, in OUTPUT/model/; with --seeds: the "
                                    "bundled cats model)")
     p.add_argument("--keywords", help="keyword list for the crawl")
+    p.add_argument("--topic-bundle", metavar="DIR", help="topic bundle the runs record for ranking (default on the "
+                                                         "test web without --model: one built from the held-out "
+                                                         "captions, in OUTPUT/model/bundle)")
     p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                    help="extra Scrapy setting for every run")
     p.set_defaults(func=cmd_run)

@@ -6,9 +6,16 @@ Per page, against the gold text:
   ``1 - levenshtein(words_out, words_gold) / max(len(words_out), len(words_gold))``
   (CLEANEVAL's text-only measure: insertions of boilerplate and deletions of content
   both cost);
+* ``LCS-F1``: F1 of the longest common word subsequence (precision = LCS / output
+  words, recall = LCS / gold words): order-aware like the score, but split into the
+  two kinds of error;
 * ``P``, ``R``, ``F1`` over bags of tokens (multiset intersection), so that a
   high-recall extractor that keeps some boilerplate is told apart from one that drops
-  content.
+  content;
+* on the article benchmark also its own measure (``aeb P/R/F1``, the benchmark's
+  ``evaluate.py``): per page, true/false positives and negatives over multisets of
+  word 4-gram shingles (case kept), normalised to sum to 1; precision and recall are
+  averaged over pages and F1 is computed from the two averages.
 
 ``failed`` counts pages where the extractor raised (scored as empty output), ``empty``
 pages where it returned no word at all (failures included). Words are lowercased
@@ -26,10 +33,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import LCSseq, Levenshtein
 
+from focuscrawl.eval.progress import Progress
 from focuscrawl.text.extractors import EXTRACTORS, ExtractionError, get_extractor
 from focuscrawl.text.html import decode_html
 
@@ -60,14 +68,56 @@ def strip_cleaneval_gold(text: str) -> str:
     return _CLEANEVAL_MARKUP_RE.sub(" ", "\n".join(lines))
 
 
+def _as_ids(output: Sequence[str], gold: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Words as integer ids (rapidfuzz compares hashables; ints are fastest)."""
+    ids: dict[str, int] = {}
+    return [ids.setdefault(w, len(ids)) for w in output], [ids.setdefault(w, len(ids)) for w in gold]
+
+
 def edit_similarity(output: Sequence[str], gold: Sequence[str]) -> float:
     """``1 - word edit distance / length of the longer sequence``; two empty texts: 1."""
     if not output and not gold:
         return 1.0
-    ids: dict[str, int] = {}
-    a = [ids.setdefault(w, len(ids)) for w in output]
-    b = [ids.setdefault(w, len(ids)) for w in gold]
+    a, b = _as_ids(output, gold)
     return 1.0 - Levenshtein.distance(a, b) / max(len(a), len(b))
+
+
+def lcs_f1(output: Sequence[str], gold: Sequence[str]) -> float:
+    """F1 of the longest common word subsequence; two empty texts: 1, one empty: 0."""
+    if not output or not gold:
+        return float(not output and not gold)
+    common = LCSseq.similarity(*_as_ids(output, gold))
+    return 2 * common / (len(output) + len(gold))
+
+
+_CASED_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
+def _shingles(text: str, n: int = 4) -> Counter:
+    tokens = _CASED_WORD_RE.findall(text)
+    return Counter(tuple(tokens[i:i + n]) for i in range(max(1, len(tokens) - n + 1)) if tokens[i:i + n])
+
+
+def shingle_counts(output_text: str, gold_text: str) -> tuple[float, float, float]:
+    """The article benchmark's per-page (tp, fp, fn) over word 4-gram shingles, summing to 1."""
+    out, gold = _shingles(output_text), _shingles(gold_text)
+    tp = sum((out & gold).values())
+    fp = sum((out - gold).values())
+    fn = sum((gold - out).values())
+    total = tp + fp + fn
+    return (tp / total, fp / total, fn / total) if total else (0.0, 0.0, 0.0)
+
+
+def shingle_prf(counts: Sequence[tuple[float, float, float]]) -> tuple[float, float, float]:
+    """The benchmark's aggregate: mean precision over pages with output, mean recall over
+    pages with gold, F1 of the two means (a page with neither error counts 1)."""
+    def ratio(tp: float, err: float, other: float) -> float:
+        return 1.0 if err == other == 0 else (0.0 if tp == err == 0 else tp / (tp + err))
+    ps = [ratio(tp, fp, fn) for tp, fp, fn in counts if tp + fp > 0]
+    rs = [ratio(tp, fn, fp) for tp, fp, fn in counts if tp + fn > 0]
+    p = sum(ps) / len(ps) if ps else 0.0
+    r = sum(rs) / len(rs) if rs else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
 def bag_prf(output: Sequence[str], gold: Sequence[str]) -> tuple[float, float, float]:
@@ -82,14 +132,17 @@ def bag_prf(output: Sequence[str], gold: Sequence[str]) -> tuple[float, float, f
 @dataclass(frozen=True)
 class PageScore:
     score: float
+    lcs_f1: float
     precision: float
     recall: float
     f1: float
+    shingles: tuple[float, float, float]
 
 
 def score_page(output_text: str, gold_text: str) -> PageScore:
     out, gold = words(output_text), words(gold_text)
-    return PageScore(edit_similarity(out, gold), *bag_prf(out, gold))
+    return PageScore(edit_similarity(out, gold), lcs_f1(out, gold), *bag_prf(out, gold),
+                     shingle_counts(output_text, gold_text))
 
 
 @dataclass(frozen=True)
@@ -148,19 +201,26 @@ class ExtractorResult:
     def mean(self, attr: str) -> float:
         return sum(getattr(s, attr) for s in self.scores) / len(self.scores) if self.scores else 0.0
 
+    def benchmark_prf(self) -> tuple[float, float, float]:
+        """The article benchmark's precision, recall and F1 (:func:`shingle_prf`)."""
+        return shingle_prf([s.shingles for s in self.scores])
+
     @property
     def pages_per_second(self) -> float:
         return self.pages / self.seconds if self.seconds else float("inf")
 
 
-def evaluate(pages: Iterable[Page], extractor_names: Sequence[str]) -> list[ExtractorResult]:
+def evaluate(pages: Sequence[Page], extractor_names: Sequence[str],
+             progress: Progress | None = None) -> list[ExtractorResult]:
     """Run every extractor on every page (decoding included in its time); a failure scores as empty.
 
     Pages are the outer loop so that load changes on a shared machine hit every
     extractor alike: the speed ratios between extractors are the robust numbers.
     """
     extractors = [(get_extractor(name), ExtractorResult(name)) for name in extractor_names]
-    for page in pages:
+    for done, page in enumerate(pages):
+        if progress is not None:
+            progress.tick(done, len(pages), "pages")
         for extract, result in extractors:
             start = time.perf_counter()
             try:
@@ -175,15 +235,23 @@ def evaluate(pages: Iterable[Page], extractor_names: Sequence[str]) -> list[Extr
     return [result for _, result in extractors]
 
 
-def format_table(results: Sequence[ExtractorResult], baseline: str = "fulltext") -> str:
-    """A Markdown table, best score first; speed also relative to ``baseline`` when it ran."""
+def format_table(results: Sequence[ExtractorResult], baseline: str = "trafilatura",
+                 benchmark_columns: bool = False) -> str:
+    """A Markdown table, best score first; speed also relative to ``baseline`` when it ran.
+
+    ``benchmark_columns`` adds the article benchmark's own P/R/F1 (:func:`shingle_prf`).
+    """
     base = next((r for r in results if r.name == baseline), None)
-    lines = ["| extractor | score | P | R | F1 | pages/s | time vs fulltext | failed | empty |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    extra = " aeb P | aeb R | aeb F1 |" if benchmark_columns else ""
+    lines = [f"| extractor | score | LCS-F1 | P | R | F1 |{extra} pages/s | time vs {baseline} | failed | empty |",
+             "|---|---|---|---|---|---|" + "---|" * (3 if benchmark_columns else 0) + "---|---|---|---|"]
     for r in sorted(results, key=lambda r: r.mean("score"), reverse=True):
-        ratio = f"{r.seconds / base.seconds:.1f}×" if base and base.seconds else "-"
-        lines.append(f"| {r.name} | {r.mean('score'):.3f} | {r.mean('precision'):.3f} | {r.mean('recall'):.3f} "
-                     f"| {r.mean('f1'):.3f} | {r.pages_per_second:.1f} | {ratio} | {r.failures} | {r.empty} |")
+        ratio = f"{r.seconds / base.seconds:.2f}×" if base and base.seconds else "-"
+        cells = [r.mean("score"), r.mean("lcs_f1"), r.mean("precision"), r.mean("recall"), r.mean("f1")]
+        if benchmark_columns:
+            cells += r.benchmark_prf()
+        lines.append(f"| {r.name} | " + " | ".join(f"{c:.3f}" for c in cells)
+                     + f" | {r.pages_per_second:.1f} | {ratio} | {r.failures} | {r.empty} |")
     return "\n".join(lines)
 
 
@@ -202,6 +270,8 @@ def cmd_eval_extraction(args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.extractors.split(",") if n.strip()]
     for name in names:
         get_extractor(name)  # unknown names fail before the long run
+    progress = Progress("eval extraction")
+    progress.step(f"reading {args.dataset} pages from {args.path} ...")
     pages = list(DATASETS[args.dataset](args.path))
     if args.limit:
         pages = pages[: args.limit]
@@ -209,7 +279,8 @@ def cmd_eval_extraction(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.path}: no pages with gold text found")
     for noisy in QUIET_LOGGERS:  # per-page parser warnings would drown the table
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
-    results = evaluate(pages, names)
+    progress.step(f"{len(pages)} pages x {len(names)} extractors ...")
+    results = evaluate(pages, names, progress)
     print(f"{args.dataset}: {len(pages)} pages\n")
-    print(format_table(results))
+    print(format_table(results, benchmark_columns=args.dataset == "aeb"))
     return 0

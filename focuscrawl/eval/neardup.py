@@ -42,12 +42,11 @@ import numpy as np
 from focuscrawl.dedup.index import SimHashIndex
 from focuscrawl.dedup.minhash import SuperShingleIndex, super_shingles
 from focuscrawl.dedup.simhash import NGRAM_MODES, simhash
+from focuscrawl.eval.progress import Progress
 from focuscrawl.text.normalize import normalize
 
 logger = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_DIR = REPO.parent / "shared" / "data" / "neardup" / "wiki-versions"
 #: The seed's Wikipedia table (Table 3.1): k -> (precision, recall).
 SEED_TABLE = {1: (0.78, 0.63), 3: (0.54, 0.81), 5: (0.38, 0.92)}
 
@@ -171,14 +170,16 @@ class Evaluation:
         return self.rows
 
 
-def run_simhash(ev: Evaluation, mode: str, ks: list[int]) -> None:
+def run_simhash(ev: Evaluation, mode: str, ks: list[int], progress: Progress | None = None) -> None:
     t = time.perf_counter()
     fps = [simhash(d.tokens, mode) for d in ev.docs]
     ms_fp = (time.perf_counter() - t) * 1000 / len(fps)
     logger.info("SimHash %s-grams: %.2f ms per document", mode, ms_fp)
     ids = [i for i, fp in enumerate(fps) if fp is not None]
     arr = np.array([fps[i] for i in ids], dtype=np.uint64)
-    for k in ks:
+    for done, k in enumerate(ks):
+        if progress is not None:
+            progress.tick(done, len(ks), f"values of k ({mode}-grams)")
         index = SimHashIndex.from_fingerprints(arr, k, max(4, k + 1))
         t = time.perf_counter()
         for fp in arr.tolist():
@@ -236,12 +237,16 @@ def format_table(rows: list[Row]) -> str:
 
 def cmd_neardup(args: argparse.Namespace) -> int:
     root = Path(args.directory)
+    progress = Progress("eval neardup")
+    progress.step(f"reading the versions in {root} ...")
     docs = load_versions(root, args.limit)
     modes = [m.strip() for m in args.ngrams.split(",") if m.strip()]
     for m in modes:
         if m not in NGRAM_MODES:
             raise ValueError(f"--ngrams: unknown mode {m!r} (choose from {', '.join(NGRAM_MODES)})")
     ks = list(range(1, args.max_k + 1))
+    progress.step(f"{len(docs)} versions: ground truth (5-shingle Jaccard of same-article pairs and "
+                  f"{args.negatives} cross-article pairs) ...")
     ev = Evaluation(docs, args.jaccard, 5, args.negatives, args.seed)
     neg = ev.negative_sample
     print(f"{len(docs)} versions of {len(ev.by_article)} articles; {len(ev.same_article)} same-article pairs, "
@@ -250,8 +255,10 @@ def cmd_neardup(args: argparse.Namespace) -> int:
         print(f"cross-article sample: {len(neg)} pairs, Jaccard max {neg.max():.3f}, "
               f"mean {neg.mean():.4f}, >= {args.jaccard}: {int((neg >= args.jaccard).sum())}")
     for mode in modes:
-        run_simhash(ev, mode, ks)
+        progress.step(f"SimHash {mode}-grams, k = 1..{args.max_k} ...")
+        run_simhash(ev, mode, ks, progress)
     if not args.no_minhash:
+        progress.step("MinHash baseline ...")
         run_minhash(ev)
     rows = ev.finish()
     cross = sum(1 for s in ev.cross_checked.values() if s >= args.jaccard)
@@ -265,8 +272,7 @@ def cmd_neardup(args: argparse.Namespace) -> int:
 
 def register(eval_sub: argparse._SubParsersAction) -> None:
     p = eval_sub.add_parser("neardup", help="precision/recall of SimHash (k, n-grams) and MinHash on article versions")
-    p.add_argument("directory", nargs="?", default=str(DEFAULT_DIR),
-                   help="DIR/<article>/<n>.txt (default: %(default)s)")
+    p.add_argument("directory", help="DIR/<article>/<n>.txt, e.g. the shared data's neardup/wiki-versions")
     p.add_argument("--ngrams", default="3,5,3+5", help="comma-separated n-gram modes (default %(default)s)")
     p.add_argument("--max-k", type=int, default=6, help="k = 1..MAX_K (default %(default)s)")
     p.add_argument("--jaccard", type=float, default=0.9, help="relevance threshold on 5-shingle Jaccard")

@@ -1,7 +1,7 @@
 """A progress line every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds (0 = off).
 
 Like Scrapy's ``LogStats`` but with what a focused crawl operator watches: pages
-parsed and pages/s since the last line, items, requests waiting in the scheduler,
+parsed and pages/s since the last line, images written, items, requests waiting in the scheduler,
 links razored and the LM cache hit rate.
 """
 from __future__ import annotations
@@ -58,6 +58,7 @@ class CrawlProgress:
         queries = scorer.queries
         hits = f"{scorer.cache_hits / queries:.0%}" if queries else "-"
         return (f"progress: {pages} pages ({rate:.1f} pages/s), "
+                f"{self.stats.get_value('images/written', 0)} images written, "
                 f"{self.stats.get_value('item_scraped_count', 0)} items, queue {self.queue_size()}, "
                 f"{self.stats.get_value('focuscrawl/links/razored', 0)} links razored, "
                 f"LM {queries} queries ({hits} cached)")

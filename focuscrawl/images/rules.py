@@ -37,6 +37,9 @@ class ImageRules:
     max_width: int = 9600
     max_height: int = 7200
     kick_unspecified: bool = True
+    #: keep an image without pixel width/height and apply the size limits to its real
+    #: size after download instead (FOCUSCRAWL_IMAGE_MEASURE_UNSIZED)
+    measure_unspecified: bool = False
     formats: frozenset[str] = field(default_factory=lambda: frozenset({"jpg", "jpeg", "png", "gif"}))
     max_per_page: int = 200
     #: attributes holding the real URL of a lazy-loaded image, used when ``src`` is
@@ -51,6 +54,7 @@ class ImageRules:
             max_width=settings.getint("FOCUSCRAWL_IMAGE_MAX_WIDTH", 9600),
             max_height=settings.getint("FOCUSCRAWL_IMAGE_MAX_HEIGHT", 7200),
             kick_unspecified=settings.getbool("FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED", True),
+            measure_unspecified=settings.getbool("FOCUSCRAWL_IMAGE_MEASURE_UNSIZED", False),
             formats=frozenset(f.lower().lstrip(".") for f in settings.getlist(
                 "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"])),
             max_per_page=settings.getint("FOCUSCRAWL_IMAGE_MAX_PER_PAGE", 200),
@@ -149,16 +153,29 @@ def drop_reason(attrib, attrs: ImageAttributes, rules: ImageRules) -> str | None
     if attrs.src is None:
         return BAD_SRC
     if attrs.width is None or attrs.height is None:
-        if rules.kick_unspecified:
+        if rules.kick_unspecified and not rules.measure_unspecified:
             return SIZE_UNSPECIFIED
     else:
-        if attrs.width < rules.min_width or attrs.height < rules.min_height:
-            return TOO_SMALL
-        if attrs.width > rules.max_width or attrs.height > rules.max_height:
-            return TOO_LARGE
+        reason = size_reason(attrs.width, attrs.height, rules)
+        if reason:
+            return reason
     if attrs.extension not in rules.formats:
         return FORMAT
     return None
+
+
+def size_reason(width: int, height: int, rules: ImageRules) -> str | None:
+    """TOO_SMALL or TOO_LARGE for a size (from the HTML, or measured), else ``None``."""
+    if width < rules.min_width or height < rules.min_height:
+        return TOO_SMALL
+    if width > rules.max_width or height > rules.max_height:
+        return TOO_LARGE
+    return None
+
+
+def needs_measuring(html_width: int | None, html_height: int | None, rules: ImageRules) -> bool:
+    """A candidate whose size limits are checked on the downloaded file."""
+    return rules.measure_unspecified and (html_width is None or html_height is None)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")

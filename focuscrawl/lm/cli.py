@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="perplexity, keyword score and weighted perplexity of a text")
     p.add_argument("--model", help="ARPA or KenLM binary model (default: bundled cats demo)")
     p.add_argument("--keywords", help="keyword file token;score (default: bundled with the default model)")
+    p.add_argument("--topic", help="topic bundle: its LM and keywords, plus P(on topic) under every scorer")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="+", help="the text ('-' reads standard input)")
     p.set_defaults(func=cmd_score)
@@ -52,16 +53,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    model = args.model or default_model_path()
-    keywords = args.keywords or (None if args.model else default_keywords_path())
+    topic = None
+    if args.topic:
+        from focuscrawl.topic.model import TopicModel
+
+        topic = TopicModel(args.topic)
+    model = args.model or (topic.topic_model_path if topic else default_model_path())
+    keywords = args.keywords or (None if args.model else topic.keywords_path if topic else default_keywords_path())
     result = TopicScorer.from_files(model, keywords).score(text)
+    probabilities = (topic.scores(text) or {}) if topic else {}
     if args.json:
         print(json.dumps({"perplexity": result.perplexity, "keyword_score": result.keyword_score,
-                          "weighted_perplexity": result.weighted, "tokens": result.tokens}))
+                          "weighted_perplexity": result.weighted, "tokens": result.tokens}
+                         | {f"p_{name}": p for name, p in probabilities.items()}))
     else:
         fmt = lambda v: "missing" if v is None else f"{v:.6g}"  # noqa: E731
         print(f"perplexity\t{fmt(result.perplexity)}\nkeyword_score\t{result.keyword_score:.6g}\n"
               f"weighted_perplexity\t{fmt(result.weighted)}")
+        for name, p in probabilities.items():
+            print(f"p_on_topic_{name}\t{p:.6g}")
     return 0
 
 

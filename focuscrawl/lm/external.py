@@ -55,6 +55,8 @@ _BYTES_PER_TOKEN = 1024
 #: Bytes per entry of a merge buffer or of a sort chunk (a few int64/float64 columns).
 _BYTES_PER_ENTRY = 64
 _MIN_ROWS = 16
+#: With ``jobs=None``, a corpus of fewer tokens is estimated in one process.
+_POOL_MIN_ROWS = 1_000_000
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
 
@@ -577,7 +579,7 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
     budget and write it as ARPA (the same file as ``write_arpa(estimate(...))``).
 
     ``memory``: bytes or a size (``2G``, ``25%`` of RAM); ``jobs``: processes for
-    counting and formatting (default: the CPUs); ``tmpdir``: where runs are spilled
+    counting and formatting (default: the CPUs, one for a corpus under a million tokens); ``tmpdir``: where runs are spilled
     (default: the system temporary folder); ``prune``: lmplz's ``--prune`` thresholds
     (``focuscrawl.lm.train.prune_thresholds``). The ARPA is written to ``OUT.part`` and
     renamed, so a failed run leaves no half file.
@@ -586,6 +588,7 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
         raise ValueError("order must be at least 2 (KenLM cannot load unigram-only models)")
     thresholds = prune_thresholds(prune, order)
     budget = parse_memory(memory) if isinstance(memory, str) else int(memory)
+    auto_jobs = jobs is None
     jobs = max(1, jobs or os.cpu_count() or 1)
     # Counting: each of `jobs` workers holds one chunk of rows while the parent merges.
     chunk = max(_MIN_ROWS, budget // (jobs + 1) // _BYTES_PER_ROW)
@@ -601,6 +604,8 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
         progress.tokens = n_tokens
         V = len(vocab)
         rows = len(Column(work / "words", np.int32))
+        if auto_jobs and rows < _POOL_MIN_ROWS:
+            jobs = 1  # starting worker processes would cost more than they save
         chunk = min(chunk, max(_MIN_ROWS, -(-rows // jobs)))  # at least one chunk per worker
         if V * (rows + V) >= 2 ** 62:
             raise ValueError("corpus too large for 64-bit n-gram keys")

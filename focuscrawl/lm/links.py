@@ -40,6 +40,33 @@ def link_score(doc_pp: float, anchor_pp: float | None, anchor_keyword_score: flo
     return 1.0 if score < 0 else score
 
 
+#: calibrated crawl (FOCUSCRAWL_CRAWL_SCORING = "calibrated"): link scores are the odds
+#: against the topic, ``(1 - p) / p``, so that lower = earlier as with perplexities
+CALIBRATED_BUCKET_PROBABILITIES = (0.9, 0.5, 0.1)
+ODDS_FLOOR = 1e-10  # best-first steps count decades of odds from here
+
+
+def calibrated_link_logit(doc_logit: float, anchor_logit: float | None, doc_weight: float = LINK_DOC_WEIGHT,
+                          anchor_weight: float = LINK_ANCHOR_WEIGHT) -> float:
+    """The link rule on calibrated log-odds: an anchor at least as topical as its page blends
+    ``doc_weight``/``anchor_weight`` with the page's log-odds, otherwise the page's alone
+    (SPEC's ``anchor PP <= doc PP`` condition; its absolute ``T_otx`` has no calibrated meaning)."""
+    if anchor_logit is not None and anchor_logit >= doc_logit:
+        return doc_weight * doc_logit + anchor_weight * anchor_logit
+    return doc_logit
+
+
+def odds_against(logit: float) -> float:
+    """``(1 - p) / p`` of log-odds ``logit`` (clamped to +-30)."""
+    return math.exp(-max(-30.0, min(30.0, logit)))
+
+
+def probability_to_odds(p: float) -> float:
+    """Odds against of a probability threshold (a bucket boundary or the razor)."""
+    p = min(max(p, 1e-13), 1 - 1e-13)
+    return (1.0 - p) / p
+
+
 def bucket_index(score: float, boundaries: Sequence[float] = PRIORITY_BUCKETS) -> int:
     """0 for the best bucket (``score <= boundaries[0]``) ... ``len(boundaries)`` for the worst."""
     for i, bound in enumerate(boundaries):
@@ -54,7 +81,7 @@ def bucket_name(index: int, n_buckets: int = len(BUCKET_NAMES)) -> str:
 
 
 def bucket_priority(score: float, boundaries: Sequence[float] = PRIORITY_BUCKETS,
-                    steps_per_decade: int = PRIORITY_STEPS_PER_DECADE) -> int:
+                    steps_per_decade: int = PRIORITY_STEPS_PER_DECADE, floor: float = 1.0) -> int:
     """Scrapy priority of a link score (higher = earlier); always below ``seed_priority``.
 
     The bucket decides first: a link in a better bucket always precedes one in a worse
@@ -63,12 +90,14 @@ def bucket_priority(score: float, boundaries: Sequence[float] = PRIORITY_BUCKETS
     bucket; best-first keeps the buckets meaningful when a model's perplexities are far
     below the thesis's, e.g. ~10-1,000 instead of ~1e7)**. ``k = 0``: one priority per
     bucket, ``len(boundaries) - index`` (3, 2, 1, 0 by default), FIFO inside it.
+    ``floor``: the lowest score with a step of its own (1 for perplexities, ``ODDS_FLOOR`` for
+    the calibrated crawl's odds).
     """
     rank = len(boundaries) - bucket_index(score, boundaries)
     if steps_per_decade <= 0:
         return rank
     span = _bucket_span(steps_per_decade)
-    step = math.ceil(steps_per_decade * math.log10(max(score, 1.0)) - 1e-9)
+    step = math.ceil(steps_per_decade * math.log10(max(score, floor) / floor) - 1e-9)
     return rank * span - min(step, span - 1)
 
 

@@ -46,15 +46,24 @@ class TextScore:
         return obj
 
 
+#: kenlm.Config.arpa_complain: lm::ngram::Config::ARPALoadComplain NONE (no "build a binary file" line)
+_ARPA_COMPLAIN_NONE = 2
+
+
 def load_kenlm(path: str | Path):
-    """Load an ARPA or KenLM binary model, with a clear error for a bad path or file."""
+    """Load an ARPA or KenLM binary model quietly (KenLM's C++ side would print a hint to
+    build a binary file and a 100-character progress bar to stderr), with a clear error
+    for a bad path or file."""
     import kenlm
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"language model not found: {path}")
+    config = kenlm.Config()
+    config.show_progress = False
+    config.arpa_complain = _ARPA_COMPLAIN_NONE
     try:
-        return kenlm.Model(str(path))
+        return kenlm.Model(str(path), config)
     except (OSError, RuntimeError) as exc:
         raise ValueError(f"cannot load language model {path}: {exc}") from exc
 

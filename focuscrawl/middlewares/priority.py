@@ -19,6 +19,7 @@ link that led to it, or the razor value for a seed (kept, lowest bucket).
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,8 +29,10 @@ from scrapy import Request, signals
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from focuscrawl.lm.links import bucket_index, bucket_name, bucket_priority, link_score, seed_priority
-from focuscrawl.scoring import topic_scorer
+from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
+                                 bucket_priority, calibrated_link_logit, link_score, odds_against,
+                                 probability_to_odds, seed_priority)
+from focuscrawl.scoring import crawl_topic_model, topic_scorer
 
 logger = logging.getLogger(__name__)
 
@@ -106,13 +109,21 @@ class LinkRanker:
     Shared by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``.
     """
 
-    def __init__(self, settings, scorer=None) -> None:
+    def __init__(self, settings, scorer=None, topic=None) -> None:
         s = settings
         self.mode = s.get("FOCUSCRAWL_MODE")
         self.focused = self.mode in ("keywords", "document")
         self.buckets = [float(b) for b in s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS")]
         self.steps = s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE")
         self.razor = s.getfloat("FOCUSCRAWL_LINK_RAZOR")
+        self.floor = 1.0
+        #: calibrated crawl: a topic model (focuscrawl.topic) scores pages and anchors in log-odds;
+        #: link scores are odds against the topic, buckets and razor are probabilities
+        self.topic = topic
+        if topic is not None:
+            self.buckets = [probability_to_odds(p) for p in CALIBRATED_BUCKET_PROBABILITIES]
+            self.razor = probability_to_odds(topic.threshold("razor")) if topic.threshold("razor") > 0 else math.inf
+            self.floor = ODDS_FLOOR
         self.weights = dict(
             doc_weight=s.getfloat("FOCUSCRAWL_LINK_DOC_WEIGHT"),
             anchor_weight=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_WEIGHT"),
@@ -125,6 +136,8 @@ class LinkRanker:
         self.anchor_score = lru_cache(maxsize=s.getint("FOCUSCRAWL_LM_CACHE_SIZE") or 1)(self._anchor_score)
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
+        if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers
+            return self.topic.logit(anchor), 0.0
         score = self.scorer.score(anchor)
         return score.perplexity, score.keyword_score
 
@@ -135,6 +148,8 @@ class LinkRanker:
         the link that led to the page, or the razor value stands in)."""
         if not self.focused:
             return LinkDecision(None, None, None, "", -depth, True)
+        if self.topic is not None:
+            return self._decide_calibrated(doc_pp, anchor, inherited)
         base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
         anchor_pp = anchor_kw = None
         if self.mode == "keywords":
@@ -142,10 +157,26 @@ class LinkRanker:
             score = link_score(base, anchor_pp, anchor_kw, **self.weights)
         else:
             score = base
+        return self._decision(score, anchor_pp, anchor_kw)
+
+    def _decision(self, score: float, anchor_value: float | None, anchor_kw: float | None) -> LinkDecision:
         name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
         followed = not score > self.razor
-        priority = bucket_priority(score, self.buckets, self.steps) if followed else 0
-        return LinkDecision(score, anchor_pp, anchor_kw, name, priority, followed)
+        priority = bucket_priority(score, self.buckets, self.steps, self.floor) if followed else 0
+        return LinkDecision(score, anchor_value, anchor_kw, name, priority, followed)
+
+    def _decide_calibrated(self, doc_logit: float | None, anchor: str, inherited: float | None) -> LinkDecision:
+        """``doc_logit``: the page's log-odds (``page_topic_logit``); ``inherited``: the odds of
+        the link that led to a page without text. The score is the odds against the topic."""
+        if doc_logit is None:
+            odds = inherited if inherited is not None else min(self.razor, probability_to_odds(0.5))
+            doc_logit = -math.log(max(odds, 1e-300))
+        anchor_logit = None
+        if self.mode == "keywords":
+            anchor_logit, _ = self.anchor_score(anchor)
+        value = calibrated_link_logit(doc_logit, anchor_logit, self.weights["doc_weight"],
+                                      self.weights["anchor_weight"])
+        return self._decision(odds_against(value), anchor_logit, None)
 
 
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
@@ -156,7 +187,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         s = crawler.settings
         self.stats = crawler.stats
         mode = s.get("FOCUSCRAWL_MODE")
-        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode == "keywords" else None)
+        topic = crawl_topic_model(crawler) if mode in ("keywords", "document") else None
+        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode == "keywords" else None, topic)
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
@@ -183,7 +215,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        doc_pp = response.meta.get("page_perplexity")
+        doc_pp = response.meta.get("page_topic_logit" if self.ranker.topic is not None else "page_perplexity")
         anchor = meta.get("anchor", "")
         d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"))
         meta["parent_perplexity"] = doc_pp

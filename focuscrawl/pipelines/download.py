@@ -22,13 +22,14 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadCancelledError, DropItem, IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.pipelines.files import FilesPipeline, FSFilesStore
-try:  # Scrapy >= 2.14: failures of this type are expected, logged without a traceback
+try:  # Scrapy >= 2.18: failures of this type are expected, logged without a traceback
     from scrapy.pipelines.media import _MediaRequestFiltered as _ExpectedMediaFailure
-except ImportError:  # pragma: no cover
+except ImportError:  # Scrapy 2.15-2.17
     from scrapy.pipelines.media import FileException as _ExpectedMediaFailure
 from scrapy.utils.asyncio import run_in_thread
 
 from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_formats, inspect_image
+from focuscrawl.images.rules import ImageRules, needs_measuring, size_reason
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.images import image_store, url_sha1
@@ -87,6 +88,7 @@ class ImageDownloadPipeline(FilesPipeline):
         self.max_pixels = settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS", 9600 * 7200)
         self.formats = allowed_formats(f.lower() for f in settings.getlist(
             "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"]))
+        self.rules = ImageRules.from_settings(settings)
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod
@@ -110,11 +112,20 @@ class ImageDownloadPipeline(FilesPipeline):
         return f"images/{url_sha1(request.url)}.{(ext or 'bin').lower()}"
 
     # -- results ---------------------------------------------------------------------
-    def _inspect(self, data: bytes):
-        return inspect_image(data, self.formats, self.max_pixels)
+    def _measured(self, item: Any) -> bool:
+        return item is not None and needs_measuring(item.get("html_width"), item.get("html_height"), self.rules)
 
-    def _inspect_and_store(self, data: bytes, path: str, info):
-        found = self._inspect(data)
+    def _inspect(self, data: bytes, measured: bool = False):
+        """Pillow's verdict; an image without HTML size (``measured``) must also pass the size limits."""
+        found = inspect_image(data, self.formats, self.max_pixels)
+        if measured:
+            reason = size_reason(found.width, found.height, self.rules)
+            if reason:
+                raise ImageRejected(reason, f"measured {found.width}x{found.height}")
+        return found
+
+    def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False):
+        found = self._inspect(data, measured)
         self.store.persist_file(path, BytesIO(data), info)
         return found
 
@@ -125,7 +136,7 @@ class ImageDownloadPipeline(FilesPipeline):
             return None
         try:
             data = path.read_bytes()
-            found = await run_in_thread(self._inspect, data)
+            found = await run_in_thread(self._inspect, data, self._measured(item))
         except (OSError, ImageRejected):
             return None  # download again
         self.inc_stats("uptodate")
@@ -138,7 +149,7 @@ class ImageDownloadPipeline(FilesPipeline):
             raise ImageRejectedFile(EMPTY)
         path = self.file_path(request, response=response, info=info, item=item)
         try:  # decode and store off the reactor thread
-            found = await run_in_thread(self._inspect_and_store, response.body, path, info)
+            found = await run_in_thread(self._inspect_and_store, response.body, path, info, self._measured(item))
         except ImageRejected as exc:
             raise ImageRejectedFile(exc.reason, exc.detail) from None
         self.inc_stats("downloaded")
@@ -165,11 +176,13 @@ class ImageDownloadPipeline(FilesPipeline):
         # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
         info.downloaded.pop(self._fingerprinter.fingerprint(Request(item["image_url"])), None)
         ok, value = results[0]
+        if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
+            self.stats.inc_value(f"images/size_measured/{'rescued' if ok else 'dropped'}")
         if not ok:
             exc = value.value
             reason = getattr(exc, "reason", None) or DOWNLOAD_ERROR
             self.stats.inc_value(f"images/failed/{reason}")
-            logger.info("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
+            logger.debug("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
             if self.store_images is not None:
                 self.store_images.drop(item["image_url"], reason)
             raise DropItem(f"image {item['image_url']}: {reason}", log_level="DEBUG")

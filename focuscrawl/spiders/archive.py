@@ -29,6 +29,8 @@ REPLAY_SETTINGS = {
     "AUTOTHROTTLE_ENABLED": False,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
     "RETRY_ENABLED": False,
+    # the archive holds the images' bytes: measure those without HTML size, do not drop them
+    "FOCUSCRAWL_IMAGE_MEASURE_UNSIZED": True,
 }
 
 

@@ -1,7 +1,7 @@
 """The ``focused`` spider: fetch pages, score their text, emit a PageItem and out-links.
 
     scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused
-        [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
+        [-a topic=BUNDLE_DIR] [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
 
 The spider only extracts: the page's document perplexity goes into the PageItem and
 ``response.meta["page_perplexity"]``; every out-link becomes a Request with its
@@ -24,9 +24,10 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.items import PageItem
-from focuscrawl.scoring import topic_scorer
-from focuscrawl.text.extractors import ExtractionError, get_extractor
-from focuscrawl.text.html import full_text_from_tree
+from focuscrawl.scoring import crawl_topic_model, topic_scorer
+from focuscrawl.text.extractors import (CHARSET_FALLBACK, TRUNCATED, ExtractionError, ExtractionTimeout,
+                                        PageText, extract_page, get_extractor)
+from focuscrawl.text.html import clip_html, fallback_encoding, full_text_from_tree
 from focuscrawl.urls import excerpt, url_problem
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ SPIDER_ARG_SETTINGS = {
     "mode": "FOCUSCRAWL_MODE",
     "model": "FOCUSCRAWL_MODEL",
     "keywords": "FOCUSCRAWL_KEYWORDS",
+    "topic": "FOCUSCRAWL_TOPIC",
     "output": "FOCUSCRAWL_OUTPUT_DIR",
     "seeds": "FOCUSCRAWL_SEEDS",
     "domains": "FOCUSCRAWL_ALLOWED_DOMAINS",
@@ -118,11 +120,27 @@ def page_links(root, response: Response) -> tuple[dict[str, str], int]:
     return links, images
 
 
-def page_text(response: HtmlResponse, extractor_name: str, extract=None) -> str:
+def readable_response(response: HtmlResponse, max_bytes: int) -> tuple[HtmlResponse, tuple[str, ...]]:
+    """The response as the text and link layers read it: its first ``max_bytes`` (0: all),
+    decoded with a fallback charset when the declared one does not fit the bytes (Latin-1
+    under ``charset=utf-8``); notes (stat names) say which of the two happened."""
+    notes: tuple[str, ...] = ()
+    body, cut = clip_html(response.body, max_bytes)
+    if cut:
+        response, notes = response.replace(body=body), (TRUNCATED,)
+    text = response.text
+    if "\ufffd" in text:
+        encoding = fallback_encoding(response.body, response.encoding, text)
+        if encoding:
+            response, notes = response.replace(encoding=encoding), notes + (CHARSET_FALLBACK,)
+    return response, notes
+
+
+def page_text(response: HtmlResponse, extractor_name: str, extract=None, seconds: float = 0) -> PageText:
     """The page text by ``FOCUSCRAWL_TEXT_EXTRACTOR``; ``fulltext`` reuses the parsed tree."""
     if extractor_name == "fulltext":
-        return full_text_from_tree(response.selector.root)
-    return (extract or get_extractor(extractor_name))(response.text)
+        return PageText(full_text_from_tree(response.selector.root))
+    return extract_page(extract or get_extractor(extractor_name), response.text, seconds)
 
 
 class FocusedSpider(scrapy.Spider):
@@ -152,9 +170,12 @@ class FocusedSpider(scrapy.Spider):
             self.extract = get_extractor(self.extractor_name)
             # load the model now: a bad path stops the crawl before any request
             self.scorer = topic_scorer(crawler)
+            self.topic_model = crawl_topic_model(crawler)
         except (ValueError, FileNotFoundError) as exc:
             raise UsageError(str(exc)) from exc
         self.min_sentence_tokens = settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS")
+        self.text_max_bytes = settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")
+        self.text_time_limit = settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT")
         self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
 
     @property
@@ -173,20 +194,32 @@ class FocusedSpider(scrapy.Spider):
             logger.debug("skipping non-HTML %s (%s)", response.url, ctype or "no type")
             return
         try:
+            response, notes = readable_response(response, self.text_max_bytes)
             root = response.selector.root
-            text = page_text(response, self.extractor_name, self.extract)
+            page = page_text(response, self.extractor_name, self.extract, self.text_time_limit)
         except (UnicodeError, LookupError) as exc:
             self.stats.inc_value("focuscrawl/skipped/undecodable")
             logger.warning("cannot decode %s: %s", response.url, exc)
+            return
+        except ExtractionTimeout as exc:
+            self.stats.inc_value("focuscrawl/skipped/extraction_timeout")
+            logger.warning("text extraction skipped on %s: %s", response.url, exc)
             return
         except ExtractionError as exc:
             self.stats.inc_value("focuscrawl/skipped/extraction_error")
             logger.warning("text extraction failed on %s: %s", response.url, exc)
             return
-        score, sentences = self.scorer.score_document(text, self.min_sentence_tokens)
+        for note in notes + page.notes:
+            self.stats.inc_value(f"focuscrawl/text/{note}")
+        if TRUNCATED in notes:
+            logger.info("page %s longer than %d bytes: its first %d read", response.url,
+                        self.text_max_bytes, self.text_max_bytes)
+        score, sentences = self.scorer.score_document(page.text, self.min_sentence_tokens)
         links, images = page_links(root, response)
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
+        if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
+            response.meta["page_topic_logit"] = self.topic_model.logit("\n".join(sentences)) if sentences else None
         self.stats.inc_value("focuscrawl/pages")
         if score.perplexity is None:
             self.stats.inc_value("focuscrawl/pages_without_text")

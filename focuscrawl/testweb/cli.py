@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -11,13 +12,11 @@ from focuscrawl.testweb.server import TestWebServer
 from focuscrawl.testweb.textpool import TextPool
 from focuscrawl.testweb.web import TestWeb, WebConfig
 
-DEFAULT_DATA = "../shared/data"
+DATA_HELP = "shared data folder (captions/, wiki/, cleaneval/), or 'bundled' = the small demo pool"
 
 
 def add_web_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", default=DEFAULT_DATA,
-                   help="shared data folder (captions/, wiki/, cleaneval/); 'bundled' = the small demo pool "
-                        "(default %(default)s)")
+    p.add_argument("--data", help=f"{DATA_HELP} (required)")
     p.add_argument("--topic", default="cat", help="topic of the web: cat, dog, train, ... (default %(default)s)")
     p.add_argument("--seed", type=int, default=1, help="the web's seed (same seed, same web)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply the number of hosts (1.0 = ~28k pages)")
@@ -26,9 +25,15 @@ def add_web_arguments(p: argparse.ArgumentParser) -> None:
                         "'focuscrawl testweb heldout-corpus')")
 
 
+def text_pool(data: str | None) -> TextPool:
+    """The pool of ``--data``; no default path (the shared data lives outside the package)."""
+    if not data:
+        raise ValueError(f"--data is required: {DATA_HELP}")
+    return TextPool.from_bundle() if data == "bundled" else TextPool.from_data(data)
+
+
 def web_from_args(args: argparse.Namespace) -> TestWeb:
-    pool = TextPool.from_bundle() if args.data == "bundled" else TextPool.from_data(args.data)
-    return TestWeb(pool, args.topic, args.seed, WebConfig(scale=args.scale, heldout=args.heldout))
+    return TestWeb(text_pool(args.data), args.topic, args.seed, WebConfig(scale=args.scale, heldout=args.heldout))
 
 
 def write_truth(web: TestWeb, out: str | Path) -> dict:
@@ -69,6 +74,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    print(f"testweb serve: building the {args.topic} web from {args.data} ...", file=sys.stderr, flush=True)
     web = web_from_args(args)
     server = TestWebServer(web, port=args.port, slow_factor=args.slow_factor).start()
     print(f"serving {web.page_count()} pages on {len(web.hosts)} hosts at {server.proxy}\n"
@@ -98,8 +104,7 @@ def heldout_corpus(pool: TextPool, topic: str, out: Path) -> dict[str, int]:
 
 
 def cmd_heldout_corpus(args: argparse.Namespace) -> int:
-    pool = TextPool.from_bundle() if args.data == "bundled" else TextPool.from_data(args.data)
-    info = heldout_corpus(pool, args.topic, Path(args.output))
+    info = heldout_corpus(text_pool(args.data), args.topic, Path(args.output))
     print(json.dumps(dict(info, output=args.output)))
     return 0
 
@@ -117,7 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--slow-factor", type=float, default=1.0, help="scale of the slow pages' delays (0 = none)")
     p.set_defaults(func=cmd_serve)
     p = tsub.add_parser("heldout-corpus", help="corpora of the topic's held-out captions (for --heldout webs)")
-    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--data", help=f"{DATA_HELP} (required)")
     p.add_argument("--topic", default="cat")
     p.add_argument("-o", "--output", required=True)
     p.set_defaults(func=cmd_heldout_corpus)

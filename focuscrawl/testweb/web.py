@@ -51,7 +51,8 @@ class WebConfig:
     portal_articles: tuple[int, int] = (150, 400)
     scale: float = 1.0
     #: Keep the topic's photos with an odd key hash out of the web, so that a model can be
-    #: trained on their captions without having seen the web's ALT texts (``heldout_photos``).
+    #: trained on their captions without having seen the web's ALT texts (``heldout_photos``);
+    #: the background reserve (``is_background_reserve``) stays out too.
     heldout: bool = False
 
     def count(self, n: int) -> int:
@@ -116,6 +117,13 @@ def is_heldout(photo: Photo) -> bool:
     return stable_int("heldout", photo.key) % 2 == 1
 
 
+def is_background_reserve(photo: Photo) -> bool:
+    """One photo in 16 (stable hash of its key) whose captions may feed the general-English
+    background corpus (``focuscrawl.topic.background``): a ``heldout`` web never shows them,
+    so a background built from them has not seen the web's off-topic ALT texts either."""
+    return stable_int("background", photo.key) % 16 == 0
+
+
 def heldout_photos(pool: TextPool, topic: str) -> list[Photo]:
     """The topic's photos a ``heldout`` web never shows: their captions may train its model."""
     return [p for p in pool.topic_photos(topic) if is_heldout(p)]
@@ -156,7 +164,8 @@ class TestWeb:
         self._pattern = topic_pattern(topic)
         self.topic_photos = [p for p in pool.topic_photos(topic) if not (self.config.heldout and is_heldout(p))]
         self.neighbour_photos = [p for p in pool.topic_photos(self.neighbour) if not self._shows(p)]
-        self.other_photos = pool.other_photos(topic, self.neighbour)
+        self.other_photos = [p for p in pool.other_photos(topic, self.neighbour)
+                             if not (self.config.heldout and is_background_reserve(p))]
         if len(self.topic_photos) < 5:
             raise ValueError(f"topic {topic!r}: only {len(self.topic_photos)} captioned photos mention it; "
                              "need at least 5")

@@ -7,32 +7,25 @@ import logging
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from focuscrawl import settings as default_settings
-from focuscrawl.text.extractors import EXTRACTORS, ExtractionError, get_extractor
-from focuscrawl.text.html import decode_html
+from focuscrawl.text.extractors import EXTRACTORS, TRUNCATED, ExtractionError, get_extractor, page_text_from_bytes
 
 logger = logging.getLogger(__name__)
 
-#: Inputs larger than this (after gunzip) are refused: a guard against gzip bombs.
-MAX_INPUT_BYTES = 64 * 1024 * 1024
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
 
 
-class InputTooLarge(ValueError):
-    pass
-
-
-def read_html_bytes(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
-    """File content, gunzipped for ``.gz`` names, refusing more than ``max_bytes``."""
+def read_html_bytes(path: str | Path, max_bytes: int) -> bytes:
+    """File content, gunzipped for ``.gz`` names: at most ``max_bytes + 1`` bytes are read
+    (one more than the cap, so a longer page is seen to be longer); a gzip bomb costs no
+    more than that."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise InputTooLarge(f"{path}: more than {max_bytes} bytes (after decompression)")
-    return data
+        return fh.read(max_bytes + 1)
 
 
 def output_stem(path: str | Path) -> str:
@@ -58,6 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--extractor", default=default_settings.FOCUSCRAWL_TEXT_EXTRACTOR,
                    help=f"one of {', '.join(sorted(EXTRACTORS))} (default: the crawl's, %(default)s)")
     p.add_argument("--gzip", action="store_true", help="write <stem>.txt.gz instead of <stem>.txt")
+    p.add_argument("--max-bytes", type=int, default=default_settings.FOCUSCRAWL_TEXT_MAX_BYTES,
+                   help="read at most this many bytes of a page (after gunzip); longer pages are "
+                        "cut and counted (default: the crawl's, %(default)s)")
+    p.add_argument("--time-limit", type=float, default=default_settings.FOCUSCRAWL_TEXT_TIME_LIMIT,
+                   help="seconds per page before it is skipped (0 = none; default %(default)s)")
     p.add_argument("-o", "--output", required=True, help="output directory (created)")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="HTML files, optionally gzipped")
     p.set_defaults(func=cmd_extract)
@@ -65,10 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     extract = get_extractor(args.extractor)
+    for noisy in ("trafilatura", "justext", "boilerpy3"):  # per-page library warnings
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
     out_dir = Path(args.output)
     out_dir.mkdir(parents=True, exist_ok=True)
     suffix = ".txt.gz" if args.gzip else ".txt"
-    written, failed, seen = 0, 0, set()
+    written, failed, seen, notes = 0, 0, set(), Counter()
     start = time.perf_counter()
     for src in args.inputs:
         stem = output_stem(src)
@@ -78,14 +78,20 @@ def cmd_extract(args: argparse.Namespace) -> int:
             continue
         seen.add(stem)
         try:
-            text = extract(decode_html(read_html_bytes(src)))
-        except (OSError, EOFError, gzip.BadGzipFile, InputTooLarge, ExtractionError) as exc:
+            page = page_text_from_bytes(read_html_bytes(src, args.max_bytes), extract,
+                                        max_bytes=args.max_bytes, seconds=args.time_limit)
+        except (OSError, EOFError, gzip.BadGzipFile, ExtractionError) as exc:
             print(f"skipped {src}: {exc}", file=sys.stderr)
             failed += 1
             continue
-        _write_atomically(out_dir / f"{stem}{suffix}", text, args.gzip)
+        if TRUNCATED in page.notes:
+            print(f"cut {src}: longer than {args.max_bytes} bytes, its first {args.max_bytes} read",
+                  file=sys.stderr)
+        notes.update(page.notes)
+        _write_atomically(out_dir / f"{stem}{suffix}", page.text, args.gzip)
         written += 1
     elapsed = time.perf_counter() - start
-    print(f"{args.extractor}: wrote {written} files to {out_dir}, skipped {failed} "
+    noted = "".join(f", {name.replace('_', ' ')} {n}" for name, n in sorted(notes.items()))
+    print(f"{args.extractor}: wrote {written} files to {out_dir}, skipped {failed}{noted} "
           f"({elapsed:.2f}s)", file=sys.stderr)
     return 0 if failed == 0 else 1

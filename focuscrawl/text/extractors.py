@@ -14,16 +14,25 @@ Measured on CLEANEVAL and the article-extraction benchmark by
 from __future__ import annotations
 
 import importlib
+import logging
 import re
-from typing import Callable
+import signal
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
-from focuscrawl.text.html import full_text
+from focuscrawl.text.html import clip_html, decode_page, flat_text, full_text, parse_page
 
 Extractor = Callable[[str], str]
 
 
 class ExtractionError(ValueError):
     """An extractor could not process a page (malformed input)."""
+
+
+class ExtractionTimeout(ExtractionError):
+    """An extractor ran past the per-page time limit."""
 
 
 class ExtractorUnavailable(ValueError):
@@ -42,9 +51,21 @@ def _require(module: str, package: str, extractor: str):
 _BODY_RE = re.compile(r"<body[\s>]", re.IGNORECASE)
 
 
+def _reason(exc: BaseException) -> str:
+    """A one-line reason for a library exception; boilerpy3 raises bare ``Exception()``
+    around the real error, so an empty message is replaced by the cause's."""
+    while not str(exc).strip() and (exc.__cause__ or exc.__context__) is not None:
+        exc = exc.__cause__ or exc.__context__
+    message = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 def _boilerpy3(class_name: str) -> Extractor:
     def extract(html: str) -> str:
         bp = _require("boilerpy3.extractors", "boilerpy3", class_name)
+        # boilerpy3 logs a traceback (logger.exception) before it raises; the reason is
+        # reported once, by whoever catches the ExtractionError.
+        logging.getLogger("boilerpy3").setLevel(logging.CRITICAL)
         if html.strip() and not _BODY_RE.search(html):
             # boilerpy3 only reads text inside <body>; fragments and body-less pages (a
             # quarter of CLEANEVAL) would come out empty.
@@ -52,7 +73,7 @@ def _boilerpy3(class_name: str) -> Extractor:
         try:
             return getattr(bp, class_name)(raise_on_failure=True).get_content(html)
         except Exception as exc:  # boilerpy3 raises bare Exceptions on broken markup
-            raise ExtractionError(f"{class_name} failed: {exc}") from exc
+            raise ExtractionError(f"{class_name} cannot read the page ({_reason(exc)})") from exc
 
     extract.__name__ = f"boilerpy3_{class_name}"
     extract.__doc__ = f"boilerpy3 {class_name}"
@@ -72,7 +93,7 @@ def trafilatura_text(html: str) -> str:
         text = trafilatura.extract(html, include_comments=False, include_tables=True,
                                    favor_recall=True, deduplicate=False, with_metadata=False)
     except Exception as exc:  # lxml/trafilatura internals on pathological markup
-        raise ExtractionError(f"trafilatura failed: {exc}") from exc
+        raise ExtractionError(f"trafilatura failed ({_reason(exc)})") from exc
     return text or full_text(html)
 
 
@@ -87,11 +108,32 @@ def justext_text(html: str) -> str:
         paragraphs = justext.justext(html.encode("utf-8", "replace"), frozenset(), encoding="utf-8",
                                      stopwords_low=0, stopwords_high=0)
     except Exception as exc:  # jusText raises lxml ParserError and others on broken input
-        raise ExtractionError(f"justext failed: {exc}") from exc
+        raise ExtractionError(f"justext failed ({_reason(exc)})") from exc
     return "\n".join(p.text for p in paragraphs if not p.is_boilerplate)
 
 
+def auto_text(html: str) -> str:
+    """trafilatura or trafilatura ∪ jusText, chosen per page (:mod:`focuscrawl.text.combined`).
+
+    One parse serves both extractors; a page where both find nothing gets its full text.
+    """
+    from focuscrawl.text import combined
+    _require("trafilatura", "trafilatura", "auto")
+    _require("justext", "justext", "auto")
+    page = parse_page(html)
+    if page.root is None:
+        return ""
+    if page.too_deep:  # the parse stopped early: read the page flat
+        return flat_text(html)
+    try:
+        text = combined.choose(combined.candidates(page.root))
+    except Exception as exc:  # lxml/trafilatura/jusText internals on pathological markup
+        raise ExtractionError(f"auto failed ({_reason(exc)})") from exc
+    return text or full_text(html)
+
+
 EXTRACTORS: dict[str, Extractor] = {
+    "auto": auto_text,
     "fulltext": full_text,
     "article": _boilerpy3("ArticleExtractor"),
     "default": _boilerpy3("DefaultExtractor"),
@@ -107,7 +149,8 @@ EXTRACTORS: dict[str, Extractor] = {
 
 #: The optional package (import name, pip name) each extractor needs.
 REQUIRES: dict[str, tuple[str, str]] = {
-    **{name: ("boilerpy3.extractors", "boilerpy3") for name in EXTRACTORS if name != "fulltext"},
+    **{name: ("boilerpy3.extractors", "boilerpy3") for name in EXTRACTORS if name not in ("fulltext", "auto")},
+    "auto": ("justext", "justext"),
     "trafilatura": ("trafilatura", "trafilatura"),
     "justext": ("justext", "justext"),
 }
@@ -126,3 +169,80 @@ def get_extractor(name: str) -> Extractor:
     if name.lower() in REQUIRES:
         _require(*REQUIRES[name.lower()], name.lower())
     return extractor
+
+
+# --- limits and notes: what the crawl and ``focuscrawl extract`` call ---------------------
+#: Notes on how a page's text was obtained (stat names, focuscrawl/text/<note>).
+TOO_DEEP = "too_deep"  # nested deeper than the parser reads: read flat (all text)
+TRUNCATED = "truncated"  # longer than the size cap: only its first bytes were read
+CHARSET_FALLBACK = "charset_fallback"  # the declared charset did not fit the bytes
+
+
+@dataclass(frozen=True)
+class PageText:
+    """A page's text and the notes (stat names) on how it was obtained."""
+
+    text: str
+    notes: tuple[str, ...] = ()
+
+
+class _Deadline(BaseException):
+    """Raised by the timer; a BaseException so that libraries' ``except Exception`` blocks
+    (trafilatura has many) do not swallow it and carry on."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`ExtractionTimeout` in the block after ``seconds`` (0: no limit).
+
+    A SIGALRM timer, so it works only in the main thread of a POSIX process (elsewhere the
+    block runs unlimited) and interrupts Python code only: a long C call (an lxml parse)
+    finishes first. The size cap (``FOCUSCRAWL_TEXT_MAX_BYTES``) bounds those.
+    """
+    if seconds <= 0 or not hasattr(signal, "setitimer") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _expired(signum, frame):
+        raise _Deadline
+
+    previous = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _Deadline:
+        raise ExtractionTimeout(f"extraction ran past the {seconds:g} s limit") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def extract_page(extract: Extractor, html: str, seconds: float = 0) -> PageText:
+    """``extract(html)`` within a time limit; a page nested deeper than the parser reads
+    (libxml2 stops at 2048 levels and drops the rest) is read flat, noted ``too_deep``.
+
+    Raises :class:`ExtractionError` (one-line reason) when the page cannot be read.
+    """
+    with time_limit(seconds):
+        text = extract(html)
+        # Only a page whose text is tiny for its size can be one the parse cut short.
+        if len(html) > 20_000 and len(text) * 100 < len(html) and parse_page(html).too_deep:
+            return PageText(flat_text(html), (TOO_DEEP,))
+    return PageText(text)
+
+
+def page_text_from_bytes(body: bytes, extractor: str | Extractor, content_type: str | None = None,
+                         max_bytes: int = 0, seconds: float = 0) -> PageText:
+    """A page's text from its raw bytes: the first ``max_bytes`` (0: all) decoded (with the
+    charset fallback) and extracted within ``seconds``; notes say what happened.
+
+    A pure function of its arguments (no settings, no state), so it can run in any
+    process. Raises :class:`ExtractionError` with a one-line reason.
+    """
+    extract = get_extractor(extractor) if isinstance(extractor, str) else extractor
+    body, truncated = clip_html(body, max_bytes)
+    decoded = decode_page(body, content_type)
+    result = extract_page(extract, decoded.text, seconds)
+    notes = result.notes + ((TRUNCATED,) if truncated else ()) + ((CHARSET_FALLBACK,) if decoded.fallback else ())
+    return PageText(result.text, notes)

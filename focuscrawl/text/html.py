@@ -1,8 +1,13 @@
 """HTML bytes -> Unicode -> text, robust against bad charsets and broken markup."""
 from __future__ import annotations
 
+import codecs
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import Iterable
 
+import lxml.html
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
@@ -17,16 +22,95 @@ BLOCK_TAGS = frozenset({
 })
 
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, recover=True, encoding="utf-8")
+# The extractors' parser: lxml.html elements (trafilatura takes such a tree as it is) and
+# huge_tree, which lifts libxml2's nesting limit from 256 to 2048 elements; deeper pages
+# stop the parse (the rest of the page is lost) and are read by flat_text instead.
+_PAGE_PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, recover=True, encoding="utf-8",
+                                    huge_tree=True, collect_ids=False, default_doctype=False)
 _DROP_CHARS = {0: None, 0xFFFD: None}
+_BLANK_LINES = re.compile(r"\n\s*\n")
+
+
+@dataclass(frozen=True)
+class DecodedPage:
+    """A decoded page: its text, the codec used and whether the declared one was abandoned."""
+
+    text: str
+    encoding: str
+    fallback: bool = False
+
+
+_REPLACEMENT = "\ufffd"
+_UTF8_REPLACEMENT = "\ufffd".encode("utf-8")
+
+
+def _codec(name: str) -> str:
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return name
+
+
+def fallback_encoding(body: bytes, encoding: str, text: str) -> str | None:
+    """The codec to decode ``body`` with instead of ``encoding``, which gave ``text`` with
+    replacement characters; None when ``encoding`` is the best there is.
+
+    A page declared UTF-8 (or with no declaration) whose bytes are not UTF-8 is almost
+    always Latin-1/cp1252 (an old server default), and a page declared as something else
+    that fails may be plain UTF-8. A UTF-8 page with a few stray bytes keeps UTF-8: the
+    fallback to cp1252 is taken only when the bad sequences outnumber the good non-ASCII
+    characters, so one broken byte does not turn a page's other accents into mojibake.
+    """
+    codec = _codec(encoding)
+    bad = text.count(_REPLACEMENT)
+    if codec in ("utf-8", "utf-8-sig"):
+        bad -= body.count(_UTF8_REPLACEMENT)  # real U+FFFD characters in the page
+    if bad <= 0:
+        return None
+    for candidate in ("utf-8", "cp1252"):
+        if candidate == codec:
+            continue
+        if candidate == "cp1252" and codec in ("utf-8", "utf-8-sig"):
+            good = sum(1 for ch in text if ord(ch) > 127) - text.count(_REPLACEMENT)
+            if bad <= good:
+                return None
+        try:
+            body.decode(candidate)
+        except UnicodeDecodeError:
+            continue
+        return candidate
+    return None
+
+
+def decode_page(body: bytes, content_type: str | None = None) -> DecodedPage:
+    """Decode a response body as w3lib (and Scrapy) do: BOM, HTTP header, ``<meta>``,
+    else UTF-8; when that charset does not fit the bytes (Latin-1 bytes under
+    ``charset=utf-8``), fall back per document (``fallback=True``, counted by callers).
+
+    Undecodable bytes that remain and NULs are dropped (SPEC §2: non-UTF-8 characters go).
+    """
+    encoding, text = html_to_unicode(content_type, body)
+    codec = _codec(encoding)
+    fallback = fallback_encoding(body, codec, text) if _REPLACEMENT in text else None
+    if fallback is not None:
+        text, codec = body.decode(fallback), fallback
+        if text.startswith("\ufeff"):
+            text = text[1:]
+    return DecodedPage(text.translate(_DROP_CHARS), codec, fallback is not None)
+
+
+def clip_html(body: bytes, max_bytes: int) -> tuple[bytes, bool]:
+    """The first ``max_bytes`` of a page (0: all), cut before a tag where one is near, so
+    no character or tag is split; and whether anything was cut."""
+    if max_bytes <= 0 or len(body) <= max_bytes:
+        return body, False
+    cut = body.rfind(b"<", max_bytes // 2, max_bytes)
+    return body[: cut if cut > 0 else max_bytes], True
 
 
 def decode_html(body: bytes, content_type: str | None = None) -> str:
-    """Decode a response body: BOM, then HTTP header, then ``<meta>``, then UTF-8.
-
-    Undecodable bytes and NULs are dropped (SPEC §2: non-UTF-8 characters go).
-    """
-    _, text = html_to_unicode(content_type, body)
-    return text.translate(_DROP_CHARS)
+    """The text of :func:`decode_page`."""
+    return decode_page(body, content_type).text
 
 
 def parse_html(html: str | bytes) -> etree._Element | None:
@@ -38,6 +122,66 @@ def parse_html(html: str | bytes) -> etree._Element | None:
         return etree.fromstring(data, _PARSER)
     except (etree.ParserError, ValueError):
         return None
+
+
+@dataclass(frozen=True)
+class ParsedPage:
+    """An ``lxml.html`` tree of a page; ``too_deep`` when libxml2 stopped at its nesting limit."""
+
+    root: lxml.html.HtmlElement | None
+    too_deep: bool = False
+
+
+def parse_page(html: str) -> ParsedPage:
+    """Parse a page for the extractors (one parse that several of them can share)."""
+    data = html.encode("utf-8", "replace")
+    if not data.strip():
+        return ParsedPage(None)
+    try:
+        root = etree.fromstring(data, _PAGE_PARSER)
+    except (etree.ParserError, ValueError):
+        root = None
+    too_deep = any(e.type_name == "ERR_RESOURCE_LIMIT" and "depth" in e.message for e in _PAGE_PARSER.error_log)
+    return ParsedPage(root, too_deep)
+
+
+class _FlatTextParser(HTMLParser):
+    """Text of a page without building a tree (any nesting depth): the stdlib tokenizer."""
+
+    _CONTAINERS = SKIP_TAGS - {"meta", "link"}  # skipped tags that have content
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skipping = 0
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag in self._CONTAINERS:
+            self.skipping += 1
+        elif tag in BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._CONTAINERS:
+            self.skipping = max(self.skipping - 1, 0)
+        elif tag in BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self.skipping:
+            self.parts.append(data)
+
+
+def flat_text(html: str) -> str:
+    """All text of a page, blocks on their own lines, read tag by tag (no tree, no depth limit).
+
+    The recovery for pages nested deeper than libxml2 parses: the structure that
+    boilerplate removal needs is what such a page lacks, so all of its text is kept.
+    """
+    parser = _FlatTextParser()
+    parser.feed(html)
+    parser.close()
+    return _BLANK_LINES.sub("\n", "".join(parser.parts).translate(_DROP_CHARS)).strip()
 
 
 def _iter_text(el: etree._Element) -> Iterable[str]:

@@ -53,7 +53,8 @@ class PoliteFetcher:
 
     def _get(self, url: str) -> tuple[bytes, str | None]:
         host = urlsplit(url).netloc
-        wait = self._last.get(host, 0.0) + self.delay - time.monotonic()
+        last = self._last.get(host)  # monotonic time of the host's last request, None before the first
+        wait = last + self.delay - time.monotonic() if last is not None else 0.0
         if wait > 0:
             time.sleep(wait)
         req = urllib.request.Request(url, headers={"User-Agent": self.user_agent})

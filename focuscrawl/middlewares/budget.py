@@ -1,0 +1,98 @@
+"""``PageBudget``: a run of exactly N pages (``pages.tsv`` rows), not counting image downloads.
+
+Scrapy's ``CLOSESPIDER_PAGECOUNT`` counts every response, images and robots.txt
+included, so crawls that download different numbers of images would get different
+page budgets; the evaluation compares modes at the same number of pages.
+
+A spider middleware next to the spider (output order: before the near-duplicate,
+image and link middlewares): the N-th ``PageItem`` closes the spider. Responses still
+in flight then (at most ``CONCURRENT_REQUESTS``) reach the spider too; their output is
+dropped, so the run has exactly N page rows, and their request is queued again
+(``dont_filter``) so that a JOBDIR resume with a larger budget still fetches them
+(a clean stop saves the queue; after a kill the frontier journal recovers them).
+Counted as ``focuscrawl/budget/responses_over_budget``.
+
+The budget is the run's: a crawl resumed from JOBDIR counts the rows ``pages.tsv``
+already has, and one resumed after its budget was spent stops at once.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, AsyncIterator, Iterable, Iterator
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.defer import deferred_from_coro
+
+from focuscrawl.items import PageItem
+from focuscrawl.output.run import run_output
+
+logger = logging.getLogger(__name__)
+
+
+class PageBudget:
+    def __init__(self, crawler: Crawler, budget: int) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.budget = budget
+        self.pages = 0
+        self.closing = None  # the close in progress, kept so it is not garbage-collected
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "PageBudget":
+        budget = crawler.settings.getint("FOCUSCRAWL_PAGE_BUDGET")
+        if budget <= 0:
+            raise NotConfigured
+        mw = cls(crawler, budget)
+        crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
+        return mw
+
+    def spider_opened(self, spider=None) -> None:
+        run = run_output(self.crawler)
+        self.pages = sum(1 for _ in run.committed_rows("pages.tsv")) if run is not None else 0
+        if self.pages:
+            self.stats.set_value("focuscrawl/budget/pages_before_resume", self.pages)
+        if self.pages >= self.budget:
+            logger.info("page budget %d already spent by the resumed run (%d pages)", self.budget, self.pages)
+            self._close()
+
+    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
+        if self.pages >= self.budget:
+            yield from self._over_budget(response, result)
+            return
+        for obj in result:
+            yield obj
+            if isinstance(obj, PageItem):
+                self._count()
+
+    async def process_spider_output_async(self, response: Response,
+                                          result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        if self.pages >= self.budget:
+            async for _ in result:  # the spider's work for it is done; nothing of it is kept
+                pass
+            for obj in self._over_budget(response, ()):
+                yield obj
+            return
+        async for obj in result:
+            yield obj
+            if isinstance(obj, PageItem):
+                self._count()
+
+    def _over_budget(self, response: Response, result: Iterable[Any]) -> Iterator[Request]:
+        """A page fetched after the budget was spent: no row, no images, no links; its
+        request goes back to the queue for a resumed run."""
+        for _ in result:
+            pass
+        self.stats.inc_value("focuscrawl/budget/responses_over_budget")
+        yield response.request.replace(dont_filter=True)
+
+    def _count(self) -> None:
+        self.pages += 1
+        if self.pages == self.budget:
+            self._close()
+
+    def _close(self) -> None:
+        self.stats.set_value("focuscrawl/page_budget_reached", self.budget)
+        self.closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="page_budget"))

@@ -1,0 +1,237 @@
+"""``focuscrawl topic build``: a topic bundle from a positive and a neutral corpus.
+
+One folder (``bundle.json`` lists its files)::
+
+    topic.binary       5-gram Kneser-Ney LM of the positive texts (focuscrawl train-lm,
+                       in a memory budget), KenLM binary; topic.arpa.gz without build_binary
+    background.binary  the same of the neutral texts (Moore-Lewis background)
+    keywords.txt       SPEC §4 keyword list (token;score)
+    classifier.*.npy   hashed n-gram logistic regression (focuscrawl.topic.classifier)
+    calibration.json   per scorer: Platt log-odds a, b and the score quantiles of
+                       held-out positive and neutral sentences, ALT-like texts, anchors
+
+Every sentence is assigned to training (4/5) or calibration (1/5) by a stable hash, so
+the calibration measures texts no part of the bundle learnt from. Without a neutral
+corpus the bundled general-English background (``focuscrawl.topic.background``) is used;
+its sentences that contain one of the topic's three strongest keywords are dropped
+(a background is "not about the topic").
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from focuscrawl.lm.keywords import KEYWORD_WEIGHT, learn_keywords, write_keywords
+from focuscrawl.text.normalize import text_sentences
+from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, SCORERS, TopicModel
+
+FORMAT_VERSION = 1
+HELDOUT_SHARE = 5  # one sentence in 5 is held out for calibration
+MIN_TOKENS = 3  # shorter lines (headings, list items) are not training sentences
+DOC_SENTENCES = 10  # keyword learning counts documents of this many consecutive sentences
+BACKGROUND_FILTER_KEYWORDS = 3
+KINDS = ("sentence", "alt", "anchor")
+#: the background LM's order: measured to rank as well as order 5 at a fifth of the size
+#: (docs/EVALUATION.md)
+BACKGROUND_ORDER = 3
+QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
+#: the ranking cut keeps images whose probability is at least this quantile of the held-out
+#: positive ALT-like texts' probabilities ... capped at 0.5: it removes what looks like the
+#: background, never what the calibration calls on topic
+CUT_POSITIVE_QUANTILE = 0.02
+
+
+def stable_fraction(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big")
+
+
+def source_sentences(sources: Iterable[str | Path]) -> list[str]:
+    """Normalised sentences (≥ ``MIN_TOKENS`` tokens, first occurrence only) of text/HTML files or URLs."""
+    from focuscrawl.text.sources import PoliteFetcher, load_source_text
+
+    fetcher = PoliteFetcher()
+    seen: dict[str, None] = {}
+    for src in sources:
+        for line in load_source_text(str(src), "fulltext", fetcher).splitlines():
+            for s in text_sentences(line):
+                if len(s.split()) >= MIN_TOKENS:
+                    seen.setdefault(s, None)
+    return list(seen)
+
+
+def _source_name(src: str | Path) -> str:
+    """A URL as it is, a file by its name (the bundle can move; its folder is not its provenance)."""
+    from focuscrawl.text.sources import is_url
+
+    return str(src) if is_url(str(src)) else Path(src).name
+
+
+def split_heldout(sentences: Sequence[str]) -> tuple[list[str], list[str]]:
+    train, held = [], []
+    for s in sentences:
+        (held if stable_fraction(s) % HELDOUT_SHARE == 0 else train).append(s)
+    return train, held
+
+
+def short_forms(sentence: str) -> dict[str, str]:
+    """The ALT-like (3-8 tokens) and anchor-like (2-4 tokens) prefix of a sentence."""
+    toks = sentence.split()
+    h = stable_fraction("short:" + sentence)
+    return {"sentence": sentence, "alt": " ".join(toks[:3 + h % 6]), "anchor": " ".join(toks[:2 + (h // 7) % 3])}
+
+
+def _docs(sentences: Sequence[str]) -> list[list[str]]:
+    return [[t for s in sentences[i:i + DOC_SENTENCES] for t in s.split()]
+            for i in range(0, len(sentences), DOC_SENTENCES)]
+
+
+def _train_lm(sentences: Sequence[str], folder: Path, stem: str, order: int, binary: bool) -> str:
+    """Train an LM into ``folder`` within train-lm's memory budget; returns its file name:
+    ``STEM.binary`` (KenLM's binary format, loads fast) when ``binary`` and KenLM's
+    build_binary is installed, else ``STEM.arpa.gz`` (KenLM reads it; a third of the size)."""
+    import gzip
+    import shutil
+
+    from focuscrawl.lm.binary import find_build_binary, write_binary
+    from focuscrawl.lm.external import estimate_to_arpa
+
+    plain = folder / f"{stem}.arpa"
+    estimate_to_arpa(sentences, plain, order)
+    try:
+        if binary and find_build_binary():
+            write_binary(plain, folder / f"{stem}.binary")
+            return f"{stem}.binary"
+        with open(plain, "rb") as src, gzip.GzipFile(folder / f"{stem}.arpa.gz", "wb", compresslevel=6,
+                                                      mtime=0) as dst:
+            shutil.copyfileobj(src, dst)
+        return f"{stem}.arpa.gz"
+    finally:
+        plain.unlink()
+
+
+def fit_platt(positive: np.ndarray, neutral: np.ndarray) -> tuple[float, float]:
+    """Log-odds ``a * raw + b`` of "positive" fitted on the two samples, classes weighted equally."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.r_[positive, neutral].reshape(-1, 1)
+    y = np.r_[np.ones(len(positive)), np.zeros(len(neutral))]
+    model = LogisticRegression(C=1e4, class_weight="balanced", max_iter=1000).fit(x, y)
+    return float(model.coef_[0, 0]), float(model.intercept_[0])
+
+
+def average_precision(labels: Sequence[bool], scores: Sequence[float]) -> float:
+    from sklearn.metrics import average_precision_score
+
+    return float(average_precision_score(np.asarray(labels, bool), np.asarray(scores, float)))
+
+
+def calibrate(model: TopicModel, positive: Sequence[str], neutral: Sequence[str]) -> dict:
+    """Fit every scorer's ``a, b`` on held-out texts (all kinds together); quantiles per kind."""
+    texts = {side: [short_forms(s) for s in sents] for side, sents in (("positive", positive), ("neutral", neutral))}
+    model.calibration = {}
+    raws = {side: {kind: [model.raw(f[kind]) for f in forms] for kind in KINDS} for side, forms in texts.items()}
+    result: dict = {"scorers": {}, "texts": {side: len(v) for side, v in texts.items()}}
+    order = [s for s in SCORERS if s != "combined"] + ["combined"]  # combined reads the others' a, b
+    for scorer in order:
+        if scorer == "combined":
+            model.calibration = result
+            model.raw.cache_clear()
+            raws = {side: {kind: [model.raw(f[kind]) for f in forms] for kind in KINDS}
+                    for side, forms in texts.items()}
+        values = {side: {kind: np.array([r[scorer] for r in raws[side][kind] if r is not None]) for kind in KINDS}
+                  for side in raws}
+        pos = np.concatenate([values["positive"][k] for k in KINDS])
+        neu = np.concatenate([values["neutral"][k] for k in KINDS])
+        a, b = fit_platt(pos, neu)
+        entry = {"a": a, "b": b,
+                 "average_precision": {k: average_precision(
+                     [1] * len(values["positive"][k]) + [0] * len(values["neutral"][k]),
+                     np.r_[values["positive"][k], values["neutral"][k]]) for k in KINDS},
+                 "quantiles": {side: {k: [float(a * q + b) for q in np.quantile(values[side][k], QUANTILES)]
+                                      for k in KINDS} for side in values}}
+        result["scorers"][scorer] = entry
+    result["quantile_levels"] = list(QUANTILES)
+    result["quantiles_are"] = "calibrated log-odds"
+    model.calibration = result
+    model.raw.cache_clear()
+    result["thresholds"] = {scorer: thresholds(result, scorer) for scorer in SCORERS}
+    return result
+
+
+def thresholds(calibration: dict, scorer: str) -> dict[str, float]:
+    """A scorer's probability thresholds from its calibration (docs/CORPUS.md):
+
+    * ``cut`` (ranking): the 5% quantile of held-out positive ALT-like texts, at most 0.5;
+    * ``razor`` (crawl): the 1% quantile of held-out neutral sentences (links from pages less
+      topical than 99% of general text are dropped), at most ``cut``.
+    """
+    from focuscrawl.topic.model import sigmoid
+
+    q = calibration["scorers"][scorer]["quantiles"]
+    levels = list(calibration.get("quantile_levels", QUANTILES))
+    cut = min(0.5, sigmoid(q["positive"]["alt"][levels.index(0.05)]))
+    razor = min(cut, sigmoid(q["neutral"]["sentence"][levels.index(0.01)]))
+    return {"cut": cut, "razor": razor}
+
+
+def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None, out: str | Path,
+                 order: int = 5, background_order: int = BACKGROUND_ORDER, name: str | None = None,
+                 progress=print, binary: bool = True) -> dict:
+    """Write a topic bundle to ``out``; returns its manifest. ``binary``: LMs in KenLM's
+    binary format where build_binary is installed (install.sh builds it), else ARPA."""
+    from focuscrawl.topic.background import background_sentences
+    from focuscrawl.topic.classifier import HashedNgramClassifier
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    pos = source_sentences(positive)
+    if neutral:
+        neu, neutral_source = source_sentences(neutral), [_source_name(n) for n in neutral]
+    else:
+        neu, neutral_source = background_sentences(), "bundled general-English background (models/README.md)"
+    if len(pos) < 20 or len(neu) < 20:
+        raise ValueError(f"too little text: {len(pos)} positive and {len(neu)} neutral sentences "
+                         "(need at least 20 of each)")
+    pos_train, pos_held = split_heldout(pos)
+    neu_train, neu_held = split_heldout(neu)
+    keywords = learn_keywords(_docs(pos_train), _docs(neu_train))
+    dropped = 0
+    if not neutral:  # the general background may mention the topic: drop those sentences
+        strongest = {tok for tok, _ in keywords[:BACKGROUND_FILTER_KEYWORDS]}
+        kept = [s for s in neu_train if not strongest.intersection(s.split())]
+        held = [s for s in neu_held if not strongest.intersection(s.split())]
+        dropped = len(neu_train) + len(neu_held) - len(kept) - len(held)
+        neu_train, neu_held = kept, held
+        keywords = learn_keywords(_docs(pos_train), _docs(neu_train))
+    progress(f"topic build: {len(pos_train)}+{len(pos_held)} positive, {len(neu_train)}+{len(neu_held)} neutral "
+             f"sentences (train+held out); {len(keywords)} keywords")
+    write_keywords(out / "keywords.txt", keywords)
+    topic_lm = _train_lm(pos_train, out, "topic", order, binary)
+    background_lm = _train_lm(neu_train, out, "background", background_order, binary)
+    progress(f"topic build: topic {order}-gram and background {background_order}-gram LMs trained ({time.perf_counter() - t0:.0f}s)")
+    train_pos = [f for s in pos_train for f in set(short_forms(s).values())]
+    train_neu = [f for s in neu_train for f in set(short_forms(s).values())]
+    classifier = HashedNgramClassifier.train(train_pos, train_neu)
+    manifest = {
+        "format": FORMAT_VERSION, "name": name or out.name, "order": order, "background_order": background_order,
+        "topic_lm": topic_lm, "background_lm": background_lm, "keywords": "keywords.txt",
+        "keyword_weight": KEYWORD_WEIGHT, "classifier": classifier.save(out),
+        "calibration": CALIBRATION_FILE,
+        "sources": {"positive": [_source_name(p) for p in positive], "neutral": neutral_source},
+        "sentences": {"positive_train": len(pos_train), "positive_heldout": len(pos_held),
+                      "neutral_train": len(neu_train), "neutral_heldout": len(neu_held),
+                      "background_dropped_as_topical": dropped},
+    }
+    (out / BUNDLE_FILE).write_text(json.dumps(manifest, indent=1) + "\n")
+    model = TopicModel(out)
+    calibration = calibrate(model, pos_held, neu_held)
+    (out / CALIBRATION_FILE).write_text(json.dumps(calibration, indent=1) + "\n")
+    progress(f"topic build: calibrated on held-out texts; bundle in {out} ({time.perf_counter() - t0:.0f}s)")
+    return manifest
+

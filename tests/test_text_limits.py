@@ -1,0 +1,165 @@
+"""Hostile pages for the text layer (issue #16 "Text"): wrong charsets, absurd nesting,
+broken markup, huge pages. Inputs are generated here; nothing large is committed."""
+import gzip
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from focuscrawl.text import extractors
+from focuscrawl.text.html import clip_html, decode_page, parse_page
+
+from tests.crawlhelp import crawl, items
+from tests.localweb import LocalWeb, Page
+
+LATIN1_PAGE = ("<html><head><meta charset='utf-8'><title>t</title></head><body>"
+               "<p>Café naïve crème brûlée über alles, the cat sat on the mat and purred.</p>"
+               "</body></html>").encode("latin-1")
+DEEP = 100_000
+
+
+def deep_page(depth: int = DEEP) -> str:
+    return ("<html><body><p>before the nest</p>" + "<div>" * depth + "deep text here" + "</div>" * depth
+            + "<p>after the nest</p></body></html>")
+
+
+def run_cli(*args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
+    """``focuscrawl ARGS`` in a child process; (result, the child's peak RSS in MB)."""
+    code = ("import resource, subprocess, sys, json\n"
+            "p = subprocess.run([sys.executable, '-m', 'focuscrawl.cli'] + json.loads(sys.argv[1]),"
+            " capture_output=True, text=True)\n"
+            "sys.stdout.write(json.dumps([p.returncode, p.stdout, p.stderr,"
+            " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))\n")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(list(args))], capture_output=True, text=True,
+                         timeout=timeout, check=True)
+    rc, stdout, stderr, rss = json.loads(out.stdout)
+    return subprocess.CompletedProcess(args, rc, stdout, stderr), rss
+
+
+# --- charsets -------------------------------------------------------------------------
+def test_latin1_under_a_utf8_declaration_falls_back_per_document():
+    page = decode_page(LATIN1_PAGE, "text/html; charset=utf-8")
+    assert page.fallback and page.encoding == "cp1252" and "Café naïve" in page.text
+    ok = decode_page("<p>Café naïve</p>".encode("utf-8"), "text/html; charset=utf-8")
+    assert not ok.fallback and "Café naïve" in ok.text
+    # one stray byte in a UTF-8 page: UTF-8 stays (the byte goes), no mojibake of the rest
+    stray = decode_page("<p>Café naïve \xff</p>".encode("utf-8").replace(b"\xc3\xbf", b"\xff"))
+    assert not stray.fallback and "Café naïve" in stray.text
+
+
+def test_extract_keeps_accents_of_a_mislabelled_page(tmp_path):
+    (tmp_path / "latin.html").write_bytes(LATIN1_PAGE)
+    proc, _ = run_cli("extract", str(tmp_path / "latin.html"), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Café naïve crème brûlée" in (tmp_path / "out" / "latin.txt").read_text(encoding="utf-8")
+    assert "charset fallback 1" in proc.stderr
+
+
+def test_crawl_keeps_accents_of_a_mislabelled_page_and_counts_it(tmp_path):
+    site = {("latin.test", "/"): Page(LATIN1_PAGE, "text/html; charset=utf-8")}
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://latin.test/", extractor="fulltext")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stats["focuscrawl/text/charset_fallback"] == 1
+    [page] = [i for i in items(tmp_path) if i.get("url") == "http://latin.test/"]
+    assert "café naïve crème brûlée" in " ".join(page["sentences"])
+
+
+# --- nesting --------------------------------------------------------------------------
+def test_parse_reports_nesting_past_the_parser_limit():
+    assert parse_page(deep_page(3000)).too_deep
+    assert not parse_page(deep_page(1000)).too_deep  # huge_tree: 2048 levels are read
+
+
+@pytest.mark.parametrize("name", ["auto", "trafilatura", "justext", "fulltext", "article"])
+def test_deeply_nested_page_text_is_recovered(name):
+    page = extractors.extract_page(extractors.get_extractor(name), deep_page())
+    for words in ("before the nest", "deep text here", "after the nest"):
+        assert words in page.text
+    assert len(page.text) < 1000  # no run of thousands of empty lines
+
+
+def test_extract_counts_deep_pages(tmp_path):
+    (tmp_path / "deep.html").write_text(deep_page())
+    proc, _ = run_cli("extract", "--extractor", "trafilatura", str(tmp_path / "deep.html"), "-o", str(tmp_path / "o"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "too deep 1" in proc.stderr
+    assert "deep text here" in (tmp_path / "o" / "deep.txt").read_text()
+
+
+# --- broken markup: one line per skip, no library traceback -------------------------------
+@pytest.mark.parametrize("name", ["article", "default", "canola"])
+def test_boilerpy3_failures_are_one_line_reasons(tmp_path, name):
+    (tmp_path / "empty.html").write_bytes(b"")
+    (tmp_path / "blank.html").write_bytes(b"  \n ")
+    (tmp_path / "noise.html").write_bytes(bytes(range(256)) * 8)
+    (tmp_path / "ok.html").write_text("<html><body><p>" + "The cat sat on the mat. " * 20 + "</p></body></html>")
+    inputs = [str(tmp_path / f) for f in ("empty.html", "blank.html", "noise.html", "ok.html")]
+    proc, _ = run_cli("extract", "--extractor", name, *inputs, "-o", str(tmp_path / "o"))
+    assert "Traceback" not in proc.stderr and "ERROR" not in proc.stderr
+    skips = [line for line in proc.stderr.splitlines() if line.startswith("skipped ")]
+    assert skips and proc.returncode == 1
+    for line in skips:  # "skipped PATH: <Extractor> cannot read the page (<Error>: ...)"
+        assert "cannot read the page (" in line and "()" not in line
+    assert (tmp_path / "o" / "ok.txt").exists()
+
+
+# --- size and time --------------------------------------------------------------------
+def test_clip_cuts_before_a_tag_and_says_so():
+    body = b"<p>" + b"x" * 50 + b"</p><p>" + b"y" * 50 + b"</p>"
+    assert clip_html(body, 0) == (body, False) and clip_html(body, len(body)) == (body, False)
+    cut, clipped = clip_html(body, 70)
+    assert clipped and cut == b"<p>" + b"x" * 50 + b"</p>"
+
+
+def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path):
+    """The page is read up to the cap only. Peak RSS over that of a run on a small page (the
+    interpreter and the extractor libraries, ~250 MB) stays under 30× the cap: the decoded
+    text, trafilatura's tree and its copy (measured: ~24×; docs/extraction.md)."""
+    cap = 2 * 1024 * 1024
+    para = "<p>" + "The cat sat on the mat and looked at the dog. " * 20 + "</p>\n"
+    with open(tmp_path / "huge.html", "w") as fh:
+        fh.write("<html><body>")
+        for _ in range(50 * 1024 * 1024 // len(para)):
+            fh.write(para)
+        fh.write("</body></html>")
+    (tmp_path / "small.html").write_text("<html><body>" + para + "</body></html>")
+    base, base_rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "small.html"), "-o", str(tmp_path / "s"))
+    assert base.returncode == 0, base.stderr
+    start = time.monotonic()
+    proc, rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "huge.html"), "-o", str(tmp_path / "h"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert f"cut {tmp_path / 'huge.html'}: longer than {cap} bytes" in proc.stderr
+    assert "truncated 1" in proc.stderr
+    text = (tmp_path / "h" / "huge.txt").read_text()
+    assert 0.5 * cap < len(text) < cap
+    assert rss - base_rss < 30 * cap / 2 ** 20, (rss, base_rss)
+    assert time.monotonic() - start < 120
+
+
+def test_time_limit_skips_a_slow_page_with_a_reason(tmp_path):
+    # 30k tiny blocks: jusText's neighbour search is quadratic (minutes); the limit stops it
+    (tmp_path / "slow.html").write_text("<html><body>" + "<div>a</div>" * 30_000 + "</body></html>")
+    start = time.monotonic()
+    proc, _ = run_cli("extract", "--extractor", "justext", "--time-limit", "2", str(tmp_path / "slow.html"),
+                      "-o", str(tmp_path / "o"))
+    assert time.monotonic() - start < 60
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "skipped " in proc.stderr and "ran past the 2 s limit" in proc.stderr
+    assert not (tmp_path / "o" / "slow.txt").exists()
+
+
+def test_warc_keeps_accents_of_a_mislabelled_page_and_counts_it(tmp_path):
+    from tests.support.archives import write_arc
+    arc = write_arc(tmp_path / "x.arc.gz", [
+        ("http://latin.test/", [("Content-Type", "text/html; charset=utf-8")], LATIN1_PAGE)])
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(arc), "-o", str(out),
+                           "-s", "LOG_LEVEL=INFO"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["focuscrawl/text/charset_fallback"] == 1
+    sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode("utf-8")
+    assert "café naïve crème brûlée" in sentences

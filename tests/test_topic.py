@@ -1,0 +1,348 @@
+"""Topic bundles: build, load, calibrated probabilities, scale invariance, ranking with a bundle."""
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from focuscrawl.testweb.textpool import TextPool
+
+CAT_TEXTS = ["A grey cat sleeping on the sofa", "the kitten plays with a ball of yarn", "cat sitting on a laptop"]
+OTHER_TEXTS = ["A man riding a surfboard on a wave", "a plate of pasta with tomato sauce",
+               "two buses parked in front of the station"]
+
+
+def _write_corpora(folder: Path) -> tuple[Path, Path]:
+    """Cat captions (positive) and other captions (neutral) of the demo pool shipped in the package."""
+    from focuscrawl.lm.demo_corpus import topic_pattern
+
+    pool = TextPool.from_bundle()
+    cat = topic_pattern("cat")
+    positive = [c for p in pool.topic_photos("cat") for c in p.captions if cat.search(c)]
+    neutral = [c for p in pool.other_photos("cat", "dog") for c in p.captions][:1500]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pos.txt").write_text("\n".join(positive) + "\n")
+    (folder / "neu.txt").write_text("\n".join(neutral) + "\n")
+    return folder / "pos.txt", folder / "neu.txt"
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory) -> tuple[Path, Path]:
+    return _write_corpora(tmp_path_factory.mktemp("corpora"))
+
+
+@pytest.fixture(scope="module")
+def bundle(corpora, tmp_path_factory) -> Path:
+    from focuscrawl.topic.build import build_bundle
+
+    out = tmp_path_factory.mktemp("bundle") / "cats"
+    # ARPA, so that the scale-invariance test can rescale the models' text
+    build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2, progress=lambda *_: None,
+                 binary=False)
+    return out
+
+
+def test_bundle_lms_are_kenlm_binaries_where_build_binary_is_installed(bundle, corpora, tmp_path):
+    from focuscrawl.lm.binary import find_build_binary
+    from focuscrawl.topic.build import build_bundle
+    from focuscrawl.topic.model import TopicModel
+
+    out = tmp_path / "binary"
+    manifest = build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2,
+                            progress=lambda *_: None)
+    suffix = ".binary" if find_build_binary() else ".arpa.gz"
+    assert manifest["topic_lm"] == "topic" + suffix and manifest["background_lm"] == "background" + suffix
+    assert not list(out.glob("*.arpa"))  # the plain ARPA written on the way is gone
+    arpa, binary = TopicModel(bundle), TopicModel(out)
+    for text in CAT_TEXTS + OTHER_TEXTS:
+        assert binary.raw(text) == pytest.approx(arpa.raw(text), rel=1e-4, abs=1e-5)
+
+
+def test_bundle_files_manifest_and_calibration(bundle):
+    from focuscrawl.topic.model import SCORERS
+
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    for key in ("topic_lm", "background_lm", "keywords"):
+        assert (bundle / manifest[key]).is_file()
+    assert (bundle / manifest["classifier"]["indices"]).is_file()
+    assert manifest["sources"] == {"positive": ["pos.txt"], "neutral": ["neu.txt"]}
+    held = manifest["sentences"]
+    assert held["positive_heldout"] > 0 and held["neutral_heldout"] > 0
+    cal = json.loads((bundle / "calibration.json").read_text())
+    assert set(cal["scorers"]) == set(SCORERS)
+    for entry in cal["scorers"].values():
+        assert entry["a"] > 0  # higher raw topicality = more likely on topic
+    for th in cal["thresholds"].values():
+        assert 0 < th["cut"] <= 0.5 and 0 <= th["razor"] <= th["cut"]
+    # held-out cat captions are told from other captions far better than chance
+    assert cal["scorers"]["combined"]["average_precision"]["sentence"] > 0.8
+
+
+def test_probabilities_separate_topic_from_other_text(bundle):
+    from focuscrawl.topic.model import SCORERS, TopicModel
+
+    model = TopicModel(bundle)
+    for scorer in SCORERS:
+        cat = [model.probability(t, scorer) for t in CAT_TEXTS]
+        other = [model.probability(t, scorer) for t in OTHER_TEXTS]
+        assert all(0 < p < 1 for p in cat + other)
+        if scorer in ("xent", "classifier", "combined"):
+            assert min(cat) > max(other), scorer
+    assert model.probability("", "combined") is None and model.probability("!!! 42", "xent") is None
+    scores = model.scores(CAT_TEXTS[0])
+    assert set(scores) == set(SCORERS)
+
+
+def test_model_pickles_as_its_folder(bundle):
+    from focuscrawl.topic.model import TopicModel
+
+    model = TopicModel(bundle, scorer="xent")
+    clone = pickle.loads(pickle.dumps(model))
+    assert clone.scorer == "xent" and clone.folder == model.folder
+    assert clone.probability(CAT_TEXTS[1]) == model.probability(CAT_TEXTS[1])
+
+
+def _scaled_arpa(src: Path, dst: Path, factor: float, shift: float) -> None:
+    """The same model with every log10 probability ``p`` -> ``factor * p + shift`` and every
+    backoff times ``factor``: each token's log10 probability becomes ``factor * l + shift``
+    (every token uses exactly one explicit probability), so a perplexity PP becomes
+    ``PP**factor * 10**-shift``."""
+    out = []
+    section = False
+    with gzip.open(src, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            line = line.rstrip("\n")
+            if line.startswith("\\") and line.endswith("-grams:"):
+                section = True
+            elif line.startswith("\\"):
+                section = False
+            elif section and line:
+                cells = line.split("\t")
+                cells[0] = repr(float(cells[0]) * factor + shift)
+                if len(cells) == 3:
+                    cells[2] = repr(float(cells[2]) * factor)
+                line = "\t".join(cells)
+            out.append(line)
+    with gzip.open(dst, "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(out) + "\n")
+
+
+def test_scale_invariance_same_decisions_with_a_model_of_10x_perplexity(bundle, corpora, tmp_path):
+    """Two bundles of the same topic whose perplexities differ by far more than 10x keep and
+    cut the same texts; SPEC's absolute cut [2, 70000] does not."""
+    from focuscrawl.lm.keywords import weighted_perplexity
+    from focuscrawl.topic.build import calibrate, source_sentences, split_heldout, thresholds
+    from focuscrawl.topic.model import TopicModel
+
+    other = tmp_path / "scaled"
+    shutil.copytree(bundle, other)
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    for key in ("topic_lm", "background_lm"):
+        _scaled_arpa(bundle / manifest[key], other / manifest[key], 2.0, -1.0)
+    held_pos = split_heldout(source_sentences([corpora[0]]))[1]
+    held_neu = split_heldout(source_sentences([corpora[1]]))[1]
+    scaled = TopicModel(other)
+    (other / "calibration.json").write_text(json.dumps(calibrate(scaled, held_pos, held_neu)))
+    a, b = TopicModel(bundle), TopicModel(other)
+    texts = CAT_TEXTS + OTHER_TEXTS + held_pos[:40] + held_neu[:80]
+    pp = [(10 ** -a.raw(t)["perplexity"], 10 ** -b.raw(t)["perplexity"]) for t in texts]
+    assert min(pb / pa for pa, pb in pp) >= 10
+    for scorer in ("combined", "xent", "perplexity"):
+        cut_a, cut_b = thresholds(a.calibration, scorer)["cut"], thresholds(b.calibration, scorer)["cut"]
+        assert cut_a == pytest.approx(cut_b, abs=1e-3)
+        keep_a = [a.probability(t, scorer) >= cut_a for t in texts]
+        keep_b = [b.probability(t, scorer) >= cut_b for t in texts]
+        assert keep_a == keep_b, scorer
+        assert any(keep_a) and not all(keep_a)
+    # SPEC's absolute perplexity cut changes its decisions with the model's scale
+    spec = [[2 <= (weighted_perplexity(pa, 0.0) or 0) <= 70000, 2 <= (weighted_perplexity(pb, 0.0) or 0) <= 70000]
+            for pa, pb in pp]
+    assert any(x != y for x, y in spec)
+
+
+def test_cli_build_show_and_errors(corpora, tmp_path, capsys):
+    from focuscrawl.cli import main
+
+    out = tmp_path / "b"
+    assert main(["topic", "build", "--positive", str(corpora[0]), "--neutral", str(corpora[1]),
+                 "--order", "2", "--background-order", "2", "-o", str(out)]) == 0
+    assert main(["topic", "show", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "average precision" in text and "<- default" in text and "ranking cut" in text
+    assert main(["topic", "show", str(tmp_path)]) == 2
+    assert "not a topic bundle" in capsys.readouterr().err
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("a cat on a mat\n")
+    assert main(["topic", "build", "--positive", str(tiny), "--neutral", str(corpora[1]), "-o",
+                 str(tmp_path / "c")]) == 2
+    assert "too little text" in capsys.readouterr().err
+
+
+def test_bundled_cats_bundle_loads_and_ranks_cats_first():
+    from focuscrawl.resources import default_keywords_path, default_model_path, default_topic_path
+    from focuscrawl.topic.model import TopicModel
+
+    model = TopicModel(default_topic_path())
+    assert default_model_path().is_file() and default_keywords_path().is_file()
+    cat = [model.probability(t) for t in CAT_TEXTS]
+    other = [model.probability(t) for t in OTHER_TEXTS]
+    assert min(cat) > 0.5 > max(other)
+
+
+# -- ranking with a bundle -------------------------------------------------------------
+RANK_ROWS = [  # thesis scores chosen so that SPEC's cut removes the best cat texts (weighted PP floored to 1)
+    {"url": "http://a.org/cat1.jpg", "score": 1.0, "alt": "a grey cat sleeping on a sofa", "context": "my cat"},
+    {"url": "http://a.org/bus.jpg", "score": 40.0, "alt": "a red bus parked at the station",
+     "context": "buses and trains"},
+    {"url": "http://a.org/cat2.jpg", "score": 1.0, "alt": "kitten playing with yarn", "context": "kittens"},
+    {"url": "http://a.org/pasta.jpg", "score": 300.0, "alt": "a plate of pasta with tomato sauce",
+     "context": "dinner recipes"},
+]
+
+
+@pytest.fixture
+def rank_run(tmp_path):
+    from tests.runfixture import make_run_dir
+
+    return make_run_dir(tmp_path / "run", RANK_ROWS)
+
+
+def _ranked(path: Path) -> list[str]:
+    return [line.split("\t")[2] for line in path.read_text().splitlines()[1:]]
+
+
+def test_annotation_app_loads_the_bundle_ranking_not_specs_cut(rank_run, tmp_path, monkeypatch):
+    """``annotate serve`` shows annotators what ``rank`` exports: with a bundle the cat images
+    SPEC's cut would drop (weighted PP floored to 1) are loaded, the bus and the pasta are cut."""
+    from focuscrawl.annotate.cli import load_ranked_images
+    from focuscrawl.annotate.db import AnnotationDB
+    from focuscrawl.cli import build_parser
+    from focuscrawl.resources import default_topic_path
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    db = AnnotationDB(tmp_path / "a.sqlite3")
+
+    def load(*options):
+        args = build_parser().parse_args(["annotate", "serve", str(rank_run), "--db", str(db.path), *options])
+        return load_ranked_images(db, args)
+
+    assert load("--topic", str(default_topic_path())) == 2
+    assert {i.image_url for i in db.items_by_id().values()} == {"http://a.org/cat1.jpg", "http://a.org/cat2.jpg"}
+    spec = AnnotationDB(tmp_path / "spec.sqlite3")
+    args = build_parser().parse_args(["annotate", "serve", str(rank_run), "--db", str(spec.path),
+                                      "--scoring", "thesis"])
+    load_ranked_images(spec, args)
+    assert {i.image_url for i in spec.items_by_id().values()} == {"http://a.org/bus.jpg", "http://a.org/pasta.jpg"}
+
+
+def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, capsys, monkeypatch):
+    from focuscrawl.cli import main
+    from focuscrawl.resources import default_topic_path
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    out = tmp_path / "r.tsv"
+    assert main(["rank", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["scoring"] == "combined" and 0 < summary["score_range"][0] <= 0.5
+    ranked = _ranked(out)
+    assert set(ranked[:2]) == {"http://a.org/cat1.jpg", "http://a.org/cat2.jpg"}
+    assert "http://a.org/pasta.jpg" not in ranked  # cut: far below the calibrated probability
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    scores = [float(r[1]) for r in rows[1:]]
+    assert scores == sorted(scores, reverse=True) and all(summary["score_range"][0] <= s <= 1 for s in scores)
+    assert "score:thesis_final" in rows[0] and "score:topic_combined" in rows[0]
+
+    # FOCUSCRAWL_SCORING=thesis: SPEC's ranking exactly (ascending weighted PP, cut [2, 70000])
+    monkeypatch.setenv("FOCUSCRAWL_SCORING", "thesis")
+    assert main(["rank", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["scoring"] == "thesis" and summary["score_range"] == [2.0, 70000.0]
+    assert _ranked(out) == ["http://a.org/bus.jpg", "http://a.org/pasta.jpg"]
+
+
+def test_rank_without_a_bundle_says_it_uses_spec(rank_run, tmp_path, capsys, monkeypatch):
+    from focuscrawl.cli import main
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["scoring"] == "thesis" and "no topic bundle" in captured.err
+    stats = rank_run / "stats.json"  # a crawl with -a topic=DIR records its bundle
+    from focuscrawl.resources import default_topic_path
+    stats.write_text(json.dumps({"focuscrawl/topic": str(default_topic_path())}))
+    assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
+    assert json.loads(capsys.readouterr().out)["topic"] == str(default_topic_path())
+
+
+def test_average_precision_and_ablation_metrics():
+    from focuscrawl.eval.ranking_ablation import average_precision, ranking_metrics
+
+    assert average_precision([True, False, True], [0, 1, 2]) == pytest.approx((1 + 2 / 3) / 2)
+    assert average_precision([False, False], [0, 1]) is None
+    m = ranking_metrics([True, False, True, True], [0.9, 0.8, None, 0.2], lambda p: p >= 0.5, True)
+    assert m["average_precision"] == pytest.approx((1 + 2 / 3 + 3 / 4) / 3)
+    assert m["kept"] == 2 and m["kept_on_topic_share"] == pytest.approx(1 / 3)
+    assert m["top_n_share"] == pytest.approx(1 / 2)  # N = 3 on topic, 2 kept, 1 of them on topic
+
+
+# -- the calibrated crawl ----------------------------------------------------------------
+def test_calibrated_link_rule_and_odds_priorities():
+    from focuscrawl.lm.links import (ODDS_FLOOR, bucket_priority, calibrated_link_logit, odds_against,
+                                     probability_to_odds)
+
+    assert calibrated_link_logit(2.0, 4.0) == pytest.approx(0.7 * 2 + 0.3 * 4)
+    assert calibrated_link_logit(2.0, -5.0) == 2.0 and calibrated_link_logit(2.0, None) == 2.0
+    assert odds_against(0.0) == pytest.approx(1.0) and probability_to_odds(0.9) == pytest.approx(1 / 9)
+    buckets = [probability_to_odds(p) for p in (0.9, 0.5, 0.1)]
+    # more topical = higher priority, also inside a bucket (odds below 1 keep distinct steps)
+    priorities = [bucket_priority(odds_against(x), buckets, 10, ODDS_FLOOR) for x in (8.0, 5.0, 3.0, 1.0, -1.0)]
+    assert priorities == sorted(priorities, reverse=True) and len(set(priorities)) == 5
+
+
+def test_link_ranker_calibrated_uses_page_and_anchor_log_odds():
+    from scrapy.utils.project import get_project_settings
+
+    from focuscrawl.middlewares.priority import LinkRanker
+    from focuscrawl.resources import default_topic_path
+    from focuscrawl.topic.model import TopicModel
+
+    s = get_project_settings().copy()
+    s.set("FOCUSCRAWL_MODE", "keywords", priority="cmdline")
+    model = TopicModel(default_topic_path())
+    ranker = LinkRanker(s, None, model)
+    page = model.logit("the cat sleeps on the sofa\nkittens play with the cat")
+    cat = ranker.decide(page, "more cat and kitten photos")
+    other = ranker.decide(page, "bus timetable")
+    assert cat.followed and cat.anchor_perplexity > page  # the anchor's log-odds, shown in that column
+    assert cat.score < other.score and cat.priority > other.priority
+    off_page = ranker.decide(model.logit("the parliament passed the budget law"), "bus timetable")
+    assert off_page.score > other.score
+    assert ranker.decide(None, "", inherited=cat.score).score == pytest.approx(cat.score)
+
+
+def test_score_command_with_a_bundle_prints_every_probability(capsys):
+    from focuscrawl.cli import main
+    from focuscrawl.resources import default_topic_path
+
+    assert main(["score", "--topic", str(default_topic_path()), "--json", "a kitten asleep in a basket"]) == 0
+    cat = json.loads(capsys.readouterr().out)
+    assert main(["score", "--topic", str(default_topic_path()), "--json",
+                 "A man sitting down on a bench beside a water bottle"]) == 0
+    bench = json.loads(capsys.readouterr().out)
+    # the issue's example: caption-like text of another topic has a low perplexity, yet is no cat
+    assert bench["perplexity"] < cat["perplexity"]
+    assert cat["p_combined"] > 0.5 > bench["p_combined"]
+
+
+def test_classifier_decision_equals_the_hashing_vectorizer(bundle):
+    from focuscrawl.topic.classifier import vectorizer
+    from focuscrawl.topic.model import TopicModel
+
+    clf = TopicModel(bundle).classifier
+    texts = ["a grey cat sleeping on the sofa", "cat cat cat", "x", "", "two buses parked at the station"]
+    expected = vectorizer().transform(texts) @ clf.weights + clf.intercept
+    assert [clf.decision(t) for t in texts] == pytest.approx(list(expected), abs=1e-12)
