@@ -10,7 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
+import logging
+
+from scrapy.exceptions import (CannotResolveHostError, DownloadCancelledError, DownloadConnectionRefusedError,
+                               DownloadFailedError, DownloadTimeoutError, IgnoreRequest, ResponseDataLossError)
+from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
 
 try:  # Scrapy >= 2.18: media failures of this type are expected, logged without a traceback
     from scrapy.pipelines.media import _MediaRequestFiltered as ExpectedMediaFailure
@@ -18,7 +22,8 @@ except ImportError:  # Scrapy 2.15-2.17: logged like any FileException
     from scrapy.pipelines.media import FileException as ExpectedMediaFailure
 
 __all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "wake_engine",
-           "is_decompression_too_big", "is_too_many_redirects", "is_over_download_maxsize"]
+           "is_decompression_too_big", "is_too_many_redirects", "is_over_download_maxsize",
+           "quiet_robots_network_errors"]
 
 _SEEN_SIZE_BYTES = 2  # RFPDupeFilter's requests.seen: 2-byte big-endian length + fingerprint
 
@@ -89,3 +94,27 @@ def is_too_many_redirects(exc: BaseException) -> bool:
 def is_over_download_maxsize(exc: BaseException) -> bool:
     """The download handler cancelled a body larger than ``download_maxsize``."""
     return isinstance(exc, DownloadCancelledError) and "larger than download max size" in str(exc)
+
+
+#: Network failures of a download (Scrapy's default RETRY_EXCEPTIONS): a host that is
+#: down is input, not a bug.
+NETWORK_ERRORS = (CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError,
+                  DownloadTimeoutError, ResponseDataLossError, ConnectError, ConnectionDone, ConnectionLost)
+ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"
+
+
+def _network_error_in_one_line(record: logging.LogRecord) -> bool:
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, NETWORK_ERRORS) or isinstance(getattr(exc, "__cause__", None), NETWORK_ERRORS):
+        record.exc_info, record.exc_text = None, None
+    return True
+
+
+def quiet_robots_network_errors() -> None:
+    """Scrapy's ``RobotsTxtMiddleware.robot_parser`` logs a failed robots.txt download at
+    ERROR with ``exc_info=True`` (a refused port: ~60 lines of traceback) and has no hook to
+    change that; its message already names the request and the error, so a logging filter
+    keeps that one line for network failures (other errors keep their traceback)."""
+    logger = logging.getLogger(ROBOTS_LOGGER)
+    if _network_error_in_one_line not in logger.filters:
+        logger.addFilter(_network_error_in_one_line)

@@ -24,6 +24,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.items import PageItem
+from focuscrawl.scrapy_compat import quiet_robots_network_errors
 from focuscrawl.scoring import crawl_topic_model, topic_scorer
 from focuscrawl.text.extractors import (CHARSET_FALLBACK, TRUNCATED, ExtractionError, ExtractionTimeout,
                                         PageText, extract_page, get_extractor)
@@ -273,6 +274,7 @@ def _not_reported_yet(record: logging.LogRecord) -> bool:
 
 
 logging.getLogger("asyncio").addFilter(_not_reported_yet)
+quiet_robots_network_errors()
 
 
 def apply_spider_args(settings, args: dict[str, Any]) -> None:
