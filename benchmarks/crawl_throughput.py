@@ -11,10 +11,12 @@ robots.txt, 16 concurrent requests) and stops after ``--pages`` HTML pages:
   follows every link, trafilatura text of every page, every ``<img>`` downloaded by
   Scrapy's FilesPipeline, one JSON line per page (feed export);
 * ``unfocused``, ``document``, ``keywords``: ``scrapy crawl focused -a mode=...`` with
-  everything as shipped (profile ``full``, the headline: trafilatura, image
+  everything as shipped (profile ``full``, the headline: page text (auto), image
   extraction and download, near-duplicates, writers, the analysis worker pool; razor
   off so that every mode does the same work); ``MODE/no-pool`` the same with
-  ``FOCUSCRAWL_ANALYSIS_WORKERS=0``. ``--profile core`` is the old spider-only profile.
+  ``FOCUSCRAWL_ANALYSIS_WORKERS=0``. ``--profile core`` is the old spider-only profile;
+* ``learning``: ``keywords`` plus the online link learner and the re-ranking frontier
+  (target: >= 0.9x keywords, i.e. the learning costs at most 10%).
 
 Rounds are interleaved (``--repeat``); ratios are taken within each round and printed
 as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
@@ -228,7 +230,9 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         shutil.rmtree(tmp, ignore_errors=True)
     return {
         "kind": kind,
-        "pages": stats.get("focuscrawl/pages", stats.get("item_scraped_count", stats.get("response_received_count", 0))),
+        # page rows when written (the budget's exact count), else pages parsed
+        "pages": stats.get("pages/written") or stats.get("focuscrawl/pages", stats.get(
+            "item_scraped_count", stats.get("response_received_count", 0))),
         "responses": stats.get("response_received_count", 0),
         "seconds": stats.get("elapsed_time_seconds", 0.0),
         "lm_queries": stats.get("lm/queries"), "lm_cache_hits": stats.get("lm/cache_hits"),
@@ -304,8 +308,8 @@ def main() -> int:
     parser.add_argument("--memory-pages", type=int, default=0,
                         help="pages of the JOBDIR memory crawl in keywords mode (0: skip; the target is "
                              "stated for 50000)")
-    parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords"],
-                        help="crawls: plain, corpus, unfocused, document, keywords; MODE/no-pool = that mode "
+    parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords", "learning"],
+                        help="crawls: plain, corpus, unfocused, document, keywords, learning; MODE/no-pool = that mode "
                              "with the page analysis in the crawl process (FOCUSCRAWL_ANALYSIS_WORKERS=0)")
     parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown)")
     parser.add_argument("--profile", choices=("core", "full"), default="full",
@@ -386,6 +390,11 @@ def main() -> int:
                     wall = [rd[kind]["rate"] / rd["keywords"]["rate"] for rd in rounds]
                     print(f"{kind} / keywords: wall {_spread(wall)} (target >= 1x: "
                           f"{'OK' if statistics.median(wall) >= 0.97 else 'SLOWER'}; within 3% counts as equal)")
+        if "keywords" in args.modes and "learning" in args.modes:
+            wall = [rd["learning"]["rate"] / rd["keywords"]["rate"] for rd in rounds]
+            cpu = [rd["learning"]["cpu_rate"] / rd["keywords"]["cpu_rate"] for rd in rounds]
+            print(f"learning / keywords: wall {_spread(wall)}, CPU {_spread(cpu)} (target >= 0.9x: "
+                  f"{'OK' if min(statistics.median(wall), statistics.median(cpu)) >= 0.9 else 'BELOW TARGET'})")
         if args.memory_pages:
             with tempfile.TemporaryDirectory() as jobdir:
                 t = time.monotonic()

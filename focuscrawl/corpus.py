@@ -17,14 +17,13 @@ Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``):
 """
 from __future__ import annotations
 
-import csv
 import json
 import logging
-import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from focuscrawl.output.files import iter_tsv, parse_float
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +36,6 @@ NON_SCORE_COLUMNS = frozenset({
     "css_class", "style", "host", "near_duplicate_page", "first_seen", "width", "height", "image_size",
     "html_width", "html_height",
 })
-
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-
 
 class RunDirError(ValueError):
     """The directory is not a readable run directory."""
@@ -93,11 +89,7 @@ class CorpusEntry:
 
 def _number(value: str) -> float | None:
     """A score cell: float, or None for an empty/missing/NaN value. Raises ValueError if not numeric."""
-    value = value.strip()
-    if value == "" or value.lower() in {"none", "null", "nan", "-"}:
-        return None
-    number = float(value)
-    return None if math.isnan(number) else number
+    return parse_float(value, missing=None, strict=True)
 
 
 def context_name(label: str) -> str:
@@ -154,9 +146,7 @@ def is_score_column(name: str) -> bool:
 def score_names(run_dir: str | Path) -> list[str]:
     """The run's score columns (images.tsv header order): every export of the run has
     them all, whether it holds images or none."""
-    tsv = Path(run_dir) / IMAGES_TSV
-    with open(tsv, encoding="utf-8", errors="replace", newline="") as fh:
-        header = next(csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE), [])
+    header = next(iter_tsv(Path(run_dir) / IMAGES_TSV, raw=True, errors="replace"), [])
     return [name for name in header if is_score_column(name)]
 
 
@@ -171,38 +161,37 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
     tsv = run_dir / IMAGES_TSV
     if not tsv.is_file():
         raise RunDirError(f"{run_dir} is not a run directory: {IMAGES_TSV} is missing")
-    with open(tsv, encoding="utf-8", errors="replace", newline="") as fh:  # bad bytes: U+FFFD, row kept
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
-        if not header or "image_url" not in header:
-            raise RunDirError(f"{tsv}: header has no image_url column")
-        col = {name: i for i, name in enumerate(header)}
-        score_columns = [(name, i) for i, name in enumerate(header) if is_score_column(name)]
+    rows = iter_tsv(tsv, raw=True, errors="replace")  # bad bytes: U+FFFD, row kept
+    header = next(rows, None)
+    if not header or "image_url" not in header:
+        raise RunDirError(f"{tsv}: header has no image_url column")
+    col = {name: i for i, name in enumerate(header)}
+    score_columns = [(name, i) for i, name in enumerate(header) if is_score_column(name)]
 
-        def get(row: list[str], name: str) -> str:
-            i = col.get(name)
-            return row[i] if i is not None else ""
+    def get(row: list[str], name: str) -> str:
+        i = col.get(name)
+        return row[i] if i is not None else ""
 
-        for line_no, row in enumerate(reader, start=2):
-            if len(row) != len(header):
-                logger.warning("%s:%d: wrong number of columns, row skipped", tsv, line_no)
-                continue
-            try:
-                first_seen = get(row, "first_seen").strip()
-                entry = CorpusEntry(
-                    image_url=row[col["image_url"]], page_url=get(row, "page_url"), alt=get(row, "alt"),
-                    title=get(row, "title"), final_score=_number(get(row, "final_score")),
-                    final_context=get(row, "final_context"), context_text=get(row, "final_context_text"),
-                    image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
-                    width=_int(get(row, "width")), height=_int(get(row, "height")),
-                    record_path=get(row, "record_path"),
-                    row=row, score_columns=score_columns)
-            except ValueError as exc:
-                logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)
-                continue
-            if with_context:
-                fill_context([entry], run_dir)
-            yield entry
+    for line_no, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            logger.warning("%s:%d: wrong number of columns, row skipped", tsv, line_no)
+            continue
+        try:
+            first_seen = get(row, "first_seen").strip()
+            entry = CorpusEntry(
+                image_url=row[col["image_url"]], page_url=get(row, "page_url"), alt=get(row, "alt"),
+                title=get(row, "title"), final_score=_number(get(row, "final_score")),
+                final_context=get(row, "final_context"), context_text=get(row, "final_context_text"),
+                image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
+                width=_int(get(row, "width")), height=_int(get(row, "height")),
+                record_path=get(row, "record_path"),
+                row=row, score_columns=score_columns)
+        except ValueError as exc:
+            logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)
+            continue
+        if with_context:
+            fill_context([entry], run_dir)
+        yield entry
 
 
 def _int(value: str) -> int | None:

@@ -64,6 +64,7 @@ from focuscrawl.items import PageItem
 from focuscrawl.output.files import complete_lines_size
 from focuscrawl.output.run import run_output
 from focuscrawl.pipelines.writers import page_rows_committed
+from focuscrawl.scrapy_compat import wake_engine
 
 logger = logging.getLogger(__name__)
 
@@ -339,10 +340,8 @@ class RedisWorkers:
             self.server.zadd(self.key, {self.worker: time.time()})
         if idle or self.server.zcard(self.queue_key) > 0:
             # Pull what another process queued, or re-run the idle check, now instead
-            # of at the engine's next 5-second heartbeat (Scrapy has no public call).
-            slot = getattr(engine, "_slot", None)
-            if slot is not None:
-                slot.nextcall.schedule()
+            # of at the engine's next 5-second heartbeat.
+            wake_engine(engine)
 
     def spider_idle(self, spider: Spider) -> None:
         now = time.time()

@@ -42,13 +42,17 @@ from pathlib import Path
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import Scheduler
+from scrapy.pqueues import ScrapyPriorityQueue
 from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.job import job_dir
+from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
-from focuscrawl.output.files import LineLog
+from focuscrawl.lm.link_learner import url_host
+from focuscrawl.output.files import LineLog, iter_tsv
 from focuscrawl.output.run import run_output
+from focuscrawl.scrapy_compat import read_seen_fingerprints
 
 logger = logging.getLogger(__name__)
 
@@ -81,14 +85,7 @@ def read_journal(path: Path) -> tuple[dict[str, str], dict[str, str], dict[str, 
 
 
 def _page_urls_written(run) -> set[str]:
-    if run is None:
-        return set()
-    path = run.path("pages.tsv")
-    if not path.exists():
-        return set()
-    with open(path, encoding="utf-8") as fh:
-        next(fh, None)
-        return {line.split("\t", 1)[0] for line in fh if line.strip()}
+    return set() if run is None else {row["url"] for row in iter_tsv(run.path("pages.tsv"))}
 
 
 def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[LineLog, tuple[list, list], set[str]]:
@@ -111,15 +108,6 @@ def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[Line
     return journal, recovery, queued
 
 
-def _old_seen(seen_path: Path) -> set[bytes] | None:
-    """Fingerprints in Scrapy's ``requests.seen`` (its binary format since 2.13), if readable."""
-    try:
-        from scrapy.dupefilters import _read_fingerprints
-    except ImportError:  # a Scrapy with another format: the count is unknown
-        return None
-    return set(_read_fingerprints(seen_path.read_bytes())) if seen_path.exists() else set()
-
-
 def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path) -> tuple[list[str], list[Request]]:
     """Unclean stop: drop the stale queue and seen-set; return (requests to queue again,
     requests to mark as seen) as rebuilt from the journal."""
@@ -130,8 +118,7 @@ def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path) -> tuple[
     written = _page_urls_written(run)
     lost_pages = {fp for fp, url in pages.items() if url not in written and fp not in pending}
     seen_path = jobdir / "requests.seen"
-    old = _old_seen(seen_path)
-    unrecovered = len(old - {bytes.fromhex(fp) for fp in accepted}) if old is not None else -1
+    unrecovered = len(read_seen_fingerprints(seen_path) - {bytes.fromhex(fp) for fp in accepted})
     shutil.rmtree(jobdir / "requests.queue", ignore_errors=True)
     seen_path.unlink(missing_ok=True)
     recovery = list(pending.values())
@@ -142,9 +129,9 @@ def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path) -> tuple[
     stats.set_value("frontier/unrecovered", unrecovered)
     logger.warning(
         "frontier: unclean stop detected in %s: %d queued/in-flight requests and %d fetched pages "
-        "without committed rows recovered from the journal; %s requests Scrapy had scheduled were "
+        "without committed rows recovered from the journal; %d requests Scrapy had scheduled were "
         "not in the journal's checkpoint and could not be recovered", jobdir, len(pending),
-        len(lost_pages), unrecovered if unrecovered >= 0 else "an unknown number of")
+        len(lost_pages), unrecovered)
     return recovery, seen
 
 
@@ -168,41 +155,57 @@ def _encoded_for(path: Path, fp: str) -> str | None:
 
 
 class JournaledScheduler(Scheduler):
-    """Scrapy's scheduler; with JOBDIR it journals the frontier and recovers it after a kill."""
+    """Scrapy's scheduler; with JOBDIR it journals the frontier and recovers it after a kill.
 
-    journal: LineLog | None = None
-    state_dir: Path | None = None
-    _recovery_encoded: list[str] = []
+    ``journal`` is None without JOBDIR or with ``FOCUSCRAWL_FRONTIER_JOURNAL`` off: then
+    it is Scrapy's scheduler unchanged. ``recovery`` is (encoded requests to queue again,
+    requests to mark as seen); ``queued`` the fingerprints Scrapy's own queue restores.
+    """
+
+    def __init__(self, dupefilter, jobdir: str | None = None, *, journal: LineLog | None = None,
+                 state_dir: Path | None = None, recovery: tuple[list[str], list[Request]] = ([], []),
+                 queued: set[str] = frozenset(), crawler: Crawler | None = None, **kwargs) -> None:
+        super().__init__(dupefilter, jobdir, crawler=crawler, **kwargs)
+        self.journal, self.state_dir = journal, state_dir
+        self._recovery_encoded, seen = list(recovery[0]), recovery[1]
+        for request in seen:  # rebuild requests.seen in the dupefilter's own format
+            self.df.request_seen(request)
+        self._pending: set[str] = set(queued)
+        self._statuses: dict[str, int] = {}
+        self._awaiting: set[str] = set()
+        if journal is not None and crawler is not None:
+            crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
+            crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
+            crawler.signals.connect(self._response_received, signal=signals.response_received)
+            crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "JournaledScheduler":
-        jobdir = job_dir(crawler.settings)
+        settings = crawler.settings
+        jobdir = job_dir(settings)
         journal, state_dir, recovery, queued = None, None, ([], []), set()
-        if jobdir and crawler.settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
+        if jobdir and settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
             # before Scrapy's dupefilter reads requests.seen and its queue is opened
             state_dir = Path(jobdir) / "focuscrawl"
             journal, recovery, queued = _open_journal(crawler, Path(jobdir), state_dir)
-        scheduler = super().from_crawler(crawler)
-        scheduler.crawler = crawler
-        scheduler.journal, scheduler.state_dir = journal, state_dir
-        scheduler._recovery_encoded, seen = recovery
-        for request in seen:  # rebuild requests.seen in the dupefilter's own format
-            scheduler.df.request_seen(request)
-        scheduler._pending = queued
-        scheduler._statuses, scheduler._awaiting = {}, set()
-        if journal is not None:
-            crawler.signals.connect(scheduler._left_downloader, signal=signals.request_left_downloader)
-            crawler.signals.connect(scheduler._response_downloaded, signal=signals.response_downloaded)
-            crawler.signals.connect(scheduler._response_received, signal=signals.response_received)
-            crawler.signals.connect(scheduler._spider_closed, signal=signals.spider_closed)
-        return scheduler
+        return cls(
+            build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler),
+            jobdir,
+            dqclass=load_object(settings["SCHEDULER_DISK_QUEUE"]),
+            mqclass=load_object(settings["SCHEDULER_MEMORY_QUEUE"]),
+            logunser=settings.getbool("SCHEDULER_DEBUG"),
+            stats=crawler.stats,
+            pqclass=load_object(settings["SCHEDULER_PRIORITY_QUEUE"]),
+            crawler=crawler,
+            journal=journal, state_dir=state_dir, recovery=recovery, queued=queued,
+        )
 
     def _fp(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
 
     def open(self, spider: Spider):
         result = super().open(spider)
-        for encoded in getattr(self, "_recovery_encoded", []):
+        for encoded in self._recovery_encoded:
             try:
                 request = request_from_dict(_decode(encoded), spider=spider)
             except Exception as exc:  # a callback renamed since the crawl started, ...
@@ -263,3 +266,67 @@ class JournaledScheduler(Scheduler):
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         # Scrapy has saved its queue (close() runs before spider_closed): a clean stop
         (self.state_dir / CLEAN_MARKER).write_text(reason + "\n")
+
+
+class RerankingPriorityQueue(ScrapyPriorityQueue):
+    """Scrapy's priority queue that re-ranks its top when the link learner's model changes.
+
+    Mode ``learning`` sets a link's priority from the model of the moment. Re-scoring
+    the whole frontier per page would cost O(frontier); instead, on the first ``pop``
+    after a model update the best ``FOCUSCRAWL_LEARNING_RERANK_TOP`` requests are taken
+    out, re-scored from the feature vector and host kept in their meta (the host term uses
+    the hosts' harvest as of now) and pushed back: what the crawl fetches next is
+    always ranked by a recent model. Requests keep the same meta, so the disk queues
+    of a JOBDIR and the frontier journal are unaffected. Without a learner (other
+    modes) it is Scrapy's queue. (It reads Scrapy's ``queues``/``curprio``, internals of
+    ``ScrapyPriorityQueue``, for speed.)
+    """
+
+    def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
+        super().__init__(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
+        from focuscrawl.lm.link_learner import link_learner
+
+        s = crawler.settings
+        self.learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
+        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP", 500)
+        self.stats = crawler.stats
+        self.ranked_version = 0
+
+    def pop(self):
+        if self.learner is not None and self.top > 0 and self.learner.version != self.ranked_version:
+            self.ranked_version = self.learner.version
+            self.rerank()
+        return super().pop()
+
+    def rerank(self) -> int:
+        """Re-score the best ``top`` requests (start requests keep their priority).
+
+        Takes them from the internal per-priority queues best first (Scrapy's ``pop``
+        recomputes the current priority over all queues whenever one empties, O(queues)
+        per request) and pushes them back with their new priorities."""
+        taken, emptied = [], []
+        for prio in sorted(self.queues):
+            queue = self.queues[prio]
+            while len(taken) < self.top:
+                request = queue.pop()
+                if request is None:
+                    break
+                taken.append(request)
+            if not len(queue):
+                emptied.append(prio)
+            if len(taken) >= self.top:
+                break
+        for request in taken:
+            vector = request.meta.get("link_vector")
+            if vector is not None:
+                learned = self.learner.score(None, request.meta.get("link_score"), url_host(request.url), vector)
+                request.meta["link_learned"] = learned
+                request.priority = self.learner.priority(learned)
+            self.push(request)
+        for prio in emptied:  # kept while pushing back: no queue is closed and built again
+            if not len(self.queues[prio]):
+                self.queues.pop(prio).close()
+        prios = set(self.queues) | set(self._start_queues)
+        self.curprio = min(prios) if prios else None
+        self.stats.inc_value("focuscrawl/learning/reranked", len(taken))
+        return len(taken)

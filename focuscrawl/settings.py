@@ -26,7 +26,6 @@ DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 RETRY_TIMES = 1
 COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False
-REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 
@@ -63,7 +62,8 @@ FOCUSCRAWL_LM_CACHE_SIZE = 200_000
 FOCUSCRAWL_KEYWORD_WEIGHT = 3.0
 
 # --- Link scoring (SPEC §5) ---------------------------------------------------------
-#: Crawl mode: "keywords" (thesis method), "document" (Remus & Biemann), "unfocused".
+#: Crawl mode: "keywords" (thesis method), "document" (Remus & Biemann), "unfocused",
+#: "learning" (online link learning, beyond the thesis: settings FOCUSCRAWL_LEARNING_*).
 FOCUSCRAWL_MODE = "keywords"
 #: γ_d, γ_otx, γ_linkkw and T_otx of the link score formula.
 FOCUSCRAWL_LINK_DOC_WEIGHT = 0.7
@@ -100,7 +100,7 @@ FOCUSCRAWL_SCORE_MAX = 70000.0
 #: Seeds: a file (one URL per line, # comments) or comma-separated URLs (spider arg ``seeds``).
 #: Spider arguments ``seeds mode model keywords output domains budget extractor`` override
 #: the settings FOCUSCRAWL_SEEDS/_MODE/_MODEL/_KEYWORDS/_OUTPUT_DIR/_ALLOWED_DOMAINS,
-#: CLOSESPIDER_PAGECOUNT and FOCUSCRAWL_TEXT_EXTRACTOR before any component is built.
+#: FOCUSCRAWL_PAGE_BUDGET and FOCUSCRAWL_TEXT_EXTRACTOR before any component is built.
 FOCUSCRAWL_SEEDS = ""
 #: Run directory (links.tsv, pages.tsv, ...); empty = no files written.
 FOCUSCRAWL_OUTPUT_DIR = ""
@@ -152,10 +152,11 @@ FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
-#: Scrapy starts the next request as soon as a download ends, before the spider has
-#: queued that page's links: best-first lags by one response per free download slot.
-#: SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 (with CONCURRENT_REQUESTS = 1) makes the order
-#: exact at the cost of throughput; the default keeps Scrapy's value.
+# SCRAPER_SLOT_MAX_ACTIVE_SIZE is left at Scrapy's default. Scrapy starts the next
+# request as soon as a download ends, before the spider has queued that page's links:
+# best-first lags by one response per free download slot. SCRAPER_SLOT_MAX_ACTIVE_SIZE
+# = 1 with CONCURRENT_REQUESTS = 1 makes the order exact at the cost of throughput
+# (focuscrawl.eval.crawls sets both for exact-order comparisons).
 #: No Referer header: the crawl does not need it, and Scrapy's RefererMiddleware
 #: computes a referrer policy for every out-link (~10% of the CPU per page with 20 links).
 REFERER_ENABLED = False
@@ -332,12 +333,29 @@ FOCUSCRAWL_SCORING = "combined"
 #: measurement (docs/EVALUATION.md); FOCUSCRAWL_SCORING = "thesis" forces SPEC here too.
 FOCUSCRAWL_CRAWL_SCORING = "thesis"
 
+# --- Crawl mode "learning": online link learning (issue #13, docs/CRAWL.md) -----------
+#: A page is judged on topic when its weighted perplexity is at most this
+#: (topicality = T / (T + wPP)); the judgement labels the link that led to it.
+FOCUSCRAWL_LEARNING_ON_TOPIC_PP = 50.0
+#: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
+FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
+#: The model's probability is blended with a prior from the thesis's link score,
+#: weight n_pos / (n_pos + PRIOR_PAGES); the prior is PRIOR_PP / (PRIOR_PP + score).
+FOCUSCRAWL_LEARNING_PRIOR_PAGES = 10
+FOCUSCRAWL_LEARNING_PRIOR_PP = 100.0
+#: Weight (log-odds) of the target host's harvest (Beta prior mean + UCB bonus) and
+#: the UCB exploration constant.
+FOCUSCRAWL_LEARNING_HOST_WEIGHT = 1.0
+FOCUSCRAWL_LEARNING_EXPLORATION = 0.05
+#: Requests at the top of the frontier re-scored with each new model (0 = none).
+FOCUSCRAWL_LEARNING_RERANK_TOP = 500
+
 # --- Throughput (issue #14) ---------------------------------------------------------
 #: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:
 #: text extraction within FOCUSCRAWL_TEXT_TIME_LIMIT, sentence and document scores, the
 #: calibrated page score, links, image contexts and scores, SimHash); each loads the
-#: models once. 0 = in the crawl process. Results are the same
-#: either way (tests/test_analysis_pool.py); 1 puts the work on a second core.
+#: models once. 0 = in the crawl process. Results are the same either way
+#: (tests/test_analysis_pool.py); 1 puts the work on a second core.
 FOCUSCRAWL_ANALYSIS_WORKERS = 1
 #: Items and requests of one response processed at once. Scrapy's default (100) starts
 #: 100 asyncio tasks per response whatever it yields; a page yields ~25 here, and 16

@@ -4,17 +4,20 @@
     >>> from focuscrawl.shell import explain
     >>> explain(response)                   # project settings (mode, model, thresholds)
     >>> explain(response, mode="document")  # or another mode, or settings=crawler.settings
+    >>> explain(response, learner="run/link_learner.pkl")  # the learned score a crawl's learner gives
 
 Prints the page's document perplexity and keyword score (and, with a topic bundle, its
 calibrated P(on topic) under every scorer), then every out-link with anchor perplexity,
-anchor keyword score, link score, bucket, priority and whether the crawl follows it,
-then every ``<img>`` with its ALT/title/context scores, final score, P(on topic) (the
-ranking's score, ``focuscrawl rank``) and keep/drop reason; computed by the same
-functions as the crawl and the ranking.
+anchor keyword score, link score, bucket, priority and whether the crawl follows it
+(with a link learner, or in mode ``learning``: the learned score next to the thesis's,
+and the priority the learning crawl gives), then every ``<img>`` with its
+ALT/title/context scores, final score, P(on topic) (the ranking's score, ``focuscrawl
+rank``) and keep/drop reason; computed by the same functions as the crawl and the ranking.
 """
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from scrapy.http import HtmlResponse, Response
@@ -25,6 +28,7 @@ from scrapy.utils.response import get_base_url
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.final import final_score
 from focuscrawl.images.rules import ImageRules
+from focuscrawl.lm.link_learner import PageJudge
 from focuscrawl.middlewares.priority import LinkDecision, LinkRanker
 from focuscrawl.scoring import scorer_from_settings, topic_model_from_settings
 from focuscrawl.spiders.focused import page_links, page_text
@@ -37,18 +41,34 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def _learner(learner, settings: BaseSettings):
+    """A ``LinkLearner``, a saved one's path, or (mode ``learning``) a fresh one from settings."""
+    from focuscrawl.lm.link_learner import LinkLearner, learner_from_settings
+
+    if isinstance(learner, (str, Path)):
+        return LinkLearner.load(learner)
+    if learner is None and settings.get("FOCUSCRAWL_MODE") == "learning":
+        return learner_from_settings(settings)
+    return learner
+
+
 def explain_links(response: Response, settings: BaseSettings | None = None, mode: str | None = None,
-                  scorer=None) -> tuple[float | None, float, list[tuple[str, str, LinkDecision, str]]]:
-    """(document PP, keyword score, [(url, anchor, decision, scope verdict)]) of ``response``."""
+                  scorer=None, learner=None) -> tuple[float | None, float, list[tuple[str, str, LinkDecision, str]]]:
+    """(document PP, keyword score, [(url, anchor, decision, scope verdict)]) of ``response``;
+    with ``learner`` (or in mode ``learning``) each decision carries the learned score."""
     settings = _settings(settings).copy()
     if mode:
         settings.set("FOCUSCRAWL_MODE", mode, priority="cmdline")
+    learner = _learner(learner, settings)
     scorer = scorer or scorer_from_settings(settings)
     if not isinstance(response, HtmlResponse):
         raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
     text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")).text
     doc, _ = scorer.score_document(text, settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"))
-    ranker = LinkRanker(settings, scorer)
+    ranker = LinkRanker(settings, scorer, learner=learner)
+    judge = PageJudge(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"))
+    topicality = judge.topicality(doc.weighted)
+    grand = response.meta.get("parent_topicality") if response.request is not None else None
     reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
     allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
     max_repeats = settings.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
@@ -67,7 +87,8 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
             scope = "too long"
         else:
             scope = ""
-        rows.append((url, anchor, ranker.decide(doc.perplexity, anchor, depth + 1), scope))
+        rows.append((url, anchor, ranker.decide(doc.perplexity, anchor, depth + 1, url=url, parent_url=response.url,
+                                                parent_topicality=topicality, grandparent_topicality=grand), scope))
     return doc.perplexity, doc.keyword_score, rows
 
 
@@ -97,12 +118,13 @@ def explain_images(response: HtmlResponse, settings: BaseSettings | None = None,
 
 
 def explain(response: Response, settings: BaseSettings | None = None, mode: str | None = None,
-            out: TextIO | None = None) -> None:
-    """Print the document perplexity, every link's score, bucket and decision, and
-    every image's scores and keep/drop reason."""
+            out: TextIO | None = None, learner=None) -> None:
+    """Print the document perplexity, every link's score (and learned score), bucket and
+    decision, and every image's scores and keep/drop reason. ``learner``: a
+    ``LinkLearner`` or the path of one a crawl saved (``RUN_DIR/link_learner.pkl``)."""
     out = out or sys.stdout
     settings = _settings(settings)
-    doc_pp, kw, rows = explain_links(response, settings, mode)
+    doc_pp, kw, rows = explain_links(response, settings, mode, learner=learner)
     model = topic_model_from_settings(settings)
     print(f"page {response.url}\n  document perplexity {_num(doc_pp)}, keyword score {kw:.4f}, "
           f"{len(rows)} links", file=out)
@@ -112,12 +134,13 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
         print(f"  P(on topic) under topic bundle {model.manifest.get('name')!r}: "
               + ", ".join(f"{k} {v:.3f}" for k, v in probs.items())
               + f"; the ranking uses {model.scorer}, cut {model.threshold('cut'):.3f}", file=out)
-    print(f"  {'decision':<10} {'score':>10} {'bucket':<7} {'prio':>5} {'anchor PP':>10} {'anchor kw':>9}  url  [anchor]",
-          file=out)
+    print(f"  {'decision':<10} {'score':>10} {'learned':>8} {'bucket':<7} {'prio':>5} {'anchor PP':>10} "
+          f"{'anchor kw':>9}  url  [anchor]", file=out)
     for url, anchor, d, scope in rows:
         decision = scope or ("follow" if d.followed else "razored")
-        print(f"  {decision:<10} {_num(d.score):>10} {d.bucket:<7} {d.priority if d.followed else '':>5} "
-              f"{_num(d.anchor_perplexity):>10} {_num(d.anchor_keyword_score):>9}  {url}  [{anchor[:60]}]", file=out)
+        print(f"  {decision:<10} {_num(d.score):>10} {_num(d.learned):>8} {d.bucket:<7} "
+              f"{d.priority if d.followed else '':>5} {_num(d.anchor_perplexity):>10} "
+              f"{_num(d.anchor_keyword_score):>9}  {url}  [{anchor[:60]}]", file=out)
     images = explain_images(response, settings)
     print(f"  {len(images)} images", file=out)
     print(f"  {'decision':<16} {'final':>9} {'from':<14} {'ALT PP':>9} {'ALT wPP':>9} {'parent-1 wPP':>12} "

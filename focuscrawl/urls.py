@@ -7,7 +7,7 @@ is left out: a rule applies to http and https alike.
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import Iterable
 from urllib.parse import ParseResult, SplitResult, urlsplit
 
@@ -97,11 +97,20 @@ def too_many_path_segments(url: "str | SplitResult | ParseResult", max_segments:
 
 class QueryVariantLimit:
     """Admits at most ``limit`` distinct query strings per host+path (faceted search,
-    session ids, endless calendars). Memory is bounded: at most ``limit`` hashes per path."""
+    session ids, endless calendars).
 
-    def __init__(self, limit: int) -> None:
+    Memory is bounded: at most ``limit`` query hashes for each of at most ``max_paths``
+    host+path keys (the least recently used key is forgotten first; a forgotten path
+    starts counting again, so a trap reached again after ``max_paths`` other query
+    paths can get another ``limit`` variants)."""
+
+    #: Default number of host+path keys kept (~100 bytes each plus ``limit`` hashes).
+    MAX_PATHS = 100_000
+
+    def __init__(self, limit: int, max_paths: int = MAX_PATHS) -> None:
         self.limit = limit
-        self._seen: dict[tuple[str, str], set[int]] = {}
+        self.max_paths = max_paths
+        self._seen: OrderedDict[tuple[str, str], set[int]] = OrderedDict()
 
     def admit(self, url: "str | SplitResult | ParseResult") -> bool:
         if self.limit <= 0:
@@ -109,7 +118,14 @@ class QueryVariantLimit:
         parts = urlsplit(url) if isinstance(url, str) else url
         if not parts.query:
             return True
-        seen = self._seen.setdefault((parts.netloc.lower(), parts.path), set())
+        path_key = (parts.netloc.lower(), parts.path)
+        seen = self._seen.get(path_key)
+        if seen is None:
+            seen = self._seen[path_key] = set()
+            if len(self._seen) > self.max_paths:
+                self._seen.popitem(last=False)
+        else:
+            self._seen.move_to_end(path_key)
         key = hash(parts.query)
         if key in seen:
             return True

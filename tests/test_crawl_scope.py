@@ -3,6 +3,7 @@ goes on, skips what it must, and counts every skip in the stats."""
 from __future__ import annotations
 
 import gzip
+import socket
 import subprocess
 import sys
 
@@ -127,6 +128,22 @@ def test_bad_arguments_stop_with_a_clear_message(tmp_path):
         assert proc.returncode != 0, args
         assert f"cannot start the crawl: {message}" in stderr, (args, stderr[-2000:])
         assert "Traceback" not in stderr, (args, stderr[-2000:])
+
+
+def test_seed_on_a_refused_port_is_one_error_line_without_traceback(tmp_path):
+    """A live seed whose host refuses connections: robots.txt and the page fail with one
+    ERROR line each (Scrapy's robots.txt middleware alone would add ~60 lines of traceback)."""
+    with socket.socket() as sock:  # a port nothing listens on: bound, never listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        model, keywords = write_model(tmp_path)
+        proc = scrapy_crawl("-a", f"seeds=http://127.0.0.1:{port}/", "-a", f"model={model}",
+                            "-a", f"keywords={keywords}", "-s", "RETRY_TIMES=0")
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    robots = [line for line in stderr.splitlines() if "robotstxt] ERROR" in line]
+    assert len(robots) == 1 and f"127.0.0.1:{port}" in robots[0] and "refused" in robots[0], stderr[-2000:]
 
 
 def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):

@@ -27,6 +27,11 @@ def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
     summary = json.loads((tmp_path / "a" / "report" / "summary.json").read_text())
     assert set(summary["runs"]) == {"keywords", "document", "unfocused"}
     assert all(r["harvest"]["pages"] == 15 for r in summary["runs"].values())
+    # oracle bounds on the same graph, seeds and budget; the breadth-first crawl is the simulated one
+    assert set(summary["oracle"]) == {"breadth_first", "page_classifier", "link_oracle"}
+    assert summary["oracle"]["page_classifier"]["pages"] == 15
+    assert summary["runs"]["unfocused"]["bounds"]["breadth_first"]["page_harvest"] == 1.0
+    assert set(summary["runs"]["keywords"]["bounds"]["link_oracle"]) == {"image_harvest", "page_harvest"}
     assert (tmp_path / "a" / "report" / "report.html").exists()
     # same seed and settings, one request at a time: the same crawl
     assert main(["eval", "run", *args, "--modes", "keywords", "-o", str(tmp_path / "b")]) == 0
@@ -53,3 +58,22 @@ def test_another_topic_gets_its_own_model(tmp_path):
     assert keywords[0].split(";")[0] == "dog"
     pages = read_tsv(tmp_path / "d" / "runs" / "keywords" / "pages.tsv")
     assert len(pages) >= 3 and all(p["perplexity"] for p in pages[:1])
+
+
+def test_several_web_seeds_give_mean_and_spread(tmp_path):
+    args = ["--data", "bundled", "--profile", "hard", "--scale", "0.1", "--budget", "6", "--deterministic",
+            "--modes", "unfocused", "learning", "--seed", "1", "2"]
+    assert main(["eval", "run", *args, "-o", str(tmp_path / "s")]) == 0
+    for seed in (1, 2):
+        meta = json.loads((tmp_path / "s" / f"seed-{seed}" / "eval.json").read_text())
+        assert meta["web"]["seed"] == seed and meta["web"]["profile"] == "hard"
+        assert len(read_tsv(tmp_path / "s" / f"seed-{seed}" / "runs" / "learning" / "pages.tsv")) >= 6
+    assert main(["eval", "report", str(tmp_path / "s"), "--top-n", "5", "--budget", "6"]) == 0
+    summary = json.loads((tmp_path / "s" / "report" / "summary.json").read_text())
+    across = summary["across_seeds"]
+    assert across["seeds"] == ["seed-1", "seed-2"]
+    bf = across["modes"]["unfocused"]["bounds"]["breadth_first"]["page_harvest"]
+    assert len(bf["values"]) == 2 and all(v in (None, 1.0) for v in bf["values"])
+    learning = across["modes"]["learning"]["page_harvest"]
+    assert learning["min"] <= learning["mean"] <= learning["max"] and learning["sd"] >= 0
+    assert (tmp_path / "s" / "seed-1" / "report" / "summary.json").exists()

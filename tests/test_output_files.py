@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from focuscrawl.output.files import GzipLog, LineLog, atomic_write_bytes, complete_lines_size, gzip_complete_size
+from focuscrawl.output.files import (GzipLog, LineLog, atomic_write_bytes, complete_lines_size, gzip_complete_size,
+                                     iter_tsv, parse_float)
 
 
 def test_line_log_cuts_partial_line_and_keeps_header(tmp_path):
@@ -96,6 +97,47 @@ def test_lone_surrogates_do_not_break_a_row(tmp_path):
     glog.write_lines(["cat \udcff sat"])
     glog.close()
     assert gzip.decompress((tmp_path / "s.gz").read_bytes()) == b"cat ? sat\n"
+
+
+def test_iter_tsv_dicts_raw_rows_gzip_and_long_cells(tmp_path):
+    long_cell = "w" * 300_000  # over csv's default 128 KiB field limit
+    text = f"url\ttext\nhttp://a/\t{long_cell}\n\nhttp://b/\t\"quoted\"\nhttp://c/\n"
+    (tmp_path / "p.tsv").write_text(text, encoding="utf-8")
+    with gzip.open(tmp_path / "p.tsv.gz", "wt", encoding="utf-8") as fh:
+        fh.write(text)
+    for name in ("p.tsv", "p.tsv.gz"):
+        rows = list(iter_tsv(tmp_path / name))  # blank line skipped, quotes kept, short row padded
+        assert rows == [{"url": "http://a/", "text": long_cell}, {"url": "http://b/", "text": '"quoted"'},
+                        {"url": "http://c/", "text": None}]
+        raw = list(iter_tsv(tmp_path / name, raw=True))  # header first, blank line kept as []
+        assert raw == [["url", "text"], ["http://a/", long_cell], [], ["http://b/", '"quoted"'], ["http://c/"]]
+    assert list(iter_tsv(tmp_path / "absent.tsv")) == []
+
+
+def test_iter_tsv_decoding_errors_are_the_callers_choice(tmp_path):
+    (tmp_path / "bad.tsv").write_bytes(b"url\talt\nhttp://a/\tcaf\xe9\n")
+    with pytest.raises(UnicodeDecodeError):
+        list(iter_tsv(tmp_path / "bad.tsv"))
+    assert list(iter_tsv(tmp_path / "bad.tsv", errors="replace")) == [{"url": "http://a/", "alt": "caf\ufffd"}]
+
+
+@pytest.mark.parametrize("cell", [None, "", "  ", "none", "NULL", "nan", "-", float("nan")])
+def test_parse_float_missing_values_give_the_callers_choice(cell):
+    assert parse_float(cell, missing=None) is None
+    assert parse_float(cell, missing=float("inf")) == float("inf")
+    assert parse_float(cell, missing=None, strict=True) is None  # missing is not an error
+
+
+def test_parse_float_numbers_text_and_infinity():
+    assert parse_float(" 2.5 ", missing=None) == 2.5
+    assert parse_float(3, missing=None) == 3.0
+    assert parse_float("abc", missing=None) is None
+    assert parse_float("abc", missing=float("inf")) == float("inf")
+    with pytest.raises(ValueError, match="abc"):
+        parse_float("abc", missing=None, strict=True)
+    assert parse_float("inf", missing=None) == float("inf")
+    assert parse_float("-inf", missing=None, finite=True) is None
+    assert parse_float({"not": "a number"}, missing=None) is None
 
 
 def test_first_commit_is_checkpointed_whatever_the_uptime(tmp_path):

@@ -63,6 +63,28 @@ def test_explain_refuses_non_html(settings):
         explain_links(TextResponse("http://x.test/a.txt", body=b"hi", encoding="utf-8"), settings)
 
 
+def test_explain_shows_the_learned_score_of_a_saved_learner(settings, tmp_path):
+    from focuscrawl.lm.link_learner import LinkLearner, link_features
+
+    learner = LinkLearner(retrain_every=2)
+    for i in range(6):  # links to a.test led to off-topic pages, links to seed.test to on-topic ones
+        learner.observe(link_features("x", f"http://a.test/{i}", "http://p.test/", 0.1, None, 3000.0), "a.test", False)
+        learner.observe(link_features("x", f"http://seed.test/{i}", "http://p.test/", 0.1, None, 3000.0),
+                        "seed.test", True)
+    learner.save(tmp_path / "link_learner.pkl")
+    _, _, rows = explain_links(page(), settings, mode="keywords", learner=str(tmp_path / "link_learner.pkl"))
+    by_url = {url: d for url, _, d, _ in rows}
+    assert by_url["http://seed.test/kit"].learned > 0.5 > by_url["http://a.test/"].learned
+    assert by_url["http://a.test/"].priority == 200 - 35  # mode keywords: the thesis's priority stands
+    assert "u:kit" in by_url["http://seed.test/kit"].features
+    out = io.StringIO()
+    explain(page(), settings, mode="learning", out=out, learner=str(tmp_path / "link_learner.pkl"))
+    header = next(line for line in out.getvalue().splitlines() if "learned" in line)
+    assert header.split()[:3] == ["decision", "score", "learned"]
+    _, _, rows = explain_links(page(), settings, mode="learning")  # a fresh learner: prior and host term
+    assert all(0 < d.learned < 1 and d.priority == LinkLearner.priority(d.learned) for _, _, d, _ in rows if d.followed)
+
+
 def test_explain_shows_the_topic_bundle_probabilities():
     """With a topic bundle (here the bundled cats one) explain prints the page's P(on topic)
     under every scorer and each image's ranking probability."""

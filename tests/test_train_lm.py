@@ -4,7 +4,8 @@ invariants checked through KenLM, and lmplz's own output.
 The lmplz fixtures (``tests/fixtures/lmplz_corpus.txt``, ``lmplz_tiny.arpa``,
 ``lmplz_tiny.binary``) were made by ``tests/fixtures/make_lmplz_fixtures.py`` with
 KenLM 0.3.0: ``lmplz -o 3 < lmplz_corpus.txt > lmplz_tiny.arpa`` and
-``build_binary lmplz_tiny.arpa lmplz_tiny.binary``.
+``build_binary lmplz_tiny.arpa lmplz_tiny.binary``; the pruned ones
+(``lmplz_prune_o{N}_{T}.arpa``) by ``head -n 150 lmplz_corpus.txt | lmplz -o N --prune T...``.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from focuscrawl.lm.binary import find_build_binary, write_binary
 from focuscrawl.lm.external import estimate_to_arpa, merge_runs, parse_memory, write_run
 from focuscrawl.lm.scorer import TopicScorer, load_kenlm
 from focuscrawl.lm.train import (DISCOUNT_FALLBACK, compute_discounts, estimate, file_sentences,
-                                 train_lm, write_arpa)
+                                 prune_thresholds, train_lm, write_arpa)
 from focuscrawl.text.normalize import document_sentences
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -448,3 +449,101 @@ def test_spilling_equals_in_memory_on_random_corpora(tmp_path):
             assert path.read_bytes() == ref.read_bytes(), (trial, order, sentences[:3])
     finally:
         logging.disable(logging.NOTSET)
+
+
+# -- pruning (lmplz --prune) ------------------------------------------------------------
+PRUNED = [(3, [0, 1, 1]), (3, [0, 0, 1]), (5, [0, 1, 1]), (5, [0, 1, 2, 3])]
+
+
+def lmplz_pruned(order: int, prune: list[int]) -> Path:
+    return FIXTURES / f"lmplz_prune_o{order}_{''.join(map(str, prune))}.arpa"
+
+
+def arpa_header(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.startswith("ngram ")]
+
+
+def assert_same_entries(path: Path, ref_path: Path) -> None:
+    ours, ref = read_arpa(path), read_arpa(ref_path)
+    assert arpa_header(path) == arpa_header(ref_path)
+    assert list(ours) == list(ref)  # the same n-grams kept, in lmplz's order
+    for gram, (p, b) in ref.items():
+        assert ours[gram][0] == pytest.approx(p, abs=1e-5), gram
+        assert (ours[gram][1] is None) == (b is None), gram
+        if b is not None:
+            assert ours[gram][1] == pytest.approx(b, abs=1e-5), gram
+
+
+@pytest.mark.parametrize("order,prune", PRUNED)
+def test_pruned_model_matches_lmplz_entry_by_entry(tmp_path, order, prune):
+    sentences = (FIXTURES / "lmplz_corpus.txt").read_text().splitlines()[:150]
+    model = estimate(sentences, order, prune=prune)
+    write_arpa(model, tmp_path / "mem.arpa")
+    assert_same_entries(tmp_path / "mem.arpa", lmplz_pruned(order, prune))
+    # pruning removes n-grams but leaves the discounts (count-of-counts of all n-grams)
+    assert model.discounts == estimate(sentences, order).discounts
+    # the bounded estimator, everything in memory and spilled in 3 KB over 2 processes
+    one, one_path = spilled_pruned(tmp_path, sentences, order, prune, "1G", 1, "one.arpa")
+    many, many_path = spilled_pruned(tmp_path, sentences, order, prune, "3K", 2, "many.arpa")
+    assert many.runs > 10 * (order - 1)
+    assert one_path.read_bytes() == many_path.read_bytes() == (tmp_path / "mem.arpa").read_bytes()
+    assert many.counts() == model.counts()
+
+
+def spilled_pruned(tmp_path, sentences, order, prune, memory, jobs, name):
+    path = tmp_path / name
+    return estimate_to_arpa(sentences, path, order, memory=memory, jobs=jobs, prune=prune), path
+
+
+@pytest.mark.parametrize("order,prune", [(3, [0, 1]), (5, [0, 0, 2])])
+def test_pruned_distributions_sum_to_one(tmp_path, order, prune):
+    # a pruned n-gram's whole count goes to its context's backoff, so every
+    # distribution the model defines still sums to one
+    sentences = (FIXTURES / "lmplz_corpus.txt").read_text().splitlines()[:150]
+    model = estimate(sentences, order, prune=prune)
+    write_arpa(model, tmp_path / "m.arpa")
+    assert model.counts()[1:] < estimate(sentences, order).counts()[1:]
+    lm = kenlm.Model(str(tmp_path / "m.arpa"))
+    contexts = [([], False), ([], True)]
+    for s in sentences[:8]:
+        words = s.split()
+        contexts += [(words[:i], True) for i in range(1, len(words) + 1)]
+        contexts.append((words[-2:], False))
+    for context, bos in contexts:
+        assert context_distribution_sum(lm, model.vocab, context, bos) == pytest.approx(1.0, abs=2e-4), context
+
+
+def test_prune_thresholds_like_lmplz():
+    assert prune_thresholds(None, 3) == [0, 0, 0]
+    assert prune_thresholds([0], 4) == [0, 0, 0, 0]
+    assert prune_thresholds([0, 1], 5) == [0, 1, 1, 1, 1]  # the last value is repeated
+    assert prune_thresholds([0, 0, 1], 3) == [0, 0, 1]
+    with pytest.raises(ValueError, match="non-decreasing"):
+        prune_thresholds([0, 2, 1], 3)
+    with pytest.raises(ValueError, match="order 3"):
+        prune_thresholds([0, 1, 1, 1], 3)
+    with pytest.raises(ValueError, match="unigrams"):
+        prune_thresholds([1, 1], 3)
+    with pytest.raises(ValueError, match="non-negative"):
+        prune_thresholds([0, -1], 3)
+
+
+def test_train_lm_cli_prune(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join((FIXTURES / "lmplz_corpus.txt").read_text().splitlines()[:150]) + "\n")
+    out = tmp_path / "out.arpa"
+    assert main(["train-lm", "--normalized", "--order", "3", "--prune", "0", "1", "-S", "4K", "--jobs", "2",
+                 "-o", str(out), str(corpus)]) == 0
+    assert "n-grams 168 119 78" in capsys.readouterr().err
+    assert_same_entries(out, lmplz_pruned(3, [0, 1, 1]))
+    for bad, message in [(["0", "2", "1"], "non-decreasing"), (["1"], "unigrams cannot be pruned"),
+                         (["0", "1", "1", "1"], "4 thresholds given but the model has order 3")]:
+        assert main(["train-lm", "--normalized", "--order", "3", "--prune", *bad,
+                     "-o", str(tmp_path / "bad.arpa"), str(corpus)]) == 2
+        err = capsys.readouterr().err
+        assert "error: --prune" in err and message in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as exc:  # not a number: argparse's own one-line usage error
+        main(["train-lm", "--normalized", "--prune", "0", "x", "-o", str(tmp_path / "bad.arpa"), str(corpus)])
+    assert exc.value.code == 2
+    assert "--prune: invalid int value: 'x'" in capsys.readouterr().err
+    assert not (tmp_path / "bad.arpa").exists()

@@ -53,6 +53,20 @@ def test_query_variants_are_limited_per_path():
     assert QueryVariantLimit(0).admit("http://a/list?p=99")
 
 
+def test_query_variant_limit_keeps_at_most_max_paths_keys_least_recently_used_out():
+    limit = QueryVariantLimit(1, max_paths=2)
+    assert limit.admit("http://a/1?q=a") and not limit.admit("http://a/1?q=b")
+    assert limit.admit("http://a/2?q=a")
+    assert not limit.admit("http://a/1?q=c")  # /1 used again: now /2 is the oldest
+    assert limit.admit("http://a/3?q=a")  # a third path: /2 is forgotten, /1 kept
+    assert len(limit._seen) == 2
+    assert not limit.admit("http://a/1?q=d")
+    assert limit.admit("http://a/2?q=b")  # forgotten: counts again from zero
+    for i in range(1000):
+        limit.admit(f"http://a/p{i}?q=a")
+    assert len(limit._seen) == 2
+
+
 def test_url_problem_names_what_would_fail_later():
     assert url_problem("http://a.test/x?y=1") is None
     assert url_problem("https://[::1]:8080/") is None

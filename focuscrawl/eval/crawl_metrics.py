@@ -7,11 +7,8 @@ label-based numbers are ``None`` and the rest is still computed.
 """
 from __future__ import annotations
 
-import csv
 import gzip
 import json
-import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -19,21 +16,16 @@ from urllib.parse import urlsplit
 
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
-from focuscrawl.output.files import read_tsv
+from focuscrawl.output.files import parse_float, read_tsv
 from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank, rank_run
 from focuscrawl.topic.model import DEFAULT_SCORER
-
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 SCORE_RANGE = (DEFAULT_SCORE_MIN, DEFAULT_SCORE_MAX)
 
 
 def _float(value) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+    """A finite number, or None (missing, not a number, NaN or infinite)."""
+    return parse_float(value, missing=None, finite=True)
 
 
 @dataclass

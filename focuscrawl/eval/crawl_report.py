@@ -10,11 +10,14 @@ from focuscrawl.topic.model import DEFAULT_SCORER
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, crawl_statistics, focus_curve, harvest_curve,
                                            image_funnel, iter_sentences, ranked_images, ratio, score_cut_by_truth,
                                            top_n_shares)
+from focuscrawl.eval.oracle import ORACLE_FILE, PageTruth, bound_fractions, harvest_of
 
 THESIS = {"top_n_on_topic": {"unfocused": 0.199, "document": 0.325, "keywords": 0.700},
           "ratio_keywords_unfocused": 3.5, "ratio_keywords_document": 2.1}
 PRECISION_AT = (100, 250, 500, 1000, 2500, 5000)
-COLOURS = {"keywords": "tab:red", "document": "tab:blue", "unfocused": "tab:gray"}
+COLOURS = {"keywords": "tab:red", "document": "tab:blue", "unfocused": "tab:gray", "learning": "tab:green"}
+BOUND_STYLES = {"breadth_first": ("bound: breadth-first", ":"), "page_classifier": ("bound: perfect page classifier", "--"),
+                "link_oracle": ("bound: perfect link oracle", "-.")}
 
 
 def _run_folders(folder: Path) -> dict[str, Path]:
@@ -23,7 +26,7 @@ def _run_folders(folder: Path) -> dict[str, Path]:
     found = {p.name: p for p in sorted(base.iterdir()) if (p / "pages.tsv").exists()}
     if not found:
         raise FileNotFoundError(f"{folder}: no run folders with pages.tsv (expected runs/<mode>/)")
-    order = {"keywords": 0, "document": 1, "unfocused": 2}
+    order = {"keywords": 0, "document": 1, "unfocused": 2, "learning": 3}
     return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], 9), kv[0])))
 
 
@@ -42,6 +45,7 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
     out = Path(output) if output else folder / "report"
     out.mkdir(parents=True, exist_ok=True)
     truth = Truth.load(folder / "web")
+    page_truth = PageTruth.load(folder / "web")
     bundle = folder / eval_meta["topic_bundle"] if eval_meta.get("topic_bundle") else None
     log10_prob = _log10_prob(model, eval_meta, folder)
     summary: dict = {"folder": str(folder), "top_n": top_n, "budget": budget, "ground_truth": truth is not None,
@@ -49,6 +53,14 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
                      "default_scoring": DEFAULT_SCORER if bundle else "thesis",
                      "web": eval_meta.get("web"), "thesis": THESIS, "runs": {}}
     curves: dict[str, dict] = {}
+    bounds: dict[str, dict] = {}
+    oracle_path = folder / "web" / ORACLE_FILE
+    if page_truth is not None and oracle_path.exists():  # the same budget (or --budget's cut) for all
+        for policy, urls in json.loads(oracle_path.read_text())["pages"].items():
+            h = harvest_of(urls[:budget] if budget else urls, page_truth)
+            curves.setdefault("_bounds", {})[policy] = h.pop("curves")
+            bounds[policy] = h
+        summary["oracle"] = bounds
     for name, path in _run_folders(folder).items():
         run = Run.load(path, name, budget)
         entry: dict = {"statistics": crawl_statistics(run), "funnel": image_funnel(run, score_range)}
@@ -62,6 +74,13 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
             entry["harvest"] = {"pages": n, "on_topic_pages": harvest["on_topic_pages"][-1] if n else 0,
                                 "on_topic_images": harvest["on_topic_images"][-1] if n else 0,
                                 "page_harvest_rate": harvest["on_topic_pages"][-1] / n if n else None}
+            if page_truth is not None:  # the oracle's accounting: content images of the pages fetched
+                same = harvest_of([p["url"] for p in run.pages], page_truth)
+                curves[name]["truth_images"] = same.pop("curves")["on_topic_images"]
+                entry["harvest"].update(images=same["images"], image_harvest=same["image_harvest"],
+                                        page_harvest=same["page_harvest"])
+                if bounds:
+                    entry["bounds"] = bound_fractions(same, bounds)
             entry["score_cut"] = score_cut_by_truth(run, truth, score_range)
             ranked = ranked_images(run, score_range)
             entry["top_n"] = top_n_shares(ranked, truth, top_n)
@@ -80,6 +99,8 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
                              "document_over_unfocused": ratio(share.get("document"), share.get("unfocused"))}
         k, d, u = (share.get(m) for m in ("keywords", "document", "unfocused"))
         summary["thesis_ordering_holds"] = (None if None in (k, d, u) else bool(k > d > u))
+        ih = {m: r["harvest"].get("image_harvest") for m, r in summary["runs"].items()}
+        summary["ratios"]["keywords_over_unfocused_image_harvest"] = ratio(ih.get("keywords"), ih.get("unfocused"))
     summary["files"] = _plots(curves, summary, out)  # names inside the report folder: it can move
     summary["files"]["html"] = "report.html"
     summary["files"]["summary"] = "summary.json"
@@ -102,13 +123,18 @@ def _plots(curves: dict[str, dict], summary: dict, out: Path) -> dict[str, str]:
         plt.close(fig)
         files[name.rsplit(".", 1)[0]] = name
 
+    bound_curves = curves.pop("_bounds", {})
     for key, label in (("on_topic_pages", "on-topic pages"), ("on_topic_images", "on-topic images")):
         if not any(key in c for c in curves.values()):
             continue
         fig, ax = plt.subplots(figsize=(6, 4))
-        for mode, c in curves.items():
-            ys = c.get(key, [])
+        for mode, c in curves.items():  # images: the truth's content images of the pages (as the bounds)
+            ys = c.get("truth_images" if key == "on_topic_images" and bound_curves else key, [])
             ax.plot(range(1, len(ys) + 1), ys, label=mode, color=COLOURS.get(mode))
+        for policy, c in bound_curves.items():
+            name, style = BOUND_STYLES[policy]
+            ys = c[key]
+            ax.plot(range(1, len(ys) + 1), ys, label=name, color="black", linestyle=style, linewidth=1)
         ax.set_xlabel("pages fetched")
         ax.set_ylabel(label)
         ax.set_title(f"Harvest: {label}")
@@ -187,6 +213,15 @@ def _html(summary: dict) -> str:
                             [[m, r["harvest"]["pages"], r["harvest"]["on_topic_pages"],
                               r["harvest"]["page_harvest_rate"], r["harvest"]["on_topic_images"]]
                              for m, r in runs.items()]))
+        if summary.get("oracle"):
+            policies = list(summary["oracle"])
+            rows = [[f"bound: {p}", b["page_harvest"], b["image_harvest"]] + [None] * len(policies)
+                    for p, b in summary["oracle"].items()]
+            rows += [[m, r["harvest"].get("page_harvest"), r["harvest"].get("image_harvest")]
+                     + [r["bounds"][p]["image_harvest"] for p in policies] for m, r in runs.items() if "bounds" in r]
+            parts.append(_table("Harvest against the oracle bounds (same graph, seeds and budget)",
+                                ["crawl", "page harvest", "image harvest"]
+                                + [f"image harvest / {p}" for p in policies], rows))
         lo, hi = summary["score_range"]
         parts.append(_table(f"Score cut [{lo:g}, {hi:g}] by ground truth (distinct images)", [
             "mode", "on topic", "below", "above", "kept", "off topic", "below", "above", "kept"],
@@ -210,3 +245,75 @@ def _html(summary: dict) -> str:
             parts.append(f'<h2>{html.escape(key)}</h2><img src="{html.escape(path)}" alt="{key} plot">')
     style = "body{font-family:sans-serif;max-width:60em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
     return f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>focuscrawl eval</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
+
+
+# -- several web seeds: mean and spread ---------------------------------------------------
+SEED_PREFIX = "seed-"
+
+
+def seed_folders(folder: Path) -> list[Path]:
+    """``folder/seed-<n>/`` evaluation folders (``eval run --seed 1 2 3``), by seed."""
+    found = [p for p in folder.glob(f"{SEED_PREFIX}*") if (p / "eval.json").exists()]
+    return sorted(found, key=lambda p: int(p.name[len(SEED_PREFIX):]) if p.name[len(SEED_PREFIX):].isdigit() else 0)
+
+
+def _spread(values: list[float | None]) -> dict:
+    import statistics
+
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return {"values": values, "mean": None, "sd": None, "min": None, "max": None}
+    return {"values": values, "mean": statistics.fmean(vals), "sd": statistics.stdev(vals) if len(vals) > 1 else 0.0,
+            "min": min(vals), "max": max(vals)}
+
+
+def aggregate_seeds(summaries: dict[str, dict]) -> dict:
+    """Mean and spread over web seeds of every mode's harvests and fractions of each bound."""
+    modes = [m for m in next(iter(summaries.values()))["runs"]]
+    out: dict = {"seeds": list(summaries), "modes": {}, "oracle": {}}
+    policies = sorted({p for s in summaries.values() for p in s.get("oracle", {})})
+    for policy in policies:
+        out["oracle"][policy] = {k: _spread([s["oracle"][policy][k] for s in summaries.values()])
+                                 for k in ("image_harvest", "page_harvest")}
+    for mode in modes:
+        runs = [s["runs"].get(mode, {}) for s in summaries.values()]
+        entry = {k: _spread([r.get("harvest", {}).get(k) for r in runs]) for k in ("image_harvest", "page_harvest")}
+        entry["bounds"] = {p: {k: _spread([r.get("bounds", {}).get(p, {}).get(k) for r in runs])
+                               for k in ("image_harvest", "page_harvest")} for p in policies}
+        entry["top_n_on_topic"] = _spread([r.get("top_n", {}).get("on_topic") for r in runs])
+        out["modes"][mode] = entry
+    out["keywords_over_unfocused_image_harvest"] = _spread(
+        [s.get("ratios", {}).get("keywords_over_unfocused_image_harvest") for s in summaries.values()])
+    return out
+
+
+def build_seed_report(folder: Path, **kwargs) -> dict:
+    """A report per ``seed-<n>`` folder, then ``folder/report/summary.json`` with mean and spread."""
+    summaries = {}
+    for sub in seed_folders(folder):
+        summaries[sub.name] = build_report(sub, **kwargs)
+    if not summaries:
+        raise FileNotFoundError(f"{folder}: no {SEED_PREFIX}<n>/ evaluation folders")
+    out = folder / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"folder": str(folder), "per_seed": {k: f"{k}/report/summary.json" for k in summaries},
+               "across_seeds": aggregate_seeds(summaries)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "report.html").write_text(_seed_html(summary))
+    return summary
+
+
+def _seed_html(summary: dict) -> str:
+    agg = summary["across_seeds"]
+    policies = list(agg["oracle"])
+    fmt = lambda d: "–" if d["mean"] is None else f"{d['mean']:.3f} ± {d['sd']:.3f} [{d['min']:.3f}, {d['max']:.3f}]"
+    rows = [[f"bound: {p}", fmt(b["page_harvest"]), fmt(b["image_harvest"])] + [""] * len(policies)
+            for p, b in agg["oracle"].items()]
+    rows += [[m, fmt(e["page_harvest"]), fmt(e["image_harvest"])] + [fmt(e["bounds"][p]["image_harvest"]) for p in policies]
+             for m, e in agg["modes"].items()]
+    table = _table(f"Harvest over web seeds {', '.join(agg['seeds'])} (mean ± sd [min, max])",
+                   ["crawl", "page harvest", "image harvest"] + [f"image harvest / {p}" for p in policies], rows)
+    links = "".join(f'<li><a href="../{html.escape(k)}/report/report.html">{html.escape(k)}</a></li>'
+                    for k in summary["per_seed"])
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>focuscrawl eval</title></head><body>"
+            f"<h1>focuscrawl: {len(summary['per_seed'])} web seeds</h1>{table}<ul>{links}</ul></body></html>\n")

@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-MODES = ("keywords", "document", "unfocused")
+MODES = ("keywords", "document", "unfocused", "learning")
+DEFAULT_MODES = ("keywords", "document", "unfocused")
 LOCAL_WEB_SETTINGS = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0}
 
 
@@ -95,6 +96,24 @@ def _portable(path: str | None, folder: Path) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """One evaluation folder per web seed (``OUTPUT/seed-<n>/`` when several are given)."""
+    import copy
+
+    seeds = args.seed if isinstance(args.seed, list) else [args.seed]
+    if len(seeds) == 1 or args.seeds:
+        args.seed = seeds[0]
+        return _run_one(args)
+    for seed in seeds:
+        one = copy.copy(args)
+        one.seed, one.output = seed, str(Path(args.output) / f"seed-{seed}")
+        print(f"eval run: web seed {seed} -> {one.output}", flush=True)
+        if _run_one(one):
+            return 1
+    return 0
+
+
+def _run_one(args: argparse.Namespace) -> int:
+    from focuscrawl.eval.oracle import write_oracle
     from focuscrawl.testweb.cli import web_from_args, write_truth
     from focuscrawl.testweb.server import TestWebServer
 
@@ -110,6 +129,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         web = web_from_args(args)
         info = write_truth(web, out / "web")
         seeds = web.seeds()
+        t0 = time.perf_counter()
+        info["oracle"] = write_oracle(web, seeds, args.budget, out / "web")
+        print(f"eval run: oracle bounds simulated ({time.perf_counter() - t0:.0f}s): " + ", ".join(
+            f"{p} image harvest {b['image_harvest']:.3f}" for p, b in info["oracle"].items()
+            if b["image_harvest"] is not None), flush=True)
         if not args.model:
             args.model, args.keywords, args.topic_bundle = train_heldout_model(web, out / "model")
             print(f"eval run: {web.topic} model trained on the web's held-out captions: {args.model}", flush=True)
@@ -139,10 +163,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from focuscrawl.eval.crawl_report import build_report
+    from focuscrawl.eval.crawl_report import build_report, build_seed_report, seed_folders
 
-    summary = build_report(Path(args.folder), top_n=args.top_n, budget=args.budget,
-                           model=args.model, output=args.output, score_range=(args.score_min, args.score_max))
+    kwargs = dict(top_n=args.top_n, budget=args.budget, model=args.model, score_range=(args.score_min, args.score_max))
+    if seed_folders(Path(args.folder)) and not (Path(args.folder) / "eval.json").exists():
+        summary = build_seed_report(Path(args.folder), **kwargs)
+        print(json.dumps({"report": str(Path(args.folder) / "report" / "report.html"),
+                          "image_harvest_over_page_classifier": {
+                              m: e["bounds"].get("page_classifier", {}).get("image_harvest", {}).get("mean")
+                              for m, e in summary["across_seeds"]["modes"].items()}}, indent=2))
+        return 0
+    summary = build_report(Path(args.folder), output=args.output, **kwargs)
     report = Path(args.output) if args.output else Path(args.folder) / "report"
     print(json.dumps({"report": str(report / summary["files"]["html"]),
                       "top_n_on_topic": {m: r.get("top_n", {}).get("on_topic") for m, r in summary["runs"].items()},
@@ -154,10 +185,12 @@ def register(eval_sub: argparse._SubParsersAction) -> None:
     from focuscrawl.testweb.cli import add_web_arguments
 
     p = eval_sub.add_parser("run", help="crawl one web with the three modes (same seeds, same page budget)")
-    add_web_arguments(p)
-    p.add_argument("-o", "--output", required=True, help="evaluation folder (web/, runs/<mode>/, eval.json)")
+    add_web_arguments(p, several_seeds=True)
+    p.add_argument("-o", "--output", required=True, help="evaluation folder (web/, runs/<mode>/, eval.json; "
+                                                         "with several --seed values one seed-<n>/ folder each)")
     p.add_argument("--budget", type=int, default=5000, help="pages per run (default %(default)s)")
-    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    p.add_argument("--modes", nargs="+", default=list(DEFAULT_MODES), choices=MODES,
+                   help="crawl modes to run (default: the thesis's three; add learning)")
     p.add_argument("--seeds", help="a file of seed URLs on the real web instead of the test web (no truth)")
     p.add_argument("--deterministic", action="store_true",
                    help="one request at a time: same seed and settings give the same numbers")

@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default %(default)s)")
     p.add_argument("--jobs", type=int, default=None, help="processes for counting and writing (default: CPUs)")
     p.add_argument("-T", "--tmpdir", default=None, help="folder for the sorted runs (default: system temp)")
+    p.add_argument("--prune", type=int, nargs="+", metavar="T", default=None,
+                   help="lmplz's pruning: drop n-grams of order k (k >= 2) seen at most T_k times; one "
+                        "non-decreasing threshold per order, the first 0, the last repeated (e.g. 0 1 1)")
     p.add_argument("--binary", metavar="PATH", help="also write a KenLM binary (probing) with KenLM's build_binary")
     p.add_argument("--normalized", action="store_true",
                    help="each input line is one normalised sentence (whitespace tokens, no filtering)")
@@ -84,7 +87,8 @@ def cmd_keywords(args: argparse.Namespace) -> int:
 
 def cmd_train_lm(args: argparse.Namespace) -> int:
     model = train_lm(args.inputs, args.output, order=args.order, normalized=args.normalized,
-                     extractor=args.extractor, memory=args.memory, jobs=args.jobs, tmpdir=args.tmpdir)
+                     extractor=args.extractor, memory=args.memory, jobs=args.jobs, tmpdir=args.tmpdir,
+                     prune=args.prune)
     if args.binary:
         write_binary(args.output, args.binary)
         print(f"wrote {args.binary} (KenLM binary)", file=sys.stderr)

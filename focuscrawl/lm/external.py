@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from focuscrawl.lm.train import (BOS_ID, DISCOUNT_FALLBACK, SPECIAL_WORDS, count_of_counts, format_log10,
-                                 discounts_from_count_of_counts)
+                                 discounts_from_count_of_counts, prune_thresholds)
 
 logger = logging.getLogger(__name__)
 
@@ -573,17 +573,20 @@ def _discount_of(counts: np.ndarray, d: tuple[float, float, float]) -> np.ndarra
 def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 5,
                      memory: int | str = DEFAULT_MEMORY, jobs: int | None = None,
                      tmpdir: str | Path | None = None,
-                     discount_fallback: Sequence[float] = DISCOUNT_FALLBACK) -> ExternalModel:
+                     discount_fallback: Sequence[float] = DISCOUNT_FALLBACK,
+                     prune: Sequence[int] | None = None) -> ExternalModel:
     """Estimate a modified Kneser–Ney model from normalised sentences within a memory
     budget and write it as ARPA (the same file as ``write_arpa(estimate(...))``).
 
     ``memory``: bytes or a size (``2G``, ``25%`` of RAM); ``jobs``: processes for
     counting and formatting (default: the CPUs, one for a corpus under a million tokens); ``tmpdir``: where runs are spilled
-    (default: the system temporary folder). The ARPA is written to ``OUT.part`` and
+    (default: the system temporary folder); ``prune``: lmplz's ``--prune`` thresholds
+    (``focuscrawl.lm.train.prune_thresholds``). The ARPA is written to ``OUT.part`` and
     renamed, so a failed run leaves no half file.
     """
     if order < 2:
         raise ValueError("order must be at least 2 (KenLM cannot load unigram-only models)")
+    thresholds = prune_thresholds(prune, order)
     budget = parse_memory(memory) if isinstance(memory, str) else int(memory)
     auto_jobs = jobs is None
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -625,11 +628,17 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
             discounts, fallback = _adjust_and_discount(work, tables, uni_raw, V, sizes, block,
                                                        discount_fallback)
             progress("adjust", "discounts " + " ".join("%.3f/%.3f/%.3f" % d for d in discounts))
-            _probabilities(pool, work, tables, discounts, V, sizes, block, jobs)
+            _probabilities(pool, work, tables, discounts, V, sizes, block, jobs, thresholds)
             progress("interpolate")
-            _write_arpa(pool, work, output, sizes, block, jobs)
+            kept = [V] + [_kept_count(t, thresholds[k - 1], block) for k, t in enumerate(tables[1:], start=2)]
+            _write_arpa(pool, work, output, sizes, kept, thresholds, block, jobs)
             progress("write", f"{output} ({output.stat().st_size / 1e6:.1f} MB)")
-    return ExternalModel(vocab, sizes, discounts, fallback, n_tokens, n_sent, n_runs)
+    return ExternalModel(vocab, kept, discounts, fallback, n_tokens, n_sent, n_runs)
+
+
+def _kept_count(files: OrderFiles, threshold: int, block: int) -> int:
+    """How many n-grams of an order survive pruning (raw count above the threshold)."""
+    return sum(int(np.count_nonzero(r > threshold)) for r in files.raw.blocks(block))
 
 
 def _adjust_and_discount(work: Path, tables: list, uni_raw: np.ndarray, V: int, sizes: list[int],
@@ -672,17 +681,20 @@ def _adjust_and_discount(work: Path, tables: list, uni_raw: np.ndarray, V: int, 
     return discounts, fallback_orders
 
 
-def _uninterpolated(work: str, k: int, V: int, n_lower: int, d: tuple[float, float, float], block: int) -> None:
+def _uninterpolated(work: str, k: int, V: int, n_lower: int, d: tuple[float, float, float], block: int,
+                    threshold: int = 0) -> None:
     """Order k's uninterpolated probabilities ``u`` and their contexts' γ (``g``), in
     suffix order, and ``logb{k-1}`` = log10 γ of every (k-1)-gram. Independent of the
-    other orders, so the orders run in parallel (pool worker)."""
+    other orders, so the orders run in parallel (pool worker). A k-gram pruned by
+    ``threshold`` gives its whole count to its context's γ."""
     w = Path(work)
     ctx, counts = Column(w / f"order{k}.ctx", np.int64), Column(w / f"count{k}", np.int64)
+    raw = Column(w / f"order{k}.raw", np.int64)
 
     def by_context() -> Iterator[dict[str, np.ndarray]]:
         lo = 0
-        for cb, c in zip(ctx.blocks(block), counts.blocks(block)):
-            yield {"ctx": cb, "idx": np.arange(lo, lo + len(cb)), "count": c}
+        for cb, c, r in zip(ctx.blocks(block), counts.blocks(block), raw.blocks(block)):
+            yield {"ctx": cb, "idx": np.arange(lo, lo + len(cb)), "count": c, "pruned": r <= threshold}
             lo += len(cb)
 
     logb = Column(w / f"logb{k - 1}", np.float64)
@@ -704,7 +716,7 @@ def _uninterpolated(work: str, k: int, V: int, n_lower: int, d: tuple[float, flo
             c = g["count"].astype(np.float64)
             dk = _discount_of(g["count"], d)
             den = np.bincount(group, weights=c)
-            mass = np.bincount(group, weights=dk)
+            mass = np.bincount(group, weights=np.where(g["pruned"], c, dk))
             with np.errstate(divide="ignore", invalid="ignore"):
                 gam = np.where(den > 0, mass / den, 1.0)
             ids = g["ctx"][new]
@@ -723,7 +735,7 @@ def _uninterpolated(work: str, k: int, V: int, n_lower: int, d: tuple[float, flo
 
 
 def _probabilities(pool: Executor, work: Path, tables: list, discounts: list, V: int, sizes: list[int],
-                   block: int, jobs: int) -> None:
+                   block: int, jobs: int, thresholds: Sequence[int]) -> None:
     """``logp{k}`` (log10 p) of every order and ``logb{k}`` (log10 γ) below the top."""
     order = len(tables)
     c1 = Column(work / "count1", np.int64).read(0, V)
@@ -736,7 +748,8 @@ def _probabilities(pool: Executor, work: Path, tables: list, discounts: list, V:
     _log_column(work / "logp1").append(_log10(prob)).close()
     # the context sorts of all orders, `jobs` at a time, each in a share of the budget
     share = max(_MIN_ROWS, block * 2 // (jobs + 1))
-    futures = [pool.submit(_uninterpolated, str(work), k, V, sizes[k - 2], discounts[k - 1], share)
+    futures = [pool.submit(_uninterpolated, str(work), k, V, sizes[k - 2], discounts[k - 1], share,
+                           thresholds[k - 1])
                for k in range(2, order + 1)]
     for f in futures:
         f.result()
@@ -793,38 +806,46 @@ def _word_ids(work: Path, k: int, lo: int, hi: int, step: int) -> Iterator[np.nd
         yield np.column_stack([key % V, lower.take(key // V - s_lo)])
 
 
-def _format_part(work: str, k: int, lo: int, hi: int, top: bool, step: int) -> str:
-    """Write the ARPA lines of n-grams [lo, hi) of order k to a part file (pool worker)."""
+def _format_part(work: str, k: int, lo: int, hi: int, top: bool, step: int, threshold: int = 0) -> str:
+    """Write the ARPA lines of n-grams [lo, hi) of order k to a part file (pool worker),
+    leaving out those pruned by ``threshold``."""
     w = Path(work)
     part = w / f"arpa{k}.{lo}"
     logp, logb = Column(w / f"logp{k}", np.float64), Column(w / f"logb{k}", np.float64)
+    raw = Column(w / f"order{k}.raw", np.int64) if threshold and k > 1 else None
     with open(part, "w", encoding="utf-8", newline="\n") as fh:
         for a, ids in zip(range(lo, hi, step), _word_ids(w, k, lo, hi, step)):
             b = a + len(ids)
+            keep = slice(None) if raw is None else raw.read(a, b) > threshold
+            ids = ids[keep]
+            if not len(ids):
+                continue
             words = map(" ".join, zip(*[_VOCAB[ids[:, j]].tolist() for j in range(k)]))
-            columns = [format_log10(logp.read(a, b)), words]
+            columns = [format_log10(logp.read(a, b)[keep]), words]
             if not top:
-                columns.append(format_log10(logb.read(a, b)))
+                columns.append(format_log10(logb.read(a, b)[keep]))
             fh.write("\n".join(map("\t".join, zip(*columns))))
             fh.write("\n")
     return str(part)
 
 
-def _write_arpa(pool: Executor, work: Path, output: Path, sizes: list[int], block: int, jobs: int) -> None:
+def _write_arpa(pool: Executor, work: Path, output: Path, sizes: list[int], kept: list[int],
+                thresholds: Sequence[int], block: int, jobs: int) -> None:
     """Each order is cut into a few ranges formatted in parallel into part files, which
-    are appended in order."""
+    are appended in order. ``sizes``: n-grams per order on disk; ``kept``: after pruning."""
     tmp = output.with_name(output.name + ".part")
     step = max(_MIN_ROWS, min(block, 1 << 16))
     try:
         with open(tmp, "wb") as fh:
             fh.write(b"\\data\\\n")
-            for k, n in enumerate(sizes, start=1):
+            for k, n in enumerate(kept, start=1):
                 fh.write(f"ngram {k}={n}\n".encode())
             for k, n in enumerate(sizes, start=1):
                 fh.write(f"\n\\{k}-grams:\n".encode())
                 parts = max(1, min(4 * jobs, n // step))
                 bounds = [n * i // parts for i in range(parts + 1)]
-                futures = [pool.submit(_format_part, str(work), k, lo, hi, k == len(sizes), step)
+                futures = [pool.submit(_format_part, str(work), k, lo, hi, k == len(sizes), step,
+                                       thresholds[k - 1])
                            for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
                 for f in futures:
                     path = Path(f.result())

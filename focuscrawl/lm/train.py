@@ -1,6 +1,6 @@
 """Interpolated modified Kneser–Ney n-gram estimation, written as ARPA (SPEC §3).
 
-A numpy re-implementation of KenLM's ``lmplz`` (default settings, no pruning), so
+A numpy re-implementation of KenLM's ``lmplz`` (default settings and ``--prune``), so
 that a topic model can be trained without compiling KenLM and gives the same
 probabilities as one built with ``lmplz``:
 
@@ -198,11 +198,42 @@ def discounts_from_count_of_counts(coc: np.ndarray, order: int, fallback: Sequen
     return (d[0], d[1], d[2]), False
 
 
+def prune_thresholds(values: Sequence[int] | None, order: int) -> list[int]:
+    """lmplz's ``--prune`` thresholds, one per order (1..order), validated like lmplz.
+
+    An n-gram of order k ≥ 2 whose raw count is at most ``thresholds[k-1]`` is pruned.
+    The last value applies to the remaining orders; the values must not decrease (so a
+    kept n-gram's context and suffix, which occur at least as often, are kept too);
+    unigrams are not pruned (the first value must be 0; lmplz 0.3.0 accepts other
+    values and drops unigrams too, which is not reproduced).
+    """
+    if not values:
+        return [0] * order
+    values = [int(v) for v in values]
+    if len(values) > order:
+        raise ValueError(f"--prune: {len(values)} thresholds given but the model has order {order}")
+    if any(v < 0 for v in values):
+        raise ValueError("--prune: thresholds must be non-negative counts")
+    if values[0] != 0:
+        raise ValueError("--prune: unigrams cannot be pruned; the first threshold must be 0 (e.g. --prune 0 1 1)")
+    if any(b < a for a, b in zip(values, values[1:])):
+        raise ValueError("--prune: thresholds must be non-decreasing (otherwise substrings of kept n-grams "
+                         "would be removed)")
+    return values + [values[-1]] * (order - len(values))
+
+
 def estimate(sentences: Iterable[str], order: int = DEFAULT_ORDER,
-             discount_fallback: Sequence[float] = DISCOUNT_FALLBACK) -> KneserNeyModel:
-    """Estimate an interpolated modified Kneser–Ney model from normalised sentences."""
+             discount_fallback: Sequence[float] = DISCOUNT_FALLBACK,
+             prune: Sequence[int] | None = None) -> KneserNeyModel:
+    """Estimate an interpolated modified Kneser–Ney model from normalised sentences.
+
+    ``prune``: lmplz's ``--prune`` thresholds (see ``prune_thresholds``). Pruning does
+    not change the discounts; a pruned n-gram's whole count goes to its context's γ
+    (its backoff), and the n-gram is left out of the model.
+    """
     if order < 2:
         raise ValueError("order must be at least 2 (KenLM cannot load unigram-only models)")
+    thresholds = prune_thresholds(prune, order)
     word_ids, lengths, vocab = _vocabulary(sentences)
     V = len(vocab)
     seq, pos = _padded_stream(word_ids, lengths, order)
@@ -295,7 +326,9 @@ def estimate(sentences: Iterable[str], order: int = DEFAULT_ORDER,
         c = t.count.astype(np.float64)
         dk = discount_of(t.count, discounts[k - 1])
         denom = np.bincount(ctx, weights=c, minlength=n_lower)
-        mass = np.bincount(ctx, weights=dk, minlength=n_lower)
+        # a pruned n-gram leaves its whole count to the backoff (lmplz's AddRight)
+        mass = np.bincount(ctx, weights=np.where(raw_counts[k - 1] <= thresholds[k - 1], c, dk),
+                           minlength=n_lower)
         with np.errstate(divide="ignore", invalid="ignore"):
             gamma = np.where(denom > 0, mass / denom, 1.0)
         gammas.append(gamma)
@@ -306,8 +339,27 @@ def estimate(sentences: Iterable[str], order: int = DEFAULT_ORDER,
             t.log10_prob = np.minimum(0.0, np.log10(probs[k - 1]))
         if k < order:
             t.log10_backoff = np.log10(gammas[k - 1]) + 0.0  # non-contexts: γ = 1 -> 0
+    if any(thresholds):
+        _drop_pruned(tables, raw_counts, thresholds)
     return KneserNeyModel(vocab, tables, discounts, fallback_orders,
                           tokens=len(word_ids), sentences=len(lengths))
+
+
+def _drop_pruned(tables: list[OrderTable], raw_counts: list[np.ndarray], thresholds: Sequence[int]) -> None:
+    """Remove the n-grams (orders ≥ 2) whose raw count is at most their order's threshold,
+    renumbering the suffix ids of the order above."""
+    new_ids = None
+    for k in range(2, len(tables) + 1):
+        t = tables[k - 1]
+        keep = raw_counts[k - 1] > thresholds[k - 1]
+        if new_ids is not None:
+            t.suffix = new_ids[t.suffix]
+            assert (t.suffix[keep] >= 0).all(), "a kept n-gram lost its suffix"
+        new_ids = np.where(keep, np.cumsum(keep) - 1, -1)
+        for name in ("first", "suffix", "count", "log10_prob", "log10_backoff"):
+            values = getattr(t, name)
+            if values is not None:
+                setattr(t, name, values[keep])
 
 
 # -- ARPA ------------------------------------------------------------------------------
@@ -368,13 +420,13 @@ def write_arpa(model: KneserNeyModel, path: str | Path) -> None:
 
 def train_lm(inputs: Sequence[str | Path], output: str | Path, order: int = DEFAULT_ORDER,
              normalized: bool = False, extractor: str = "fulltext", memory: int | str | None = None,
-             jobs: int | None = None, tmpdir: str | Path | None = None):
+             jobs: int | None = None, tmpdir: str | Path | None = None, prune: Sequence[int] | None = None):
     """Read ``inputs``, estimate a modified Kneser–Ney model within the ``memory`` budget
     (``focuscrawl.lm.external``) and write it as ARPA."""
     from focuscrawl.lm.external import DEFAULT_MEMORY, estimate_to_arpa
 
     model = estimate_to_arpa(corpus_sentences(inputs, normalized, extractor), output, order,
-                             memory=memory or DEFAULT_MEMORY, jobs=jobs, tmpdir=tmpdir)
+                             memory=memory or DEFAULT_MEMORY, jobs=jobs, tmpdir=tmpdir, prune=prune)
     logger.info("%d sentences, %d tokens, vocabulary %d; n-grams %s; discounts %s",
                 model.sentences, model.tokens, len(model.vocab), model.counts(),
                 ["%.3f/%.3f/%.3f" % d for d in model.discounts])

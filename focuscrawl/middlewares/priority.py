@@ -7,7 +7,11 @@ drop items, do not matter). For each Request:
 
 * ``unfocused``: breadth-first, ``priority = -depth`` (FIFO within a depth);
 * ``document``: the score is the page's perplexity (inherited by all its links);
-* ``keywords``: ``link_score(PP_d, PP(anchor), kw(anchor))`` (SPEC §5).
+* ``keywords``: ``link_score(PP_d, PP(anchor), kw(anchor))`` (SPEC §5);
+* ``learning`` (beyond the thesis): the ``keywords`` score is computed and logged, but
+  the priority is the online link learner's score (``focuscrawl.lm.link_learner``):
+  every judged page trains it on the link that led there; the frontier re-ranks its top
+  when the model changes (``focuscrawl.frontier.RerankingPriorityQueue``).
 
 In focused modes the score is mapped to a bucket priority (seeds above all) and a
 link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. The request keeps
@@ -18,6 +22,7 @@ link that led to it, or the razor value for a seed (kept, lowest bucket).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -29,6 +34,9 @@ from scrapy import Request, signals
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
+from focuscrawl.items import PageItem
+from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, learner_state_path, link_features,
+                                       link_learner, url_host)
 from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
@@ -37,7 +45,8 @@ from focuscrawl.scoring import crawl_topic_model, topic_scorer
 logger = logging.getLogger(__name__)
 
 LINKS_LOG_COLUMNS = ("from", "to", "anchor", "doc_pp", "anchor_pp", "anchor_kw", "score",
-                     "bucket", "priority", "followed")
+                     "bucket", "priority", "followed", "learned", "features")
+FOCUSED_MODES = ("keywords", "document", "learning")
 
 
 def _fmt(value) -> str:
@@ -101,18 +110,25 @@ class LinkDecision:
     bucket: str
     priority: int
     followed: bool
+    #: mode ``learning``: the learner's score in (0, 1) (higher = earlier) and its features
+    learned: float | None = None
+    features: tuple[str, ...] | None = None
 
 
 class LinkRanker:
     """The mode's link rule with its settings: ``decide(doc_pp, anchor, depth)``.
 
-    Shared by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``.
+    Shared by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``. With a
+    ``learner`` (mode ``learning``, or ``explain`` showing what a learner would do) the
+    decision also carries the learned score, which sets the priority in mode ``learning``.
     """
 
-    def __init__(self, settings, scorer=None, topic=None) -> None:
+    def __init__(self, settings, scorer=None, topic=None, learner=None) -> None:
         s = settings
         self.mode = s.get("FOCUSCRAWL_MODE")
-        self.focused = self.mode in ("keywords", "document")
+        self.focused = self.mode in FOCUSED_MODES
+        self.learner = learner
+        self.last_vector = None  # the learner's vector of the last decided link
         self.buckets = [float(b) for b in s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS")]
         self.steps = s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE")
         self.razor = s.getfloat("FOCUSCRAWL_LINK_RAZOR")
@@ -130,7 +146,8 @@ class LinkRanker:
             keyword_weight=s.getfloat("FOCUSCRAWL_LINK_KEYWORD_WEIGHT"),
             anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"),
         )
-        self.seed_priority = seed_priority(self.buckets, self.steps)
+        self.seed_priority = (PRIORITY_STEPS + 1 if self.mode == "learning"
+                              else seed_priority(self.buckets, self.steps))
         self.scorer = scorer
         # navigation anchors repeat on every page of a site: remember their scores
         self.anchor_score = lru_cache(maxsize=s.getint("FOCUSCRAWL_LM_CACHE_SIZE") or 1)(self._anchor_score)
@@ -142,22 +159,29 @@ class LinkRanker:
         return score.perplexity, score.keyword_score
 
     def decide(self, doc_pp: float | None, anchor: str, depth: int = 0,
-               inherited: float | None = None) -> LinkDecision:
+               inherited: float | None = None, *, url: str = "", parent_url: str = "",
+               parent_topicality: float | None = None,
+               grandparent_topicality: float | None = None) -> LinkDecision:
         """Score, bucket, priority and razor decision of a link found on a page with
         perplexity ``doc_pp`` (``None``: the page had no text; ``inherited``, the score of
-        the link that led to the page, or the razor value stands in)."""
+        the link that led to the page, or the razor value stands in). The learner also
+        sees the link's ``url``, the page's URL and the page's and its parent's topicality."""
         if not self.focused:
             return LinkDecision(None, None, None, "", -depth, True)
         if self.topic is not None:
-            return self._decide_calibrated(doc_pp, anchor, inherited)
-        base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
-        anchor_pp = anchor_kw = None
-        if self.mode == "keywords":
-            anchor_pp, anchor_kw = self.anchor_score(anchor)
-            score = link_score(base, anchor_pp, anchor_kw, **self.weights)
+            d = self._decide_calibrated(doc_pp, anchor, inherited)
         else:
-            score = base
-        return self._decision(score, anchor_pp, anchor_kw)
+            base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
+            anchor_pp = anchor_kw = None
+            if self.mode in ("keywords", "learning"):
+                anchor_pp, anchor_kw = self.anchor_score(anchor)
+                score = link_score(base, anchor_pp, anchor_kw, **self.weights)
+            else:
+                score = base
+            d = self._decision(score, anchor_pp, anchor_kw)
+        if self.learner is None:
+            return d
+        return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality)
 
     def _decision(self, score: float, anchor_value: float | None, anchor_kw: float | None) -> LinkDecision:
         name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
@@ -178,6 +202,16 @@ class LinkRanker:
                                       self.weights["anchor_weight"])
         return self._decision(odds_against(value), anchor_logit, None)
 
+    def _learned(self, d: LinkDecision, anchor: str, url: str, parent_url: str, parent_topicality: float | None,
+                 grandparent_topicality: float | None) -> LinkDecision:
+        """The decision with the learner's score (and, in mode ``learning``, its priority)."""
+        features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score))
+        vector = self.learner.vector(list(features))
+        learned = self.learner.score(None, d.score, url_host(url), vector)
+        self.last_vector = vector
+        priority = self.learner.priority(learned) if self.mode == "learning" and d.followed else d.priority
+        return dataclasses.replace(d, priority=priority, learned=learned, features=features)
+
 
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
@@ -187,11 +221,16 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         s = crawler.settings
         self.stats = crawler.stats
         mode = s.get("FOCUSCRAWL_MODE")
+        learning = mode == "learning"
         topic = crawl_topic_model(crawler) if mode in ("keywords", "document") else None
-        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode == "keywords" else None, topic)
+        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None, topic,
+                                 link_learner(crawler) if learning else None)
+        self.judge = PageJudge(s.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP")) if learning else None
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
+        self.learner_paths = [p for p in (learner_state_path(s), os.path.join(out, LEARNER_FILE) if out else None)
+                              if p] if learning else []
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -200,6 +239,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.log = LinksLog(self.log_path)
 
     def spider_closed(self, spider=None) -> None:
+        for path in self.learner_paths:  # JOBDIR: a resume goes on learning; run dir: explain()
+            self.ranker.learner.save(path)
         if self.ranker.scorer is not None:  # anchors answered from the per-anchor cache
             info = self.ranker.anchor_score.cache_info()
             self.stats.set_value("focuscrawl/links/anchor_lookups", info.hits + info.misses)
@@ -208,7 +249,34 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.log.close()
             self.log = None
 
+    # -- learning: every parsed page is a training example for the link that led to it ----
+    def _topicality(self, response: Response | None) -> None:
+        """Judge the page at its first output (the spider scores it before yielding anything):
+        ``response.meta["page_topicality"]`` is a feature of its links."""
+        if (self.judge is not None and response is not None and "page_perplexity" in response.meta
+                and "page_topicality" not in response.meta):
+            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"))
+
+    def get_processed_item(self, item, response: Response | None):
+        """The page's item (after its links; the near-duplicate middleware has marked it):
+        train the learner. A near-duplicate of an earlier page counts as off topic: it
+        brings nothing new (an archive calendar of an on-topic blog is a trap, not a find)."""
+        if self.judge is None or response is None or not isinstance(item, PageItem):
+            return item
+        self._topicality(response)
+        topicality = response.meta.get("page_topicality")
+        if topicality is None:
+            self.stats.inc_value("focuscrawl/learning/unjudged")
+            return item
+        on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
+        host = url_host(response.url)
+        if self.ranker.learner.observe(None, host, on_topic, vector=response.meta.get("link_vector")):
+            self.stats.inc_value("focuscrawl/learning/updates")
+        self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
+        return item
+
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
+        self._topicality(response)
         meta = request.meta
         if response is None or meta.get("seed"):
             request.priority = self.ranker.seed_priority
@@ -217,8 +285,14 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             return request
         doc_pp = response.meta.get("page_topic_logit" if self.ranker.topic is not None else "page_perplexity")
         anchor = meta.get("anchor", "")
-        d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"))
+        d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"),
+                               url=request.url, parent_url=response.url,
+                               parent_topicality=response.meta.get("page_topicality"),
+                               grandparent_topicality=response.meta.get("parent_topicality"))
         meta["parent_perplexity"] = doc_pp
+        if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
+            meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
+            meta["parent_topicality"] = response.meta.get("page_topicality")
         if self.ranker.focused:
             meta["link_score"], meta["link_bucket"] = d.score, d.bucket
             if d.anchor_perplexity is not None or d.anchor_keyword_score is not None:
@@ -230,5 +304,6 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             request.priority = d.priority
         if self.log:
             self.log.write(response.url, request.url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
-                           d.score, d.bucket, d.priority if d.followed else "", int(d.followed))
+                           d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
+                           " ".join(d.features) if d.features else None)
         return request if d.followed else None

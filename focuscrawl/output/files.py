@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import csv
 import gzip
+import math
 import os
+import sys
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -160,16 +162,61 @@ class GzipLog(_AppendFile):
             self.write_bytes(gzip.compress(data, self.compresslevel, mtime=0))
 
 
-def iter_tsv(path: str | Path) -> Iterator[dict[str, str]]:
-    """Rows of a TSV with a header line, streamed (``.gz`` read transparently); missing file = no rows."""
+#: Cells can hold a page's whole text, which csv's default 128 KiB limit would reject;
+#: the largest limit a C long takes on every platform.
+TSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
+
+
+def iter_tsv(path: str | Path, *, raw: bool = False, errors: str = "strict") -> Iterator[Any]:
+    """Rows of a TSV with a header line, streamed (``.gz`` read transparently); missing file = no rows.
+
+    Rows are dicts by column name (blank lines skipped, as ``csv.DictReader`` does). With
+    ``raw=True`` the header's list of names comes first, then every line as its list of
+    cells (a blank line is ``[]``), for readers that check the column count themselves.
+    ``errors`` is the decoding policy (``"replace"``: a bad byte becomes U+FFFD, row kept).
+    This is the one TSV reader of focuscrawl; cells are never quoted (``QUOTE_NONE``).
+    """
     path = Path(path)
     if not path.exists():
         return
+    csv.field_size_limit(TSV_FIELD_SIZE_LIMIT)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="") as fh:
-        yield from csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+    with opener(path, "rt", encoding="utf-8", errors=errors, newline="") as fh:
+        if raw:
+            yield from csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        else:
+            yield from csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
 
 
 def read_tsv(path: str | Path) -> list[dict[str, str]]:
     """All rows of ``iter_tsv(path)``."""
     return list(iter_tsv(path))
+
+
+#: Cells that mean "no value" in a numeric column.
+MISSING_CELLS = frozenset({"", "none", "null", "nan", "-"})
+
+
+def parse_float(value: Any, *, missing: float | None, strict: bool = False,
+                finite: bool = False) -> float | None:
+    """A numeric TSV cell (or JSON value) as a float; the caller says what "no number" gives.
+
+    An absent value (``None``), a cell in ``MISSING_CELLS`` and NaN give ``missing``;
+    so do +-inf when ``finite``. Anything else that is not a number raises ``ValueError``
+    when ``strict`` (a text where a score belongs: the row is wrong), else gives ``missing``.
+    """
+    if value is None:
+        return missing
+    if isinstance(value, str):
+        value = value.strip()
+        if value.lower() in MISSING_CELLS:
+            return missing
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        if strict:
+            raise ValueError(str(exc)) from None
+        return missing
+    if math.isnan(number) or (finite and math.isinf(number)):
+        return missing
+    return number

@@ -15,26 +15,19 @@ builds the run directory a single process would have written:
 """
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import shutil
-import sys
 from pathlib import Path
 
-from focuscrawl.output.files import atomic_write_bytes
+from focuscrawl.output.files import atomic_write_bytes, iter_tsv, parse_float
 from focuscrawl.output.images import record_path, sighting_key
-
-csv.field_size_limit(sys.maxsize)
 
 
 def _read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
-    if not path.exists():
-        return [], []
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = next(reader, [])
-        return header, [r for r in reader if r]
+    rows = iter_tsv(path, raw=True)
+    header = next(rows, [])
+    return header, [r for r in rows if r]
 
 
 def _write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
@@ -42,11 +35,9 @@ def _write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
     atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def _float(value: str) -> float:
-    try:
-        return float(value)
-    except ValueError:
-        return float("inf")
+def _fetched_at(value: str) -> float:
+    """A fetch time for sorting: a row without one goes last."""
+    return parse_float(value, missing=float("inf"))
 
 
 def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
@@ -74,8 +65,8 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
             raise ValueError(f"{part}: sentences.txt.gz does not match the counts in pages.tsv")
     i_time = page_header.index("fetched_at") if page_header else 0
     i_url = page_header.index("url") if page_header else 0
-    pages.sort(key=lambda p: _float(p[0][i_time]))
-    fetched = {r[i_url]: _float(r[i_time]) for r, _ in pages}
+    pages.sort(key=lambda p: _fetched_at(p[0][i_time]))
+    fetched = {r[i_url]: _fetched_at(r[i_time]) for r, _ in pages}
     if page_header:
         _write_tsv(out / "pages.tsv", page_header, [r for r, _ in pages])
         text = "".join(s + "\n" for _, ss in pages for s in ss)
@@ -89,7 +80,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         image_header = header
         i_img, i_page, i_order = header.index("image_url"), header.index("page_url"), header.index("first_seen")
         for r in rows:  # rows are in download order: the part's first_seen is its sighting order
-            key = (fetched.get(r[i_page], float("inf")), str(part), _float(r[i_order]))
+            key = (fetched.get(r[i_page], float("inf")), str(part), parse_float(r[i_order], missing=float("inf")))
             url = r[i_img]
             if url not in best or key < best[url][0]:
                 best[url] = (key, part, r)

@@ -19,13 +19,9 @@ from typing import Any
 from PIL import Image
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DownloadCancelledError, DropItem, IgnoreRequest, NotConfigured
+from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.pipelines.files import FilesPipeline, FSFilesStore
-try:  # Scrapy >= 2.18: failures of this type are expected, logged without a traceback
-    from scrapy.pipelines.media import _MediaRequestFiltered as _ExpectedMediaFailure
-except ImportError:  # Scrapy 2.15-2.17
-    from scrapy.pipelines.media import FileException as _ExpectedMediaFailure
 from scrapy.utils.asyncio import run_in_thread
 
 from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_formats, inspect_image
@@ -34,6 +30,8 @@ from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.images import image_store, url_sha1
 from focuscrawl.output.run import run_output
+from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
+                                      is_over_download_maxsize, is_too_many_redirects)
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +48,9 @@ DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
 def _ignored_reason(exc: IgnoreRequest) -> str:
     """Which downloader middleware said no: Scrapy's RedirectMiddleware and
     HttpCompressionMiddleware raise a plain ``IgnoreRequest`` too."""
-    if type(exc.__cause__).__name__ == "_DecompressionMaxSizeExceeded" or "during decompression" in str(exc):
+    if is_decompression_too_big(exc):
         return TOO_BIG_DECODED
-    if str(exc) == "max redirections reached":
+    if is_too_many_redirects(exc):
         return TOO_MANY_REDIRECTS
     return FILTERED
 
@@ -61,12 +59,12 @@ class AtomicFSFilesStore(FSFilesStore):
     """Files appear whole or not at all: a killed crawl leaves no truncated image behind."""
 
     def persist_file(self, path, buf, info, meta=None, headers=None) -> None:
-        absolute = self._get_filesystem_path(path)
-        absolute.parent.mkdir(parents=True, exist_ok=True)  # thread-safe, unlike FSFilesStore._mkdir
+        absolute = Path(self.basedir, path)
+        absolute.parent.mkdir(parents=True, exist_ok=True)  # thread-safe, unlike FSFilesStore's own
         atomic_write_bytes(absolute, buf.getvalue())
 
 
-class ImageRejectedFile(_ExpectedMediaFailure):
+class ImageRejectedFile(ExpectedMediaFailure):
     """A counted, expected rejection: MediaPipeline logs it without a traceback."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
@@ -131,7 +129,7 @@ class ImageDownloadPipeline(FilesPipeline):
 
     async def media_to_download(self, request, info, *, item=None):
         """An image already in the run directory (a resumed crawl) is inspected, not fetched."""
-        path = self.store._get_filesystem_path(self.file_path(request, info=info, item=item))
+        path = Path(self.store.basedir, self.file_path(request, info=info, item=item))
         if not path.is_file():
             return None
         try:
@@ -166,7 +164,7 @@ class ImageDownloadPipeline(FilesPipeline):
             raise exc
         if isinstance(exc, IgnoreRequest):
             raise ImageRejectedFile(_ignored_reason(exc), str(exc))
-        if isinstance(exc, DownloadCancelledError) and "larger than download max size" in str(exc):
+        if is_over_download_maxsize(exc):
             raise ImageRejectedFile(TOO_BIG_FILE, str(exc))
         raise ImageRejectedFile(DOWNLOAD_ERROR, f"{type(exc).__name__}: {exc}")
 
@@ -174,7 +172,7 @@ class ImageDownloadPipeline(FilesPipeline):
         if not isinstance(item, ImageItem):
             return item
         # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
-        info.downloaded.pop(self._fingerprinter.fingerprint(Request(item["image_url"])), None)
+        forget_media_result(self, info, Request(item["image_url"]))
         ok, value = results[0]
         if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
             self.stats.inc_value(f"images/size_measured/{'rescued' if ok else 'dropped'}")

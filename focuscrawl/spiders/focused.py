@@ -1,6 +1,6 @@
 """The ``focused`` spider: fetch pages, score their text, emit a PageItem and out-links.
 
-    scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused
+    scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused|learning
         [-a topic=BUNDLE_DIR] [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
 
 The spider only extracts: the page's document perplexity goes into the PageItem and
@@ -30,6 +30,7 @@ from twisted.internet.defer import Deferred
 
 from focuscrawl.analysis import META_KEY, AnalysisConfig, PageAnalyser
 from focuscrawl.items import PageItem
+from focuscrawl.scrapy_compat import quiet_robots_network_errors
 from focuscrawl.scoring import crawl_topic_model, topic_scorer
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, PageText, extract_page, get_extractor
 from focuscrawl.text.html import clip_html, fallback_encoding, full_text_from_tree
@@ -37,7 +38,9 @@ from focuscrawl.urls import excerpt, url_problem
 
 logger = logging.getLogger(__name__)
 
-MODES = ("keywords", "document", "unfocused")
+MODES = ("keywords", "document", "unfocused", "learning")
+#: the frontier queue of mode ``learning``: re-ranks its top when the link learner's model changes
+LEARNING_PRIORITY_QUEUE = "focuscrawl.frontier.RerankingPriorityQueue"
 #: spider argument -> setting it overrides (applied before any component is built)
 SPIDER_ARG_SETTINGS = {
     "mode": "FOCUSCRAWL_MODE",
@@ -171,6 +174,8 @@ class FocusedSpider(scrapy.Spider):
         if mode not in MODES:
             raise UsageError(f"unknown crawl mode {mode!r}; choose one of {', '.join(MODES)}")
         self.mode = mode
+        if mode == "learning" and settings.get("SCHEDULER_PRIORITY_QUEUE") == "scrapy.pqueues.ScrapyPriorityQueue":
+            settings.set("SCHEDULER_PRIORITY_QUEUE", LEARNING_PRIORITY_QUEUE, priority="spider")
         self.seed_urls = read_seeds(settings.get("FOCUSCRAWL_SEEDS") or "")
         try:
             self.extractor_name = settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")
@@ -234,6 +239,7 @@ class FocusedSpider(scrapy.Spider):
         score, sentences, links, images = analysis.score, analysis.sentences, analysis.links, analysis.img_count
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
+        response.meta["page_weighted_perplexity"] = score.weighted
         if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
             response.meta["page_topic_logit"] = analysis.topic_logit
         self.stats.inc_value("focuscrawl/pages")
@@ -284,6 +290,7 @@ def _not_reported_yet(record: logging.LogRecord) -> bool:
 
 
 logging.getLogger("asyncio").addFilter(_not_reported_yet)
+quiet_robots_network_errors()
 
 
 def apply_spider_args(settings, args: dict[str, Any]) -> None:

@@ -10,15 +10,22 @@ from pathlib import Path
 
 from focuscrawl.testweb.server import TestWebServer
 from focuscrawl.testweb.textpool import TextPool
-from focuscrawl.testweb.web import TestWeb, WebConfig
+from focuscrawl.testweb.web import PROFILES, TestWeb, web_config
 
 DATA_HELP = "shared data folder (captions/, wiki/, cleaneval/), or 'bundled' = the small demo pool"
 
 
-def add_web_arguments(p: argparse.ArgumentParser) -> None:
+def add_web_arguments(p: argparse.ArgumentParser, several_seeds: bool = False) -> None:
     p.add_argument("--data", help=f"{DATA_HELP} (required)")
     p.add_argument("--topic", default="cat", help="topic of the web: cat, dog, train, ... (default %(default)s)")
-    p.add_argument("--seed", type=int, default=1, help="the web's seed (same seed, same web)")
+    if several_seeds:
+        p.add_argument("--seed", type=int, nargs="+", default=[1],
+                       help="the web's seed(s) (same seed, same web); several: one evaluation per seed")
+    else:
+        p.add_argument("--seed", type=int, default=1, help="the web's seed (same seed, same web)")
+    p.add_argument("--profile", default="standard", choices=sorted(PROFILES),
+                   help="standard: the topic is common and seeded; hard: rare topic (<= 3%%), no on-topic seed, "
+                        "a look-alike neighbour topic, a third of the anchors generic (default %(default)s)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply the number of hosts (1.0 = ~28k pages)")
     p.add_argument("--heldout", action="store_true",
                    help="leave half of the topic's photos out of the web (train a model on their captions with "
@@ -33,7 +40,8 @@ def text_pool(data: str | None) -> TextPool:
 
 
 def web_from_args(args: argparse.Namespace) -> TestWeb:
-    return TestWeb(text_pool(args.data), args.topic, args.seed, WebConfig(scale=args.scale, heldout=args.heldout))
+    return TestWeb(text_pool(args.data), args.topic, args.seed,
+                   web_config(getattr(args, "profile", "standard"), scale=args.scale, heldout=args.heldout))
 
 
 def write_truth(web: TestWeb, out: str | Path) -> dict:

@@ -209,10 +209,7 @@ def _paragraphs(web: TestWeb, meta: ArticleMeta, rng: random.Random) -> list[str
 
 def _external_target(web: TestWeb, host: Host, rng: random.Random) -> ArticleMeta | None:
     """An article on another host, chosen with topical locality."""
-    weights = {"topic": {"topic": 75, "neighbour": 8, "portal": 7, "other": 10},
-               "neighbour": {"neighbour": 50, "topic": 20, "portal": 10, "other": 20},
-               "portal": {"topic": 15, "neighbour": 10, "other": 75},
-               "other": {"other": 85, "portal": 10, "neighbour": 3, "topic": 2}}[host.kind]
+    weights = web.config.external_weights(host.kind)
     kinds = [k for k in weights if web.by_kind.get(k)]
     kind = rng.choices(kinds, [weights[k] for k in kinds])[0]
     candidates = [h for h in web.by_kind[kind] if h != host.name]
@@ -235,11 +232,11 @@ def _article_page(web: TestWeb, host: Host, meta: ArticleMeta) -> tuple[str, str
         r = rng.random()
         if r < (0.5 if host.kind == "topic" else 0.65):
             a = web.article(host.name, rng.randrange(host.n_articles))
-            links.append(f'<a href="{escape(a.url)}">{escape(a.title)}</a>')
+            links.append(f'<a href="{escape(a.url)}">{escape(web.anchor(a, rng))}</a>')
         elif r < 0.94:
             a = _external_target(web, host, rng)
             if a is not None:
-                links.append(f'<a href="{escape(a.url)}">{escape(a.title)}</a>')
+                links.append(f'<a href="{escape(a.url)}">{escape(web.anchor(a, rng))}</a>')
         elif r < 0.97:
             links.append(f'<a href="/go/{rng.randrange(host.n_articles)}">read more</a>')
         else:
@@ -254,20 +251,20 @@ def _article_page(web: TestWeb, host: Host, meta: ArticleMeta) -> tuple[str, str
     return meta.title, _layout(web, host, meta.title, main, meta)
 
 
-def _teaser(a: ArticleMeta) -> str:
+def _teaser(web: TestWeb, a: ArticleMeta, rng: random.Random) -> str:
     thumb = _img(a.images[0], thumbnail=True) if a.images else ""
-    return f'<div class="teaser">{thumb}<h2><a href="{escape(a.url)}">{escape(a.title)}</a></h2></div>'
+    return f'<div class="teaser">{thumb}<h2><a href="{escape(a.url)}">{escape(web.anchor(a, rng))}</a></h2></div>'
 
 
 def _listing(web: TestWeb, host: Host, k: int) -> tuple[str, str]:
     rng = random.Random(f"{web.seed}|listing|{host.name}|{k}")
     items = [web.article(host.name, i) for i in range((k - 1) * PER_PAGE, min(k * PER_PAGE, host.n_articles))]
-    teasers = [_teaser(a) for a in items]
+    teasers = [_teaser(web, a, rng) for a in items]
     if host.kind == "portal":  # front pages link out with the target's title as anchor
         for _ in range(2 * PER_PAGE):
             a = _external_target(web, host, rng)
             if a is not None:
-                teasers.insert(rng.randint(0, len(teasers)), _teaser(a))
+                teasers.insert(rng.randint(0, len(teasers)), _teaser(web, a, rng))
     n_pages = max(1, -(-host.n_articles // PER_PAGE))
     pager = "".join(f'<a href="{"/" if j == 1 else f"/page/{j}/"}">{j}</a> ' for j in
                     (k - 1, k + 1) if 1 <= j <= n_pages)
@@ -283,10 +280,10 @@ def _category(web: TestWeb, host: Host, cat: str) -> tuple[str, str]:
         for _ in range(4 * PER_PAGE):
             a = _external_target(web, host, rng)
             if a is not None and (want is None or a.label in want or rng.random() < 0.2):
-                teasers.append(_teaser(a))
+                teasers.append(_teaser(web, a, rng))
     idx = host.categories.index(cat)
     own = [i for i in range(idx, host.n_articles, len(host.categories))][:15]
-    teasers += [_teaser(web.article(host.name, i)) for i in own]
+    teasers += [_teaser(web, web.article(host.name, i), rng) for i in own]
     title = cat.replace("-", " ").title()
     return title, _layout(web, host, title, "\n".join(teasers), None)
 

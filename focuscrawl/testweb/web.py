@@ -19,6 +19,7 @@ the web by ``focuscrawl testweb generate`` and never served.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import random
@@ -54,9 +55,61 @@ class WebConfig:
     #: trained on their captions without having seen the web's ALT texts (``heldout_photos``);
     #: the background reserve (``is_background_reserve``) stays out too.
     heldout: bool = False
+    #: Name of the profile these numbers come from (``PROFILES``).
+    profile: str = "standard"
+    #: Share of on-topic articles on portals, neighbour hosts and other hosts.
+    portal_topic_share: float = 0.08
+    portal_neighbour_share: float = 0.08
+    other_topic_share: float = 0.01
+    #: Share of in-text and teaser anchors that say nothing ("read more", "click here").
+    generic_anchor_share: float = 0.0
+    #: Neighbour hosts named and styled like topic blogs (only the text tells them apart).
+    neighbour_like_topic: bool = False
+    #: Host kinds the seeds are taken from, in order (``seeds()``).
+    seed_kinds: tuple[str, ...] = ("topic", "portal")
+    #: Weights of the kinds an article's external link goes to, per linking host kind.
+    link_weights: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = (
+        ("topic", (("topic", 75), ("neighbour", 8), ("portal", 7), ("other", 10))),
+        ("neighbour", (("neighbour", 50), ("topic", 20), ("portal", 10), ("other", 20))),
+        ("portal", (("topic", 15), ("neighbour", 10), ("other", 75))),
+        ("other", (("other", 85), ("portal", 10), ("neighbour", 3), ("topic", 2))),
+    )
 
     def count(self, n: int) -> int:
         return max(1, round(n * self.scale))
+
+    def external_weights(self, kind: str) -> dict[str, float]:
+        return dict(dict(self.link_weights)[kind])
+
+
+#: ``standard``: the topic is common (~14% of pages) and the seeds sit in its region.
+#: ``hard`` (issue #13, what users meet): ≤ 3% on topic, no on-topic seed (portals and
+#: generic sites), a neighbour topic with near vocabulary written and named like the
+#: topic's blogs and linked from portals more than the topic, a third of the anchors
+#: generic, the topic's blogs reached mainly through portals (other sites and the
+#: neighbour's blogs rarely link to them).
+PROFILES: dict[str, WebConfig] = {
+    "standard": WebConfig(),
+    "hard": WebConfig(
+        topic_hosts=6, neighbour_hosts=30, portal_hosts=12, other_hosts=200, profile="hard",
+        portal_topic_share=0.03, portal_neighbour_share=0.10, other_topic_share=0.003,
+        generic_anchor_share=1 / 3, neighbour_like_topic=True, seed_kinds=("portal", "other"),
+        link_weights=(
+            ("topic", (("topic", 70), ("neighbour", 12), ("portal", 8), ("other", 10))),
+            ("neighbour", (("neighbour", 70), ("topic", 2), ("portal", 10), ("other", 18))),
+            ("portal", (("topic", 6), ("neighbour", 14), ("other", 80))),
+            ("other", (("other", 88), ("portal", 10), ("neighbour", 1.5), ("topic", 0.5))),
+        )),
+}
+GENERIC_ANCHORS = ("read more", "click here", "more", "continue reading", "this post", "here", "link",
+                   "see this", "full story")
+
+
+def web_config(profile: str = "standard", **overrides) -> WebConfig:
+    """The named profile's config with ``overrides`` (e.g. ``scale``, ``heldout``)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown test web profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    return dataclasses.replace(PROFILES[profile], **overrides)
 
 
 @dataclass(frozen=True)
@@ -197,7 +250,12 @@ class TestWeb:
             specs.append((name, "topic", site))
         nb = self.neighbour
         for i in range(cfg.count(cfg.neighbour_hosts)):
-            specs.append((f"{nb}s-world-{i}.test", "neighbour", f"{nb.capitalize()}s World {i}"))
+            if not cfg.neighbour_like_topic:
+                specs.append((f"{nb}s-world-{i}.test", "neighbour", f"{nb.capitalize()}s World {i}"))
+                continue
+            j = 100 + i  # named like the topic's blogs: the host name does not give it away
+            w, n = rng.choice(SITE_WORDS), rng.choice(SITE_NOUNS)
+            specs.append((f"{w}-{n}-{j}.test", "neighbour", f"{w.capitalize()} {n.capitalize()} {j}"))
         for i in range(cfg.count(cfg.portal_hosts)):
             kind = ["daily-news", "city-herald", "web-portal"][i % 3]
             specs.append((f"{kind}-{i}.test", "portal", kind.replace("-", " ").title() + f" {i}"))
@@ -234,13 +292,15 @@ class TestWeb:
     # -- article metadata (label, title, images): cheap, cached, used by linkers ----------
     def article_label(self, host: Host, i: int) -> str:
         r = random.Random(f"{self.seed}|label|{host.name}|{i}").random()
+        cfg = self.config
         if host.kind == "topic":
             return self.topic if r < 0.9 else "other"
         if host.kind == "neighbour":
             return self.neighbour if r < 0.9 else "other"
         if host.kind == "portal":
-            return self.topic if r < 0.08 else self.neighbour if r < 0.16 else "other"
-        return self.topic if r < 0.01 else "other"
+            return (self.topic if r < cfg.portal_topic_share else
+                    self.neighbour if r < cfg.portal_topic_share + cfg.portal_neighbour_share else "other")
+        return self.topic if r < cfg.other_topic_share else "other"
 
     def _article_meta(self, host_name: str, i: int) -> ArticleMeta:
         host = self.hosts[host_name]
@@ -310,6 +370,12 @@ class TestWeb:
             for i in range(host.n_articles):
                 yield self.article(host.name, i)
 
+    def anchor(self, target: ArticleMeta, rng: random.Random) -> str:
+        """The anchor text of a link to ``target``: its title, or (profile's share) a generic phrase."""
+        if self.config.generic_anchor_share and rng.random() < self.config.generic_anchor_share:
+            return rng.choice(GENERIC_ANCHORS)
+        return target.title
+
     def listing_pages(self, host: Host) -> list[str]:
         n_pages = max(1, -(-host.n_articles // PER_PAGE))
         urls = [f"http://{host.name}/"] + [f"http://{host.name}/page/{k}/" for k in range(2, n_pages + 1)]
@@ -320,11 +386,13 @@ class TestWeb:
         return sum(h.n_articles + len(self.listing_pages(h)) for h in self.hosts.values() if h.n_articles)
 
     def seeds(self, n: int = 5) -> list[str]:
-        """Start URLs as in the thesis: mostly on-topic sites, plus a portal."""
-        topic = self.by_kind.get("topic", [])
-        portals = self.by_kind.get("portal", [])
-        chosen = [h for h in topic if self.hosts[h].robots not in ("disallow-all", "error")][: max(1, n - 1)]
-        chosen += portals[:1]
+        """Start URLs: ``standard``, as in the thesis, mostly on-topic sites plus a portal;
+        ``hard``, portals and generic sites (no on-topic seed)."""
+        first, *rest = self.config.seed_kinds
+        crawlable = [h for h in self.by_kind.get(first, []) if self.hosts[h].robots not in ("disallow-all", "error")]
+        chosen = crawlable[: max(1, n - len(rest))]
+        for kind in rest:
+            chosen += [h for h in self.by_kind.get(kind, []) if self.hosts[h].robots == "standard"][:1]
         return [f"http://{h}/" for h in chosen[:n]]
 
     def truth(self) -> tuple[list[dict], list[dict]]:
@@ -353,7 +421,7 @@ class TestWeb:
 
     def describe(self) -> dict:
         return {"seed": self.seed, "topic": self.topic, "neighbour": self.neighbour,
-                "heldout": self.config.heldout, "hosts": len(self.hosts), "pages": self.page_count(),
+                "profile": self.config.profile, "heldout": self.config.heldout, "hosts": len(self.hosts), "pages": self.page_count(),
                 "hosts_by_kind": {k: len(v) for k, v in sorted(self.by_kind.items())},
                 "seeds": self.seeds()}
 

@@ -1,0 +1,212 @@
+"""Oracle bounds: what crawlers with perfect knowledge harvest on the same graph, seeds and budget.
+
+A graph simulation of the test web, no crawl: pages are rendered by the web itself
+(``TestWeb.respond``) and their links read by the spider's own ``page_links``, with the
+crawl's fetch accounting: robots.txt per host (Protego, as Scrapy), the scope rules
+(path repeats, query variants), one fetch per URL (redirects followed, a redirect to a
+URL already seen is dropped), and only 2xx HTML pages count towards the page budget
+(``PageBudget`` counts PageItems). Three frontier orders:
+
+* ``breadth_first``: FIFO by depth (the ``unfocused`` crawl);
+* ``page_classifier``: a perfect page classifier, links of on-topic pages first
+  (FIFO within each class);
+* ``link_oracle``: knows every link target's label: links to on-topic pages first,
+  then links of on-topic pages, then the rest.
+
+The harvest of a page sequence (crawl or simulation) is measured by the same pure
+function, ``harvest_of``: page harvest = on-topic pages / pages, image harvest =
+on-topic content images / content images on those pages (the ground truth's images).
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+from protego import Protego
+from scrapy.http import HtmlResponse
+from scrapy.utils.response import get_base_url
+
+from focuscrawl.urls import QueryVariantLimit, repeated_path_segment
+
+POLICIES = ("breadth_first", "page_classifier", "link_oracle")
+ORACLE_FILE = "oracle.json"
+MAX_REDIRECTS = 20  # Scrapy's REDIRECT_MAX_TIMES
+
+
+@dataclass
+class PageTruth:
+    """Per page: on topic, content images, on-topic content images (from the ground truth)."""
+
+    on_topic: dict[str, bool]
+    images: dict[str, tuple[int, int]]
+
+    def page(self, url: str) -> bool:
+        return self.on_topic.get(url, False)
+
+    @classmethod
+    def from_rows(cls, pages, images) -> "PageTruth":
+        """From truth rows (``TestWeb.truth()`` or the truth TSVs: booleans or "0"/"1")."""
+        counts: dict[str, list[int]] = {}
+        for img in images:
+            if not img.get("page_url"):  # a truth without image pages: no image harvest
+                continue
+            c = counts.setdefault(img["page_url"], [0, 0])
+            c[0] += 1
+            c[1] += _true(img["shows_topic"])
+        return cls({p["url"]: _true(p["on_topic"]) for p in pages}, {u: (a, b) for u, (a, b) in counts.items()})
+
+    @classmethod
+    def from_web(cls, web) -> "PageTruth":
+        return cls.from_rows(*web.truth())
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "PageTruth | None":
+        """From ``truth_pages.tsv.gz`` and ``truth_images.tsv.gz`` in ``folder`` (``None`` if absent)."""
+        from focuscrawl.output.files import read_tsv
+
+        folder = Path(folder)
+        if not (folder / "truth_pages.tsv.gz").exists():
+            return None
+        return cls.from_rows(read_tsv(folder / "truth_pages.tsv.gz"), read_tsv(folder / "truth_images.tsv.gz"))
+
+
+def _true(value) -> bool:
+    return value is True or value == "1" or value == 1
+
+
+def harvest_of(page_urls: list[str], truth: PageTruth) -> dict:
+    """Page and image harvest of a sequence of fetched pages, with the cumulative curves."""
+    on_pages = images = on_images = 0
+    pages_curve, images_curve = [], []
+    for url in page_urls:
+        on_pages += truth.page(url)
+        n, k = truth.images.get(url, (0, 0))
+        images += n
+        on_images += k
+        pages_curve.append(on_pages)
+        images_curve.append(on_images)
+    n = len(page_urls)
+    return {"pages": n, "on_topic_pages": on_pages, "images": images, "on_topic_images": on_images,
+            "page_harvest": on_pages / n if n else None, "image_harvest": on_images / images if images else None,
+            "curves": {"on_topic_pages": pages_curve, "on_topic_images": images_curve}}
+
+
+class SimulatedFetcher:
+    """Fetches from a ``TestWeb`` as the crawl would see it: robots.txt, redirects, statuses."""
+
+    def __init__(self, web, user_agent: str = "focuscrawl", max_path_repeats: int = 2,
+                 max_query_variants: int = 100) -> None:
+        self.web = web
+        self.user_agent = user_agent
+        self.robots: dict[str, Protego] = {}
+        self.max_path_repeats = max_path_repeats
+        self.query_variants = QueryVariantLimit(max_query_variants)
+
+    def allowed(self, url: str) -> bool:
+        host = urlsplit(url).hostname or ""
+        rules = self.robots.get(host)
+        if rules is None:  # Scrapy parses whatever robots.txt answers (a 404 or 500 body: no rules)
+            r = self.web.respond(host, "/robots.txt")
+            rules = self.robots[host] = Protego.parse(r.body.decode("utf-8", "replace"))
+        return rules.can_fetch(url, self.user_agent)
+
+    def in_scope(self, url: str) -> bool:
+        parts = urlsplit(url)
+        return not repeated_path_segment(parts, self.max_path_repeats) and self.query_variants.admit(parts)
+
+    def fetch(self, url: str, seen: set[str]) -> tuple[str, dict[str, str]] | None:
+        """``(final URL, links)`` of a 2xx HTML page, ``None`` for anything else (not a page)."""
+        from focuscrawl.spiders.focused import page_links
+
+        for _ in range(MAX_REDIRECTS + 1):
+            if not self.allowed(url):
+                return None
+            parts = urlsplit(url)
+            r = self.web.respond(parts.hostname or "", parts.path + ("?" + parts.query if parts.query else ""))
+            if r.status in (301, 302, 303, 307, 308) and "Location" in r.headers:
+                url = urljoin(url, r.headers["Location"])
+                if url in seen:  # the dupe filter drops the redirected request
+                    return None
+                seen.add(url)
+                continue
+            if not 200 <= r.status < 300 or "html" not in r.headers.get("Content-Type", ""):
+                return None
+            response = HtmlResponse(url, body=r.body, headers=r.headers)
+            try:
+                return url, page_links(response.selector.root, get_base_url(response))[0]
+            except (UnicodeError, LookupError):
+                return None
+        return None
+
+
+def simulate(web, seeds: list[str], budget: int, policy: str, truth: PageTruth,
+             fetcher: SimulatedFetcher | None = None) -> list[str]:
+    """Page URLs in the order a crawler with ``policy`` fetches them (at most ``budget``)."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown oracle policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    fetcher = fetcher or SimulatedFetcher(web)
+    counter = itertools.count()
+    frontier: list[tuple] = []
+    seen: set[str] = set()
+    for url in seeds:
+        if url not in seen:
+            seen.add(url)
+            heapq.heappush(frontier, ((-1,), next(counter), url, 0))  # seeds first
+    pages: list[str] = []
+    while frontier and len(pages) < budget:
+        _, _, url, depth = heapq.heappop(frontier)
+        got = fetcher.fetch(url, seen)
+        if got is None:
+            continue
+        final, links = got
+        pages.append(final)
+        parent_on = truth.page(final)
+        for link in links:
+            if link in seen or not fetcher.in_scope(link):
+                continue
+            seen.add(link)
+            if policy == "breadth_first":
+                key = (depth + 1,)
+            elif policy == "page_classifier":
+                key = (0 if parent_on else 1,)
+            else:
+                key = (0 if truth.page(link) else 1 if parent_on else 2,)
+            heapq.heappush(frontier, (key, next(counter), link, depth + 1))
+    return pages
+
+
+def oracle_pages(web, seeds: list[str], budget: int, truth: PageTruth | None = None) -> dict[str, list[str]]:
+    """``{policy: simulated page URLs}`` for every policy."""
+    truth = truth or PageTruth.from_web(web)
+    return {policy: simulate(web, seeds, budget, policy, truth) for policy in POLICIES}
+
+
+def oracle_bounds(web, seeds: list[str], budget: int, truth: PageTruth | None = None) -> dict[str, dict]:
+    """``{policy: harvest_of(simulated pages)}`` for every policy."""
+    truth = truth or PageTruth.from_web(web)
+    return {policy: harvest_of(pages, truth) for policy, pages in oracle_pages(web, seeds, budget, truth).items()}
+
+
+def write_oracle(web, seeds: list[str], budget: int, folder: str | Path) -> dict[str, dict]:
+    """Simulate every policy and write ``folder/oracle.json`` (page sequences and harvests)."""
+    truth = PageTruth.from_web(web)
+    pages = oracle_pages(web, seeds, budget, truth)
+    summary = {policy: {k: v for k, v in harvest_of(urls, truth).items() if k != "curves"}
+               for policy, urls in pages.items()}
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / ORACLE_FILE).write_text(json.dumps({"budget": budget, "seeds": seeds, "harvest": summary,
+                                                        "pages": pages}) + "\n")
+    return summary
+
+
+def bound_fractions(harvest: dict, bounds: dict[str, dict]) -> dict[str, dict]:
+    """A run's page and image harvest as a fraction of each bound's."""
+    out = {}
+    for policy, bound in bounds.items():
+        out[policy] = {key: (harvest[key] / bound[key] if harvest.get(key) is not None and bound.get(key) else None)
+                       for key in ("image_harvest", "page_harvest")}
+    return out

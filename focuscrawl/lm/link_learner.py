@@ -1,0 +1,335 @@
+"""Online link learning for crawl mode ``learning`` (beyond the thesis; after ACHE's online link classifier).
+
+As pages are fetched and judged by the topic scorer, the link that led to each page
+becomes a training example: its features (anchor words, URL tokens, the parent's and
+grandparent's topicality, the thesis's link score) and the label "the target was on
+topic". A logistic model (scikit-learn ``SGDClassifier.partial_fit`` on
+``HashingVectorizer`` features: constant memory, no vocabulary) is updated every
+``retrain_every`` judged pages. A link's score combines
+
+* the model's probability, blended with a prior from the thesis's link score while few
+  on-topic pages have been seen (``prior_weight`` = n_pos / (n_pos + prior_pages)), and
+* the target host's harvest so far: a Beta prior mean plus a UCB bonus, so that a host
+  is not judged on its first page; hosts that keep giving on-topic pages rise, hosts
+  that do not sink (``host_weight`` in log-odds, relative to a host not seen yet, which
+  is neither pushed nor held back).
+
+Pure and deterministic (fixed ``random_state``): the same judgements in the same order
+give the same scores. ``version`` grows with every model update, so a frontier can
+re-rank what it holds (``focuscrawl.frontier.RerankingPriorityQueue``).
+"""
+from __future__ import annotations
+
+import gc
+import math
+import os
+import pickle
+import re
+import weakref
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+_WORD = re.compile(r"[a-z0-9]+")
+#: learned scores in [0, 1] map to Scrapy priorities 0 .. PRIORITY_STEPS (seeds above)
+PRIORITY_STEPS = 1_000  # Scrapy keeps one queue per priority: few distinct values
+
+
+def _bin(value: float | None, edges: Sequence[float]) -> str:
+    if value is None:
+        return "none"
+    return str(sum(value > e for e in edges))
+
+
+TOPICALITY_EDGES = (0.1, 0.3, 0.5, 0.7, 0.9)
+
+
+def link_features(anchor: str, url: str, parent_url: str, parent_topicality: float | None,
+                  grandparent_topicality: float | None, thesis_score: float | None) -> list[str]:
+    """The tokens the model sees for one link (also logged in ``links.tsv``)."""
+    feats = [f"a:{w}" for w in _WORD.findall(anchor.lower())] or ["a:<none>"]
+    rest = url.lower().split("://", 1)[-1]
+    feats += [f"u:{w}" for w in _WORD.findall(rest) if len(w) > 1 and not w.isdigit()]
+    same = url_host(url) == url_host(parent_url)
+    feats.append("x:same-host" if same else "x:other-host")
+    feats.append(f"p:{_bin(parent_topicality, TOPICALITY_EDGES)}")
+    feats.append(f"g:{_bin(grandparent_topicality, TOPICALITY_EDGES)}")
+    if thesis_score is not None:  # decades of the thesis's perplexity-like score
+        feats.append(f"t:{min(8, int(math.log10(max(thesis_score, 1.0)) * 2))}")
+    return feats
+
+
+def url_host(url: str) -> str:
+    """The lower-cased host of an absolute URL (no port), cheaply."""
+    rest = url.split("://", 1)[-1]
+    return rest.split("/", 1)[0].split(":", 1)[0].rsplit("@", 1)[-1].lower()
+
+
+def prior_probability(thesis_score: float | None, reference: float) -> float:
+    """A monotone map of the thesis's link score (lower = better) to (0, 1)."""
+    if thesis_score is None:
+        return 0.5
+    return reference / (reference + max(thesis_score, 0.0))
+
+
+@dataclass
+class HostHarvest:
+    """Pages judged and on-topic pages per host, with a Beta prior and a UCB bonus."""
+
+    prior_on: float = 0.5
+    prior_off: float = 2.0
+    exploration: float = 0.05
+    judged: dict[str, int] = field(default_factory=dict)
+    on_topic: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+
+    def add(self, host: str, on_topic: bool) -> None:
+        self.judged[host] = self.judged.get(host, 0) + 1
+        self.on_topic[host] = self.on_topic.get(host, 0) + int(on_topic)
+        self.total += 1
+
+    def score(self, host: str) -> float:
+        """Posterior mean plus ``exploration * sqrt(ln(N + 1) / (n + 1))``, in (0, 1)."""
+        n, k = self.judged.get(host, 0), self.on_topic.get(host, 0)
+        mean = (k + self.prior_on) / (n + self.prior_on + self.prior_off)
+        bonus = self.exploration * math.sqrt(math.log(self.total + 1) / (n + 1))
+        return min(0.99, mean + bonus)
+
+
+_threadpools = None
+
+
+def _one_thread():
+    """A context in which BLAS/OpenMP use one thread (threadpoolctl, a scikit-learn dependency)."""
+    global _threadpools
+    if _threadpools is None:
+        from threadpoolctl import ThreadpoolController
+
+        _threadpools = ThreadpoolController()
+    return _threadpools.limit(limits=1)
+
+
+def _tokens(features: list[str]) -> list[str]:
+    """The analyzer: a link's features are its tokens (module-level: the learner pickles)."""
+    return features
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+class LinkLearner:
+    """The online model, host harvests and the score of a link; see the module docstring."""
+
+    def __init__(self, retrain_every: int = 20, n_features: int = 2 ** 16, alpha: float = 1e-4,
+                 prior_pages: int = 10, prior_reference: float = 100.0, host_weight: float = 1.0,
+                 host_prior: tuple[float, float] = (0.5, 2.0), exploration: float = 0.05,
+                 random_state: int = 0) -> None:
+        from scipy.sparse import csr_matrix  # imported with the model, not at the first update
+        from sklearn import config_context
+        from sklearn.feature_extraction.text import HashingVectorizer
+        from sklearn.linear_model import SGDClassifier
+
+        self._csr_matrix, self._sklearn_config = csr_matrix, config_context
+        # scikit-learn and SciPy add ~100 MB of long-lived objects that every full garbage
+        # collection would scan again (~7% of a crawl's CPU, benchmarks/crawl_throughput.py):
+        # move everything alive now (modules, settings, the model) out of the collector's reach
+        gc.freeze()
+
+        self.vectorizer = HashingVectorizer(analyzer=_tokens, n_features=n_features,
+                                            alternate_sign=False, norm="l2")
+        self.model = SGDClassifier(loss="log_loss", alpha=alpha, random_state=random_state)
+        self.retrain_every = max(1, retrain_every)
+        self.prior_pages = prior_pages
+        self.prior_reference = prior_reference
+        self.host_weight = host_weight
+        self.hosts = HostHarvest(host_prior[0], host_prior[1], exploration)
+        self.n_features = n_features
+        self.batch: list[tuple[list[str], int]] = []
+        self.positives = self.negatives = 0
+        self.trained = False
+        self.version = 0
+        self._index: dict[str, int] = {}  # token -> hashed column (anchors and URL words repeat)
+        self._coef: list[float] = []
+        self._intercept = 0.0
+        self._host_cache: tuple = (-1, {}, 0.0)
+
+    def _column(self, token: str) -> int:
+        col = self._index.get(token)
+        if col is None:
+            if len(self._index) > 1_000_000:  # bounded memory on a long crawl
+                self._index.clear()
+            col = self._index[token] = int(self.vectorizer.transform([[token]]).indices[0])
+        return col
+
+    def vector(self, features: list[str]) -> tuple[array, array]:
+        """The ``HashingVectorizer`` row of ``features`` (counts, L2-normalised): columns and
+        values as two compact arrays (a request keeps it in its meta: few objects per request)."""
+        counts: dict[int, int] = {}
+        for token in features:
+            col = self._column(token)
+            counts[col] = counts.get(col, 0) + 1
+        norm = math.sqrt(sum(c * c for c in counts.values())) or 1.0
+        return array("l", counts), array("d", [c / norm for c in counts.values()])
+
+    def _matrix(self, vectors: list[tuple[array, array]]):
+        indptr, indices, data = [0], [], []
+        for cols, vals in vectors:
+            indices += cols
+            data += vals
+            indptr.append(len(indices))
+        return self._csr_matrix((data, indices, indptr), shape=(len(vectors), self.n_features))
+
+    # -- learning -----------------------------------------------------------------------
+    def observe(self, features: list[str] | None, host: str, on_topic: bool, vector=None) -> bool:
+        """A judged page: ``features`` (or their ``vector``) of the link that led to it
+        (neither for a seed). Returns True when the model was updated (``version`` grew)."""
+        self.hosts.add(host, on_topic)
+        if vector is None and features is None:
+            return False
+        self.batch.append((vector if vector is not None else self.vector(features), int(on_topic)))
+        if on_topic:
+            self.positives += 1
+        else:
+            self.negatives += 1
+        if len(self.batch) >= self.retrain_every:
+            return self.update()
+        return False
+
+    def update(self) -> bool:
+        """``partial_fit`` on the pending examples, classes weighted by their counts so far."""
+        if not self.batch:
+            return False
+        X = self._matrix([f for f, _ in self.batch])
+        y = np.array([label for _, label in self.batch])
+        total = self.positives + self.negatives
+        weight = {1: total / (2.0 * max(self.positives, 1)), 0: total / (2.0 * max(self.negatives, 1))}
+        # one OpenMP thread (on a loaded machine 2 ms per update instead of 30); our own inputs
+        # need no parameter or finiteness checks (another 3 ms)
+        with _one_thread(), self._sklearn_config(skip_parameter_validation=True, assume_finite=True):
+            self.model.partial_fit(X, y, classes=np.array([0, 1]), sample_weight=np.array([weight[v] for v in y]))
+        self.batch.clear()
+        self._coef = self.model.coef_[0].tolist()  # list indexing: ~5x faster than numpy scalars
+        self._intercept = float(self.model.intercept_[0])
+        self.trained = True
+        self.version += 1
+        return True
+
+    # -- scoring ------------------------------------------------------------------------
+    def model_probability(self, features: list[str] | None, vector=None) -> float | None:
+        """The model's P(target on topic), ``None`` before the first update."""
+        if not self.trained:
+            return None
+        cols, vals = vector if vector is not None else self.vector(features)  # predict_proba: ~0.3 ms a link
+        coef = self._coef
+        z = self._intercept + sum(coef[c] * v for c, v in zip(cols, vals))
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+    def link_probability(self, features: list[str] | None, thesis_score: float | None, vector=None) -> float:
+        """Model probability blended with the thesis prior while few positives are known."""
+        prior = prior_probability(thesis_score, self.prior_reference)
+        p = self.model_probability(features, vector)
+        if p is None:
+            return prior
+        w = self.positives / (self.positives + self.prior_pages)
+        return w * p + (1 - w) * prior
+
+    def score(self, features: list[str] | None, thesis_score: float | None, host: str, vector=None) -> float:
+        """The link's score in (0, 1): learned link probability shifted by the host's harvest
+        (``vector``: the features' ``vector()``, if known)."""
+        z = _logit(self.link_probability(features, thesis_score, vector)) + self._host_shift(host)
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def _host_shift(self, host: str) -> float:
+        """``host_weight`` × (log-odds of the host's harvest − those of a host not seen yet),
+        cached until the next judged page."""
+        if self._host_cache[0] != self.hosts.total:
+            self._host_cache = (self.hosts.total, {}, _logit(self.hosts.score("")))
+        _, cache, unseen = self._host_cache
+        shift = cache.get(host)
+        if shift is None:
+            shift = cache[host] = self.host_weight * (_logit(self.hosts.score(host)) - unseen)
+        return shift
+
+    @staticmethod
+    def priority(score: float) -> int:
+        return int(round(score * PRIORITY_STEPS))
+
+    # -- persistence: JOBDIR resume, and explain() in scrapy shell -----------------------------
+    def save(self, path: str | Path) -> None:
+        """Pickle the learner (model, host harvests, pending examples) atomically."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        state = dict(self.__dict__, _index={}, _host_cache=(-1, {}, 0.0))  # caches are rebuilt on use
+        with open(tmp, "wb") as fh:
+            pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "LinkLearner":
+        """A learner saved by ``save`` (a crawl writes ``link_learner.pkl`` into its run directory)."""
+        learner = cls.__new__(cls)
+        with open(path, "rb") as fh:
+            learner.__dict__.update(pickle.load(fh))
+        return learner
+
+
+class PageJudge:
+    """Is a fetched page on topic? From the topic scorer's document judgement.
+
+    Today: the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at 1) against
+    ``on_topic_pp``, as ``topicality = T / (T + wPP)`` (0.5 at the threshold). The one
+    place to switch to the calibrated topic probability when the scorer provides it.
+    """
+
+    def __init__(self, on_topic_pp: float = 50.0) -> None:
+        self.on_topic_pp = on_topic_pp
+
+    def topicality(self, weighted_perplexity: float | None) -> float | None:
+        if weighted_perplexity is None:
+            return None
+        return self.on_topic_pp / (self.on_topic_pp + max(weighted_perplexity, 0.0))
+
+    @staticmethod
+    def on_topic(topicality: float) -> bool:
+        return topicality >= 0.5
+
+
+def learner_from_settings(settings) -> LinkLearner:
+    s = settings
+    return LinkLearner(
+        retrain_every=s.getint("FOCUSCRAWL_LEARNING_RETRAIN_EVERY", 20),
+        prior_pages=s.getint("FOCUSCRAWL_LEARNING_PRIOR_PAGES", 10),
+        prior_reference=s.getfloat("FOCUSCRAWL_LEARNING_PRIOR_PP", 100.0),
+        host_weight=s.getfloat("FOCUSCRAWL_LEARNING_HOST_WEIGHT", 1.0),
+        exploration=s.getfloat("FOCUSCRAWL_LEARNING_EXPLORATION", 0.05),
+    )
+
+
+_learners: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+LEARNER_FILE = "link_learner.pkl"
+
+
+def learner_state_path(settings) -> Path | None:
+    """``JOBDIR/focuscrawl/link_learner.pkl``: a resumed crawl goes on with what it had learnt."""
+    jobdir = settings.get("JOBDIR")
+    return Path(jobdir) / "focuscrawl" / LEARNER_FILE if jobdir else None
+
+
+def link_learner(crawler) -> LinkLearner:
+    """The crawler's one learner, shared by ``LinkPriorityMiddleware`` and the frontier queue
+    (restored from JOBDIR when a crawl is resumed)."""
+    learner = _learners.get(crawler)
+    if learner is None:
+        state = learner_state_path(crawler.settings)
+        learner = (LinkLearner.load(state) if state is not None and state.exists()
+                   else learner_from_settings(crawler.settings))
+        _learners[crawler] = learner
+    return learner

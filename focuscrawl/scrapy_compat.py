@@ -1,0 +1,120 @@
+"""The few places where focuscrawl needs something Scrapy has no public API for.
+
+Every use of a Scrapy internal (a private name, an undocumented attribute or an
+exception's message text) lives here, each with the reason, so that a Scrapy
+upgrade breaks one module and ``tests/test_scrapy_compat.py``, which pins what each
+workaround relies on, instead of failing silently across the crawler.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import logging
+
+from scrapy.exceptions import (CannotResolveHostError, DownloadCancelledError, DownloadConnectionRefusedError,
+                               DownloadFailedError, DownloadTimeoutError, IgnoreRequest, ResponseDataLossError)
+from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
+
+try:  # Scrapy >= 2.18: media failures of this type are expected, logged without a traceback
+    from scrapy.pipelines.media import _MediaRequestFiltered as ExpectedMediaFailure
+except ImportError:  # Scrapy 2.15-2.17: logged like any FileException
+    from scrapy.pipelines.media import FileException as ExpectedMediaFailure
+
+__all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "wake_engine",
+           "is_decompression_too_big", "is_too_many_redirects", "is_over_download_maxsize",
+           "quiet_robots_network_errors"]
+
+_SEEN_SIZE_BYTES = 2  # RFPDupeFilter's requests.seen: 2-byte big-endian length + fingerprint
+
+
+def read_seen_fingerprints(path: Path) -> set[bytes]:
+    """Fingerprints in ``JOBDIR/requests.seen`` (empty if there is none).
+
+    The format (a 2-byte big-endian length, then the fingerprint; since Scrapy 2.13)
+    is described in ``RFPDupeFilter``'s docstring but not exposed as a function. A
+    record torn by a kill is ignored, as ``RFPDupeFilter`` itself does.
+    """
+    if not path.exists():
+        return set()
+    data, pos, found = path.read_bytes(), 0, set()
+    while pos + _SEEN_SIZE_BYTES <= len(data):
+        size = int.from_bytes(data[pos:pos + _SEEN_SIZE_BYTES], "big")
+        pos += _SEEN_SIZE_BYTES
+        fingerprint = data[pos:pos + size]
+        if len(fingerprint) < size:
+            break
+        found.add(fingerprint)
+        pos += size
+    return found
+
+
+def wake_engine(engine: Any) -> bool:
+    """Run the engine's scheduling loop now rather than at its next 5-second heartbeat.
+
+    Used when another process put requests in a shared (Redis) frontier or the idle
+    check must be repeated: Scrapy's engine only reschedules itself when *it* queues
+    something (``engine.crawl``) and has no public "wake up" call. Returns whether
+    the engine had an open slot to wake.
+    """
+    slot = getattr(engine, "_slot", None)
+    if slot is None:
+        return False
+    slot.nextcall.schedule()
+    return True
+
+
+def forget_media_result(pipeline: Any, info: Any, request: Any) -> None:
+    """Drop a media pipeline's cached result for ``request``.
+
+    ``MediaPipeline`` keeps every URL's result in ``info.downloaded`` for the whole
+    crawl so that a URL asked twice is fetched once. focuscrawl's merge pipeline
+    already sends each URL once, so the cache only grows (memory over a long crawl);
+    Scrapy offers no hook to turn it off.
+    """
+    info.downloaded.pop(pipeline.crawler.request_fingerprinter.fingerprint(request), None)
+
+
+# Scrapy's downloader middlewares say no with a plain ``IgnoreRequest`` (and the
+# download handlers cancel with a plain ``DownloadCancelledError``); only the message
+# tells why. These match the texts of scrapy/downloadermiddlewares/httpcompression.py,
+# redirect.py and core/downloader/handlers/http11.py.
+
+def is_decompression_too_big(exc: BaseException) -> bool:
+    """HttpCompressionMiddleware: the decoded body exceeds DOWNLOAD_MAXSIZE (a gzip bomb)."""
+    return isinstance(exc, IgnoreRequest) and (
+        type(exc.__cause__).__name__ == "_DecompressionMaxSizeExceeded" or "during decompression" in str(exc))
+
+
+def is_too_many_redirects(exc: BaseException) -> bool:
+    """RedirectMiddleware: more than REDIRECT_MAX_TIMES redirects."""
+    return isinstance(exc, IgnoreRequest) and str(exc) == "max redirections reached"
+
+
+def is_over_download_maxsize(exc: BaseException) -> bool:
+    """The download handler cancelled a body larger than ``download_maxsize``."""
+    return isinstance(exc, DownloadCancelledError) and "larger than download max size" in str(exc)
+
+
+#: Network failures of a download (Scrapy's default RETRY_EXCEPTIONS): a host that is
+#: down is input, not a bug.
+NETWORK_ERRORS = (CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError,
+                  DownloadTimeoutError, ResponseDataLossError, ConnectError, ConnectionDone, ConnectionLost)
+ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"
+
+
+def _network_error_in_one_line(record: logging.LogRecord) -> bool:
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, NETWORK_ERRORS) or isinstance(getattr(exc, "__cause__", None), NETWORK_ERRORS):
+        record.exc_info, record.exc_text = None, None
+    return True
+
+
+def quiet_robots_network_errors() -> None:
+    """Scrapy's ``RobotsTxtMiddleware.robot_parser`` logs a failed robots.txt download at
+    ERROR with ``exc_info=True`` (a refused port: ~60 lines of traceback) and has no hook to
+    change that; its message already names the request and the error, so a logging filter
+    keeps that one line for network failures (other errors keep their traceback)."""
+    logger = logging.getLogger(ROBOTS_LOGGER)
+    if _network_error_in_one_line not in logger.filters:
+        logger.addFilter(_network_error_in_one_line)

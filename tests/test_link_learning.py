@@ -1,0 +1,134 @@
+"""Crawl mode ``learning``: the online link learner, its host term, and a real crawl on a loopback web."""
+from __future__ import annotations
+
+from focuscrawl.lm.link_learner import HostHarvest, LinkLearner, PageJudge, link_features
+from tests.crawlhelp import LOW, NORMAL, crawl, links_log
+from tests.localweb import LocalWeb, Page, html
+
+
+def _features(url: str, anchor: str = "read more") -> list[str]:
+    return link_features(anchor, url, "http://portal.test/", 0.2, None, 300.0)
+
+
+def test_features_name_anchor_url_parents_and_thesis_score():
+    feats = link_features("Cute Cats!", "http://cats-blog-1.test/post/3-a-cat.html", "http://portal.test/",
+                          0.95, None, 12.0)
+    assert {"a:cute", "a:cats", "u:cats", "u:blog", "u:test", "u:post", "u:cat", "u:html"} <= set(feats)
+    assert "x:other-host" in feats and "p:5" in feats and "g:none" in feats and "t:2" in feats
+    assert "u:3" not in feats  # digits say nothing about the topic
+    assert link_features("", "http://a.test/x", "http://a.test/", None, 0.0, None)[0] == "a:<none>"
+
+
+def test_host_harvest_rises_and_sinks_but_one_page_is_not_a_verdict():
+    hosts = HostHarvest(exploration=0.05)
+    for _ in range(20):
+        hosts.add("elsewhere.test", False)
+    unseen = hosts.score("new.test")
+    hosts.add("decoy.test", False)
+    once = hosts.score("decoy.test")
+    assert 0.6 * unseen < once < unseen  # judged on one page: only a little lower
+    for _ in range(6):
+        hosts.add("decoy.test", False)
+        hosts.add("good.test", True)
+    assert hosts.score("decoy.test") < 0.5 * once
+    assert hosts.score("good.test") > 2 * unseen
+
+
+def test_learner_moves_a_host_up_and_a_decoy_host_down():
+    learner = LinkLearner(retrain_every=4)
+    good, decoy = "http://good.test/post/1.html", "http://decoy.test/post/1.html"
+    before = learner.score(_features(good), 300.0, "good.test"), learner.score(_features(decoy), 300.0, "decoy.test")
+    assert before[0] == before[1]  # same anchor, same thesis score: nothing known yet
+    for i in range(12):
+        learner.observe(_features(f"http://good.test/post/{i}.html"), "good.test", True)
+        learner.observe(_features(f"http://decoy.test/post/{i}.html"), "decoy.test", False)
+    assert learner.version == 6 and learner.trained
+    after = learner.score(_features(good), 300.0, "good.test"), learner.score(_features(decoy), 300.0, "decoy.test")
+    assert after[0] > before[0] > after[1]
+    # the model itself (not only the host term) learnt the URL tokens of the good host
+    assert learner.model_probability(_features(good)) > 0.5 > learner.model_probability(_features(decoy))
+    assert learner.priority(after[0]) > learner.priority(after[1])
+
+
+def test_learner_is_deterministic():
+    def run() -> list[float]:
+        learner = LinkLearner(retrain_every=3)
+        for i in range(30):
+            learner.observe(_features(f"http://h{i % 4}.test/p/{i}", f"w{i % 5}"), f"h{i % 4}.test", i % 3 == 0)
+        return [learner.score(_features(f"http://h{k}.test/q", "w1"), 100.0, f"h{k}.test") for k in range(5)]
+
+    assert run() == run()
+
+
+def test_page_judge_threshold_is_the_on_topic_perplexity():
+    judge = PageJudge(on_topic_pp=50)
+    assert judge.topicality(None) is None
+    assert judge.on_topic(judge.topicality(1.0)) and judge.on_topic(judge.topicality(50.0))
+    assert not judge.on_topic(judge.topicality(51.0))
+
+
+#: five distinct on-topic texts (toy model: PP 2-7; distinct, so not near-duplicates of each other)
+GOOD_TEXTS = ["cat cat cat cat cat.", "kitten tabby cat kitten tabby.", "tabby tabby kitten cat cat.",
+              "kitten cat kitten cat tabby tabby.", "cat tabby cat kitten kitten kitten."]
+
+
+def loopback_web() -> dict:
+    """A portal links with the same generic anchor to five pages each of a decoy host
+    (off topic, listed first) and a good host (on topic), interleaved."""
+    links = []
+    for i in range(1, 6):
+        links += [(f"http://decoy.test/{i}", "read more"), (f"http://good.test/{i}", "read more")]
+    pages = {("portal.test", "/"): Page(html("portal", NORMAL, links))}
+    for i in range(1, 6):
+        pages[("decoy.test", f"/{i}")] = Page(html("decoy", LOW))
+        pages[("good.test", f"/{i}")] = Page(html("good", GOOD_TEXTS[i - 1]))
+    return pages
+
+
+def test_keywords_mode_cannot_tell_the_hosts_apart(tmp_path):
+    with LocalWeb(loopback_web()) as web:
+        _, proc = crawl(web, tmp_path, "http://portal.test/", mode="keywords")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert web.pages_requested()[1:5] == ["decoy.test/1", "good.test/1", "decoy.test/2", "good.test/2"]
+
+
+def test_learning_crawl_moves_the_good_host_up_and_the_decoy_down(tmp_path):
+    settings = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1}
+    with LocalWeb(loopback_web()) as web:
+        stats, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    order = web.pages_requested()
+    # one page of each host is fetched in link order; then the frontier is re-ranked:
+    # the good host's pages all come before the decoy's
+    assert order[:3] == ["portal.test/", "decoy.test/1", "good.test/1"]
+    assert order[3:7] == [f"good.test/{i}" for i in range(2, 6)]
+    assert order[7:] == [f"decoy.test/{i}" for i in range(2, 6)]
+    assert stats["focuscrawl/learning/judged_on_topic"] == 5
+    # the portal and the decoy's five pages (four near-duplicates of the first)
+    assert stats["focuscrawl/learning/judged_off_topic"] == 6
+    assert stats["focuscrawl/learning/updates"] == 10 and stats["focuscrawl/learning/reranked"] > 0
+    rows = links_log(tmp_path)
+    assert {r["to"] for r in rows} >= {"http://good.test/1", "http://decoy.test/5"}
+    row = next(r for r in rows if r["to"] == "http://good.test/1")
+    assert 0 < float(row["learned"]) < 1 and "a:read" in row["features"].split() and row["score"]
+
+
+def test_learning_crawl_resumes_from_jobdir_with_what_it_had_learnt(tmp_path):
+    from focuscrawl.lm.link_learner import LinkLearner
+
+    settings = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1, "JOBDIR": str(tmp_path / "job")}
+    with LocalWeb(loopback_web()) as web:
+        stats1, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings, budget="4")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert stats1["finish_reason"] == "page_budget"
+        saved = LinkLearner.load(tmp_path / "job" / "focuscrawl" / "link_learner.pkl")
+        assert saved.hosts.judged.get("good.test", 0) >= 1 and saved.version >= 1
+        stats2, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert stats2["finish_reason"] == "finished"
+    order = web.pages_requested()
+    assert len(order) == len(set(order)) == 11  # every page once across the two sessions
+    # the resumed session knew the decoy from the first: the good host's pages came first
+    second = order[4:]
+    assert [p for p in second if p.startswith("good")] == second[:len([p for p in second if p.startswith("good")])]
+    assert (tmp_path / "out" / "link_learner.pkl").exists()

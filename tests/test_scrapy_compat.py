@@ -1,0 +1,139 @@
+"""Pins what each workaround in focuscrawl.scrapy_compat relies on in the installed Scrapy."""
+from __future__ import annotations
+
+import gzip
+import logging
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from scrapy import Request
+from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+from scrapy.dupefilters import RFPDupeFilter
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
+from scrapy.http import Response
+from scrapy.pipelines.files import FilesPipeline
+from scrapy.pipelines.media import FileException, MediaPipeline
+from scrapy.utils.test import get_crawler
+from twisted.python.failure import Failure
+
+from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
+                                      is_over_download_maxsize, is_too_many_redirects, read_seen_fingerprints)
+
+
+def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
+    crawler = get_crawler(settings_dict={"JOBDIR": str(tmp_path)})
+    dupefilter = RFPDupeFilter.from_crawler(crawler)
+    requests = [Request(f"http://127.0.0.1/{i}") for i in range(5)]
+    for request in requests:
+        assert not dupefilter.request_seen(request)
+    dupefilter.close("finished")
+    expected = {crawler.request_fingerprinter.fingerprint(r) for r in requests}
+    assert read_seen_fingerprints(tmp_path / "requests.seen") == expected
+    # a record torn by a kill is ignored, the whole ones are kept
+    with open(tmp_path / "requests.seen", "ab") as fh:
+        fh.write((20).to_bytes(2, "big") + b"torn")
+    assert read_seen_fingerprints(tmp_path / "requests.seen") == expected
+    assert read_seen_fingerprints(tmp_path / "absent") == set()
+
+
+def test_expected_media_failure_is_not_logged_as_an_error(caplog):
+    """MediaPipeline logs a failed result with a traceback at ERROR, an expected one not."""
+    assert issubclass(ExpectedMediaFailure, FileException)
+    pipeline = FilesPipeline("/nonexistent-store", crawler=get_crawler())
+    info = FilesPipeline.SpiderInfo(spider=None)
+    with caplog.at_level(logging.DEBUG):
+        MediaPipeline.item_completed(pipeline, [(False, Failure(ExpectedMediaFailure("filtered")))], {}, info)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    with caplog.at_level(logging.DEBUG):  # an ordinary FileException is: the contrast is real
+        MediaPipeline.item_completed(pipeline, [(False, Failure(FileException("broken")))], {}, info)
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_forget_media_result_empties_the_pipelines_cache():
+    crawler = get_crawler()
+    pipeline = FilesPipeline("/nonexistent-store", crawler=crawler)
+    info = FilesPipeline.SpiderInfo(spider=None)
+    request = Request("http://127.0.0.1/a.jpg")
+    info.downloaded[crawler.request_fingerprinter.fingerprint(request)] = {"path": "x"}
+    forget_media_result(pipeline, info, Request("http://127.0.0.1/a.jpg"))
+    assert info.downloaded == {}
+
+
+def test_redirect_limit_is_recognised_from_scrapys_redirect_middleware():
+    crawler = get_crawler(settings_dict={"REDIRECT_MAX_TIMES": 0})
+    middleware = RedirectMiddleware.from_crawler(crawler)
+    request = Request("http://127.0.0.1/loop")
+    response = Response("http://127.0.0.1/loop", status=302, headers={"Location": "/loop"}, request=request)
+    with pytest.raises(IgnoreRequest) as caught:
+        middleware.process_response(request, response)
+    assert is_too_many_redirects(caught.value)
+    assert not is_decompression_too_big(caught.value)
+
+
+def test_decompression_bomb_is_recognised_from_scrapys_compression_middleware():
+    middleware = HttpCompressionMiddleware.from_crawler(get_crawler(settings_dict={"DOWNLOAD_MAXSIZE": 1000}))
+    request = Request("http://127.0.0.1/bomb")
+    response = Response("http://127.0.0.1/bomb", body=gzip.compress(b"\0" * 100_000),
+                        headers={"Content-Encoding": "gzip"}, request=request)
+    with pytest.raises(IgnoreRequest) as caught:
+        middleware.process_response(request, response)
+    assert is_decompression_too_big(caught.value)
+    assert not is_too_many_redirects(caught.value)
+
+
+def test_download_maxsize_cancel_is_recognised():
+    from scrapy.utils._download_handlers import get_maxsize_msg  # the handlers' own message text
+    request = Request("http://127.0.0.1/big.jpg")
+    for expected in (True, False):
+        assert is_over_download_maxsize(DownloadCancelledError(get_maxsize_msg(2000, 1000, request,
+                                                                               expected=expected)))
+    assert not is_over_download_maxsize(DownloadCancelledError("connection lost"))
+    assert not is_over_download_maxsize(IgnoreRequest("larger than download max size"))
+
+
+WAKE_SCRIPT = textwrap.dedent("""
+    import time
+    from scrapy import Spider, signals
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.exceptions import DontCloseSpider
+    from focuscrawl.scrapy_compat import wake_engine
+
+    class Idle(Spider):
+        name = "idle"
+        idles = []
+
+        async def start(self):
+            return
+            yield
+
+        @classmethod
+        def from_crawler(cls, crawler, *args, **kwargs):
+            spider = super().from_crawler(crawler, *args, **kwargs)
+            crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
+            return spider
+
+        def on_idle(self):
+            self.idles.append(time.monotonic())
+            if len(self.idles) == 1:
+                from twisted.internet import reactor  # the one CrawlerProcess installed
+                reactor.callLater(0.1, lambda: print("woke", wake_engine(self.crawler.engine)))
+                raise DontCloseSpider
+
+    process = CrawlerProcess({"LOG_ENABLED": False, "TELNETCONSOLE_ENABLED": False})
+    process.crawl(Idle)
+    process.start()
+    print("gap %.3f" % (Idle.idles[1] - Idle.idles[0]))
+""")
+
+
+def test_wake_engine_reruns_the_idle_check_before_the_heartbeat(tmp_path):
+    """Without the wake the second idle check comes at the engine's 5-second heartbeat."""
+    done = subprocess.run([sys.executable, "-c", WAKE_SCRIPT], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "woke True" in done.stdout
+    gap = float(done.stdout.split("gap ")[1])
+    assert gap < 2.5, done.stdout
