@@ -3,20 +3,29 @@
 One generated web (page i at ``/p/i``: ~12 sentences, ~20 links with 1-3 word anchors,
 3 ``<img>``) is served on 127.0.0.1 by a fast asyncio server in its own process. Each
 crawl runs in its own process with the same download settings (no delays, no
-robots.txt, 16 concurrent requests) and stops after ``--pages`` responses:
+robots.txt, 16 concurrent requests) and stops after ``--pages`` HTML pages:
 
 * ``plain``: a Scrapy spider with Scrapy's default settings that follows every
-  ``<a href>`` and scores nothing (the baseline);
-* ``unfocused``, ``document``, ``keywords``: the ``focused`` spider with the bundled
-  model (razor off so that every mode does the same amount of work);
+  ``<a href>`` and does nothing else (page-only baseline);
+* ``corpus``: the plain corpus spider, the same corpus work without any focus:
+  follows every link, trafilatura text of every page, every ``<img>`` downloaded by
+  Scrapy's FilesPipeline, one JSON line per page (feed export);
+* ``unfocused``, ``document``, ``keywords``: ``scrapy crawl focused -a mode=...`` with
+  everything as shipped (profile ``full``, the headline: page text (auto), image
+  extraction and download, near-duplicates, writers, the analysis worker pool; razor
+  off so that every mode does the same work); ``MODE/no-pool`` the same with
+  ``FOCUSCRAWL_ANALYSIS_WORKERS=0``. ``--profile core`` is the old spider-only profile;
 * ``learning``: ``keywords`` plus the online link learner and the re-ranking frontier
   (target: >= 0.9x keywords, i.e. the learning costs at most 10%).
 
-Prints pages/s per run and the ratio to plain (target: keywords >= 0.8x), then the
-peak RSS of a ``--memory-pages`` crawl in ``keywords`` mode with JOBDIR (target
-<= 1 GB). ``--pages 2000 --memory-pages 5000`` for a quick run.
+Rounds are interleaved (``--repeat``); ratios are taken within each round and printed
+as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
+time; unfocused and document not slower than keywords). CPU time counts the crawl
+process and its worker processes. ``--memory-pages N`` then measures the peak RSS
+(crawl + workers) of an N-page ``keywords`` crawl with JOBDIR (target <= 1 GB at
+50,000). ``--cprofile OUT`` profiles one keywords crawl instead.
 
-    python benchmarks/crawl_throughput.py [--pages 5000] [--memory-pages 50000] [--modes ...]
+    python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [-s NAME=VALUE]
 """
 from __future__ import annotations
 
@@ -26,6 +35,8 @@ import json
 import os
 import random
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -135,12 +146,14 @@ def core_settings(project) -> dict:
             "FOCUSCRAWL_NEARDUP_ENABLED": False}
 
 
-def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str = "core") -> dict:
+def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str = "full",
+              extra: list[str] = (), profile_out: str | None = None) -> dict:
     """In this process: one crawl, returns its numbers."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
     from scrapy.settings import Settings
-    from scrapy.utils.project import get_project_settings
+
+    from focuscrawl.resources import project_settings
 
     class PlainSpider(scrapy.Spider):
         name = "plain"
@@ -150,65 +163,162 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
             for href in response.css("a::attr(href)").getall():
                 yield response.follow(href, callback=self.parse)
 
+    class CorpusSpider(PlainSpider):
+        """Plain Scrapy doing the corpus work without any focus: trafilatura text of every
+        page (the options of focuscrawl's trafilatura extractor), every ``<img>`` downloaded by
+        Scrapy's FilesPipeline, one JSON line per page (feed export)."""
+
+        name = "corpus"
+
+        def parse(self, response):
+            import trafilatura
+
+            text = trafilatura.extract(response.text, include_comments=False, include_tables=True,
+                                       favor_recall=True, deduplicate=False, with_metadata=False)
+            images = [response.urljoin(src) for src in response.css("img::attr(src)").getall()]
+            yield {"url": response.url, "text": text, "file_urls": images}
+            yield from super().parse(response)
+
     overrides = dict(COMMON, CLOSESPIDER_PAGECOUNT=pages)
+    tmp_dirs = []
     if jobdir:
         overrides["JOBDIR"] = jobdir
-    if kind == "plain":
+    if kind in ("plain", "corpus"):
         settings = Settings()
+        if kind == "corpus":  # pages = items (image downloads are responses too)
+            out = tempfile.mkdtemp(prefix="focuscrawl-bench-corpus-")
+            tmp_dirs.append(out)
+            overrides.update(CLOSESPIDER_PAGECOUNT=0, CLOSESPIDER_ITEMCOUNT=pages, FILES_STORE=f"{out}/files",
+                             ITEM_PIPELINES={"scrapy.pipelines.files.FilesPipeline": 1},
+                             FEEDS={f"{out}/pages.jsonl": {"format": "jsonlines"}})
         settings.setdict(overrides, priority="cmdline")
         process = CrawlerProcess(settings)
-        crawler = process.create_crawler(PlainSpider)
+        crawler = process.create_crawler(CorpusSpider if kind == "corpus" else PlainSpider)
         process.crawl(crawler)
     else:
         os.chdir(REPO)
-        settings = get_project_settings()
+        settings = project_settings()
         if profile == "core":
             overrides.update(core_settings(settings))
         else:  # everything as shipped, writing a run directory; budget in pages, not image downloads
             overrides["FOCUSCRAWL_OUTPUT_DIR"] = tempfile.mkdtemp(prefix="focuscrawl-bench-")
+            tmp_dirs.append(overrides["FOCUSCRAWL_OUTPUT_DIR"])
             overrides["CLOSESPIDER_PAGECOUNT"] = 0
             overrides["FOCUSCRAWL_PAGE_BUDGET"] = pages
         settings.setdict(dict(overrides, FOCUSCRAWL_LINK_RAZOR=1e300, FOCUSCRAWL_PROGRESS_INTERVAL=0),
                          priority="cmdline")
+        for item in extra:
+            name, _, value = item.partition("=")
+            settings.set(name, value, priority="cmdline")
+        mode, _, variant = kind.partition("/")
+        if variant == "no-pool":  # the page analysis in the crawl process (one core)
+            settings.set("FOCUSCRAWL_ANALYSIS_WORKERS", 0, priority="cmdline")
         process = CrawlerProcess(settings)
         crawler = process.create_crawler("focused")
-        process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=kind)
+        process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
     cpu_start = cpu_seconds()  # after the model is loaded (in process.crawl)
-    process.start()
+    peak = PeakRss()
+    if profile_out:
+        import cProfile
+
+        cProfile.runctx("process.start()", globals(), {"process": process}, profile_out)
+    else:
+        process.start()
+    peak.stop()
     stats = crawler.stats.get_stats()
+    for tmp in tmp_dirs:
+        shutil.rmtree(tmp, ignore_errors=True)
     return {
         "kind": kind,
-        "pages": stats.get("focuscrawl/pages", stats.get("response_received_count", 0)),
+        # page rows when written (the budget's exact count), else pages parsed
+        "pages": stats.get("pages/written") or stats.get("focuscrawl/pages", stats.get(
+            "item_scraped_count", stats.get("response_received_count", 0))),
         "responses": stats.get("response_received_count", 0),
         "seconds": stats.get("elapsed_time_seconds", 0.0),
         "lm_queries": stats.get("lm/queries"), "lm_cache_hits": stats.get("lm/cache_hits"),
         "cpu_seconds": cpu_seconds() - cpu_start,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak.peak / 1024 ** 2,
     }
 
 
 def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """User + system CPU of this process and its finished children (a worker pool)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
-def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "core") -> dict:
+def _tree_rss(pid: int) -> int:
+    """RSS in bytes of process ``pid`` and all its descendants (Linux /proc)."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                total += sum(_tree_rss(int(c)) for c in f.read().split())
+    except (OSError, ValueError):
+        pass
+    return total
+
+
+class PeakRss:
+    """Peak RSS of this process plus its children (the worker pool), sampled every 0.2 s."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak = max(self.peak, _tree_rss(os.getpid()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
+                     extra: list[str] = (), cprofile: str | None = None) -> dict:
     cmd = [sys.executable, __file__, "--run", kind, "--port", str(port), "--pages", str(pages), "--profile", profile]
     if jobdir:
         cmd += ["--jobdir", jobdir]
+    if cprofile:
+        cmd += ["--cprofile", cprofile]
+    for item in extra:
+        cmd += ["-s", item]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x (runs {min(values):.2f}-{max(values):.2f})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=5000, help="pages per throughput crawl")
-    parser.add_argument("--memory-pages", type=int, default=50000, help="pages of the JOBDIR memory crawl (0: skip)")
-    parser.add_argument("--modes", nargs="+", default=["plain", "unfocused", "document", "keywords", "learning"])
-    parser.add_argument("--repeat", type=int, default=2, help="interleaved runs per crawl (best is kept)")
-    parser.add_argument("--profile", choices=("core", "full"), default="core",
-                        help="core: spider + link scoring only (default); full: every component as shipped "
-                             "(trafilatura, image extraction and download, near-duplicates, writers)")
+    parser.add_argument("--pages", type=int, default=1500, help="HTML pages per throughput crawl")
+    parser.add_argument("--memory-pages", type=int, default=0,
+                        help="pages of the JOBDIR memory crawl in keywords mode (0: skip; the target is "
+                             "stated for 50000)")
+    parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords", "learning"],
+                        help="crawls: plain, corpus, unfocused, document, keywords, learning; MODE/no-pool = that mode "
+                             "with the page analysis in the crawl process (FOCUSCRAWL_ANALYSIS_WORKERS=0)")
+    parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown)")
+    parser.add_argument("--profile", choices=("core", "full"), default="full",
+                        help="full: every component as shipped (the headline; trafilatura, image extraction "
+                             "and download, near-duplicates, writers); core: spider + link scoring only")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="setting for the focused crawls (repeatable), e.g. FOCUSCRAWL_ANALYSIS_WORKERS=0")
+    parser.add_argument("--cprofile", metavar="OUT", help="profile one keywords crawl with cProfile into OUT "
+                                                          "and print its top functions")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -218,50 +328,79 @@ def main() -> int:
         asyncio.run(_serve(0, args.serve))
         return 0
     if args.run:
-        print(json.dumps(run_crawl(args.run, args.port, args.pages, args.jobdir, args.profile)))
+        print(json.dumps(run_crawl(args.run, args.port, args.pages, args.jobdir, args.profile, args.set,
+                                   args.cprofile)))
         return 0
 
     web_pages = max(2 * args.pages, 2 * args.memory_pages, 10000)
     server, port = start_server(web_pages)
     try:
-        results: dict[str, dict] = {}
-        print(f"web: {web_pages} pages (~20 links, 3 images each) on 127.0.0.1:{port}; "
-              f"best of {args.repeat} interleaved runs per crawl; focused profile: {args.profile}")
-        print("pages/s = pages / wall seconds; CPU pages/s = pages / CPU seconds of the crawl process "
-              "(robust on a shared machine)")
-        for _ in range(args.repeat):
+        if args.cprofile:
+            r = crawl_subprocess("keywords", port, args.pages, profile=args.profile, extra=args.set,
+                                 cprofile=args.cprofile)
+            print(f"keywords: {r['pages']} pages in {r['seconds']:.1f} s; profile in {args.cprofile}")
+            import pstats
+
+            pstats.Stats(args.cprofile).sort_stats("tottime").print_stats(30)
+            pstats.Stats(args.cprofile).sort_stats("cumulative").print_stats(60)
+            return 0
+        print(f"web: {web_pages} pages (~20 links, 3 images each) on 127.0.0.1:{port}; {args.repeat} "
+              f"interleaved rounds; focused profile: {args.profile}; settings: {args.set or 'as shipped'}")
+        print("pages/s = HTML pages / wall seconds; CPU pages/s = pages / CPU seconds of the crawl process "
+              "and its workers")
+        rounds: list[dict[str, dict]] = []
+        for n in range(args.repeat):
+            results: dict[str, dict] = {}
             for kind in args.modes:
-                r = crawl_subprocess(kind, port, args.pages, profile=args.profile)
+                r = crawl_subprocess(kind, port, args.pages, profile=args.profile, extra=args.set)
                 r["rate"] = r["pages"] / r["seconds"] if r["seconds"] else 0.0
                 r["cpu_rate"] = r["pages"] / r["cpu_seconds"] if r["cpu_seconds"] else 0.0
-                best = results.get(kind)
-                results[kind] = r if best is None else max(best, r, key=lambda x: x["rate"])
-                results[kind]["best_cpu_rate"] = max(r["cpu_rate"], (best or r)["cpu_rate"])
-        print(f"{'crawl':<10} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'vs plain':>8} {'CPU p/s':>8} "
-              f"{'vs plain':>8} {'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
-        plain = results.get("plain")
-        for kind, r in results.items():
-            ratio = r["rate"] / plain["rate"] if plain else float("nan")
-            cpu_ratio = r["best_cpu_rate"] / plain["best_cpu_rate"] if plain else float("nan")
-            print(f"{kind:<10} {r['pages']:>6} {r['seconds']:>8.1f} {r['rate']:>8.1f} {ratio:>7.2f}x "
-                  f"{r['best_cpu_rate']:>8.1f} {cpu_ratio:>7.2f}x "
-                  f"{r['lm_queries'] or 0:>10} {r['lm_cache_hits'] or 0:>10} {r['peak_rss_mb']:>11.0f}", flush=True)
-        if plain and "keywords" in results:
-            ratio = results["keywords"]["rate"] / plain["rate"]
-            cpu_ratio = results["keywords"]["best_cpu_rate"] / plain["best_cpu_rate"]
-            print(f"keywords / plain = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU (target >= 0.8x): "
-                  f"{'OK' if min(ratio, cpu_ratio) >= 0.8 else 'BELOW TARGET'}")
-        if "keywords" in results and "learning" in results:
-            k, lr = results["keywords"], results["learning"]
-            ratio, cpu_ratio = lr["rate"] / k["rate"], lr["best_cpu_rate"] / k["best_cpu_rate"]
-            print(f"learning / keywords = {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU (target >= 0.9x): "
-                  f"{'OK' if min(ratio, cpu_ratio) >= 0.9 else 'BELOW TARGET'}")
+                results[kind] = r
+            rounds.append(results)
+            print(f"round {n + 1}: " + ", ".join(f"{k} {r['rate']:.1f} p/s" for k, r in results.items()), flush=True)
+        print(f"{'crawl':<10} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} "
+              f"{'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
+        for kind in args.modes:
+            rs = [rd[kind] for rd in rounds]
+            rates = [r["rate"] for r in rs]
+            best = max(rs, key=lambda r: r["rate"])
+            cpu_rate = statistics.median(r["cpu_rate"] for r in rs)
+            print(f"{kind:<10} {best['pages']:>6} {statistics.median(rates):>8.1f} "
+                  f"{min(rates):>6.1f}-{max(rates):<6.1f} {cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
+                  f"{best['lm_queries'] or 0:>10} {best['lm_cache_hits'] or 0:>10} "
+                  f"{max(r['peak_rss_mb'] for r in rs):>11.0f}", flush=True)
+        verdicts = []
+        for base, target in (("corpus", 0.9), ("plain", 0.8)):
+            if base not in args.modes:
+                continue
+            for kind in ("keywords", "document", "unfocused"):
+                if kind not in args.modes:
+                    continue
+                wall = [rd[kind]["rate"] / rd[base]["rate"] for rd in rounds]
+                cpu = [rd[kind]["cpu_rate"] / rd[base]["cpu_rate"] for rd in rounds]
+                line = f"{kind} / {base}: wall {_spread(wall)}, CPU {_spread(cpu)}"
+                if kind == "keywords":
+                    ok = statistics.median(wall) >= target
+                    line += f" (target >= {target}x wall: {'OK' if ok else 'BELOW TARGET'})"
+                    verdicts.append(ok)
+                print(line)
+        if "keywords" in args.modes:
+            for kind in ("unfocused", "document"):
+                if kind in args.modes:
+                    wall = [rd[kind]["rate"] / rd["keywords"]["rate"] for rd in rounds]
+                    print(f"{kind} / keywords: wall {_spread(wall)} (target >= 1x: "
+                          f"{'OK' if statistics.median(wall) >= 0.97 else 'SLOWER'}; within 3% counts as equal)")
+        if "keywords" in args.modes and "learning" in args.modes:
+            wall = [rd["learning"]["rate"] / rd["keywords"]["rate"] for rd in rounds]
+            cpu = [rd["learning"]["cpu_rate"] / rd["keywords"]["cpu_rate"] for rd in rounds]
+            print(f"learning / keywords: wall {_spread(wall)}, CPU {_spread(cpu)} (target >= 0.9x: "
+                  f"{'OK' if min(statistics.median(wall), statistics.median(cpu)) >= 0.9 else 'BELOW TARGET'})")
         if args.memory_pages:
             with tempfile.TemporaryDirectory() as jobdir:
                 t = time.monotonic()
-                r = crawl_subprocess("keywords", port, args.memory_pages, jobdir, profile=args.profile)
+                r = crawl_subprocess("keywords", port, args.memory_pages, jobdir, profile=args.profile, extra=args.set)
                 print(f"memory: keywords crawl of {r['pages']} pages with JOBDIR in {time.monotonic() - t:.0f} s: "
-                      f"peak RSS {r['peak_rss_mb']:.0f} MB (target <= 1024 MB): "
+                      f"peak RSS (crawl + workers) {r['peak_rss_mb']:.0f} MB (target <= 1024 MB): "
                       f"{'OK' if r['peak_rss_mb'] <= 1024 else 'ABOVE TARGET'}")
     finally:
         server.terminate()

@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def configure_logging(verbose: bool) -> None:
+    """The commands' log: one stderr handler on the root logger (also in worker processes)."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
 class CommandError(Exception):
     """A user error: printed as one clear line, exit code 2, no traceback."""
 
@@ -40,8 +46,7 @@ class CommandError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbose)
     try:
         return int(args.func(args) or 0)
     except (CommandError, FileNotFoundError, ValueError) as exc:

@@ -349,3 +349,15 @@ FOCUSCRAWL_LEARNING_HOST_WEIGHT = 1.0
 FOCUSCRAWL_LEARNING_EXPLORATION = 0.05
 #: Requests at the top of the frontier re-scored with each new model (0 = none).
 FOCUSCRAWL_LEARNING_RERANK_TOP = 500
+
+# --- Throughput (issue #14) ---------------------------------------------------------
+#: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:
+#: text extraction within FOCUSCRAWL_TEXT_TIME_LIMIT, sentence and document scores, the
+#: calibrated page score, links, image contexts and scores, SimHash); each loads the
+#: models once. 0 = in the crawl process. Results are the same either way
+#: (tests/test_analysis_pool.py); 1 puts the work on a second core.
+FOCUSCRAWL_ANALYSIS_WORKERS = 1
+#: Items and requests of one response processed at once. Scrapy's default (100) starts
+#: 100 asyncio tasks per response whatever it yields; a page yields ~25 here, and 16
+#: cut the crawl's CPU per page by ~18% (benchmarks/crawl_throughput.py, docs/CRAWL.md).
+CONCURRENT_ITEMS = 16

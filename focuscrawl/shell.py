@@ -74,7 +74,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     max_repeats = settings.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
     max_segments = settings.getint("FOCUSCRAWL_MAX_PATH_SEGMENTS")
     depth = response.meta.get("depth", 0) if response.request is not None else 0
-    links, _ = page_links(response.selector.root, response)
+    links, _ = page_links(response.selector.root, get_base_url(response))
     rows = []
     for url, anchor in links.items():
         if allowed and not domain_allowed(url.split("/")[2].split(":")[0], allowed):

@@ -1,4 +1,7 @@
-"""ImageExtractionMiddleware with a real Scrapy crawler, response and items (no crawl)."""
+"""ImageExtractionMiddleware with a real Scrapy crawler, response and items (no crawl).
+
+Each response carries its page analysis (``focuscrawl.analysis``) in its meta, as the
+spider leaves it."""
 import asyncio
 
 import pytest
@@ -6,7 +9,10 @@ from scrapy import Request
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
+from scrapy.utils.response import get_base_url
+
 from focuscrawl import settings as project_settings
+from focuscrawl.analysis import META_KEY, AnalysisConfig, analyse_page
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.images import ImageExtractionMiddleware
 
@@ -22,6 +28,14 @@ def make_mw(**settings):
     return ImageExtractionMiddleware.from_crawler(crawler), crawler.stats
 
 
+def analysed(url, body=HTML, depth=1):
+    """An HtmlResponse with the page analysis the spider would have left in its meta."""
+    resp = HtmlResponse(url, body=body, request=Request(url))
+    config = AnalysisConfig()
+    resp.meta[META_KEY] = analyse_page(resp.text, url, get_base_url(resp), depth, config, config.scorer())
+    return resp
+
+
 def output(mw, response, objs):
     return list(mw.process_spider_output(response, iter(objs)))
 
@@ -32,14 +46,15 @@ def page_item(url="http://s.test/p", dup=None):
 
 def test_page_item_then_its_images_and_counts():
     mw, stats = make_mw()
-    resp = HtmlResponse("http://s.test/p", body=HTML)
+    resp = analysed("http://s.test/p")
     req = Request("http://s.test/next")
     out = output(mw, resp, [page_item(), req])
     assert isinstance(out[0], PageItem) and out[2] is req
     img = out[1]
     assert isinstance(img, ImageItem)
     assert img["image_url"] == "http://cdn.test/pics/a.jpg"  # <base href> honoured
-    assert img["page_url"] == "http://s.test/p" and img["page_depth"] == 1 and img["page_perplexity"] == 50.0
+    page_pp = resp.meta[META_KEY].score.perplexity
+    assert img["page_url"] == "http://s.test/p" and img["page_depth"] == 1 and img["page_perplexity"] == page_pp > 0
     assert img["near_duplicate_page"] is False
     assert stats.get_value("images/seen") == 3 and stats.get_value("images/kept") == 1
     assert stats.get_value("images/dropped/no_alt_title") == 1 and stats.get_value("images/dropped/too_small") == 1
@@ -47,7 +62,7 @@ def test_page_item_then_its_images_and_counts():
 
 def test_async_output_matches_sync():
     mw, _ = make_mw()
-    resp = HtmlResponse("http://s.test/p", body=HTML)
+    resp = analysed("http://s.test/p")
 
     async def gen():
         yield page_item()
@@ -65,7 +80,7 @@ def test_async_output_matches_sync():
 @pytest.mark.parametrize("mode, kept", [("mark", 1), ("skip", 0)])
 def test_near_duplicate_pages(mode, kept):
     mw, stats = make_mw(FOCUSCRAWL_NEARDUP_IMAGES=mode)
-    out = output(mw, HtmlResponse("http://s.test/p2", body=HTML), [page_item("http://s.test/p2", "http://s.test/p")])
+    out = output(mw, analysed("http://s.test/p2"), [page_item("http://s.test/p2", "http://s.test/p")])
     images = [o for o in out if isinstance(o, ImageItem)]
     assert len(images) == kept
     if mode == "mark":
@@ -78,9 +93,11 @@ def test_near_duplicate_pages(mode, kept):
 
 def test_non_html_and_bad_setting():
     mw, stats = make_mw()
-    out = output(mw, Response("http://s.test/x.bin", body=b"\x00\x01"), [page_item()])
+    out = output(mw, Response("http://s.test/x.bin", body=b"\x00\x01", request=Request("http://s.test/x.bin")),
+                 [page_item()])
     assert len(out) == 1 and stats.get_value("images/pages_unparseable") == 1
-    out = output(mw, TextResponse("http://s.test/x", body=b"", encoding="utf-8"), [page_item()])
+    out = output(mw, TextResponse("http://s.test/x", body=b"", encoding="utf-8", request=Request("http://s.test/x")),
+                 [page_item()])
     assert len(out) == 1
     with pytest.raises(ValueError, match="FOCUSCRAWL_NEARDUP_IMAGES"):
         make_mw(FOCUSCRAWL_NEARDUP_IMAGES="drop")

@@ -10,6 +10,7 @@ for crawled and archived pages.
 """
 from __future__ import annotations
 
+import calendar
 import ipaddress
 import logging
 import os
@@ -21,6 +22,7 @@ from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import DecompressingBufferedReader
+from warcio.timeutils import iso_date_to_datetime
 from warcio.utils import BUFF_SIZE
 
 from focuscrawl.urls import excerpt, url_problem
@@ -65,11 +67,20 @@ class RecordRef:
     status: int
     content_type: str
     length: int  # record length in the (possibly compressed) file
+    date: float = 0.0  # capture time (WARC-Date, unix seconds; 0 = unknown)
 
 
 def _target_uri(record) -> str:
     uri = record.rec_headers.get_header("WARC-Target-URI") or ""
     return uri.strip().strip("<>")
+
+
+def _capture_time(record) -> float:
+    try:
+        moment = iso_date_to_datetime(record.rec_headers.get_header("WARC-Date") or "")
+        return calendar.timegm(moment.utctimetuple()) + moment.microsecond / 1e6
+    except (ValueError, TypeError, OverflowError, IndexError):
+        return 0.0
 
 
 def _status(record) -> int:
@@ -277,7 +288,7 @@ def iter_refs(path: str | os.PathLike, stats: dict | None = None) -> Iterator[Re
             if scanner.damaged(url):
                 continue
             offset, length = scanner.it.get_record_offset(), scanner.it.get_record_length()
-            yield RecordRef(path, offset, url, status, ctype, length)
+            yield RecordRef(path, offset, url, status, ctype, length, _capture_time(record))
 
 
 def _dechunk(stream, max_size: int) -> tuple[bytes, bool]:

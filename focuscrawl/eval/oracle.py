@@ -28,6 +28,7 @@ from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
 from scrapy.http import HtmlResponse
+from scrapy.utils.response import get_base_url
 
 from focuscrawl.urls import QueryVariantLimit, repeated_path_segment
 
@@ -136,7 +137,7 @@ class SimulatedFetcher:
                 return None
             response = HtmlResponse(url, body=r.body, headers=r.headers)
             try:
-                return url, page_links(response.selector.root, response)[0]
+                return url, page_links(response.selector.root, get_base_url(response))[0]
             except (UnicodeError, LookupError):
                 return None
         return None

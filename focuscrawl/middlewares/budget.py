@@ -6,8 +6,9 @@ page budgets; the evaluation compares modes at the same number of pages.
 
 A spider middleware next to the spider (output order: before the near-duplicate,
 image and link middlewares): the N-th ``PageItem`` closes the spider. Responses still
-in flight then (at most ``CONCURRENT_REQUESTS``) reach the spider too; their output is
-dropped, so the run has exactly N page rows, and their request is queued again
+in flight then (at most ``CONCURRENT_REQUESTS``) reach the spider too, and pages whose
+analysis was still running (the spider awaits it, ``focuscrawl.analysis``) finish; their
+output from then on is dropped, so the run has exactly N page rows, and their request is queued again
 (``dont_filter``) so that a JOBDIR resume with a larger budget still fetches them
 (a clean stop saves the queue; after a kill the frontier journal recovers them).
 Counted as ``focuscrawl/budget/responses_over_budget``.
@@ -76,6 +77,14 @@ class PageBudget:
                 yield obj
             return
         async for obj in result:
+            if self.pages >= self.budget:
+                # spent while this page was being analysed (the spider awaits its analysis,
+                # focuscrawl.analysis, so many pages are in progress at once): drop the rest
+                async for _ in result:
+                    pass
+                for request in self._over_budget(response, ()):
+                    yield request
+                return
             yield obj
             if isinstance(obj, PageItem):
                 self._count()

@@ -16,15 +16,11 @@ from typing import Any, AsyncIterator, Iterable, Iterator
 
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotSupported
 from scrapy.http import Response
-from scrapy.utils.response import get_base_url
 
-from focuscrawl.images.extract import ContextSettings, image_items
-from focuscrawl.images.rules import ImageRules
+from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
 from focuscrawl.output.images import image_store
-from focuscrawl.scoring import topic_scorer
 
 logger = logging.getLogger(__name__)
 
@@ -36,22 +32,13 @@ class ImageExtractionMiddleware:
         settings = crawler.settings
         self.stats = crawler.stats
         self.crawler = crawler
-        self.rules = ImageRules.from_settings(settings)
-        self.context = ContextSettings.from_settings(settings)
         self.neardup = (settings.get("FOCUSCRAWL_NEARDUP_IMAGES") or "mark").lower()
         if self.neardup not in NEARDUP_MODES:
             raise ValueError(f"FOCUSCRAWL_NEARDUP_IMAGES must be one of {NEARDUP_MODES}, got {self.neardup!r}")
-        self._scorer = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageExtractionMiddleware":
         return cls(crawler)
-
-    @property
-    def scorer(self):
-        if self._scorer is None:
-            self._scorer = topic_scorer(self.crawler)
-        return self._scorer
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The seeds, then the images a killed crawl had accepted but never written
@@ -98,22 +85,21 @@ class ImageExtractionMiddleware:
                     yield item
 
     def images_of(self, response: Response, page: PageItem) -> list:
-        """The kept ImageItems of ``response`` (stats counted), following ``page``."""
+        """The kept ImageItems of ``response`` (stats counted), following ``page``.
+
+        The decisions were made with the page's analysis (``focuscrawl.analysis``), left in
+        ``response.meta`` by the spider."""
         if page.get("near_duplicate_of") and self.neardup == "skip":
             self.stats.inc_value("images/pages_skipped_near_duplicate")
             return []
-        try:
-            root = response.selector.root
-            base_url = get_base_url(response)
-        except (AttributeError, NotSupported, ValueError, UnicodeError) as exc:
+        analysis = page_analysis(response)
+        if analysis is None:
             self.stats.inc_value("images/pages_unparseable")
-            logger.debug("no images from %s: %s", response.url, exc)
+            logger.debug("no page analysis for %s: no images", response.url)
             return []
-        decisions = image_items(root, page.get("url") or response.url, self.scorer, self.rules, self.context,
-                                page_item=page, base_url=base_url)
         kept = []
         mark = bool(page.get("near_duplicate_of"))
-        for d in decisions:
+        for d in analysis.images:
             self.stats.inc_value("images/seen")
             if d.reason is not None:
                 self.stats.inc_value(f"images/dropped/{d.reason}")

@@ -27,6 +27,7 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.job import job_dir
 
+from focuscrawl.analysis import page_analysis
 from focuscrawl.dedup.index import SimHashIndex
 from focuscrawl.dedup.simhash import parse_ngrams, simhash
 from focuscrawl.items import PageItem
@@ -135,14 +136,16 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
 
     def get_processed_item(self, item: Any, response: Response | None) -> Any:
         if isinstance(item, PageItem):
-            self.check_page(item)
+            analysis = page_analysis(response)
+            self.check_page(item, analysis.simhash if analysis is not None else None)
         return item
 
-    def check_page(self, item: PageItem) -> None:
-        """Fingerprint one page, record it, and set its ``near_duplicate_of``."""
+    def check_page(self, item: PageItem, fp: int | None = None) -> None:
+        """Record one page and set its ``near_duplicate_of``; ``fp`` is its fingerprint
+        (the page analysis computed it), else it is computed from the item's sentences."""
         url = item.get("url") or ""
-        tokens = " ".join(item.get("sentences") or ()).split()
-        fp = simhash(tokens, self.ngrams)
+        if fp is None:
+            fp = simhash(" ".join(item.get("sentences") or ()).split(), self.ngrams)
         item["near_duplicate_of"] = None
         if fp is None:
             self.stats.inc_value("neardup/pages_without_text")

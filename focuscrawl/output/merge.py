@@ -6,9 +6,9 @@ builds the run directory a single process would have written:
 
 * ``pages.tsv`` and ``sentences.txt.gz``: pages of all parts in fetch order
   (``fetched_at``), each page with its own sentences (split by the row's count);
-* ``images.tsv``, ``records/``, ``images/``: one row and one record per image URL.
-  An image seen by several processes keeps the row of its earliest sighting (by
-  its page's fetch time); the other processes' sightings are merged into its
+* ``images.tsv``, ``records/``, ``images/``: one row and one record per image URL, in
+  order of first sighting. An image seen by several processes keeps the row of its
+  earliest sighting (by its page's fetch time, then part, then the part's order); the other processes' sightings are merged into its
   record (same rule as within a crawl: ``sighting_key``); ``first_seen`` is
   renumbered in that order;
 * ``links.tsv`` concatenated; ``stats.json`` = ``{"parts": {name: stats}}``.
@@ -70,7 +70,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     if page_header:
         _write_tsv(out / "pages.tsv", page_header, [r for r, _ in pages])
         text = "".join(s + "\n" for _, ss in pages for s in ss)
-        atomic_write_bytes(out / "sentences.txt.gz", gzip.compress(text.encode("utf-8")))
+        atomic_write_bytes(out / "sentences.txt.gz", gzip.compress(text.encode("utf-8"), mtime=0))  # reproducible
     # images: one row per URL, earliest sighting wins
     image_header, best = [], {}
     for part in parts:
@@ -78,9 +78,9 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         if not header:
             continue
         image_header = header
-        i_img, i_page = header.index("image_url"), header.index("page_url")
-        for r in rows:
-            key = (fetched.get(r[i_page], float("inf")), str(part))
+        i_img, i_page, i_order = header.index("image_url"), header.index("page_url"), header.index("first_seen")
+        for r in rows:  # rows are in download order: the part's first_seen is its sighting order
+            key = (fetched.get(r[i_page], float("inf")), str(part), parse_float(r[i_order], missing=float("inf")))
             url = r[i_img]
             if url not in best or key < best[url][0]:
                 best[url] = (key, part, r)

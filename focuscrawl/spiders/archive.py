@@ -6,19 +6,21 @@
 Every archived HTML page (status 200, first capture of its URL) is a seed; pages
 and images are served from the archives by ``ArchiveReplayMiddleware``, and the
 focused spider's parsing, link scoring, image middleware, pipelines and writers do
-the rest exactly as in a live crawl. Out-links are only followed when they are in
+the rest exactly as in a live crawl. A page's ``fetched_at`` is its capture time
+(``WARC-Date``). Out-links are only followed when they are in
 the archive (pages are all seeds already, so the dupefilter drops them); others are
 dropped and counted as ``archive/links_not_archived``.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, AsyncIterator
 
 from scrapy import Request, signals
 from scrapy.http import Response
 from scrapy.exceptions import UsageError
 
 from focuscrawl.archive.reader import ArchiveError, ArchiveIndex
+from focuscrawl.items import PageItem
 from focuscrawl.spiders.focused import FocusedSpider, reported
 
 #: settings of a replay: no network, so no politeness delays; robots.txt rules were
@@ -46,8 +48,11 @@ class ArchiveSpider(FocusedSpider):
         settings.set("DOWNLOAD_HANDLERS", {"http": handler, "https": handler}, priority="spider")
 
     @classmethod
-    def from_crawler(cls, crawler, *args: Any, archives: str | list[str] | ArchiveIndex = "", **kwargs: Any):
-        """``archives``: comma-separated paths (``-a``), a list of paths, or a built index."""
+    def from_crawler(cls, crawler, *args: Any, archives: str | list[str] | ArchiveIndex = "",
+                     seed_files: str | list[str] = "", **kwargs: Any):
+        """``archives``: comma-separated paths (``-a``), a list of paths, or a built index;
+        ``seed_files``: only the pages captured in these of the archives are seeds (one job
+        of ``focuscrawl warc --jobs``), all archives still answer requests (images)."""
         try:
             index, pages = cls._index(archives)
         except UsageError as exc:
@@ -56,6 +61,10 @@ class ArchiveSpider(FocusedSpider):
         crawler.settings.set("FOCUSCRAWL_SEEDS", pages[0].url, priority="spider")
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.archive_index = index
+        spider.seed_files = None
+        if seed_files:
+            spider.seed_files = set(seed_files if isinstance(seed_files, list) else seed_files.split(","))
+            pages = [ref for ref in pages if ref.path in spider.seed_files]
         spider.seed_urls = [ref.url for ref in pages]
         crawler.signals.connect(spider._archive_stats, signal=signals.spider_opened)
         return spider
@@ -78,13 +87,22 @@ class ArchiveSpider(FocusedSpider):
             raise UsageError(f"no HTML responses in {', '.join(paths)}")
         return index, pages
 
-    def parse(self, response: Response) -> Iterator[Any]:
+    async def parse(self, response: Response) -> AsyncIterator[Any]:
         """The focused spider's parse; out-links the archive does not hold are dropped here
         (counted) instead of becoming requests that can only fail."""
-        for obj in super().parse(response):
-            if isinstance(obj, Request) and self.archive_index.get(obj.url) is None:
-                self.stats.inc_value("archive/links_not_archived")
-                continue
+        async for obj in super().parse(response):
+            if isinstance(obj, Request):
+                ref = self.archive_index.get(obj.url)
+                if ref is None:
+                    self.stats.inc_value("archive/links_not_archived")
+                    continue
+                if self.seed_files is not None and ref.path not in self.seed_files:
+                    self.stats.inc_value("archive/links_other_job")  # that file's job replays it
+                    continue
+            if isinstance(obj, PageItem):  # fetched when it was captured, not when replayed
+                ref = self.archive_index.get(response.url)
+                if ref is not None and ref.date:
+                    obj["fetched_at"] = ref.date
             yield obj
 
     def _archive_stats(self, spider=None) -> None:

@@ -15,19 +15,24 @@ import logging
 import re
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator
+from urllib.parse import urljoin
 
 import scrapy
+from scrapy import signals
 from scrapy.exceptions import UsageError
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.response import get_base_url
+from twisted.internet.defer import Deferred
 
+from focuscrawl.analysis import META_KEY, AnalysisConfig, PageAnalyser
 from focuscrawl.items import PageItem
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
 from focuscrawl.scoring import crawl_topic_model, topic_scorer
-from focuscrawl.text.extractors import (CHARSET_FALLBACK, TRUNCATED, ExtractionError, ExtractionTimeout,
-                                        PageText, extract_page, get_extractor)
+from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, PageText, extract_page, get_extractor
 from focuscrawl.text.html import clip_html, fallback_encoding, full_text_from_tree
 from focuscrawl.urls import excerpt, url_problem
 
@@ -84,8 +89,11 @@ def read_seeds(value: str) -> list[str]:
     return usable
 
 
-def page_links(root, response: Response) -> tuple[dict[str, str], int]:
+def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
     """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
+
+    Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
+    (``scrapy.utils.response.get_base_url``), as ``response.urljoin`` does.
 
     Fragments are dropped, links to files with a non-page extension (images,
     archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
@@ -95,7 +103,6 @@ def page_links(root, response: Response) -> tuple[dict[str, str], int]:
     images = 0
     if root is None:
         return links, 0
-    base = response.urljoin  # honours <base href>
     for el in root.iter("a", "img"):
         if el.tag == "img":
             images += 1
@@ -107,7 +114,7 @@ def page_links(root, response: Response) -> tuple[dict[str, str], int]:
         if not href or href.lower().startswith(_NOT_LINKS):
             continue
         try:
-            url = base(href)
+            url = urljoin(base_url, href)
         except ValueError:
             continue
         url = url.split("#", 1)[0]
@@ -172,16 +179,24 @@ class FocusedSpider(scrapy.Spider):
         self.seed_urls = read_seeds(settings.get("FOCUSCRAWL_SEEDS") or "")
         try:
             self.extractor_name = settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")
-            self.extract = get_extractor(self.extractor_name)
+            get_extractor(self.extractor_name)
             # load the model now: a bad path stops the crawl before any request
             self.scorer = topic_scorer(crawler)
             self.topic_model = crawl_topic_model(crawler)
+            self.analyser = PageAnalyser(AnalysisConfig.from_settings(settings), self.scorer,
+                                         settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"), self.topic_model)
         except (ValueError, FileNotFoundError) as exc:
             raise UsageError(str(exc)) from exc
-        self.min_sentence_tokens = settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS")
+        # after topic_scorer's own handler: the workers' LM counters are added to the crawl's
+        crawler.signals.connect(self._close_analyser, signal=signals.spider_closed)
         self.text_max_bytes = settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")
-        self.text_time_limit = settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT")
         self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
+
+    def _close_analyser(self, spider=None) -> None:
+        self.analyser.close()
+        for key, value in self.analyser.worker_counters().items():
+            if value:
+                self.stats.inc_value(key, value)
 
     @property
     def stats(self):
@@ -192,7 +207,7 @@ class FocusedSpider(scrapy.Spider):
             yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={"seed": True})
 
     # -- parsing ---------------------------------------------------------------
-    def parse(self, response: Response) -> Iterator[Any]:
+    async def parse(self, response: Response) -> AsyncIterator[Any]:
         if not isinstance(response, HtmlResponse):
             ctype = response.headers.get(b"Content-Type", b"").decode("latin-1").split(";")[0].strip()
             self.stats.inc_value("focuscrawl/skipped/non_html")
@@ -200,32 +215,33 @@ class FocusedSpider(scrapy.Spider):
             return
         try:
             response, notes = readable_response(response, self.text_max_bytes)
-            root = response.selector.root
-            page = page_text(response, self.extractor_name, self.extract, self.text_time_limit)
+            html, base_url = response.text, get_base_url(response)
         except (UnicodeError, LookupError) as exc:
             self.stats.inc_value("focuscrawl/skipped/undecodable")
             logger.warning("cannot decode %s: %s", response.url, exc)
             return
-        except ExtractionTimeout as exc:
-            self.stats.inc_value("focuscrawl/skipped/extraction_timeout")
-            logger.warning("text extraction skipped on %s: %s", response.url, exc)
+        analysis = self.analyser.analyse(html, response.url, base_url, response.meta.get("depth", 0))
+        if isinstance(analysis, Deferred):  # on the worker pool: the reactor goes on meanwhile
+            analysis = await maybe_deferred_to_future(analysis)
+            self.stats.inc_value("focuscrawl/analysis/pool_pages")
+        if analysis.error:
+            self.stats.inc_value(f"focuscrawl/skipped/{analysis.error}")
+            logger.warning("text extraction %s on %s: %s",
+                           "skipped" if analysis.error == "extraction_timeout" else "failed",
+                           response.url, analysis.error_detail)
             return
-        except ExtractionError as exc:
-            self.stats.inc_value("focuscrawl/skipped/extraction_error")
-            logger.warning("text extraction failed on %s: %s", response.url, exc)
-            return
-        for note in notes + page.notes:
+        for note in notes + analysis.notes:
             self.stats.inc_value(f"focuscrawl/text/{note}")
         if TRUNCATED in notes:
             logger.info("page %s longer than %d bytes: its first %d read", response.url,
                         self.text_max_bytes, self.text_max_bytes)
-        score, sentences = self.scorer.score_document(page.text, self.min_sentence_tokens)
-        links, images = page_links(root, response)
+        response.meta[META_KEY] = analysis
+        score, sentences, links, images = analysis.score, analysis.sentences, analysis.links, analysis.img_count
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
         response.meta["page_weighted_perplexity"] = score.weighted
         if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
-            response.meta["page_topic_logit"] = self.topic_model.logit("\n".join(sentences)) if sentences else None
+            response.meta["page_topic_logit"] = analysis.topic_logit
         self.stats.inc_value("focuscrawl/pages")
         if score.perplexity is None:
             self.stats.inc_value("focuscrawl/pages_without_text")

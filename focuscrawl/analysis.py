@@ -1,0 +1,250 @@
+"""A page's pure CPU work in one function, run in the crawl process or in a worker pool.
+
+``analyse_page`` parses the HTML once and returns everything the crawl derives from it:
+the page text (extracted within ``FOCUSCRAWL_TEXT_TIME_LIMIT``, deep pages read flat)
+with notes on how it was obtained, its sentences and document scores, the calibrated
+page score of a topic bundle (calibrated crawl), the out-links with anchor texts, the
+image decisions (rules, contexts, scores) and the page's SimHash. It is a pure function
+of the decoded HTML (already clipped to ``FOCUSCRAWL_TEXT_MAX_BYTES`` and re-decoded on
+a charset fallback by the spider), the page's URL, base URL and depth, an
+``AnalysisConfig``, a ``TopicScorer`` and a ``TopicModel``, so its result does not
+depend on where it runs: ``PageAnalyser`` calls it in the crawl process
+(``FOCUSCRAWL_ANALYSIS_WORKERS = 0``) or in a ``ProcessPoolExecutor`` whose workers load
+the models once, and hands the result back as a Deferred so the reactor keeps
+downloading meanwhile (the second core). Workers return notes and counts; the crawl
+process puts them in its stats.
+
+Scoring changes plug in here: whatever a page needs computed from its HTML and the
+models belongs in ``analyse_page``; the spider and middlewares only read the result.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
+from focuscrawl.images.rules import ImageRules
+from focuscrawl.lm.scorer import TextScore, TopicScorer
+from focuscrawl.text.extractors import ExtractionError, ExtractionTimeout, PageText, extract_page, get_extractor
+from focuscrawl.text.html import full_text_from_tree
+
+logger = logging.getLogger(__name__)
+
+#: ``response.meta`` key under which the spider leaves the page's ``PageAnalysis``
+#: for the spider middlewares (images, near-duplicates) of the same response.
+META_KEY = "page_analysis"
+
+IMAGE_MIDDLEWARE = "focuscrawl.middlewares.images.ImageExtractionMiddleware"
+NEARDUP_MIDDLEWARE = "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """What ``analyse_page`` computes and how (picklable: sent to each worker once)."""
+
+    extractor: str = "auto"
+    #: seconds per page for the text extractor (0: no limit; SIGALRM, so in a main thread)
+    text_time_limit: float = 0.0
+    min_sentence_tokens: int = 5
+    #: image decisions are only computed when the image middleware runs
+    images: bool = True
+    rules: ImageRules = field(default_factory=ImageRules)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    #: SimHash n-gram sizes; ``()`` = no fingerprint (near-duplicate middleware off)
+    ngrams: tuple[int, ...] = (3,)
+    #: model files and topic bundle ("" = none: the bundled demo) and scorer settings: a
+    #: worker builds the crawl's scorer
+    model: str = ""
+    keywords: str = ""
+    topic: str = ""
+    cache_size: int = 200_000
+    keyword_weight: float = 3.0
+
+    @classmethod
+    def from_settings(cls, settings) -> "AnalysisConfig":
+        from focuscrawl.dedup.simhash import parse_ngrams
+        from focuscrawl.scoring import topic_bundle_path
+
+        neardup = (_enabled(settings, "SPIDER_MIDDLEWARES", NEARDUP_MIDDLEWARE)
+                   and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED", True))
+        return cls(
+            extractor=settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"),
+            text_time_limit=settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT"),
+            min_sentence_tokens=settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"),
+            images=_enabled(settings, "SPIDER_MIDDLEWARES", IMAGE_MIDDLEWARE),
+            rules=ImageRules.from_settings(settings),
+            context=ContextSettings.from_settings(settings),
+            ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS", "3"))) if neardup else (),
+            model=settings.get("FOCUSCRAWL_MODEL") or "", keywords=settings.get("FOCUSCRAWL_KEYWORDS") or "",
+            topic=str(topic_bundle_path(settings) or ""),
+            cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE", 200_000),
+            keyword_weight=settings.getfloat("FOCUSCRAWL_KEYWORD_WEIGHT", 3.0),
+        )
+
+    def scorer(self) -> TopicScorer:
+        """The crawl's scorer, built as ``focuscrawl.scoring.scorer_from_settings`` does."""
+        from focuscrawl.scoring import scorer_from_settings
+
+        from scrapy.settings import BaseSettings
+
+        return scorer_from_settings(BaseSettings({"FOCUSCRAWL_MODEL": self.model, "FOCUSCRAWL_KEYWORDS": self.keywords,
+                                     "FOCUSCRAWL_TOPIC": self.topic,
+                                     "FOCUSCRAWL_LM_CACHE_SIZE": self.cache_size,
+                                     "FOCUSCRAWL_KEYWORD_WEIGHT": self.keyword_weight}))
+
+
+def _enabled(settings, name: str, path: str) -> bool:
+    return settings.getwithbase(name).get(path) is not None
+
+
+@dataclass
+class PageAnalysis:
+    """Everything the crawl derives from one page's HTML."""
+
+    score: TextScore
+    sentences: list[str]
+    links: dict[str, str]  # absolute URL -> anchor text, in page order
+    img_count: int
+    images: list[ImageDecision]
+    simhash: int | None
+    #: the calibrated crawl's page score: the topic bundle's log-odds (``None``: no
+    #: bundle in the crawl, or a page without sentences)
+    topic_logit: float | None = None
+    #: how the text was obtained (``focuscrawl.text.extractors`` notes: ``too_deep``)
+    notes: tuple[str, ...] = ()
+    #: ``None``, or why the page was skipped (``extraction_error``, ``extraction_timeout``)
+    #: with ``error_detail``
+    error: str | None = None
+    error_detail: str = ""
+
+
+def page_analysis(response) -> PageAnalysis | None:
+    """The analysis the spider left in ``response.meta`` (``None``: not a parsed page)."""
+    request = getattr(response, "request", None)
+    return request.meta.get(META_KEY) if request is not None else None
+
+
+def parse_tree(html: str, url: str):
+    """The page's lxml tree, as Scrapy's ``response.selector.root`` builds it (parsel)."""
+    from parsel import Selector
+
+    return Selector(text=html, type="html", base_url=url).root
+
+
+def analyse_page(html: str, url: str, base_url: str, depth: int, config: AnalysisConfig,
+                 scorer: TopicScorer, topic=None) -> PageAnalysis:
+    """Text, sentences and scores, links, images and SimHash of one decoded HTML page;
+    with ``topic`` (a ``TopicModel``) also the page's calibrated log-odds.
+
+    ``base_url`` is the page's ``<base href>`` (or ``url``): links and image sources
+    resolve against it.
+    """
+    from focuscrawl.spiders.focused import page_links
+
+    root = parse_tree(html, url)
+    if config.extractor == "fulltext":
+        extracted = PageText(full_text_from_tree(root))  # reuses the one parse
+    else:
+        try:
+            extracted = extract_page(get_extractor(config.extractor), html, config.text_time_limit)
+        except ExtractionError as exc:
+            error = "extraction_timeout" if isinstance(exc, ExtractionTimeout) else "extraction_error"
+            return PageAnalysis(TextScore.missing(), [], {}, 0, [], None, error=error, error_detail=str(exc))
+    score, sentences = scorer.score_document(extracted.text, config.min_sentence_tokens)
+    topic_logit = topic.logit("\n".join(sentences)) if topic is not None and sentences else None
+    links, img_count = page_links(root, base_url)
+    images = []
+    if config.images:
+        page = {"depth": depth, "perplexity": score.perplexity}
+        images = image_items(root, url, scorer, config.rules, config.context, page_item=page, base_url=base_url)
+    fingerprint = None
+    if config.ngrams:
+        from focuscrawl.dedup.simhash import simhash
+
+        fingerprint = simhash(" ".join(sentences).split(), config.ngrams)
+    return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, extracted.notes)
+
+
+# -- worker pool ------------------------------------------------------------------------
+_worker: tuple[AnalysisConfig, TopicScorer, object] | None = None
+
+
+def _init_worker(config: AnalysisConfig, topic) -> None:
+    """Load the models once per worker process (``topic``, a ``TopicModel``, arrives
+    pickled as its folder and loads here); exit when the crawl process dies."""
+    global _worker
+    _worker = (config, config.scorer(), topic)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A SIGKILLed crawl cannot shut its pool down, and a worker holds both ends of its
+    task queue, so it would wait forever (holding the crawl's stdout open): it goes
+    when it is reparented."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+def _analyse_in_worker(html: str, url: str, base_url: str, depth: int) -> tuple[PageAnalysis, int, int, int]:
+    config, scorer, topic = _worker
+    result = analyse_page(html, url, base_url, depth, config, scorer, topic)
+    return result, os.getpid(), scorer.queries, scorer.cache_hits
+
+
+class PageAnalyser:
+    """Runs ``analyse_page`` in the crawl process (``workers=0``) or on a process pool.
+
+    ``analyse`` returns the ``PageAnalysis`` directly in-process, or a Deferred that
+    fires on the reactor thread with the worker's result. The LM counters of the
+    workers are summed into ``counters()``.
+    """
+
+    def __init__(self, config: AnalysisConfig, scorer: TopicScorer, workers: int = 0, topic=None) -> None:
+        self.config = config
+        self.scorer = scorer
+        self.topic = topic
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+        self._worker_counters: dict[int, tuple[int, int]] = {}
+        if workers > 0:
+            # spawn: a fresh interpreter per worker, no copy of the reactor's threads and sockets
+            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_init_worker, initargs=(config, topic))
+
+    def analyse(self, html: str, url: str, base_url: str, depth: int):
+        if self._pool is None:
+            return analyse_page(html, url, base_url, depth, self.config, self.scorer, self.topic)
+        from twisted.internet import reactor
+        from twisted.internet.defer import Deferred
+
+        d: Deferred = Deferred()
+        future = self._pool.submit(_analyse_in_worker, html, url, base_url, depth)
+
+        def fire(f: Future) -> None:
+            exc = f.exception()
+            if exc is not None:
+                d.errback(exc)
+                return
+            result, pid, queries, hits = f.result()
+            self._worker_counters[pid] = (queries, hits)  # cumulative per worker
+            d.callback(result)
+
+        future.add_done_callback(lambda f: reactor.callFromThread(fire, f))
+        return d
+
+    def worker_counters(self) -> dict[str, int]:
+        """LM queries and cache hits of the workers (the crawl process's scorer counts its own)."""
+        queries = sum(q for q, _ in self._worker_counters.values())
+        hits = sum(h for _, h in self._worker_counters.values())
+        return {"lm/queries": queries, "lm/cache_hits": hits, "lm/cache_misses": queries - hits}
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

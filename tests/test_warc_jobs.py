@@ -1,0 +1,96 @@
+"""`focuscrawl warc --jobs N`: one job per archive file, N processes, the parts merged.
+
+The merged run directory is the same with one process and with two (byte for byte:
+pages.tsv, sentences, images.tsv, records, image files), an image stored in another
+file than its page is still found, and the merged pages equal a replay of all files
+in one process.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.localweb import png_bytes
+from tests.support.archives import write_warc
+
+REPO = Path(__file__).resolve().parents[1]
+HTML = [("Content-Type", "text/html; charset=utf-8")]
+PNG = [("Content-Type", "image/png")]
+WORDS = ("cat kitten tabby sofa wool ball garden mouse tree window sun rain milk fish bird dog house "
+         "street night morning football match stadium season breed tail").split()
+TEXT = ("The tabby cat sleeps on the warm sofa while the kitten chases a ball of wool.",
+        "A Maine Coon is a large domestic cat breed with a long fluffy tail.",
+        "Football fans crowded the stadium to watch the final match of the season.")
+
+
+def page(f: int, i: int) -> bytes:
+    """A page of its own words (no near-duplicates: SimHash compares pages within a job)."""
+    rnd = random.Random(f * 10 + i)
+    text = " ".join(" ".join(rnd.choice(WORDS) for _ in range(12)).capitalize() + "." for _ in range(4))
+    imgs = (f'<figure><img src="/img{f}-{i}.png" alt="cat {f} {i}" width="640" height="480">'
+            f"<figcaption>{TEXT[i % 3]}</figcaption></figure>"
+            '<p><img src="/shared.png" alt="the cat logo" width="640" height="480"></p>')
+    links = "".join(f'<a href="/f{g}/p{j}">cats {g} {j}</a>' for g in range(4) for j in range(3))
+    return f"<html><body><main><h1>File {f} page {i}</h1><p>{text}</p>{imgs}</main>{links}</body></html>".encode()
+
+
+def archives(tmp: Path) -> list[str]:
+    paths = []
+    for f in range(4):
+        captures = []
+        for i in range(3):
+            captures.append((f"http://site.test/f{f}/p{i}", HTML, page(f, i)))
+            if not (f == 1 and i == 0):  # this image is stored in the last file
+                captures.append((f"http://site.test/img{f}-{i}.png", PNG, png_bytes(640, 480, (f * 50, i * 70, 9))))
+        if f == 0:
+            captures.append(("http://site.test/shared.png", PNG, png_bytes(640, 480, (1, 2, 3))))
+        if f == 3:
+            captures.append(("http://site.test/img1-0.png", PNG, png_bytes(640, 480, (50, 0, 9))))
+        paths.append(str(write_warc(tmp / f"part{f}.warc.gz", captures)))
+    return paths
+
+
+def warc(*args: str) -> dict:
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0",
+           "-s", "LOG_LEVEL=INFO"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_files(out: Path) -> dict[str, bytes]:
+    names = ["pages.tsv", "sentences.txt.gz", "images.tsv"]
+    names += sorted(str(p.relative_to(out)) for p in (out / "records").glob("*/*.json"))
+    names += sorted(str(p.relative_to(out)) for p in (out / "images").glob("*"))
+    return {name: (out / name).read_bytes() for name in names}
+
+
+def tsv(path: Path, key: str, drop=("depth", "fetched_at")) -> dict[str, dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return {r[key]: {k: v for k, v in r.items() if k not in drop} for r in csv.DictReader(fh, delimiter="\t")}
+
+
+def test_jobs_1_and_2_merge_to_the_same_run(tmp_path):
+    paths = archives(tmp_path)
+    one, two, single = tmp_path / "one", tmp_path / "two", tmp_path / "single"
+    s1 = warc(*paths, "-o", str(one), "--jobs", "1")
+    s2 = warc(*paths, "-o", str(two), "--jobs", "2")
+    assert s1["finish_reason"] == s2["finish_reason"] == "finished"
+    assert s1["parts"] == s2["parts"] == 4
+    assert s1["pages"] == s2["pages"] == 12
+    assert s1["images"] == s2["images"] == 13  # 12 page images + the shared one, merged across jobs
+    files_one = run_files(one)
+    assert len(files_one) == 3 + 13 + 13
+    assert files_one == run_files(two)
+    # the image stored in another file than its page was found by the page's job
+    images = tsv(one / "images.tsv", "image_url")
+    assert images["http://site.test/img1-0.png"]["image_path"]
+    shared = json.loads((one / images["http://site.test/shared.png"]["record_path"]).read_text())
+    assert len(shared["sightings"]) == 12  # every page's sighting, from all four jobs
+    # the same pages as one replay of all files in one process
+    warc(*paths, "-o", str(single))
+    assert tsv(one / "pages.tsv", "url") == tsv(single / "pages.tsv", "url")
