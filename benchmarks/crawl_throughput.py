@@ -134,6 +134,9 @@ COMMON = {
     "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "DOWNLOAD_DELAY": 0,
     "AUTOTHROTTLE_ENABLED": False, "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "WARNING",
     "TELNETCONSOLE_ENABLED": False, "RETRY_ENABLED": False, "COOKIES_ENABLED": False,
+    # the benchmark web is one host: the per-host page cap (a trap guard, 500) would end the
+    # focused crawls early, and politeness is off for every crawl alike
+    "FOCUSCRAWL_MAX_PAGES_PER_HOST": 0,
 }
 
 
