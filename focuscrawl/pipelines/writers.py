@@ -37,9 +37,9 @@ class ImageLogWriterPipeline:
     def from_crawler(cls, crawler: Crawler) -> "ImageLogWriterPipeline":
         return cls(crawler)
 
-    def process_item(self, item):
+    async def process_item(self, item):
         if isinstance(item, ImageItem):
-            self.store.commit(item)
+            await self.store.commit_async(item)
             self.stats.inc_value("images/written")
         return item
 
