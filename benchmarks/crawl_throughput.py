@@ -173,13 +173,16 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         Scrapy's FilesPipeline, one JSON line per page (feed export)."""
 
         name = "corpus"
+        #: ``corpus/no-text``, ``corpus/no-images``: the same without trafilatura or without
+        #: the image downloads (where the corpus spider's time goes)
+        text, images = "no-text" not in kind, "no-images" not in kind
 
         def parse(self, response):
             import trafilatura
 
             text = trafilatura.extract(response.text, include_comments=False, include_tables=True,
-                                       favor_recall=True, deduplicate=False, with_metadata=False)
-            images = [response.urljoin(src) for src in response.css("img::attr(src)").getall()]
+                                       favor_recall=True, deduplicate=False, with_metadata=False) if self.text else None
+            images = [response.urljoin(src) for src in response.css("img::attr(src)").getall()] if self.images else []
             yield {"url": response.url, "text": text, "file_urls": images}
             yield from super().parse(response)
 
@@ -187,9 +190,9 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     tmp_dirs = []
     if jobdir:
         overrides["JOBDIR"] = jobdir
-    if kind in ("plain", "corpus"):
+    if kind == "plain" or kind.startswith("corpus"):
         settings = Settings()
-        if kind == "corpus":  # pages = items (image downloads are responses too)
+        if kind.startswith("corpus"):  # pages = items (image downloads are responses too)
             out = tempfile.mkdtemp(prefix="focuscrawl-bench-corpus-")
             tmp_dirs.append(out)
             overrides.update(CLOSESPIDER_PAGECOUNT=0, CLOSESPIDER_ITEMCOUNT=pages, FILES_STORE=f"{out}/files",
@@ -197,7 +200,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
                              FEEDS={f"{out}/pages.jsonl": {"format": "jsonlines"}})
         settings.setdict(overrides, priority="cmdline")
         process = CrawlerProcess(settings)
-        crawler = process.create_crawler(CorpusSpider if kind == "corpus" else PlainSpider)
+        crawler = process.create_crawler(CorpusSpider if kind.startswith("corpus") else PlainSpider)
         process.crawl(crawler)
     else:
         os.chdir(REPO)
@@ -221,6 +224,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         crawler = process.create_crawler("focused")
         process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
     cpu_start = cpu_seconds()  # after the model is loaded (in process.crawl)
+    crawl_cpu_start = cpu_seconds((resource.RUSAGE_SELF,))
     peak = PeakRss()
     if profile_out:
         import cProfile
@@ -241,15 +245,16 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         "seconds": stats.get("elapsed_time_seconds", 0.0),
         "lm_queries": stats.get("lm/queries"), "lm_cache_hits": stats.get("lm/cache_hits"),
         "cpu_seconds": cpu_seconds() - cpu_start,
+        "crawl_cpu_seconds": cpu_seconds((resource.RUSAGE_SELF,)) - crawl_cpu_start,
         "peak_rss_mb": peak.peak / 1024 ** 2,
     }
 
 
-def cpu_seconds() -> float:
+def cpu_seconds(who: tuple[int, ...] = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) -> float:
     """User + system CPU of this process and its finished children (a worker pool)."""
     total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
+    for w in who:
+        usage = resource.getrusage(w)
         total += usage.ru_utime + usage.ru_stime
     return total
 
@@ -320,8 +325,10 @@ def main() -> int:
                         help="pages of the JOBDIR memory crawl in keywords mode (0: skip; the target is "
                              "stated for 50000)")
     parser.add_argument("--modes", nargs="+", default=None,
-                        help="crawls (default: all; keywords with --cprofile): plain, corpus, unfocused, document, keywords, learning; MODE/no-pool = that mode "
-                             "with the page analysis in the crawl process (FOCUSCRAWL_ANALYSIS_WORKERS=0)")
+                        help="crawls (default: all; keywords with --cprofile): plain, corpus, unfocused, document, keywords, "
+                             "learning; MODE/no-pool = that mode with the page analysis in the crawl process "
+                             "(FOCUSCRAWL_ANALYSIS_WORKERS=0); corpus/no-text, corpus/no-images = the corpus "
+                             "spider without trafilatura or without image downloads")
     parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown)")
     parser.add_argument("--profile", choices=("core", "full"), default="full",
                         help="full: every component as shipped (the headline; trafilatura, image extraction "
@@ -349,7 +356,7 @@ def main() -> int:
 
     args.modes = args.modes or (["keywords"] if args.cprofile else list(ALL_MODES))
     if args.ab:
-        args.modes = [k for kind in args.modes for k in ((kind, f"{kind}@ab") if kind not in ("plain", "corpus")
+        args.modes = [k for kind in args.modes for k in ((kind, f"{kind}@ab") if kind != "plain" and not kind.startswith("corpus")
                                                            else (kind,))]
     web_pages = max(2 * args.pages, 2 * args.memory_pages, 10000)
     server, port = start_server(web_pages)
@@ -381,7 +388,7 @@ def main() -> int:
                 results[kind] = r
             rounds.append(results)
             print(f"round {n + 1}: " + ", ".join(f"{k} {r['rate']:.1f} p/s" for k, r in results.items()), flush=True)
-        print(f"{'crawl':<18} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} "
+        print(f"{'crawl':<18} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} {'of it crawl':>11} "
               f"{'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
         for kind in args.modes:
             rs = [rd[kind] for rd in rounds]
@@ -390,6 +397,7 @@ def main() -> int:
             cpu_rate = statistics.median(r["cpu_rate"] for r in rs)
             print(f"{kind:<18} {best['pages']:>6} {statistics.median(rates):>8.1f} "
                   f"{min(rates):>6.1f}-{max(rates):<6.1f} {cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
+                  f"{statistics.median(1000 * r['crawl_cpu_seconds'] / r['pages'] for r in rs):>11.2f} "
                   f"{best['lm_queries'] or 0:>10} {best['lm_cache_hits'] or 0:>10} "
                   f"{max(r['peak_rss_mb'] for r in rs):>11.0f}", flush=True)
         verdicts = []
