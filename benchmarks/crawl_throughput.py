@@ -141,6 +141,12 @@ COMMON = {
 }
 
 
+#: ``plain/tuned``, ``corpus/tuned``: the baselines with the Scrapy-level settings the focused
+#: crawl ships for speed (focuscrawl/settings.py), none of which is focus work
+TUNED_BASELINE = {"CONCURRENT_ITEMS": 16, "REFERER_ENABLED": False,
+                  "STATS_CLASS": "focuscrawl.scrapy_compat.MemoryStatsCollector"}
+
+
 def core_settings(project) -> dict:
     """The crawl core alone: spider, scope, link scoring; full-text extraction; no image
     extraction, near-duplicate detection, pipelines or writers (other components)."""
@@ -190,7 +196,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     tmp_dirs = []
     if jobdir:
         overrides["JOBDIR"] = jobdir
-    if kind == "plain" or kind.startswith("corpus"):
+    if kind.startswith(("plain", "corpus")):
         settings = Settings()
         if kind.startswith("corpus"):  # pages = items (image downloads are responses too)
             out = tempfile.mkdtemp(prefix="focuscrawl-bench-corpus-")
@@ -198,6 +204,8 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
             overrides.update(CLOSESPIDER_PAGECOUNT=0, CLOSESPIDER_ITEMCOUNT=pages, FILES_STORE=f"{out}/files",
                              ITEM_PIPELINES={"scrapy.pipelines.files.FilesPipeline": 1},
                              FEEDS={f"{out}/pages.jsonl": {"format": "jsonlines"}})
+        if kind.endswith("/tuned"):
+            overrides.update(TUNED_BASELINE)
         settings.setdict(overrides, priority="cmdline")
         process = CrawlerProcess(settings)
         crawler = process.create_crawler(CorpusSpider if kind.startswith("corpus") else PlainSpider)
@@ -328,7 +336,8 @@ def main() -> int:
                         help="crawls (default: all; keywords with --cprofile): plain, corpus, unfocused, document, keywords, "
                              "learning; MODE/no-pool = that mode with the page analysis in the crawl process "
                              "(FOCUSCRAWL_ANALYSIS_WORKERS=0); corpus/no-text, corpus/no-images = the corpus "
-                             "spider without trafilatura or without image downloads")
+                             "spider without trafilatura or without image downloads; plain/tuned, corpus/tuned = "
+                             "the baselines with the focused crawl's Scrapy-level speed settings (TUNED_BASELINE)")
     parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown)")
     parser.add_argument("--profile", choices=("core", "full"), default="full",
                         help="full: every component as shipped (the headline; trafilatura, image extraction "
@@ -356,7 +365,7 @@ def main() -> int:
 
     args.modes = args.modes or (["keywords"] if args.cprofile else list(ALL_MODES))
     if args.ab:
-        args.modes = [k for kind in args.modes for k in ((kind, f"{kind}@ab") if kind != "plain" and not kind.startswith("corpus")
+        args.modes = [k for kind in args.modes for k in ((kind, f"{kind}@ab") if not kind.startswith(("plain", "corpus"))
                                                            else (kind,))]
     web_pages = max(2 * args.pages, 2 * args.memory_pages, 10000)
     server, port = start_server(web_pages)
