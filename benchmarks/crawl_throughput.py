@@ -18,8 +18,8 @@ robots.txt, 16 concurrent requests) and stops after ``--pages`` HTML pages:
 * ``learning``: ``keywords`` plus the online link learner and the re-ranking frontier
   (target: >= 0.9x keywords, i.e. the learning costs at most 10%).
 
-Rounds are interleaved (``--repeat``); ratios are taken within each round and printed
-as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
+Rounds are interleaved (``--repeat``; every other round in reverse order); ratios are
+taken within each round and printed as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
 time; unfocused and document not slower than keywords). CPU time counts the crawl
 process and its worker processes. ``--memory-pages N`` then measures the peak RSS
 (crawl + workers) of an N-page ``keywords`` crawl with JOBDIR (target <= 1 GB at
@@ -388,7 +388,9 @@ def main() -> int:
         rounds: list[dict[str, dict]] = []
         for n in range(args.repeat):
             results: dict[str, dict] = {}
-            for kind in args.modes:
+            # ABBA: every other round runs the crawls in reverse order, so that a load that
+            # drifts during a round does not always favour the same crawls
+            for kind in (args.modes if n % 2 == 0 else reversed(args.modes)):
                 name, _, ab = kind.partition("@")
                 r = crawl_subprocess(name, port, args.pages, profile=args.profile, extra=args.set,
                                      source=args.ab if ab else None)
