@@ -19,8 +19,9 @@ robots.txt, 16 concurrent requests) and stops after ``--pages`` HTML pages:
   (target: >= 0.9x keywords, i.e. the learning costs at most 10%).
 
 Rounds are interleaved (``--repeat``; every other round in reverse order); ratios are
-taken within each round and printed as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
-time; unfocused and document not slower than keywords). CPU time counts the crawl
+taken within each round and printed as median and spread (targets: keywords >= 0.9x
+corpus and >= 0.8x plain by wall time; unfocused and document not slower than
+keywords). CPU time counts the crawl
 process and its worker processes. ``--memory-pages N`` then measures the peak RSS
 (crawl + workers) of an N-page ``keywords`` crawl with JOBDIR (target <= 1 GB at
 50,000). ``--cprofile OUT`` profiles one crawl of each of ``--modes`` instead (default:
