@@ -197,10 +197,10 @@ class RedisHostThrottle:
         host = urlsplit(request.url).hostname or ""
         wait_ms = int(self.reserve(keys=[f"{self.key}:{host}"], args=[self.delay_ms])[0])
         stats = self.crawler.stats
-        stats.inc_value("redis_throttle/requests")
+        stats.inc_value("focuscrawl/redis/throttle_requests")
         if wait_ms > 0:
-            stats.inc_value("redis_throttle/delayed")
-            stats.inc_value("redis_throttle/wait_ms", wait_ms)
+            stats.inc_value("focuscrawl/redis/throttle_delayed")
+            stats.inc_value("focuscrawl/redis/throttle_wait_ms", wait_ms)
             from twisted.internet import reactor
             await maybe_deferred_to_future(task.deferLater(reactor, wait_ms / 1000.0, lambda: None))
         return None
@@ -355,7 +355,7 @@ class RedisWorkers:
                                                           withscores=True)
                   if w.decode() != self.worker]
         if others:
-            self.crawler.stats.inc_value("redis_workers/idle_waits")
+            self.crawler.stats.inc_value("focuscrawl/redis/idle_waits")
             raise DontCloseSpider(f"other workers busy: {len(others)}")
 
     def spider_closed(self, spider: Spider) -> None:

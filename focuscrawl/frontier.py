@@ -30,7 +30,7 @@ rebuilt from the journal, and every accepted request that had not left the
 downloader, plus every page that arrived but whose row is not in the
 checkpointed ``pages.tsv`` (the run directory is cut back to its last commit), is
 queued again. Fingerprints in Scrapy's seen-set that are missing from the journal
-are reported as ``frontier/unrecovered``.
+are reported as ``focuscrawl/frontier/unrecovered``.
 """
 from __future__ import annotations
 
@@ -124,9 +124,9 @@ def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path) -> tuple[
     recovery = list(pending.values())
     recovery += [e for e in (_encoded_for(path, fp) for fp in sorted(lost_pages)) if e]
     seen = [_fingerprint_request(e) for e in accepted.values()]
-    stats.set_value("frontier/recovered", len(pending))
-    stats.set_value("frontier/recovered_pages_without_rows", len(lost_pages))
-    stats.set_value("frontier/unrecovered", unrecovered)
+    stats.set_value("focuscrawl/frontier/recovered", len(pending))
+    stats.set_value("focuscrawl/frontier/recovered_pages_without_rows", len(lost_pages))
+    stats.set_value("focuscrawl/frontier/unrecovered", unrecovered)
     logger.warning(
         "frontier: unclean stop detected in %s: %d queued/in-flight requests and %d fetched pages "
         "without committed rows recovered from the journal; %d requests Scrapy had scheduled were "
@@ -209,7 +209,7 @@ class JournaledScheduler(Scheduler):
             try:
                 request = request_from_dict(_decode(encoded), spider=spider)
             except Exception as exc:  # a callback renamed since the crawl started, ...
-                self.crawler.stats.inc_value("frontier/recovery_errors")
+                self.crawler.stats.inc_value("focuscrawl/frontier/recovery_errors")
                 logger.warning("frontier: cannot restore a journaled request: %s", exc)
                 continue
             self.enqueue_request(request.replace(dont_filter=True))

@@ -75,7 +75,7 @@ def topic_scorer(crawler: Crawler) -> TopicScorer:
         if bundle is not None:  # `focuscrawl rank` ranks the run with the bundle it was crawled with
 
             def record_bundle(spider=None) -> None:
-                crawler.stats.set_value("focuscrawl/topic", str(bundle))
+                crawler.stats.set_value("focuscrawl/topic/bundle", str(bundle))
 
             crawler.signals.connect(record_bundle, signal=signals.spider_opened, weak=False)
 

@@ -273,7 +273,7 @@ def test_rank_without_a_bundle_says_it_uses_spec(rank_run, tmp_path, capsys, mon
     assert json.loads(captured.out)["scoring"] == "thesis" and "no topic bundle" in captured.err
     stats = rank_run / "stats.json"  # a crawl with -a topic=DIR records its bundle
     from focuscrawl.resources import default_topic_path
-    stats.write_text(json.dumps({"focuscrawl/topic": str(default_topic_path())}))
+    stats.write_text(json.dumps({"focuscrawl/topic/bundle": str(default_topic_path())}))
     assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
     assert json.loads(capsys.readouterr().out)["topic"] == str(default_topic_path())
 

@@ -1,6 +1,6 @@
 """The HTML rules that decide which ``<img>`` elements are candidates (SPEC §6 steps 1-2).
 
-Every drop has a named reason; the middleware counts them as ``images/dropped/<reason>``.
+Every drop has a named reason; the middleware counts them as ``focuscrawl/images/dropped/<reason>``.
 """
 from __future__ import annotations
 

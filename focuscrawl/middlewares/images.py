@@ -2,8 +2,8 @@
 
 When the spider's ``PageItem`` for a response passes, it is yielded first, then one
 ``ImageItem`` per image that passes the HTML rules. Every ``<img>`` is counted in
-``images/seen``; every drop in ``images/dropped/<reason>``, kept ones in
-``images/kept``. Pages flagged ``near_duplicate_of`` (by the near-duplicate
+``focuscrawl/images/seen``; every drop in ``focuscrawl/images/dropped/<reason>``, kept ones in
+``focuscrawl/images/kept``. Pages flagged ``near_duplicate_of`` (by the near-duplicate
 middleware, which must sit closer to the spider) have their images marked or
 skipped (``FOCUSCRAWL_NEARDUP_IMAGES``). At start it hands back the images a
 killed crawl had accepted but not written (``ImageStore.take_recovered``), a few at a time.
@@ -65,7 +65,7 @@ class ImageExtractionMiddleware:
                 while len(in_flight) >= limit:
                     await asyncio.sleep(0.05)
                 in_flight.add(item.get("image_url"))
-                self.stats.inc_value("images/recovered")
+                self.stats.inc_value("focuscrawl/images/recovered")
                 yield item
         finally:
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
@@ -90,25 +90,25 @@ class ImageExtractionMiddleware:
         The decisions were made with the page's analysis (``focuscrawl.analysis``), left in
         ``response.meta`` by the spider."""
         if page.get("near_duplicate_of") and self.neardup == "skip":
-            self.stats.inc_value("images/pages_skipped_near_duplicate")
+            self.stats.inc_value("focuscrawl/images/pages_skipped_near_duplicate")
             return []
         analysis = page_analysis(response)
         if analysis is None:
-            self.stats.inc_value("images/pages_unparseable")
+            self.stats.inc_value("focuscrawl/images/pages_unparseable")
             logger.debug("no page analysis for %s: no images", response.url)
             return []
         kept = []
         mark = bool(page.get("near_duplicate_of"))
         for d in analysis.images:
-            self.stats.inc_value("images/seen")
+            self.stats.inc_value("focuscrawl/images/seen")
             if d.reason is not None:
-                self.stats.inc_value(f"images/dropped/{d.reason}")
+                self.stats.inc_value(f"focuscrawl/images/dropped/{d.reason}")
                 continue
-            self.stats.inc_value("images/kept")
+            self.stats.inc_value("focuscrawl/images/kept")
             if d.lazy:
-                self.stats.inc_value("images/kept_lazy_src")
+                self.stats.inc_value("focuscrawl/images/kept_lazy_src")
             if mark:
                 d.item["near_duplicate_page"] = True
-                self.stats.inc_value("images/kept_near_duplicate_page")
+                self.stats.inc_value("focuscrawl/images/kept_near_duplicate_page")
             kept.append(d.item)
         return kept

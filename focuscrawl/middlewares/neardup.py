@@ -123,10 +123,10 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
                 self.index.add(fp)
                 self.urls.append(url)
             if self.urls:
-                self.stats.set_value("neardup/fingerprints_loaded", len(self.urls))
+                self.stats.set_value("focuscrawl/neardup/fingerprints_loaded", len(self.urls))
                 logger.info("Loaded %d page fingerprints from %s", len(self.urls), self.log.path)
             if self.log.truncated_bytes:
-                self.stats.inc_value("neardup/torn_records")
+                self.stats.inc_value("focuscrawl/neardup/torn_records")
                 logger.warning("Cut a torn record (%d bytes) off %s", self.log.truncated_bytes, self.log.path)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -148,9 +148,9 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             fp = simhash(" ".join(item.get("sentences") or ()).split(), self.ngrams)
         item["near_duplicate_of"] = None
         if fp is None:
-            self.stats.inc_value("neardup/pages_without_text")
+            self.stats.inc_value("focuscrawl/neardup/pages_without_text")
             return
-        self.stats.inc_value("neardup/pages_checked")
+        self.stats.inc_value("focuscrawl/neardup/pages_checked")
         seen_before = False
         for ident, _distance in self.index.query(fp):
             other = self.urls[ident]
@@ -160,7 +160,7 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             if item["near_duplicate_of"] is None:
                 item["near_duplicate_of"] = other
         if item["near_duplicate_of"] is not None:
-            self.stats.inc_value("neardup/near_duplicates")
+            self.stats.inc_value("focuscrawl/neardup/near_duplicates")
         if not seen_before:
             self.index.add(fp)
             self.urls.append(url)

@@ -6,7 +6,7 @@ size and format are read with Pillow in a thread (``focuscrawl.images.inspect``)
 decompression bombs are rejected from the header (``FOCUSCRAWL_IMAGE_MAX_PIXELS``),
 files larger than ``FOCUSCRAWL_IMAGE_MAX_BYTES`` are cancelled by the downloader
 (per-request ``download_maxsize``), broken or truncated images are rejected. Every
-rejection drops the item with a reason counted as ``images/failed/<reason>``.
+rejection drops the item with a reason counted as ``focuscrawl/images/failed/<reason>``.
 """
 from __future__ import annotations
 
@@ -174,11 +174,11 @@ class ImageDownloadPipeline(FilesPipeline):
         forget_media_result(self, info, Request(item["image_url"]))
         ok, value = results[0]
         if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
-            self.stats.inc_value(f"images/size_measured/{'rescued' if ok else 'dropped'}")
+            self.stats.inc_value(f"focuscrawl/images/size_measured/{'rescued' if ok else 'dropped'}")
         if not ok:
             exc = value.value
             reason = getattr(exc, "reason", None) or DOWNLOAD_ERROR
-            self.stats.inc_value(f"images/failed/{reason}")
+            self.stats.inc_value(f"focuscrawl/images/failed/{reason}")
             logger.debug("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
             if self.store_images is not None:
                 self.store_images.drop(item["image_url"], reason)
@@ -187,9 +187,9 @@ class ImageDownloadPipeline(FilesPipeline):
         item["width"], item["height"] = value["width"], value["height"]
         item["image_format"], item["image_size"] = value["format"], value["size"]
         item["image_sha1"] = value["checksum"]
-        self.stats.inc_value("images/downloaded")
-        self.stats.inc_value("images/bytes", value["size"])
+        self.stats.inc_value("focuscrawl/images/downloaded")
+        self.stats.inc_value("focuscrawl/images/bytes", value["size"])
         if item.get("extension") and FORMAT_EXTENSIONS.get(value["format"]) != \
                 {"jpeg": "jpg", "jpe": "jpg"}.get(item["extension"], item["extension"]):
-            self.stats.inc_value("images/format_differs_from_extension")
+            self.stats.inc_value("focuscrawl/images/format_differs_from_extension")
         return item

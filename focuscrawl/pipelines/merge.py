@@ -29,7 +29,7 @@ class ImageMergePipeline:
         if not isinstance(item, ImageItem):
             return item
         if self.store.first_sighting(item):
-            self.stats.inc_value("images/unique")
+            self.stats.inc_value("focuscrawl/images/unique")
             return item
-        self.stats.inc_value("images/merge/later_sightings")
+        self.stats.inc_value("focuscrawl/images/merge/later_sightings")
         raise DropItem(f"image {item['image_url']} already seen: merged into its record", log_level="DEBUG")

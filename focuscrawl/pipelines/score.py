@@ -25,5 +25,5 @@ class FinalScorePipeline:
             score, label = final_score(item.get("alt_scores"), item.get("title_scores"), item.get("contexts"),
                                        item.get("extra_contexts"), self.context_name)
             item["final_score"], item["final_context"] = score, label
-            self.stats.inc_value(f"images/final_context/{label or 'none'}")
+            self.stats.inc_value(f"focuscrawl/images/final_context/{label or 'none'}")
         return item

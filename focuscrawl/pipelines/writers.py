@@ -40,7 +40,7 @@ class ImageLogWriterPipeline:
     def process_item(self, item):
         if isinstance(item, ImageItem):
             self.store.commit(item)
-            self.stats.inc_value("images/written")
+            self.stats.inc_value("focuscrawl/images/written")
         return item
 
     def close_spider(self) -> None:
@@ -86,8 +86,8 @@ class PageLogWriterPipeline:
             self._items.append(item)
             self._lines.extend(s.replace("\n", " ") for s in sentences)
             self._size += sum(len(s) + 1 for s in sentences)
-            self.stats.inc_value("pages/written")
-            self.stats.inc_value("sentences/written", len(sentences))
+            self.stats.inc_value("focuscrawl/pages/written")
+            self.stats.inc_value("focuscrawl/sentences/written", len(sentences))
             if self._size >= self.batch_bytes:
                 self.flush()
         return item
