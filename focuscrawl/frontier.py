@@ -160,6 +160,10 @@ class JournaledScheduler(Scheduler):
     ``journal`` is None without JOBDIR or with ``FOCUSCRAWL_FRONTIER_JOURNAL`` off: then
     it is Scrapy's scheduler unchanged. ``recovery`` is (encoded requests to queue again,
     requests to mark as seen); ``queued`` the fingerprints Scrapy's own queue restores.
+
+    ``__init__`` keeps the signature of Scrapy's ``Scheduler`` (``dupefilter, jobdir, ...,
+    crawler=``), which needs the crawler; ``from_crawler`` reads the settings and opens the
+    journal.
     """
 
     def __init__(self, dupefilter, jobdir: str | None = None, *, journal: LineLog | None = None,
@@ -280,17 +284,27 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     of a JOBDIR and the frontier journal are unaffected. Without a learner (other
     modes) it is Scrapy's queue. (It reads Scrapy's ``queues``/``curprio``, internals of
     ``ScrapyPriorityQueue``, for speed.)
+
+    ``__init__`` keeps the signature Scrapy's scheduler builds priority queues with
+    (``crawler, downstream_queue_cls, key, startprios``); ``from_crawler`` reads the settings.
     """
 
-    def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
+    def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None,
+                 learner=None, top: int = 0):
         super().__init__(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
+        self.learner = learner
+        self.top = top
+        self.stats = crawler.stats
+        self.ranked_version = 0
+
+    @classmethod
+    def from_crawler(cls, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
         from focuscrawl.lm.link_learner import link_learner
 
         s = crawler.settings
-        self.learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
-        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP")
-        self.stats = crawler.stats
-        self.ranked_version = 0
+        learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
+        return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls,
+                   learner=learner, top=s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
 
     def pop(self):
         if self.learner is not None and self.top > 0 and self.learner.version != self.ranked_version:

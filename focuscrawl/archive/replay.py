@@ -24,7 +24,11 @@ from focuscrawl.archive.reader import read_response
 
 
 class ArchiveDownloadHandler(BaseDownloadHandler):
-    """Download handler for http and https that reads ``crawler.spider.archive_index``."""
+    """Download handler for http and https that reads ``crawler.spider.archive_index``.
+
+    ``__init__(crawler)`` is the signature Scrapy builds download handlers with (its
+    ``BaseDownloadHandler``); like Scrapy's own handlers it reads ``DOWNLOAD_MAXSIZE`` there.
+    """
 
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)

@@ -27,7 +27,7 @@ from typing import Any
 from scrapy.crawler import Crawler
 
 from focuscrawl import settings as defaults
-from focuscrawl.images.final import FINAL_CONTEXT_THESIS, final_score
+from focuscrawl.images.final import final_score
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import LineLog, atomic_write_bytes, complete_lines_size
 from focuscrawl.output.run import RunOutput, run_output

@@ -23,7 +23,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl.output.files import LineLog, atomic_write_bytes
-from focuscrawl.output.run import run_output
+from focuscrawl.output.run import RunOutput, run_output
 
 logger = logging.getLogger(__name__)
 
@@ -74,22 +74,23 @@ def _jsonable(value):
 
 
 class StatsFileWriter:
-    def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR"):
-            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        self.crawler = crawler
-        crawler.signals.connect(self.write, signal=signals.engine_stopped)
+    def __init__(self, run: RunOutput, stats) -> None:
+        self.run = run
+        self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "StatsFileWriter":
-        return cls(crawler)
+        run = run_output(crawler)
+        if run is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
+        writer = cls(run, crawler.stats)
+        crawler.signals.connect(writer.write, signal=signals.engine_stopped)
+        return writer
 
     def write(self) -> None:
-        run = run_output(self.crawler)
-        if run is None:
-            return
+        run = self.run
         self._keep_earlier_session(run)
-        stats = {k: _jsonable(v) for k, v in sorted(self.crawler.stats.get_stats().items())}
+        stats = {k: _jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
         atomic_write_bytes(run.path("stats.json"), json.dumps(stats, indent=1).encode("utf-8"))
 
     @staticmethod

@@ -14,7 +14,7 @@ import hashlib
 import logging
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from PIL import Image
 from scrapy import Request
@@ -28,7 +28,7 @@ from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_
 from focuscrawl.images.rules import ImageRules, needs_measuring, size_reason
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
-from focuscrawl.output.images import image_store, url_sha1
+from focuscrawl.output.images import ImageStore, image_store, url_sha1
 from focuscrawl.output.run import run_output
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects)
@@ -73,19 +73,24 @@ class ImageRejectedFile(ExpectedMediaFailure):
 
 
 class ImageDownloadPipeline(FilesPipeline):
+    """Downloads kept images (Scrapy's FilesPipeline), inspects and stores them.
+
+    ``__init__`` keeps the signature of Scrapy's ``FilesPipeline`` (``store_uri, *,
+    crawler``), which reads its own settings there; ``from_crawler`` reads focuscrawl's."""
+
     MEDIA_NAME = "image"
     LOG_FAILED_RESULTS = False  # failures are counted and logged once, without the item
     STORE_SCHEMES = {**FilesPipeline.STORE_SCHEMES, "": AtomicFSFilesStore, "file": AtomicFSFilesStore}
 
-    def __init__(self, store_uri: str, *, crawler: Crawler) -> None:
+    def __init__(self, store_uri: str, *, crawler: Crawler, store: ImageStore | None, max_bytes: int,
+                 max_pixels: int, formats: Iterable[str], rules: ImageRules) -> None:
         super().__init__(store_uri, crawler=crawler)
-        settings = crawler.settings
         self.stats = crawler.stats
-        self.store_images = image_store(crawler)
-        self.max_bytes = settings.getint("FOCUSCRAWL_IMAGE_MAX_BYTES")
-        self.max_pixels = settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS")
-        self.formats = allowed_formats(f.lower() for f in settings.getlist("FOCUSCRAWL_IMAGE_FORMATS"))
-        self.rules = ImageRules.from_settings(settings)
+        self.store_images = store
+        self.max_bytes = max_bytes
+        self.max_pixels = max_pixels
+        self.formats = allowed_formats(f.lower() for f in formats)
+        self.rules = rules
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod
@@ -93,7 +98,10 @@ class ImageDownloadPipeline(FilesPipeline):
         run = run_output(crawler)
         if run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not downloaded")
-        return cls(str(run.dir), crawler=crawler)
+        s = crawler.settings
+        return cls(str(run.dir), crawler=crawler, store=image_store(crawler),
+                   max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"), max_pixels=s.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"),
+                   formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"), rules=ImageRules.from_settings(s))
 
     # -- requests --------------------------------------------------------------------
     def get_media_requests(self, item: Any, info) -> list[Request]:
