@@ -110,9 +110,14 @@ return n
 LEASE_META = "focuscrawl_lease"
 
 
+#: scrapy-redis's placeholder for the spider name in its keys
+SPIDER_PLACEHOLDER = "%(spider)s"
+
+
 def redis_key(settings: BaseSettings, suffix: str) -> str:
-    """``focuscrawl:<crawl>:<suffix>``; the crawl name keeps separate crawls apart."""
-    return f"focuscrawl:{settings.get('FOCUSCRAWL_REDIS_CRAWL') or '%(spider)s'}:{suffix}"
+    """``focuscrawl:<crawl>:<suffix>``; the crawl name keeps separate crawls apart (an empty
+    ``FOCUSCRAWL_REDIS_CRAWL`` names the crawl after its spider)."""
+    return f"focuscrawl:{settings.get('FOCUSCRAWL_REDIS_CRAWL') or SPIDER_PLACEHOLDER}:{suffix}"
 
 
 def _connect(settings: BaseSettings):
