@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from tests.localweb import LocalWeb, Page, png_bytes
+from tests.support.localweb import LocalWeb, Page, png_bytes
 from tests.support.scrapydserver import Scrapyd
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.localweb import png_bytes
+from tests.support.localweb import png_bytes
 from tests.support.archives import write_warc
 
 REPO = Path(__file__).resolve().parents[1]
