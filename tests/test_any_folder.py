@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from focuscrawl.resources import default_keywords_path, default_model_path
-from tests.support.localweb import png_bytes
 from tests.support.archives import write_warc
+from tests.support.localweb import png_bytes
 from tests.support.net import free_port
 
 FOCUSCRAWL = str(Path(sys.executable).with_name("focuscrawl"))

@@ -16,9 +16,8 @@ from __future__ import annotations
 import pytest
 
 from tests.support.crawl import crawl, items, links_log
-
-from tests.support.toymodel import LOW, NORMAL, OFF_TOPIC, ON_TOPIC
 from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import LOW, NORMAL, OFF_TOPIC, ON_TOPIC
 
 
 def site() -> dict:

@@ -3,9 +3,8 @@ page exactly once and neither loses nor repeats rows of links.tsv."""
 from __future__ import annotations
 
 from tests.support.crawl import crawl, items, links_log
-
-from tests.support.toymodel import NORMAL, ON_TOPIC
 from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import NORMAL, ON_TOPIC
 
 
 def test_resume_with_jobdir(tmp_path):

@@ -8,9 +8,8 @@ import subprocess
 import sys
 
 from tests.support.crawl import ROOT, crawl, items
-
-from tests.support.toymodel import ON_TOPIC, write_model
 from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import ON_TOPIC, write_model
 
 LONG = "http://long.test/" + "x" * 300
 BROKEN = b"<html><body><p>cat cat cat cat cat.<div><a href='/ok'>tabby</a><table><tr><td>\x00\xff\xfe<<<>>"

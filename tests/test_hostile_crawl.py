@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from tests.support.crawl import ROOT, crawl, focused_cmd
-from tests.support.localweb import LocalWeb, Page, html
 from tests.support.hostile import SlowImageSite, TrapSite
+from tests.support.localweb import LocalWeb, Page, html
 
 FAST = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0,
         "LOG_LEVEL": "INFO"}

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.crawl import crawl, items
-
-from tests.support.toymodel import NORMAL, ON_TOPIC
 from tests.support.imagesite import image_bytes, png_bomb, truncated_jpeg
 from tests.support.localweb import LocalWeb, Page
 from tests.support.runfiles import read_tsv
+from tests.support.toymodel import NORMAL, ON_TOPIC
 
 from focuscrawl.output.images import image_columns, record_path, url_sha1
 from focuscrawl.pipelines.writers import PAGE_COLUMNS

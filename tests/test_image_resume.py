@@ -10,11 +10,10 @@ from collections import Counter
 import pytest
 
 from tests.support.crawl import crawl, start_focused
-
-from tests.support.toymodel import ON_TOPIC, write_model
 from tests.support.imagesite import image_bytes
 from tests.support.localweb import LocalWeb, Page
 from tests.support.runfiles import read_tsv
+from tests.support.toymodel import ON_TOPIC, write_model
 
 from focuscrawl.output.images import record_path
 

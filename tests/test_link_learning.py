@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from focuscrawl.lm.link_learner import HostHarvest, LinkLearner, PageJudge, link_features
 from tests.support.crawl import crawl, links_log
-from tests.support.toymodel import LOW, NORMAL
 from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import LOW, NORMAL
 
 
 def _features(url: str, anchor: str = "read more") -> list[str]:

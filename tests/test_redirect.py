@@ -4,9 +4,8 @@ Referer (its page) it was sent with."""
 from __future__ import annotations
 
 from tests.support.crawl import crawl
-
-from tests.support.toymodel import ON_TOPIC
 from tests.support.localweb import LocalWeb, Page, png_bytes
+from tests.support.toymodel import ON_TOPIC
 
 MISSING_REFERER_WARNING = "found no scrapy.spidermiddlewares.referer.RefererMiddleware"
 

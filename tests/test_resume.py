@@ -13,10 +13,10 @@ from collections import Counter
 
 from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
 from tests.support.crawl import start_focused
-from tests.support.toymodel import ON_TOPIC, write_model
 from tests.support.imagesite import image_bytes
 from tests.support.localweb import LocalWeb, Page
 from tests.support.runfiles import read_tsv
+from tests.support.toymodel import ON_TOPIC, write_model
 
 N = 24
 JPEG = image_bytes("JPEG", (64, 48))
