@@ -83,7 +83,7 @@ FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
 #: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
 FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
 #: Instead of dropping an image without width/height attributes, download it and apply
-#: the size limits to its real size (counted as images/size_measured/rescued|dropped).
+#: the size limits to its real size (counted as focuscrawl/images/size_measured/rescued|dropped).
 #: Off for a live crawl (the thesis could not afford those downloads); on for
 #: `focuscrawl warc` / the archive spider, where the bytes are in the archive anyway.
 FOCUSCRAWL_IMAGE_MEASURE_UNSIZED = False
@@ -148,15 +148,14 @@ FOCUSCRAWL_LINKS_LOG = False
 FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
 #: Strict best-first: one global priority queue across hosts (Scrapy's default
 #: DownloaderAwarePriorityQueue orders only within a host's slot), FIFO within a
-#: priority (breadth-first for `unfocused`, where priority = -depth).
+#: priority (breadth-first for `unfocused`, where priority = -depth). The order lags by
+#: one response per free download slot (Scrapy starts the next request before the spider
+#: has queued the finished page's links); SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 with
+#: CONCURRENT_REQUESTS = 1 makes it exact at the cost of throughput, so both keep
+#: Scrapy's defaults here (focuscrawl.eval.crawls and the crawl-order tests set them).
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
-# SCRAPER_SLOT_MAX_ACTIVE_SIZE is left at Scrapy's default. Scrapy starts the next
-# request as soon as a download ends, before the spider has queued that page's links:
-# best-first lags by one response per free download slot. SCRAPER_SLOT_MAX_ACTIVE_SIZE
-# = 1 with CONCURRENT_REQUESTS = 1 makes the order exact at the cost of throughput
-# (focuscrawl.eval.crawls sets both for exact-order comparisons).
 #: No Referer header: the crawl does not need it, and Scrapy's RefererMiddleware
 #: computes a referrer policy for every out-link (~10% of the CPU per page with 20 links).
 REFERER_ENABLED = False
@@ -321,7 +320,7 @@ FOCUSCRAWL_FRONTIER_JOURNAL = True
 # --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
 #: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
 #: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is
-#: recorded in stats.json (`focuscrawl/topic`) and `focuscrawl rank` ranks with it.
+#: recorded in stats.json (`focuscrawl/topic/bundle`) and `focuscrawl rank` ranks with it.
 FOCUSCRAWL_TOPIC = ""
 #: How the ranked corpus is scored: a bundle scorer (wpp, perplexity, keywords, xent,
 #: classifier, combined) = P(on topic) from the bundle's calibration, ranked high to low,

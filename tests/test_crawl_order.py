@@ -1,6 +1,6 @@
 """Crawl order, buckets and razor of each mode on a small local web (real server, real Scrapy).
 
-Site (toy model of crawlhelp; CONCURRENT_REQUESTS=1 so the server sees the crawl order):
+Site (toy model of tests/support/toymodel.py; CONCURRENT_REQUESTS=1 so the server sees the crawl order):
 
     seed.test/  text PP 3162, links in this order:
         a.test/ "click here" -> anchor PP 3162 > T_otx: PP_d           = 3162  normal
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.crawlhelp import LOW, NORMAL, OFF_TOPIC, ON_TOPIC, crawl, items, links_log
-from tests.localweb import LocalWeb, Page, html
+from tests.support.crawl import crawl, items, links_log
+from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import LOW, NORMAL, OFF_TOPIC, ON_TOPIC
 
 
 def site() -> dict:
@@ -52,8 +53,8 @@ def test_keywords_mode_is_best_first_across_hosts(tmp_path):
     assert stats["focuscrawl/links/bucket/high"] == 2
     assert stats["focuscrawl/links/bucket/medium"] == 1
     assert stats["focuscrawl/links/bucket/normal"] == 2
-    assert stats["focuscrawl/pages"] == 6
-    assert stats["lm/queries"] > 0
+    assert stats["focuscrawl/pages/crawled"] == 6
+    assert stats["focuscrawl/lm/queries"] > 0
     # 6 anchors scored; "click here" and "tabby" twice: answered from the anchor cache
     assert stats["focuscrawl/links/anchor_lookups"] == 6
     assert stats["focuscrawl/links/anchor_cache_hits"] == 2
@@ -83,7 +84,7 @@ def test_document_mode_links_inherit_page_perplexity(tmp_path):
     assert {r["bucket"] for r in log if r["from"] == "http://seed.test/"} == {"normal"}
     assert all(float(r["score"]) == pytest.approx(3162.28, rel=1e-4) for r in log if r["from"] == "http://seed.test/")
     assert stats["focuscrawl/links/razored"] == 2
-    assert "lm/queries" in stats
+    assert "focuscrawl/lm/queries" in stats
 
 
 def test_unfocused_mode_is_breadth_first(tmp_path):

@@ -7,8 +7,9 @@ import socket
 import subprocess
 import sys
 
-from tests.crawlhelp import REPO, ON_TOPIC, crawl, items, write_model
-from tests.localweb import LocalWeb, Page, html
+from tests.support.crawl import ROOT, crawl, items
+from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import ON_TOPIC, write_model
 
 LONG = "http://long.test/" + "x" * 300
 BROKEN = b"<html><body><p>cat cat cat cat cat.<div><a href='/ok'>tabby</a><table><tr><td>\x00\xff\xfe<<<>>"
@@ -80,7 +81,7 @@ def test_scope_traps_robots_and_bad_input(tmp_path):
     assert pages["http://latin.test/"]["sentences"] == ["cat cat café cat cat cat"]
     assert stats["focuscrawl/text/charset_fallback"] == 2  # and broken.test: its \xff\xfe are no UTF-8
     # seed, q.test x2, robots.test/public, broken.test x2, latin.test, h.test x2
-    assert stats["focuscrawl/pages"] == len(pages) == 9
+    assert stats["focuscrawl/pages/crawled"] == len(pages) == 9
     assert stats["focuscrawl/download_errors/HttpError"] == 1  # gone.test: 404
     # the progress extension logged while h.test/1 was slow
     progress = [line for line in proc.stderr.splitlines() if "progress: " in line]
@@ -105,7 +106,7 @@ def test_allowed_domains_and_page_budget(tmp_path):
 
 def scrapy_crawl(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", "LOG_LEVEL=ERROR"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_bad_arguments_stop_with_a_clear_message(tmp_path):
@@ -158,12 +159,12 @@ def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert web.pages_requested() == ["seed.test/", "empty.test/", "next.test/"]
     assert stats["focuscrawl/skipped/extraction_error"] == 1
-    assert stats["focuscrawl/pages"] == 2
+    assert stats["focuscrawl/pages/crawled"] == 2
     assert "text extraction failed on http://empty.test/" in proc.stderr
 
 
 def test_image_downloads_do_not_use_up_a_hosts_page_limit(tmp_path):
-    from tests.imagesite import image_bytes
+    from tests.support.imagesite import image_bytes
 
     jpeg = image_bytes("JPEG", (600, 400))
     figures = "".join(f'<img src="/{n}.jpg" alt="a cat {n}" width="600" height="400">' for n in "abc")

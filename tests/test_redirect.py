@@ -3,8 +3,9 @@ warning about the missing middleware, and a redirected image download keeps the
 Referer (its page) it was sent with."""
 from __future__ import annotations
 
-from tests.crawlhelp import ON_TOPIC, crawl
-from tests.localweb import LocalWeb, Page, png_bytes
+from tests.support.crawl import crawl
+from tests.support.localweb import LocalWeb, Page, png_bytes
+from tests.support.toymodel import ON_TOPIC
 
 MISSING_REFERER_WARNING = "found no scrapy.spidermiddlewares.referer.RefererMiddleware"
 
@@ -22,6 +23,6 @@ def test_redirects_keep_the_referer_and_log_no_warning(tmp_path):
         stats, proc = crawl(web, tmp_path, f"{web.base}/start")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert MISSING_REFERER_WARNING not in proc.stderr
-    assert stats["downloader/response_status_count/301"] == 1 and stats["images/written"] == 1
+    assert stats["downloader/response_status_count/301"] == 1 and stats["focuscrawl/images/written"] == 1
     assert web.referers["127.0.0.1/page"] is None  # pages are fetched without a Referer
     assert web.referers["127.0.0.1/new.png"] == f"{web.base}/page"  # kept across the redirect
