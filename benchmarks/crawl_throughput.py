@@ -150,7 +150,7 @@ def core_settings(project) -> dict:
 
 
 def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str = "full",
-              extra: list[str] = (), profile_out: str | None = None) -> dict:
+              extra: list[str] = (), profile_out: str | None = None, trend_every: int = 0) -> dict:
     """In this process: one crawl, returns its numbers."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
@@ -220,7 +220,9 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         crawler = process.create_crawler("focused")
         process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
     cpu_start = cpu_seconds()  # after the model is loaded (in process.crawl)
-    peak = PeakRss()
+    stats = crawler.stats
+    peak = PeakRss(lambda: stats.get_value("pages/written") or stats.get_value("focuscrawl/pages"),
+                   every=trend_every)
     if profile_out:
         import cProfile
 
@@ -241,6 +243,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         "lm_queries": stats.get("lm/queries"), "lm_cache_hits": stats.get("lm/cache_hits"),
         "cpu_seconds": cpu_seconds() - cpu_start,
         "peak_rss_mb": peak.peak / 1024 ** 2,
+        "rss_trend": peak.trend,
     }
 
 
@@ -268,19 +271,38 @@ def _tree_rss(pid: int) -> int:
 
 
 class PeakRss:
-    """Peak RSS of this process plus its children (the worker pool), sampled every 0.2 s."""
+    """Peak RSS of this process plus its children (the worker pool), sampled every 0.2 s.
 
-    def __init__(self) -> None:
+    With ``pages`` (a callable giving the pages crawled so far) and ``every``, also keeps
+    the RSS trend: one sample (pages, seconds, crawl MB, workers MB) each time another
+    ``every`` pages are done, printed to stderr as it goes so that a long run shows
+    whether memory grows with the crawl."""
+
+    def __init__(self, pages=None, every: int = 0) -> None:
         import threading
 
         self.peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        self.trend: list[dict] = []
+        self._pages, self._every, self._next = pages, every, every
+        self._start = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            self.peak = max(self.peak, _tree_rss(os.getpid()))
+            total = _tree_rss(os.getpid())
+            self.peak = max(self.peak, total)
+            if self._every and (pages := self._pages() or 0) >= self._next:
+                self._next = (pages // self._every + 1) * self._every
+                own = _tree_rss_self(os.getpid())
+                sample = {"pages": pages, "seconds": round(time.monotonic() - self._start, 1),
+                          "crawl_mb": round(own / 1024 ** 2), "workers_mb": round((total - own) / 1024 ** 2),
+                          "peak_mb": round(self.peak / 1024 ** 2)}
+                self.trend.append(sample)
+                print(f"memory trend: {pages} pages at {sample['seconds']:.0f} s: crawl {sample['crawl_mb']} MB"
+                      f" + workers {sample['workers_mb']} MB (peak so far {sample['peak_mb']} MB)",
+                      file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         self._stop.set()
@@ -288,16 +310,28 @@ class PeakRss:
         self.peak = max(self.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
 
+def _tree_rss_self(pid: int) -> int:
+    """RSS in bytes of process ``pid`` alone."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
 def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
-                     extra: list[str] = (), cprofile: str | None = None) -> dict:
+                     extra: list[str] = (), cprofile: str | None = None, trend_every: int = 0) -> dict:
     cmd = [sys.executable, __file__, "--run", kind, "--port", str(port), "--pages", str(pages), "--profile", profile]
     if jobdir:
         cmd += ["--jobdir", jobdir]
+    if trend_every:  # the trend lines go to stderr as they come (a long run)
+        cmd += ["--trend-every", str(trend_every)]
     if cprofile:
         cmd += ["--cprofile", cprofile]
     for item in extra:
         cmd += ["-s", item]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None if trend_every else subprocess.PIPE,
+                         text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -314,7 +348,8 @@ def main() -> int:
     parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords", "learning"],
                         help="crawls: plain, corpus, unfocused, document, keywords, learning; MODE/no-pool = that mode "
                              "with the page analysis in the crawl process (FOCUSCRAWL_ANALYSIS_WORKERS=0)")
-    parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown)")
+    parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown; "
+                                                              "0: only the --memory-pages crawl)")
     parser.add_argument("--profile", choices=("core", "full"), default="full",
                         help="full: every component as shipped (the headline; trafilatura, image extraction "
                              "and download, near-duplicates, writers); core: spider + link scoring only")
@@ -322,6 +357,9 @@ def main() -> int:
                         help="setting for the focused crawls (repeatable), e.g. FOCUSCRAWL_ANALYSIS_WORKERS=0")
     parser.add_argument("--cprofile", metavar="OUT", help="profile one keywords crawl with cProfile into OUT "
                                                           "and print its top functions")
+    parser.add_argument("--trend-every", type=int, default=0,
+                        help="RSS trend sample every N pages of the memory crawl (default: a tenth of "
+                             "--memory-pages)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -332,7 +370,7 @@ def main() -> int:
         return 0
     if args.run:
         print(json.dumps(run_crawl(args.run, args.port, args.pages, args.jobdir, args.profile, args.set,
-                                   args.cprofile)))
+                                   args.cprofile, args.trend_every)))
         return 0
 
     web_pages = max(2 * args.pages, 2 * args.memory_pages, 10000)
@@ -361,47 +399,53 @@ def main() -> int:
                 results[kind] = r
             rounds.append(results)
             print(f"round {n + 1}: " + ", ".join(f"{k} {r['rate']:.1f} p/s" for k, r in results.items()), flush=True)
-        print(f"{'crawl':<10} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} "
-              f"{'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
-        for kind in args.modes:
-            rs = [rd[kind] for rd in rounds]
-            rates = [r["rate"] for r in rs]
-            best = max(rs, key=lambda r: r["rate"])
-            cpu_rate = statistics.median(r["cpu_rate"] for r in rs)
-            print(f"{kind:<10} {best['pages']:>6} {statistics.median(rates):>8.1f} "
-                  f"{min(rates):>6.1f}-{max(rates):<6.1f} {cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
-                  f"{best['lm_queries'] or 0:>10} {best['lm_cache_hits'] or 0:>10} "
-                  f"{max(r['peak_rss_mb'] for r in rs):>11.0f}", flush=True)
-        verdicts = []
-        for base, target in (("corpus", 0.9), ("plain", 0.8)):
-            if base not in args.modes:
-                continue
-            for kind in ("keywords", "document", "unfocused"):
-                if kind not in args.modes:
+        if rounds:  # --repeat 0: the memory crawl alone
+            print(f"{'crawl':<10} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} "
+                  f"{'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
+            for kind in args.modes:
+                rs = [rd[kind] for rd in rounds]
+                rates = [r["rate"] for r in rs]
+                best = max(rs, key=lambda r: r["rate"])
+                cpu_rate = statistics.median(r["cpu_rate"] for r in rs)
+                print(f"{kind:<10} {best['pages']:>6} {statistics.median(rates):>8.1f} "
+                      f"{min(rates):>6.1f}-{max(rates):<6.1f} {cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
+                      f"{best['lm_queries'] or 0:>10} {best['lm_cache_hits'] or 0:>10} "
+                      f"{max(r['peak_rss_mb'] for r in rs):>11.0f}", flush=True)
+            verdicts = []
+            for base, target in (("corpus", 0.9), ("plain", 0.8)):
+                if base not in args.modes:
                     continue
-                wall = [rd[kind]["rate"] / rd[base]["rate"] for rd in rounds]
-                cpu = [rd[kind]["cpu_rate"] / rd[base]["cpu_rate"] for rd in rounds]
-                line = f"{kind} / {base}: wall {_spread(wall)}, CPU {_spread(cpu)}"
-                if kind == "keywords":
-                    ok = statistics.median(wall) >= target
-                    line += f" (target >= {target}x wall: {'OK' if ok else 'BELOW TARGET'})"
-                    verdicts.append(ok)
-                print(line)
-        if "keywords" in args.modes:
-            for kind in ("unfocused", "document"):
-                if kind in args.modes:
-                    wall = [rd[kind]["rate"] / rd["keywords"]["rate"] for rd in rounds]
-                    print(f"{kind} / keywords: wall {_spread(wall)} (target >= 1x: "
-                          f"{'OK' if statistics.median(wall) >= 0.97 else 'SLOWER'}; within 3% counts as equal)")
-        if "keywords" in args.modes and "learning" in args.modes:
-            wall = [rd["learning"]["rate"] / rd["keywords"]["rate"] for rd in rounds]
-            cpu = [rd["learning"]["cpu_rate"] / rd["keywords"]["cpu_rate"] for rd in rounds]
-            print(f"learning / keywords: wall {_spread(wall)}, CPU {_spread(cpu)} (target >= 0.9x: "
-                  f"{'OK' if min(statistics.median(wall), statistics.median(cpu)) >= 0.9 else 'BELOW TARGET'})")
+                for kind in ("keywords", "document", "unfocused"):
+                    if kind not in args.modes:
+                        continue
+                    wall = [rd[kind]["rate"] / rd[base]["rate"] for rd in rounds]
+                    cpu = [rd[kind]["cpu_rate"] / rd[base]["cpu_rate"] for rd in rounds]
+                    line = f"{kind} / {base}: wall {_spread(wall)}, CPU {_spread(cpu)}"
+                    if kind == "keywords":
+                        ok = statistics.median(wall) >= target
+                        line += f" (target >= {target}x wall: {'OK' if ok else 'BELOW TARGET'})"
+                        verdicts.append(ok)
+                    print(line)
+            if "keywords" in args.modes:
+                for kind in ("unfocused", "document"):
+                    if kind in args.modes:
+                        wall = [rd[kind]["rate"] / rd["keywords"]["rate"] for rd in rounds]
+                        print(f"{kind} / keywords: wall {_spread(wall)} (target >= 1x: "
+                              f"{'OK' if statistics.median(wall) >= 0.97 else 'SLOWER'}; within 3% counts as equal)")
+            if "keywords" in args.modes and "learning" in args.modes:
+                wall = [rd["learning"]["rate"] / rd["keywords"]["rate"] for rd in rounds]
+                cpu = [rd["learning"]["cpu_rate"] / rd["keywords"]["cpu_rate"] for rd in rounds]
+                print(f"learning / keywords: wall {_spread(wall)}, CPU {_spread(cpu)} (target >= 0.9x: "
+                      f"{'OK' if min(statistics.median(wall), statistics.median(cpu)) >= 0.9 else 'BELOW TARGET'})")
         if args.memory_pages:
             with tempfile.TemporaryDirectory() as jobdir:
                 t = time.monotonic()
-                r = crawl_subprocess("keywords", port, args.memory_pages, jobdir, profile=args.profile, extra=args.set)
+                every = args.trend_every or max(args.memory_pages // 10, 1)
+                r = crawl_subprocess("keywords", port, args.memory_pages, jobdir, profile=args.profile, extra=args.set,
+                                     trend_every=every)
+                for sample in r["rss_trend"]:
+                    print(f"  {sample['pages']:>7} pages {sample['seconds']:>7.0f} s: crawl {sample['crawl_mb']:>5} MB"
+                          f" + workers {sample['workers_mb']:>4} MB, peak so far {sample['peak_mb']:>5} MB")
                 print(f"memory: keywords crawl of {r['pages']} pages with JOBDIR in {time.monotonic() - t:.0f} s: "
                       f"peak RSS (crawl + workers) {r['peak_rss_mb']:.0f} MB (target <= 1024 MB): "
                       f"{'OK' if r['peak_rss_mb'] <= 1024 else 'ABOVE TARGET'}")
