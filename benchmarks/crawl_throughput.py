@@ -23,9 +23,12 @@ as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
 time; unfocused and document not slower than keywords). CPU time counts the crawl
 process and its worker processes. ``--memory-pages N`` then measures the peak RSS
 (crawl + workers) of an N-page ``keywords`` crawl with JOBDIR (target <= 1 GB at
-50,000). ``--cprofile OUT`` profiles one keywords crawl instead.
+50,000), with its RSS trend every ``--trend-every`` pages. ``--redis`` then runs
+``keywords`` crawls of ``--pages`` pages on one Redis frontier (a redis-server on
+127.0.0.1 started for it), 1 process vs 2 processes at once (``--modes`` with no
+names: only that). ``--cprofile OUT`` profiles one keywords crawl instead.
 
-    python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [-s NAME=VALUE]
+    python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [--redis] [-s NAME=VALUE]
 """
 from __future__ import annotations
 
@@ -240,6 +243,8 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
             "item_scraped_count", stats.get("response_received_count", 0))),
         "responses": stats.get("response_received_count", 0),
         "seconds": stats.get("elapsed_time_seconds", 0.0),
+        "start": stats["start_time"].timestamp() if stats.get("start_time") else 0.0,
+        "finish": stats["finish_time"].timestamp() if stats.get("finish_time") else 0.0,
         "lm_queries": stats.get("lm/queries"), "lm_cache_hits": stats.get("lm/cache_hits"),
         "cpu_seconds": cpu_seconds() - cpu_start,
         "peak_rss_mb": peak.peak / 1024 ** 2,
@@ -319,8 +324,9 @@ def _tree_rss_self(pid: int) -> int:
         return 0
 
 
-def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
-                     extra: list[str] = (), cprofile: str | None = None, trend_every: int = 0) -> dict:
+def start_crawl(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
+                extra: list[str] = (), cprofile: str | None = None, trend_every: int = 0) -> subprocess.Popen:
+    """One crawl in a process of its own (its result: ``crawl_result``)."""
     cmd = [sys.executable, __file__, "--run", kind, "--port", str(port), "--pages", str(pages), "--profile", profile]
     if jobdir:
         cmd += ["--jobdir", jobdir]
@@ -330,9 +336,74 @@ def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None
         cmd += ["--cprofile", cprofile]
     for item in extra:
         cmd += ["-s", item]
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None if trend_every else subprocess.PIPE,
-                         text=True, check=True).stdout
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None if trend_every else subprocess.PIPE, text=True)
+
+
+def crawl_result(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise RuntimeError(f"crawl {proc.args} failed ({proc.returncode}): {(err or '')[-3000:]}")
     return json.loads(out.strip().splitlines()[-1])
+
+
+def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
+                     extra: list[str] = (), cprofile: str | None = None, trend_every: int = 0) -> dict:
+    return crawl_result(start_crawl(kind, port, pages, jobdir, profile, extra, cprofile, trend_every))
+
+
+def _cpu_of_pid(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def redis_scaling(port: int, pages: int, repeat: int, profile: str, extra: list[str]) -> None:
+    """``keywords`` crawls of ``pages`` pages in all on one Redis frontier: one process,
+    then two processes (``pages / 2`` each, same crawl name, own run directories) at once;
+    a real redis-server on 127.0.0.1 started here. pages/s = pages of all processes / wall
+    time from the first start to the last finish; CPU = the crawl processes and their
+    workers, redis-server apart."""
+    sys.path.insert(0, str(REPO))
+    from tests.support.redisserver import RedisServer
+
+    with tempfile.TemporaryDirectory() as workdir:
+        server = RedisServer(workdir)
+        try:
+            rows: dict[int, list[dict]] = {1: [], 2: []}
+            for n_round in range(repeat):
+                for n in (1, 2):
+                    name = f"bench-{n_round}-{n}"
+                    settings = [*extra, f"FOCUSCRAWL_REDIS_URL={server.url}", f"FOCUSCRAWL_REDIS_CRAWL={name}"]
+                    redis_cpu = _cpu_of_pid(server.proc.pid)
+                    procs = [start_crawl("keywords", port, pages // n, profile=profile, extra=settings)
+                             for _ in range(n)]
+                    results = [crawl_result(proc) for proc in procs]
+                    done = sum(r["pages"] for r in results)
+                    wall = max(r["finish"] for r in results) - min(r["start"] for r in results)
+                    row = {"pages": done, "rate": done / wall, "cpu_ms": 1000 * sum(r["cpu_seconds"] for r in results) / done,
+                           "redis_cpu_ms": 1000 * (_cpu_of_pid(server.proc.pid) - redis_cpu) / done,
+                           "per_process": [r["pages"] for r in results],
+                           "spans": [f"{r['start'] - min(x['start'] for x in results):.0f}-"
+                                     f"{r['finish'] - min(x['start'] for x in results):.0f} s" for r in results],
+                           "peak_rss_mb": sum(r["peak_rss_mb"] for r in results)}
+                    rows[n].append(row)
+                    print(f"redis round {n_round + 1}, {n} process(es): {done} pages {row['per_process']} in "
+                          f"{wall:.0f} s (each: {', '.join(row['spans'])}): {row['rate']:.1f} pages/s, {row['cpu_ms']:.1f} CPU ms/page "
+                          f"(+ redis-server {row['redis_cpu_ms']:.2f})", flush=True)
+                    server.client.flushdb()
+        finally:
+            server.stop()
+    print(f"{'Redis frontier':<16} {'pages/s':>8} {'spread':>13} {'CPU ms/page':>11} {'redis ms/page':>13} "
+          f"{'peak RSS MB':>11}")
+    for n in (1, 2):
+        rates = [r["rate"] for r in rows[n]]
+        print(f"{n} process(es){'':<4} {statistics.median(rates):>8.1f} {min(rates):>6.1f}-{max(rates):<6.1f} "
+              f"{statistics.median(r['cpu_ms'] for r in rows[n]):>11.1f} "
+              f"{statistics.median(r['redis_cpu_ms'] for r in rows[n]):>13.2f} "
+              f"{max(r['peak_rss_mb'] for r in rows[n]):>11.0f}")
+    speedup = [two["rate"] / one["rate"] for one, two in zip(rows[1], rows[2])]
+    print(f"2 processes / 1 process on one Redis frontier: wall {_spread(speedup)}")
 
 
 def _spread(values: list[float]) -> str:
@@ -345,7 +416,7 @@ def main() -> int:
     parser.add_argument("--memory-pages", type=int, default=0,
                         help="pages of the JOBDIR memory crawl in keywords mode (0: skip; the target is "
                              "stated for 50000)")
-    parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords", "learning"],
+    parser.add_argument("--modes", nargs="*", default=["plain", "corpus", "unfocused", "document", "keywords", "learning"],
                         help="crawls: plain, corpus, unfocused, document, keywords, learning; MODE/no-pool = that mode "
                              "with the page analysis in the crawl process (FOCUSCRAWL_ANALYSIS_WORKERS=0)")
     parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown; "
@@ -357,6 +428,9 @@ def main() -> int:
                         help="setting for the focused crawls (repeatable), e.g. FOCUSCRAWL_ANALYSIS_WORKERS=0")
     parser.add_argument("--cprofile", metavar="OUT", help="profile one keywords crawl with cProfile into OUT "
                                                           "and print its top functions")
+    parser.add_argument("--redis", action="store_true",
+                        help="also: keywords crawls of --pages pages on one Redis frontier (a redis-server "
+                             "started here), 1 process vs 2 processes, --repeat rounds")
     parser.add_argument("--trend-every", type=int, default=0,
                         help="RSS trend sample every N pages of the memory crawl (default: a tenth of "
                              "--memory-pages)")
@@ -390,7 +464,7 @@ def main() -> int:
         print("pages/s = HTML pages / wall seconds; CPU pages/s = pages / CPU seconds of the crawl process "
               "and its workers")
         rounds: list[dict[str, dict]] = []
-        for n in range(args.repeat):
+        for n in range(args.repeat if args.modes else 0):
             results: dict[str, dict] = {}
             for kind in args.modes:
                 r = crawl_subprocess(kind, port, args.pages, profile=args.profile, extra=args.set)
@@ -437,6 +511,8 @@ def main() -> int:
                 cpu = [rd["learning"]["cpu_rate"] / rd["keywords"]["cpu_rate"] for rd in rounds]
                 print(f"learning / keywords: wall {_spread(wall)}, CPU {_spread(cpu)} (target >= 0.9x: "
                       f"{'OK' if min(statistics.median(wall), statistics.median(cpu)) >= 0.9 else 'BELOW TARGET'})")
+        if args.redis:
+            redis_scaling(port, args.pages, max(args.repeat, 1), args.profile, args.set)
         if args.memory_pages:
             with tempfile.TemporaryDirectory() as jobdir:
                 t = time.monotonic()
