@@ -447,7 +447,9 @@ def main() -> int:
                                    args.cprofile, args.trend_every)))
         return 0
 
-    web_pages = max(2 * args.pages, 2 * args.memory_pages, 10000)
+    # the memory crawl's web is 10x its pages: ~20 random links a page keep finding new URLs
+    # to the end (on a web only 2x as big the frontier stops growing at ~30% of the crawl)
+    web_pages = max(2 * args.pages, 10 * args.memory_pages, 10000)
     server, port = start_server(web_pages)
     try:
         if args.cprofile:
