@@ -224,7 +224,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
     cpu_start = cpu_seconds()  # after the model is loaded (in process.crawl)
     stats = crawler.stats
-    peak = PeakRss(lambda: stats.get_value("pages/written") or stats.get_value("focuscrawl/pages"),
+    peak = PeakRss(lambda: stats.get_value("focuscrawl/pages/written") or stats.get_value("focuscrawl/pages/crawled"),
                    every=trend_every)
     if profile_out:
         import cProfile
@@ -239,13 +239,13 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     return {
         "kind": kind,
         # page rows when written (the budget's exact count), else pages parsed
-        "pages": stats.get("pages/written") or stats.get("focuscrawl/pages", stats.get(
+        "pages": stats.get("focuscrawl/pages/written") or stats.get("focuscrawl/pages/crawled", stats.get(
             "item_scraped_count", stats.get("response_received_count", 0))),
         "responses": stats.get("response_received_count", 0),
         "seconds": stats.get("elapsed_time_seconds", 0.0),
         "start": stats["start_time"].timestamp() if stats.get("start_time") else 0.0,
         "finish": stats["finish_time"].timestamp() if stats.get("finish_time") else 0.0,
-        "lm_queries": stats.get("lm/queries"), "lm_cache_hits": stats.get("lm/cache_hits"),
+        "lm_queries": stats.get("focuscrawl/lm/queries"), "lm_cache_hits": stats.get("focuscrawl/lm/cache_hits"),
         "cpu_seconds": cpu_seconds() - cpu_start,
         "peak_rss_mb": peak.peak / 1024 ** 2,
         "rss_trend": peak.trend,
