@@ -261,12 +261,19 @@ def cpu_seconds() -> float:
     return total
 
 
-def _tree_rss(pid: int) -> int:
-    """RSS in bytes of process ``pid`` and all its descendants (Linux /proc)."""
-    total = 0
+def _rss(pid: int) -> int:
+    """RSS in bytes of process ``pid`` alone (Linux /proc; 0 when it is gone)."""
     try:
         with open(f"/proc/{pid}/statm") as f:
-            total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def _tree_rss(pid: int) -> int:
+    """RSS in bytes of process ``pid`` and all its descendants (Linux /proc)."""
+    total = _rss(pid)
+    try:
         for task in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{task}/children") as f:
                 total += sum(_tree_rss(int(c)) for c in f.read().split())
@@ -300,7 +307,7 @@ class PeakRss:
             self.peak = max(self.peak, total)
             if self._every and (pages := self._pages() or 0) >= self._next:
                 self._next = (pages // self._every + 1) * self._every
-                own = _tree_rss_self(os.getpid())
+                own = _rss(os.getpid())
                 sample = {"pages": pages, "seconds": round(time.monotonic() - self._start, 1),
                           "crawl_mb": round(own / 1024 ** 2), "workers_mb": round((total - own) / 1024 ** 2),
                           "peak_mb": round(self.peak / 1024 ** 2)}
@@ -313,15 +320,6 @@ class PeakRss:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-
-
-def _tree_rss_self(pid: int) -> int:
-    """RSS in bytes of process ``pid`` alone."""
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return 0
 
 
 def start_crawl(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
