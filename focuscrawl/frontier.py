@@ -290,12 +290,15 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
         self.learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
         self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP", 500)
         self.stats = crawler.stats
-        self.ranked_version = 0
+        self.ranked_version, self.ranked_trust = 0, 0.0
 
     def pop(self):
-        if self.learner is not None and self.top > 0 and self.learner.version != self.ranked_version:
-            self.ranked_version = self.learner.version
-            self.rerank()
+        learner = self.learner
+        if learner is not None and self.top > 0 and learner.version != self.ranked_version:
+            self.ranked_version = learner.version
+            if learner.trust > 0 or self.ranked_trust > 0:  # with no trust: the thesis's order, as queued
+                self.ranked_trust = learner.trust
+                self.rerank()
         return super().pop()
 
     def rerank(self) -> int:

@@ -349,6 +349,10 @@ FOCUSCRAWL_LEARNING_HOST_WEIGHT = 1.0
 FOCUSCRAWL_LEARNING_EXPLORATION = 0.05
 #: Requests at the top of the frontier re-scored with each new model (0 = none).
 FOCUSCRAWL_LEARNING_RERANK_TOP = 500
+#: The learned score is trusted by how much better it ranked the last this many judged
+#: links than the thesis's link score did (AUC above chance; docs/CRAWL.md): 0 = thesis
+#: order, 1 = the learner's. A horizon, so that the trust follows the model as it learns.
+FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
 
 # --- Throughput (issue #14) ---------------------------------------------------------
 #: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:

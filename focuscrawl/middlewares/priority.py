@@ -270,7 +270,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             return item
         on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
         host = url_host(response.url)
-        if self.ranker.learner.observe(None, host, on_topic, vector=response.meta.get("link_vector")):
+        if self.ranker.learner.observe(None, host, on_topic, vector=response.meta.get("link_vector"),
+                                       thesis_score=response.meta.get("link_score")):
             self.stats.inc_value("focuscrawl/learning/updates")
         self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
         return item
