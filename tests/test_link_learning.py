@@ -1,6 +1,9 @@
 """Crawl mode ``learning``: the online link learner, its host term, and a real crawl on a loopback web."""
 from __future__ import annotations
 
+import pytest
+from scrapy.settings import Settings
+
 from focuscrawl.lm.link_learner import HostHarvest, LinkLearner, PageJudge, link_features, ranking_auc, trust_from_auc
 from tests.crawlhelp import LOW, NORMAL, crawl, links_log
 from tests.localweb import LocalWeb, Page, html
@@ -101,6 +104,16 @@ def test_page_judge_threshold_is_the_on_topic_perplexity():
     assert judge.topicality(None) is None
     assert judge.on_topic(judge.topicality(1.0)) and judge.on_topic(judge.topicality(50.0))
     assert not judge.on_topic(judge.topicality(51.0))
+
+
+def test_calibrated_page_judge_uses_the_topic_probability():
+    judge = PageJudge.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated",
+                                              "FOCUSCRAWL_LEARNING_ON_TOPIC_PP": 50.0}))
+    assert judge.calibrated and judge.topicality(1.0, None) is None  # no calibrated score: not judged
+    assert judge.on_topic(judge.topicality(1e6, 0.0)) and not judge.on_topic(judge.topicality(1.0, -0.1))
+    assert abs(judge.topicality(None, 2.0) - 0.8808) < 1e-4
+    with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_JUDGE"):
+        PageJudge.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE": "oracle"}))
 
 
 #: five distinct on-topic texts (toy model: PP 2-7; distinct, so not near-duplicates of each other)

@@ -45,6 +45,8 @@ from typing import Sequence
 
 import numpy as np
 
+from focuscrawl.topic.model import sigmoid
+
 _WORD = re.compile(r"[a-z0-9]+")
 #: learned scores in [0, 1] map to Scrapy priorities 0 .. PRIORITY_STEPS (seeds above)
 PRIORITY_STEPS = 1_000  # Scrapy keeps one queue per priority: few distinct values
@@ -345,17 +347,22 @@ class LinkLearner:
 
 
 class PageJudge:
-    """Is a fetched page on topic? From the topic scorer's document judgement.
+    """Is a fetched page on topic? Its topicality in [0, 1], on topic from one half.
 
-    Today: the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at 1) against
-    ``on_topic_pp``, as ``topicality = T / (T + wPP)`` (0.5 at the threshold). The one
-    place to switch to the calibrated topic probability when the scorer provides it.
+    ``perplexity``: from the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at
+    1) against ``on_topic_pp``, ``topicality = T / (T + wPP)`` (0.5 at the threshold), an
+    absolute cut that suits one model's perplexities. ``calibrated``: the topic bundle's
+    calibrated probability of the page's text (``page_topic_logit``), the same scale for
+    any model and topic.
     """
 
-    def __init__(self, on_topic_pp: float = 50.0) -> None:
+    def __init__(self, on_topic_pp: float = 50.0, calibrated: bool = False) -> None:
         self.on_topic_pp = on_topic_pp
+        self.calibrated = calibrated
 
-    def topicality(self, weighted_perplexity: float | None) -> float | None:
+    def topicality(self, weighted_perplexity: float | None = None, topic_logit: float | None = None) -> float | None:
+        if self.calibrated:
+            return None if topic_logit is None else sigmoid(topic_logit)
         if weighted_perplexity is None:
             return None
         return self.on_topic_pp / (self.on_topic_pp + max(weighted_perplexity, 0.0))
@@ -363,6 +370,13 @@ class PageJudge:
     @staticmethod
     def on_topic(topicality: float) -> bool:
         return topicality >= 0.5
+
+    @classmethod
+    def from_settings(cls, settings) -> "PageJudge":
+        judge = settings.get("FOCUSCRAWL_LEARNING_JUDGE")
+        if judge not in ("perplexity", "calibrated"):
+            raise ValueError(f"FOCUSCRAWL_LEARNING_JUDGE must be perplexity or calibrated, not {judge!r}")
+        return cls(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"), calibrated=judge == "calibrated")
 
 
 def learner_from_settings(settings) -> LinkLearner:

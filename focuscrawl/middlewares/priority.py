@@ -225,7 +225,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         topic = crawl_topic_model(crawler) if mode in ("keywords", "document") else None
         self.ranker = LinkRanker(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None, topic,
                                  link_learner(crawler) if learning else None)
-        self.judge = PageJudge(s.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP")) if learning else None
+        self.judge = PageJudge.from_settings(s) if learning else None
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
@@ -255,7 +255,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         ``response.meta["page_topicality"]`` is a feature of its links."""
         if (self.judge is not None and response is not None and "page_perplexity" in response.meta
                 and "page_topicality" not in response.meta):
-            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"))
+            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"),
+                                                                     response.meta.get("page_topic_logit"))
 
     def get_processed_item(self, item, response: Response | None):
         """The page's item (after its links; the near-duplicate middleware has marked it):
