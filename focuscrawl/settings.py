@@ -337,10 +337,12 @@ FOCUSCRAWL_CRAWL_SCORING = "thesis"
 #: A page is judged on topic when its weighted perplexity is at most this
 #: (topicality = T / (T + wPP)); the judgement labels the link that led to it.
 FOCUSCRAWL_LEARNING_ON_TOPIC_PP = 50.0
-#: How a page is judged for the learner: "perplexity" (FOCUSCRAWL_LEARNING_ON_TOPIC_PP above)
-#: or "calibrated" (the topic bundle's calibrated probability >= 0.5, FOCUSCRAWL_TOPIC or the
-#: bundled cats bundle; the same scale for any model and topic; costs the page's topic score).
-FOCUSCRAWL_LEARNING_JUDGE = "perplexity"
+#: How a page is judged for the learner: "calibrated" (the topic bundle's calibrated
+#: probability >= 0.5: FOCUSCRAWL_TOPIC, or the bundled cats bundle without FOCUSCRAWL_MODEL;
+#: the same scale for any model and topic; costs the page's topic score) or "perplexity"
+#: (FOCUSCRAWL_LEARNING_ON_TOPIC_PP above; also used when there is no bundle). Chosen by
+#: measurement on hard cats/dogs and standard webs (docs/EVALUATION.md).
+FOCUSCRAWL_LEARNING_JUDGE = "calibrated"
 #: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
 FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
 #: The model's probability is blended with a prior from the thesis's link score,

@@ -107,8 +107,9 @@ def test_page_judge_threshold_is_the_on_topic_perplexity():
 
 
 def test_calibrated_page_judge_uses_the_topic_probability():
-    judge = PageJudge.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated",
-                                              "FOCUSCRAWL_LEARNING_ON_TOPIC_PP": 50.0}))
+    settings = Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated", "FOCUSCRAWL_LEARNING_ON_TOPIC_PP": 50.0})
+    assert not PageJudge.from_settings(settings).calibrated  # no topic bundle: judged by perplexity
+    judge = PageJudge.from_settings(settings, topic_model=object())
     assert judge.calibrated and judge.topicality(1.0, None) is None  # no calibrated score: not judged
     assert judge.on_topic(judge.topicality(1e6, 0.0)) and not judge.on_topic(judge.topicality(1.0, -0.1))
     assert abs(judge.topicality(None, 2.0) - 0.8808) < 1e-4

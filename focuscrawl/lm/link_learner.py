@@ -372,11 +372,14 @@ class PageJudge:
         return topicality >= 0.5
 
     @classmethod
-    def from_settings(cls, settings) -> "PageJudge":
+    def from_settings(cls, settings, topic_model=None) -> "PageJudge":
+        """``calibrated`` needs the crawl's ``topic_model`` (a topic bundle); without one
+        (a custom model and no bundle) pages are judged by their perplexity."""
         judge = settings.get("FOCUSCRAWL_LEARNING_JUDGE")
         if judge not in ("perplexity", "calibrated"):
             raise ValueError(f"FOCUSCRAWL_LEARNING_JUDGE must be perplexity or calibrated, not {judge!r}")
-        return cls(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"), calibrated=judge == "calibrated")
+        return cls(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"),
+                   calibrated=judge == "calibrated" and topic_model is not None)
 
 
 def learner_from_settings(settings) -> LinkLearner:

@@ -40,7 +40,7 @@ from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge,
 from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
-from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
+from focuscrawl.crawl_scorer import crawl_topic_model, page_topic_model, topic_scorer
 
 logger = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         topic = crawl_topic_model(crawler) if mode in ("keywords", "document") else None
         self.ranker = LinkRanker(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None, topic,
                                  link_learner(crawler) if learning else None)
-        self.judge = PageJudge.from_settings(s) if learning else None
+        self.judge = PageJudge.from_settings(s, page_topic_model(crawler)) if learning else None
         self.log: LinksLog | None = None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
