@@ -65,7 +65,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
         raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
     text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")).text
     doc, _ = scorer.score_document(text, settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"))
-    ranker = LinkRanker(settings, scorer, learner=learner)
+    ranker = LinkRanker.from_settings(settings, scorer, learner=learner)
     topic = topic_model_from_settings(settings) if settings.get("FOCUSCRAWL_LEARNING_JUDGE") == "calibrated" else None
     judge = PageJudge.from_settings(settings, topic)
     topicality = judge.topicality(doc.weighted, topic.logit(text) if topic is not None and text else None)

@@ -16,6 +16,8 @@ import time
 from http import HTTPStatus
 from pathlib import Path
 
+from focuscrawl import settings as defaults
+
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -72,7 +74,8 @@ def recover_open_files(directory: Path) -> list[tuple[Path, int]]:
 class RotatingWarcWriter:
     """Appends request/response records to ``PREFIX-<time>-<pid>-<n>.warc.gz`` files."""
 
-    def __init__(self, directory: str | os.PathLike, max_size: int, prefix: str = "focuscrawl"):
+    def __init__(self, directory: str | os.PathLike, max_size: int,
+                 prefix: str = defaults.FOCUSCRAWL_WARC_PREFIX):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_size = max_size
@@ -148,8 +151,8 @@ class WarcWriterMiddleware:
         self.writer = writer
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         for path, cut in writer.recovered:
-            crawler.stats.inc_value("warc/recovered_files")
-            crawler.stats.inc_value("warc/recovered_bytes_cut", cut)
+            crawler.stats.inc_value("focuscrawl/warc/recovered_files")
+            crawler.stats.inc_value("focuscrawl/warc/recovered_bytes_cut", cut)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "WarcWriterMiddleware":
@@ -160,15 +163,15 @@ class WarcWriterMiddleware:
         if max_size <= 0:
             raise ValueError(f"FOCUSCRAWL_WARC_MAX_SIZE must be > 0, got {max_size}")
         return cls(crawler, RotatingWarcWriter(directory, max_size,
-                                               crawler.settings.get("FOCUSCRAWL_WARC_PREFIX", "focuscrawl")))
+                                               crawler.settings.get("FOCUSCRAWL_WARC_PREFIX")))
 
     def process_response(self, request: Request, response: Response, spider: Spider) -> Response:
         if "archive" not in response.flags:
             self.writer.write(request, response)
-            self.crawler.stats.inc_value("warc/records")
-            self.crawler.stats.inc_value("warc/bytes", len(response.body))
+            self.crawler.stats.inc_value("focuscrawl/warc/records")
+            self.crawler.stats.inc_value("focuscrawl/warc/bytes", len(response.body))
         return response
 
     def spider_closed(self, spider: Spider) -> None:
         self.writer.close_file()
-        self.crawler.stats.set_value("warc/files", len(self.writer.files))
+        self.crawler.stats.set_value("focuscrawl/warc/files", len(self.writer.files))

@@ -26,7 +26,8 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
-from focuscrawl.images.final import FINAL_CONTEXT_THESIS, final_score
+from focuscrawl import settings as defaults
+from focuscrawl.images.final import final_score
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import LineLog, atomic_write_bytes, complete_lines_size
 from focuscrawl.output.run import RunOutput, run_output
@@ -88,7 +89,7 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
     return values
 
 
-def sighting_of(item: Any, context_name: str = FINAL_CONTEXT_THESIS) -> dict[str, Any]:
+def sighting_of(item: Any, context_name: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT) -> dict[str, Any]:
     """One page's view of an image, with the final score that sighting alone gives."""
     s = {f: item.get(f) for f in SIGHTING_FIELDS}
     s["final_score"], s["final_context"] = final_score(s["alt_scores"], s["title_scores"], s["contexts"],
@@ -110,8 +111,10 @@ class _Entry:
 
 
 class ImageStore:
-    def __init__(self, run: RunOutput, stats, max_parents: int = 5, max_siblings: int = 5,
-                 max_sightings: int = 100, final_context: str = FINAL_CONTEXT_THESIS) -> None:
+    def __init__(self, run: RunOutput, stats, max_parents: int = defaults.FOCUSCRAWL_IMAGE_MAX_PARENTS,
+                 max_siblings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIBLINGS,
+                 max_sightings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIGHTINGS,
+                 final_context: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT) -> None:
         self.run, self.stats, self.final_context = run, stats, final_context
         self.max_parents, self.max_siblings, self.max_sightings = max_parents, max_siblings, max_sightings
         self.entries: dict[str, _Entry] = {}
@@ -157,7 +160,7 @@ class ImageStore:
                     kept.append(line)
             atomic_write_bytes(path, "".join(f"{k}\n" for k in kept).encode("utf-8", "replace"))
             if self.recovered:
-                self.stats.set_value("images/recovered_pending", len(self.recovered))
+                self.stats.set_value("focuscrawl/images/recovered_pending", len(self.recovered))
                 logger.warning("%d images accepted before an unclean stop but never written are queued again",
                                len(self.recovered))
         self.pending_log = LineLog(path)
@@ -194,33 +197,33 @@ class ImageStore:
 
     def _merge(self, url: str, entry: _Entry, sighting: dict[str, Any]) -> None:
         if entry.status == DROPPED:
-            self.stats.inc_value("images/merge/into_dropped")
+            self.stats.inc_value("focuscrawl/images/merge/into_dropped")
             return
         if entry.status == PENDING:
             entry.pending.append(sighting)
-            self.stats.inc_value("images/merge/pending")
+            self.stats.inc_value("focuscrawl/images/merge/pending")
             return
         path = self.run.path(record_path(url))
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            self.stats.inc_value("images/merge/record_missing")
+            self.stats.inc_value("focuscrawl/images/merge/record_missing")
             logger.warning("cannot merge into record %s: %s", path, exc)
             return
         if self._add_sightings(record, [sighting]):
             atomic_write_bytes(path, _dumps(record))
-            self.stats.inc_value("images/merge/merged")
+            self.stats.inc_value("focuscrawl/images/merge/merged")
 
     def _add_sightings(self, record: dict[str, Any], sightings: list[dict[str, Any]]) -> bool:
         keys = {sighting_key(s) for s in record["sightings"]}
         changed = False
         for s in sightings:
             if sighting_key(s) in keys:
-                self.stats.inc_value("images/merge/repeated")
+                self.stats.inc_value("focuscrawl/images/merge/repeated")
                 continue
             if len(record["sightings"]) >= self.max_sightings:
                 record["sightings_over_limit"] = record.get("sightings_over_limit", 0) + 1
-                self.stats.inc_value("images/merge/over_limit")
+                self.stats.inc_value("focuscrawl/images/merge/over_limit")
             else:
                 record["sightings"].append(s)
                 keys.add(sighting_key(s))
@@ -252,7 +255,7 @@ class ImageStore:
         if entry is None:
             return
         if entry.pending:
-            self.stats.inc_value("images/merge/into_dropped", len(entry.pending))
+            self.stats.inc_value("focuscrawl/images/merge/into_dropped", len(entry.pending))
         entry.status, entry.pending = DROPPED, []
         if self.seen is not None:
             self.seen.write_lines([f"{DROPPED}\t{entry.order}\t{url}\t{reason}"])
@@ -273,8 +276,8 @@ def image_store(crawler: Crawler) -> ImageStore | None:
         s = crawler.settings
         _stores[crawler] = None if run is None else ImageStore(
             run, crawler.stats,
-            max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS", 5),
-            max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS", 5),
-            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS", 100),
-            final_context=s.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT") or FINAL_CONTEXT_THESIS)
+            max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
+            max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
+            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"),
+            final_context=s.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT"))
     return _stores[crawler]
