@@ -20,7 +20,8 @@ from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
-                                      is_over_download_maxsize, is_too_many_redirects, read_seen_fingerprints)
+                                      is_over_download_maxsize, is_too_many_redirects, read_seen_fingerprints,
+                                      rerank_queue_top)
 
 
 def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
@@ -37,6 +38,35 @@ def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
         fh.write((20).to_bytes(2, "big") + b"torn")
     assert read_seen_fingerprints(tmp_path / "requests.seen") == expected
     assert read_seen_fingerprints(tmp_path / "absent") == set()
+
+
+@pytest.mark.parametrize("queue_class", ["scrapy.squeues.FifoMemoryQueue", "scrapy.squeues.PickleFifoDiskQueue"])
+def test_rerank_queue_top_reorders_the_best_requests_of_scrapys_priority_queue(tmp_path, queue_class):
+    from scrapy.pqueues import ScrapyPriorityQueue
+    from scrapy.utils.misc import load_object
+
+    crawler = get_crawler()
+    queue = ScrapyPriorityQueue.from_crawler(crawler, load_object(queue_class), str(tmp_path / "q"),
+                                             start_queue_cls=load_object(queue_class))
+    for i in range(6):  # priorities 5, 5, 4, 4, 3, 3: "r0" is the best
+        queue.push(Request(f"http://127.0.0.1/r{i}", priority=5 - i // 2))
+    queue.push(Request("http://127.0.0.1/start", priority=4, meta={"is_start_request": True}))
+    seen = []
+
+    def rescore(request):  # the best three sink below everything, in reverse order
+        seen.append(request.url.rsplit("/", 1)[1])
+        request.priority = -len(seen)
+
+    assert rerank_queue_top(queue, 3, rescore) == 3
+    assert seen == ["r0", "r1", "r2"]  # best first, FIFO within a priority; the start request stays
+    assert len(queue) == 7
+    assert all(len(q) for q in queue.queues.values())  # the emptied priority queue was closed and dropped
+    order = []
+    while (request := queue.pop()) is not None:
+        order.append(request.url.rsplit("/", 1)[1])
+    assert order == ["r3", "start", "r4", "r5", "r0", "r1", "r2"]  # Scrapy: other requests before start ones
+    assert queue.curprio is None and len(queue) == 0
+    assert rerank_queue_top(queue, 3, rescore) == 0  # an empty queue stays empty
 
 
 def test_expected_media_failure_is_not_logged_as_an_error(caplog):
