@@ -28,8 +28,6 @@ import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TextIO
-
 from scrapy import Request, signals
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
@@ -40,6 +38,8 @@ from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge,
 from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
+from focuscrawl.output.files import LineLog
+from focuscrawl.output.tsv import row
 from focuscrawl.scoring import crawl_topic_model, topic_scorer
 
 logger = logging.getLogger(__name__)
@@ -49,55 +49,9 @@ LINKS_LOG_COLUMNS = ("from", "to", "anchor", "doc_pp", "anchor_pp", "anchor_kw",
 FOCUSED_MODES = ("keywords", "document", "learning")
 
 
-def _fmt(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def drop_partial_last_line(path: str) -> None:
-    """Cut a line a killed crawl left half-written, so that appending keeps whole lines."""
-    if not os.path.exists(path):
-        return
-    with open(path, "rb+") as f:
-        size = f.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            f.seek(pos - step)
-            chunk = f.read(step)
-            i = chunk.rfind(b"\n")
-            if i >= 0:
-                f.truncate(pos - step + i + 1)
-                return
-            pos -= step
-        f.truncate(0)
-
-
-class LinksLog:
-    """``links.tsv``: one whole, flushed line per scored link (append: a resumed crawl continues it)."""
-
-    def __init__(self, path: str) -> None:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        drop_partial_last_line(path)
-        new = not os.path.exists(path) or os.path.getsize(path) == 0
-        self.file: TextIO = open(path, "a", encoding="utf-8", buffering=1)
-        if new:
-            self.file.write("\t".join(LINKS_LOG_COLUMNS) + "\n")
-
-    def write(self, *values) -> None:
-        line = "\t".join(_fmt(v).replace("\t", " ").replace("\n", " ").replace("\r", " ") for v in values)
-        self.file.write(line + "\n")
-
-    def close(self) -> None:
-        self.file.close()
+LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
+#: links.tsv is read by people and plots: scores to 6 significant digits
+LINKS_LOG_FLOAT_DIGITS = 6
 
 
 @dataclass(frozen=True)
@@ -226,7 +180,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.ranker = LinkRanker(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None, topic,
                                  link_learner(crawler) if learning else None)
         self.judge = PageJudge(s.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP")) if learning else None
-        self.log: LinksLog | None = None
+        self.log: LineLog | None = None  # links.tsv: appended, a resumed crawl continues it
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
         self.learner_paths = [p for p in (learner_state_path(s), os.path.join(out, LEARNER_FILE) if out else None)
@@ -236,7 +190,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
 
     def spider_opened(self, spider=None) -> None:
         if self.log_path:
-            self.log = LinksLog(self.log_path)
+            self.log = LineLog(self.log_path, LINKS_LOG_HEADER)
 
     def spider_closed(self, spider=None) -> None:
         for path in self.learner_paths:  # JOBDIR: a resume goes on learning; run dir: explain()
@@ -303,7 +257,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if d.followed:
             request.priority = d.priority
         if self.log:
-            self.log.write(response.url, request.url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
-                           d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
-                           " ".join(d.features) if d.features else None)
+            self.log.write_lines([row((response.url, request.url, anchor, doc_pp, d.anchor_perplexity,
+                                       d.anchor_keyword_score, d.score, d.bucket, d.priority if d.followed else "",
+                                       int(d.followed), d.learned, " ".join(d.features) if d.features else None),
+                                      float_digits=LINKS_LOG_FLOAT_DIGITS)])
         return request if d.followed else None
