@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-from focuscrawl.output.files import GzipLog, LineLog, _AppendFile, atomic_write_bytes, iter_tsv
+from focuscrawl.output.files import GzipLog, LineLog, _AppendFile, atomic_write_bytes, iter_tsv, job_state_dir
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class RunOutput:
         self._last_checkpoint = float("-inf")  # the first commit always checkpoints (not uptime-dependent)
         self.dir = Path(directory).resolve()
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.state_dir = Path(jobdir).resolve() / "focuscrawl" if jobdir else None
+        self.state_dir = job_state_dir(jobdir)
         self._offsets: dict[str, int] = {}
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
