@@ -242,6 +242,8 @@ def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path, previous_versi
     assert stats2["neardup/near_duplicates"] == 1
     assert stats2.get("neardup/fingerprints_migrated") == (len(first) if previous_version else None)
     assert not (jobdir / STATE_FILE).exists()
+    # Scrapy's own files, and focuscrawl's resume state in one folder
+    assert {p.name for p in jobdir.iterdir()} <= {"requests.queue", "requests.seen", "spider.state", JOB_STATE_DIR}
 
 
 def test_real_crawl_image_middleware_skips_images_of_near_duplicate_pages(tmp_path):
