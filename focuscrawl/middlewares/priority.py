@@ -28,10 +28,12 @@ import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+
 from scrapy import Request, signals
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
+from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
 from focuscrawl.items import PageItem
 from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, learner_state_path, link_features,
                                        link_learner, url_host)
@@ -40,15 +42,12 @@ from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bu
                                  probability_to_odds, seed_priority)
 from focuscrawl.output.files import LineLog
 from focuscrawl.output.tsv import row
-from focuscrawl.scoring import crawl_topic_model, topic_scorer
 
 logger = logging.getLogger(__name__)
 
 LINKS_LOG_COLUMNS = ("from", "to", "anchor", "doc_pp", "anchor_pp", "anchor_kw", "score",
                      "bucket", "priority", "followed", "learned", "features")
 FOCUSED_MODES = ("keywords", "document", "learning")
-
-
 LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
 #: links.tsv is read by people and plots: scores to 6 significant digits
 LINKS_LOG_FLOAT_DIGITS = 6
