@@ -144,10 +144,9 @@ def _fingerprint_request(encoded: str) -> Request:
 
 
 def _encoded_for(path: Path, fp: str) -> str | None:
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith(f"+\t{fp}\t"):
-                return line.rstrip("\n").split("\t")[2]
+    for line in iter_lines(path):
+        if line.startswith(f"+\t{fp}\t"):
+            return line.split("\t")[2]
     return None
 
 
