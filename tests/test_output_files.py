@@ -196,7 +196,7 @@ def test_checkpoint_truncate_and_reading_up_to_an_offset(tmp_path):
     assert path.read_bytes() == b"again\n"
 
 
-def test_typed_rows_read_back_skip_a_torn_last_row(tmp_path):
+def test_typed_rows_read_back_skip_a_torn_last_row(tmp_path, caplog):
     path = tmp_path / "pages.tsv"
     log = LineLog(path, "url\tperplexity\tsize")
     log.write_lines([row(["http://a.test/", 123.25, 10]), row(["http://b.test/", None, True])])
@@ -205,6 +205,7 @@ def test_typed_rows_read_back_skip_a_torn_last_row(tmp_path):
         f.write(b"http://c.test/\t99")  # a row torn by a kill (or still being written)
     rows = list(iter_tsv(path))
     assert [r["url"] for r in rows] == ["http://a.test/", "http://b.test/"]
+    assert "pages.tsv: the last line has no newline" in caplog.text
     assert [parse_float(r["perplexity"], missing=None) for r in rows] == [123.25, None]
     assert [int(r["size"]) for r in rows] == [10, 1]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import logging
 import math
 import os
 import sys
@@ -27,6 +28,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+logger = logging.getLogger(__name__)
 
 #: The JOBDIR subfolder that holds all of focuscrawl's resume state.
 JOB_STATE_DIR = "focuscrawl"
@@ -221,7 +223,8 @@ def iter_tsv(path: str | Path, *, raw: bool = False, errors: str = "strict") -> 
     ``raw=True`` the header's list of names comes first, then every line as its list of
     cells (a blank line is ``[]``), for readers that check the column count themselves.
     ``errors`` is the decoding policy (``"replace"``: a bad byte becomes U+FFFD, row kept).
-    A last line without its newline (torn by a kill, or still being written) is not a row.
+    A last line without its newline (torn by a kill, or still being written) is not a row
+    (said in a warning); in a ``.gz`` file every line is whole (gzip members are).
     This is the one TSV reader of focuscrawl; cells are never quoted (``QUOTE_NONE``).
     """
     path = Path(path)
@@ -230,11 +233,20 @@ def iter_tsv(path: str | Path, *, raw: bool = False, errors: str = "strict") -> 
     csv.field_size_limit(TSV_FIELD_SIZE_LIMIT)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", errors=errors, newline="") as fh:
-        lines = (line for line in fh if line.endswith("\n"))
+        lines = fh if opener is gzip.open else _whole_lines(fh, path)  # a gzip file is never torn mid-line
         if raw:
             yield from csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
         else:
             yield from csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+
+
+def _whole_lines(fh: Iterator[str], path: Path) -> Iterator[str]:
+    for line in fh:
+        if line.endswith("\n"):
+            yield line
+        else:
+            logger.warning("%s: the last line has no newline (torn by a kill, or still being written): "
+                           "not read", path)
 
 
 def read_tsv(path: str | Path) -> list[dict[str, str]]:
