@@ -98,7 +98,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-class _AppendFile:
+class AppendFile:
     """An unbuffered append-only file that starts at a known-good offset."""
 
     def __init__(self, path: str | Path, truncate_to: int | None = None) -> None:
@@ -137,7 +137,7 @@ class _AppendFile:
             self.fd = -1
 
 
-class LineLog(_AppendFile):
+class LineLog(AppendFile):
     """A text log of whole lines; ``header`` is written to a new file and checked on an old one."""
 
     def __init__(self, path: str | Path, header: str | None = None, truncate_to: int | None = None) -> None:
@@ -195,7 +195,7 @@ def iter_lines(path: str | Path, end: int | None = None, errors: str = "strict")
                 return
 
 
-class GzipLog(_AppendFile):
+class GzipLog(AppendFile):
     """Lines appended as gzip members, one member per ``write_lines`` call."""
 
     def __init__(self, path: str | Path, truncate_to: int | None = None, compresslevel: int = 6) -> None:
