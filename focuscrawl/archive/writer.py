@@ -6,10 +6,12 @@ written is named ``*.warc.gz.open`` and renamed to ``*.warc.gz`` when it is rota
 the crawl closes. A crawl killed mid-write leaves an ``.open`` file whose tail may be
 partial: ``recover_open_files`` (run when the next crawl opens the same directory)
 cuts it back to its last complete record, so every finished ``.warc.gz`` holds whole
-records only. warcio writes every record as its own gzip member, so "complete
-record" is "complete gzip member", which ``GzipLog`` finds on open; what differs from
-the other logs is only the end of a file's life (renamed, never appended to again),
-which is why the recovery is here and not a checkpoint.
+records only. warcio builds and compresses the records (one gzip member each), so
+they are appended as bytes (``write_bytes``, not ``write_lines``), and "complete
+record" is "complete gzip member", which ``GzipLog`` finds on open. What is WARC's
+own is the file's life: it is never resumed after a kill but closed (renamed), and
+no JOBDIR checkpoint is kept (a WARC holds every response, also ones whose rows a
+resumed crawl cuts back and fetches again).
 """
 from __future__ import annotations
 
