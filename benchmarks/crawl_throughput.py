@@ -18,12 +18,14 @@ robots.txt, 16 concurrent requests) and stops after ``--pages`` HTML pages:
 * ``learning``: ``keywords`` plus the online link learner and the re-ranking frontier
   (target: >= 0.9x keywords, i.e. the learning costs at most 10%).
 
-Rounds are interleaved (``--repeat``); ratios are taken within each round and printed
-as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
-time; unfocused and document not slower than keywords). CPU time counts the crawl
+Rounds are interleaved (``--repeat``; every other round in reverse order); ratios are
+taken within each round and printed as median and spread (targets: keywords >= 0.9x
+corpus and >= 0.8x plain by wall time; unfocused and document not slower than
+keywords). CPU time counts the crawl
 process and its worker processes. ``--memory-pages N`` then measures the peak RSS
 (crawl + workers) of an N-page ``keywords`` crawl with JOBDIR (target <= 1 GB at
-50,000). ``--cprofile OUT`` profiles one keywords crawl instead.
+50,000). ``--cprofile OUT`` profiles one crawl of each of ``--modes`` instead (default:
+keywords), into ``OUT`` (one mode) or ``OUT.MODE``.
 
     python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [-s NAME=VALUE]
 """
@@ -140,6 +142,12 @@ COMMON = {
 }
 
 
+#: ``plain/tuned``, ``corpus/tuned``: the baselines with the Scrapy-level settings the focused
+#: crawl ships for speed (focuscrawl/settings.py), none of which is focus work
+TUNED_BASELINE = {"CONCURRENT_ITEMS": 16, "REFERER_ENABLED": False,
+                  "STATS_CLASS": "focuscrawl.scrapy_compat.MemoryStatsCollector"}
+
+
 def core_settings(project) -> dict:
     """The crawl core alone: spider, scope, link scoring; full-text extraction; no image
     extraction, near-duplicate detection, pipelines or writers (other components)."""
@@ -172,13 +180,16 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         Scrapy's FilesPipeline, one JSON line per page (feed export)."""
 
         name = "corpus"
+        #: ``corpus/no-text``, ``corpus/no-images``: the same without trafilatura or without
+        #: the image downloads (where the corpus spider's time goes)
+        text, images = "no-text" not in kind, "no-images" not in kind
 
         def parse(self, response):
             import trafilatura
 
             text = trafilatura.extract(response.text, include_comments=False, include_tables=True,
-                                       favor_recall=True, deduplicate=False, with_metadata=False)
-            images = [response.urljoin(src) for src in response.css("img::attr(src)").getall()]
+                                       favor_recall=True, deduplicate=False, with_metadata=False) if self.text else None
+            images = [response.urljoin(src) for src in response.css("img::attr(src)").getall()] if self.images else []
             yield {"url": response.url, "text": text, "file_urls": images}
             yield from super().parse(response)
 
@@ -186,17 +197,19 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     tmp_dirs = []
     if jobdir:
         overrides["JOBDIR"] = jobdir
-    if kind in ("plain", "corpus"):
+    if kind.startswith(("plain", "corpus")):
         settings = Settings()
-        if kind == "corpus":  # pages = items (image downloads are responses too)
+        if kind.startswith("corpus"):  # pages = items (image downloads are responses too)
             out = tempfile.mkdtemp(prefix="focuscrawl-bench-corpus-")
             tmp_dirs.append(out)
             overrides.update(CLOSESPIDER_PAGECOUNT=0, CLOSESPIDER_ITEMCOUNT=pages, FILES_STORE=f"{out}/files",
                              ITEM_PIPELINES={"scrapy.pipelines.files.FilesPipeline": 1},
                              FEEDS={f"{out}/pages.jsonl": {"format": "jsonlines"}})
+        if kind.endswith("/tuned"):
+            overrides.update(TUNED_BASELINE)
         settings.setdict(overrides, priority="cmdline")
         process = CrawlerProcess(settings)
-        crawler = process.create_crawler(CorpusSpider if kind == "corpus" else PlainSpider)
+        crawler = process.create_crawler(CorpusSpider if kind.startswith("corpus") else PlainSpider)
         process.crawl(crawler)
     else:
         os.chdir(REPO)
@@ -220,6 +233,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         crawler = process.create_crawler("focused")
         process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
     cpu_start = cpu_seconds()  # after the model is loaded (in process.crawl)
+    crawl_cpu_start = cpu_seconds((resource.RUSAGE_SELF,))
     peak = PeakRss()
     if profile_out:
         import cProfile
@@ -240,15 +254,16 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         "seconds": stats.get("elapsed_time_seconds", 0.0),
         "lm_queries": stats.get("focuscrawl/lm/queries"), "lm_cache_hits": stats.get("focuscrawl/lm/cache_hits"),
         "cpu_seconds": cpu_seconds() - cpu_start,
+        "crawl_cpu_seconds": cpu_seconds((resource.RUSAGE_SELF,)) - crawl_cpu_start,
         "peak_rss_mb": peak.peak / 1024 ** 2,
     }
 
 
-def cpu_seconds() -> float:
+def cpu_seconds(who: tuple[int, ...] = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) -> float:
     """User + system CPU of this process and its finished children (a worker pool)."""
     total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
+    for w in who:
+        usage = resource.getrusage(w)
         total += usage.ru_utime + usage.ru_stime
     return total
 
@@ -289,7 +304,9 @@ class PeakRss:
 
 
 def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
-                     extra: list[str] = (), cprofile: str | None = None) -> dict:
+                     extra: list[str] = (), cprofile: str | None = None, source: str | None = None) -> dict:
+    """One crawl in a process of its own; ``source``: import focuscrawl from that checkout
+    (``--ab``) instead of this one."""
     cmd = [sys.executable, __file__, "--run", kind, "--port", str(port), "--pages", str(pages), "--profile", profile]
     if jobdir:
         cmd += ["--jobdir", jobdir]
@@ -297,8 +314,13 @@ def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None
         cmd += ["--cprofile", cprofile]
     for item in extra:
         cmd += ["-s", item]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH"))))) \
+        if source else None
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+ALL_MODES = ("plain", "corpus", "unfocused", "document", "keywords", "learning")
 
 
 def _spread(values: list[float]) -> str:
@@ -311,17 +333,24 @@ def main() -> int:
     parser.add_argument("--memory-pages", type=int, default=0,
                         help="pages of the JOBDIR memory crawl in keywords mode (0: skip; the target is "
                              "stated for 50000)")
-    parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords", "learning"],
-                        help="crawls: plain, corpus, unfocused, document, keywords, learning; MODE/no-pool = that mode "
-                             "with the page analysis in the crawl process (FOCUSCRAWL_ANALYSIS_WORKERS=0)")
+    parser.add_argument("--modes", nargs="+", default=None,
+                        help="crawls (default: all; keywords with --cprofile): plain, corpus, unfocused, document, keywords, "
+                             "learning; MODE/no-pool = that mode with the page analysis in the crawl process "
+                             "(FOCUSCRAWL_ANALYSIS_WORKERS=0); corpus/no-text, corpus/no-images = the corpus "
+                             "spider without trafilatura or without image downloads; plain/tuned, corpus/tuned = "
+                             "the baselines with the focused crawl's Scrapy-level speed settings (TUNED_BASELINE)")
     parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown)")
     parser.add_argument("--profile", choices=("core", "full"), default="full",
                         help="full: every component as shipped (the headline; trafilatura, image extraction "
                              "and download, near-duplicates, writers); core: spider + link scoring only")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="setting for the focused crawls (repeatable), e.g. FOCUSCRAWL_ANALYSIS_WORKERS=0")
-    parser.add_argument("--cprofile", metavar="OUT", help="profile one keywords crawl with cProfile into OUT "
-                                                          "and print its top functions")
+    parser.add_argument("--cprofile", metavar="OUT", help="profile one crawl of each of --modes (default: keywords) "
+                                                          "with cProfile into OUT (OUT.MODE for several) and "
+                                                          "print the top functions")
+    parser.add_argument("--ab", metavar="SRC", help="A/B: also run each focused mode as MODE@ab with focuscrawl "
+                                                    "imported from the checkout SRC (e.g. `git worktree add SRC "
+                                                    "main`), in the same rounds")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -335,17 +364,23 @@ def main() -> int:
                                    args.cprofile)))
         return 0
 
+    args.modes = args.modes or (["keywords"] if args.cprofile else list(ALL_MODES))
+    if args.ab:
+        args.modes = [k for kind in args.modes for k in ((kind, f"{kind}@ab") if not kind.startswith(("plain", "corpus"))
+                                                           else (kind,))]
     web_pages = max(2 * args.pages, 2 * args.memory_pages, 10000)
     server, port = start_server(web_pages)
     try:
         if args.cprofile:
-            r = crawl_subprocess("keywords", port, args.pages, profile=args.profile, extra=args.set,
-                                 cprofile=args.cprofile)
-            print(f"keywords: {r['pages']} pages in {r['seconds']:.1f} s; profile in {args.cprofile}")
-            import pstats
+            for kind in args.modes:
+                out = args.cprofile if len(args.modes) == 1 else f"{args.cprofile}.{kind.replace('/', '-')}"
+                r = crawl_subprocess(kind, port, args.pages, profile=args.profile, extra=args.set, cprofile=out)
+                print(f"{kind}: {r['pages']} pages, {r['responses']} responses in {r['seconds']:.1f} s; "
+                      f"profile in {out}")
+                import pstats
 
-            pstats.Stats(args.cprofile).sort_stats("tottime").print_stats(30)
-            pstats.Stats(args.cprofile).sort_stats("cumulative").print_stats(60)
+                pstats.Stats(out).sort_stats("tottime").print_stats(30)
+                pstats.Stats(out).sort_stats("cumulative").print_stats(60)
             return 0
         print(f"web: {web_pages} pages (~20 links, 3 images each) on 127.0.0.1:{port}; {args.repeat} "
               f"interleaved rounds; focused profile: {args.profile}; settings: {args.set or 'as shipped'}")
@@ -354,22 +389,27 @@ def main() -> int:
         rounds: list[dict[str, dict]] = []
         for n in range(args.repeat):
             results: dict[str, dict] = {}
-            for kind in args.modes:
-                r = crawl_subprocess(kind, port, args.pages, profile=args.profile, extra=args.set)
+            # ABBA: every other round runs the crawls in reverse order, so that a load that
+            # drifts during a round does not always favour the same crawls
+            for kind in (args.modes if n % 2 == 0 else reversed(args.modes)):
+                name, _, ab = kind.partition("@")
+                r = crawl_subprocess(name, port, args.pages, profile=args.profile, extra=args.set,
+                                     source=args.ab if ab else None)
                 r["rate"] = r["pages"] / r["seconds"] if r["seconds"] else 0.0
                 r["cpu_rate"] = r["pages"] / r["cpu_seconds"] if r["cpu_seconds"] else 0.0
                 results[kind] = r
             rounds.append(results)
             print(f"round {n + 1}: " + ", ".join(f"{k} {r['rate']:.1f} p/s" for k, r in results.items()), flush=True)
-        print(f"{'crawl':<10} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} "
+        print(f"{'crawl':<18} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} {'of it crawl':>11} "
               f"{'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
         for kind in args.modes:
             rs = [rd[kind] for rd in rounds]
             rates = [r["rate"] for r in rs]
             best = max(rs, key=lambda r: r["rate"])
             cpu_rate = statistics.median(r["cpu_rate"] for r in rs)
-            print(f"{kind:<10} {best['pages']:>6} {statistics.median(rates):>8.1f} "
+            print(f"{kind:<18} {best['pages']:>6} {statistics.median(rates):>8.1f} "
                   f"{min(rates):>6.1f}-{max(rates):<6.1f} {cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
+                  f"{statistics.median(1000 * r['crawl_cpu_seconds'] / r['pages'] for r in rs):>11.2f} "
                   f"{best['lm_queries'] or 0:>10} {best['lm_cache_hits'] or 0:>10} "
                   f"{max(r['peak_rss_mb'] for r in rs):>11.0f}", flush=True)
         verdicts = []
@@ -393,6 +433,11 @@ def main() -> int:
                     wall = [rd[kind]["rate"] / rd["keywords"]["rate"] for rd in rounds]
                     print(f"{kind} / keywords: wall {_spread(wall)} (target >= 1x: "
                           f"{'OK' if statistics.median(wall) >= 0.97 else 'SLOWER'}; within 3% counts as equal)")
+        for kind in args.modes:
+            if kind.endswith("@ab"):
+                wall = [rd[kind[:-3]]["rate"] / rd[kind]["rate"] for rd in rounds]
+                cpu = [rd[kind[:-3]]["cpu_rate"] / rd[kind]["cpu_rate"] for rd in rounds]
+                print(f"{kind[:-3]} / {kind}: wall {_spread(wall)}, CPU {_spread(cpu)}")
         if "keywords" in args.modes and "learning" in args.modes:
             wall = [rd["learning"]["rate"] / rd["keywords"]["rate"] for rd in rounds]
             cpu = [rd["learning"]["cpu_rate"] / rd["keywords"]["cpu_rate"] for rd in rounds]

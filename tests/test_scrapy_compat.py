@@ -137,3 +137,27 @@ def test_wake_engine_reruns_the_idle_check_before_the_heartbeat(tmp_path):
     assert "woke True" in done.stdout
     gap = float(done.stdout.split("gap ")[1])
     assert gap < 2.5, done.stdout
+
+
+def test_stats_collector_without_the_per_call_wrapper_keeps_every_stat():
+    """Scrapy's collector wraps each method in a deprecation check (what the workaround
+    removes); ours keeps the same values and API, and is the crawl's STATS_CLASS."""
+    from scrapy.statscollectors import MemoryStatsCollector as ScrapyCollector
+
+    from focuscrawl.resources import project_settings
+    from focuscrawl.scrapy_compat import MemoryStatsCollector
+
+    scrapy_stats, ours = ScrapyCollector(get_crawler()), MemoryStatsCollector(get_crawler())
+    assert scrapy_stats.inc_value is not scrapy_stats.inc_value.__wrapped__  # the wrapper exists in Scrapy
+    assert not hasattr(ours.inc_value, "__wrapped__")
+    for stats in (scrapy_stats, ours):
+        stats.open_spider()
+        stats.inc_value("a")
+        stats.inc_value("a", 2)
+        stats.max_value("m", 3)
+        stats.max_value("m", 1)
+        stats.min_value("n", 3)
+        stats.min_value("n", 1)
+        stats.set_value("s", "x")
+    assert ours.get_stats() == scrapy_stats.get_stats() == {"a": 3, "m": 3, "n": 1, "s": "x"}
+    assert project_settings().get("STATS_CLASS") == "focuscrawl.scrapy_compat.MemoryStatsCollector"
