@@ -38,10 +38,8 @@ rows of a dead worker's run directory are only checked on its own host).
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import importlib
-import io
 import logging
 import os
 import socket
@@ -61,7 +59,7 @@ from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
 from focuscrawl.items import PageItem
-from focuscrawl.output.files import complete_lines_size
+from focuscrawl.output.files import iter_tsv
 from focuscrawl.output.run import run_output
 from focuscrawl.pipelines.writers import page_rows_committed
 from focuscrawl.scrapy_compat import wake_engine
@@ -388,13 +386,7 @@ def worker_id(settings: BaseSettings) -> str:
 
 def committed_page_urls(pages_tsv: Path) -> set[str]:
     """URLs of the whole rows of a pages.tsv (a torn last line is not a row)."""
-    if not pages_tsv.is_file():
-        return set()
-    with open(pages_tsv, "rb") as fh:
-        data = fh.read(complete_lines_size(pages_tsv)).decode("utf-8", "replace")
-    reader = csv.reader(io.StringIO(data), delimiter="\t", quoting=csv.QUOTE_NONE)
-    next(reader, None)
-    return {r[0] for r in reader if r}
+    return {r["url"] for r in iter_tsv(pages_tsv, errors="replace")}
 
 
 class LeaseBook:

@@ -50,7 +50,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
 from focuscrawl.lm.link_learner import url_host
-from focuscrawl.output.files import LineLog, iter_tsv
+from focuscrawl.output.files import LineLog, iter_lines, iter_tsv, job_state_dir
 from focuscrawl.output.run import run_output
 from focuscrawl.scrapy_compat import read_seen_fingerprints, rerank_queue_top
 
@@ -66,21 +66,18 @@ def read_journal(path: Path) -> tuple[dict[str, str], dict[str, str], dict[str, 
     encoded: dict[str, str] = {}
     pending: set[str] = set()
     pages: dict[str, str] = {}
-    if not path.exists():
-        return {}, {}, {}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) < 2:
-                continue
-            kind, fp = parts[0], parts[1]
-            if kind == "+" and len(parts) == 3:
-                encoded[fp] = parts[2]
-                pending.add(fp)
-            elif kind == "-":
-                pending.discard(fp)
-            elif kind == "p" and len(parts) == 3:
-                pages[fp] = parts[2]
+    for line in iter_lines(path):
+        parts = line.split("\t")
+        if len(parts) < 2:
+            continue
+        kind, fp = parts[0], parts[1]
+        if kind == "+" and len(parts) == 3:
+            encoded[fp] = parts[2]
+            pending.add(fp)
+        elif kind == "-":
+            pending.discard(fp)
+        elif kind == "p" and len(parts) == 3:
+            pages[fp] = parts[2]
     return {fp: encoded[fp] for fp in encoded if fp in pending}, encoded, pages
 
 
@@ -147,10 +144,9 @@ def _fingerprint_request(encoded: str) -> Request:
 
 
 def _encoded_for(path: Path, fp: str) -> str | None:
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith(f"+\t{fp}\t"):
-                return line.rstrip("\n").split("\t")[2]
+    for line in iter_lines(path):
+        if line.startswith(f"+\t{fp}\t"):
+            return line.split("\t")[2]
     return None
 
 
@@ -190,7 +186,7 @@ class JournaledScheduler(Scheduler):
         journal, state_dir, recovery, queued = None, None, ([], []), set()
         if jobdir and settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
             # before Scrapy's dupefilter reads requests.seen and its queue is opened
-            state_dir = Path(jobdir) / "focuscrawl"
+            state_dir = job_state_dir(jobdir)
             journal, recovery, queued = _open_journal(crawler, Path(jobdir), state_dir)
         return cls(
             build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler),

@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 from focuscrawl import settings as defaults
 from focuscrawl.corpus import CorpusEntry, score_names
 from focuscrawl.output.stats import read_stats
+from focuscrawl.output.tsv import row as tsv_row
 from focuscrawl.topic.images import rescored_score_names
 from focuscrawl.topic.model import SCORERS
 
@@ -114,20 +115,13 @@ def export_row(rank_no: int, entry: CorpusEntry, scores: list[str]) -> dict:
     return row
 
 
-def _tsv_cell(value) -> str:
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
-    return " ".join(text.replace("\t", " ").split()) if isinstance(value, str) else text
-
-
 def write_tsv(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
     columns = list(BASE_COLUMNS) + [f"score:{s}" for s in scores]
     with open(out, "w", encoding="utf-8", newline="") as fh:
         fh.write("\t".join(columns) + "\n")
         for i, entry in enumerate(entries, 1):
             row = export_row(i, entry, scores)
-            fh.write("\t".join(_tsv_cell(row[c]) for c in columns) + "\n")
+            fh.write(tsv_row((row[c] for c in columns), squeeze=True) + "\n")
     return len(entries)
 
 

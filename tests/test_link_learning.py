@@ -100,6 +100,24 @@ def test_learner_is_trusted_only_where_it_ranks_better_than_the_thesis():
         _features("http://b.test/1"), 500.0, "b.test")
 
 
+def test_a_learner_saved_before_the_trust_existed_still_loads(tmp_path):
+    """A JOBDIR from the version before the trust (no ``trust``, ``judged_scores``,
+    ``thesis_steps_per_decade`` in the pickle) resumes with no trust: the keywords order."""
+    import pickle
+
+    learner = LinkLearner(retrain_every=4)
+    _judge_links(learner, thesis_ranks_well=False)
+    learner.save(tmp_path / "new.pkl")
+    state = pickle.loads((tmp_path / "new.pkl").read_bytes())
+    for name in ("trust", "judged_scores", "thesis_steps_per_decade"):
+        del state[name]
+    (tmp_path / "old.pkl").write_bytes(pickle.dumps(state))
+    old = LinkLearner.load(tmp_path / "old.pkl")
+    assert old.trust == 0.0 and not old.judged_scores and old.version == learner.version
+    assert old.score(_features("http://a.test/1"), 5.0, "a.test") > old.score(
+        _features("http://b.test/1"), 500.0, "b.test")
+
+
 def test_page_judge_threshold_is_the_on_topic_perplexity():
     judge = PageJudge(on_topic_pp=50)
     assert judge.topicality(None) is None

@@ -76,17 +76,20 @@ def test_other_bucket_counts_get_generic_names():
 
 
 def test_links_log_keeps_whole_lines_after_a_kill(tmp_path):
-    from focuscrawl.middlewares.priority import LINKS_LOG_COLUMNS, LinksLog
+    from focuscrawl.middlewares.priority import LINKS_LOG_COLUMNS, LINKS_LOG_FLOAT_DIGITS, LINKS_LOG_HEADER
+    from focuscrawl.output.files import LineLog
+    from focuscrawl.output.tsv import row
+
+    def write(*values):
+        log = LineLog(path, LINKS_LOG_HEADER)
+        log.write_lines([row(values, float_digits=LINKS_LOG_FLOAT_DIGITS)])
+        log.close()
 
     path = tmp_path / "links.tsv"
-    log = LinksLog(str(path))
-    log.write("http://a.test/", "http://b.test/", "tab\there", 10.0, None, 0.5, 12.5, "high", 3, 1)
-    log.close()
+    write("http://a.test/", "http://b.test/", "tab\there", 10.0, None, 0.5, 12.5, "high", 3, 1)
     with open(path, "a") as f:
         f.write("http://a.test/\thttp://c.test/\thalf-wri")  # a killed crawl
-    log = LinksLog(str(path))
-    log.write("http://a.test/", "http://d.test/", "", 10.0, None, None, 10.0, "high", 3, 1)
-    log.close()
+    write("http://a.test/", "http://d.test/", "", 10.0, None, None, 10.0, "high", 3, 1)
     lines = path.read_text().splitlines()
     assert lines[0].split("\t") == list(LINKS_LOG_COLUMNS)
     assert [line.split("\t") for line in lines[1:]] == [

@@ -3,8 +3,9 @@ import os
 
 import pytest
 
-from focuscrawl.output.files import (GzipLog, LineLog, atomic_write_bytes, complete_lines_size, gzip_complete_size,
-                                     iter_tsv, parse_float)
+from focuscrawl.output.files import (JOB_STATE_DIR, GzipLog, LineLog, atomic_write_bytes, complete_lines_size,
+                                     gzip_complete_size, iter_lines, iter_tsv, job_state_dir, parse_float)
+from focuscrawl.output.tsv import cell, row
 
 
 def test_line_log_cuts_partial_line_and_keeps_header(tmp_path):
@@ -161,3 +162,64 @@ def test_first_commit_is_checkpointed_whatever_the_uptime(tmp_path):
     assert json.loads(offsets.read_text())["files"]["pages.tsv"] == first
     run.close()  # forced
     assert json.loads(offsets.read_text())["files"]["pages.tsv"] > first
+
+
+def test_torn_tail_is_cut_counted_and_never_read_back(tmp_path):
+    path = tmp_path / "x.log"
+    path.write_bytes("one\ntwo \u2028 halves\nthr".encode())  # U+2028 is not a line end
+    assert list(iter_lines(path)) == ["one", "two \u2028 halves"]  # the torn "thr" is no line
+    log = LineLog(path)
+    assert log.cut_bytes == 3 and log.offset == len("one\ntwo \u2028 halves\n".encode())
+    log.write_lines(["three"])
+    assert list(log.lines()) == ["one", "two \u2028 halves", "three"]
+    log.close()
+    assert list(iter_lines(tmp_path / "missing.log")) == []
+
+
+def test_checkpoint_truncate_and_reading_up_to_an_offset(tmp_path):
+    path = tmp_path / "state.log"
+    log = LineLog(path)
+    log.write_lines(["W\t0\thttp://a.test/x.jpg"])
+    checkpoint = log.offset
+    log.write_lines(["W\t1\thttp://a.test/y.jpg"])  # after the checkpoint: a kill loses it
+    assert list(iter_lines(path, checkpoint)) == ["W\t0\thttp://a.test/x.jpg"]
+    log.close()
+    resumed = LineLog(path, truncate_to=checkpoint)
+    assert resumed.cut_bytes == len("W\t1\thttp://a.test/y.jpg\n") and path.stat().st_size == checkpoint
+    resumed.write_lines(["D\t1\thttp://a.test/y.jpg\t404"])
+    assert [line.split("\t")[:3] for line in resumed.lines()] == [["W", "0", "http://a.test/x.jpg"],
+                                                                  ["D", "1", "http://a.test/y.jpg"]]
+    resumed.truncate(0)  # a clean close with nothing left pending
+    assert resumed.offset == 0 and path.read_bytes() == b"" and list(resumed.lines()) == []
+    resumed.write_lines(["again"])
+    resumed.close()
+    assert path.read_bytes() == b"again\n"
+
+
+def test_typed_rows_read_back_skip_a_torn_last_row(tmp_path, caplog):
+    path = tmp_path / "pages.tsv"
+    log = LineLog(path, "url\tperplexity\tsize")
+    log.write_lines([row(["http://a.test/", 123.25, 10]), row(["http://b.test/", None, True])])
+    log.close()
+    with open(path, "ab") as f:
+        f.write(b"http://c.test/\t99")  # a row torn by a kill (or still being written)
+    rows = list(iter_tsv(path))
+    assert [r["url"] for r in rows] == ["http://a.test/", "http://b.test/"]
+    assert "pages.tsv: the last line has no newline" in caplog.text
+    assert [parse_float(r["perplexity"], missing=None) for r in rows] == [123.25, None]
+    assert [int(r["size"]) for r in rows] == [10, 1]
+
+
+def test_one_cell_formatter_for_every_tsv():
+    assert [cell(v) for v in (None, True, False, 3, 0.1, "a\tb\nc\rd")] == ["", "1", "0", "3", "0.1", "a b c d"]
+    assert cell(1 / 3) == repr(1 / 3) and cell(1 / 3, float_digits=6) == "0.333333"
+    assert cell(12.5, float_digits=6) == "12.5" and cell(1e-9, float_digits=6) == "1e-09"
+    assert cell(float("inf")) == "inf" and cell(float("inf"), float_digits=6) == "inf"
+    assert cell("  two\t\tspaces \u2028 here ", squeeze=True) == "two spaces here"
+    assert cell("  two\t\tspaces ") == "  two  spaces "
+    assert row([1, None, "x y"], squeeze=True) == "1\t\tx y"
+
+
+def test_all_resume_state_under_one_jobdir_folder(tmp_path):
+    assert job_state_dir(None) is None and job_state_dir("") is None
+    assert job_state_dir(tmp_path / "job") == (tmp_path / "job" / JOB_STATE_DIR).resolve()

@@ -39,14 +39,41 @@ def test_killed_writer_leaves_only_complete_records(tmp_path):
     for i in range(5):
         url = f"http://example.test/{i}"
         w.write(Request(url), HtmlResponse(url, body=f"<p>page {i}</p>".encode() * 50))
-    open_file = w._path
+    open_file, = tmp_path.glob(f"*{OPEN_SUFFIX}")
     size = open_file.stat().st_size
-    w._fh.write(b"\x1f\x8b\x08\x00 torn half record")  # what SIGKILL mid-write would leave
-    w._fh.flush()
-    w._fh = None  # the process "dies": nothing is closed or renamed
+    with open(open_file, "ab") as fh:  # what SIGKILL mid-write would leave
+        fh.write(b"\x1f\x8b\x08\x00 torn half record")
+    # the process "dies": w is never closed, its file never renamed
     w2 = RotatingWarcWriter(tmp_path, max_size=10 ** 9)
     (final, cut), = w2.recovered
     assert cut == len(b"\x1f\x8b\x08\x00 torn half record")
     assert final.stat().st_size == size
     assert [r.url for r in iter_responses(final)] == [f"http://example.test/{i}" for i in range(5)]
     assert not list(tmp_path.glob(f"*{OPEN_SUFFIX}"))
+
+
+def test_a_record_torn_inside_is_cut_at_the_record_before_it(tmp_path):
+    """A kill inside the last pair's request record: the cut ends at a record boundary and
+    every record left reads whole (warcio writes one gzip member per record)."""
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+    from warcio.archiveiterator import ArchiveIterator
+    w = RotatingWarcWriter(tmp_path, max_size=10 ** 9)
+    for i in range(3):
+        url = f"http://example.test/{i}"
+        w.write(Request(url), HtmlResponse(url, body=f"<p>page {i}</p>".encode() * 50))
+    open_file, = tmp_path.glob(f"*{OPEN_SUFFIX}")
+    with open(open_file, "rb") as fh:
+        it = ArchiveIterator(fh)
+        ends = []
+        for _record in it:
+            it.read_to_end()
+            ends.append(it.get_record_offset() + it.get_record_length())
+    assert len(ends) == 1 + 2 * 3  # warcinfo, then response + request per page
+    with open(open_file, "r+b") as fh:
+        fh.truncate(ends[-1] - 10)  # the last request record loses its last 10 bytes
+    (final, cut), = RotatingWarcWriter(tmp_path, max_size=10 ** 9).recovered
+    assert final.stat().st_size == ends[-2] and cut == ends[-1] - 10 - ends[-2]
+    with open(final, "rb") as fh:
+        kinds = [r.rec_type for r in ArchiveIterator(fh)]
+    assert kinds == ["warcinfo"] + ["response", "request"] * 2 + ["response"]

@@ -1,11 +1,17 @@
 """Write every fetched response to rotating, gzipped WARC files (complete records only).
 
 Each request/response pair is built in memory and appended with a single
-``write`` + ``flush``; the file being written is named ``*.warc.gz.open`` and renamed
-to ``*.warc.gz`` when it is rotated or the crawl closes. A crawl killed mid-write
-leaves an ``.open`` file whose tail may be partial: ``recover_open_files`` (run when
-the next crawl opens the same directory) cuts it back to its last complete record,
-so every finished ``.warc.gz`` holds whole records only.
+unbuffered write to a ``GzipLog`` (``focuscrawl.output.files``); the file being
+written is named ``*.warc.gz.open`` and renamed to ``*.warc.gz`` when it is rotated or
+the crawl closes. A crawl killed mid-write leaves an ``.open`` file whose tail may be
+partial: ``recover_open_files`` (run when the next crawl opens the same directory)
+cuts it back to its last complete record, so every finished ``.warc.gz`` holds whole
+records only. warcio builds and compresses the records (one gzip member each), so
+they are appended as bytes (``write_bytes``, not ``write_lines``), and "complete
+record" is "complete gzip member", which ``GzipLog`` finds on open. What is WARC's
+own is the file's life: it is never resumed after a kill but closed (renamed), and
+no JOBDIR checkpoint is kept (a WARC holds every response, also ones whose rows a
+resumed crawl cuts back and fetches again).
 """
 from __future__ import annotations
 
@@ -22,9 +28,10 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
+
+from focuscrawl.output.files import GzipLog
 
 logger = logging.getLogger(__name__)
 OPEN_SUFFIX = ".open"
@@ -49,25 +56,16 @@ def recover_open_files(directory: Path) -> list[tuple[Path, int]]:
     """
     recovered = []
     for path in sorted(directory.glob(f"*{OPEN_SUFFIX}")):
-        end = 0
-        try:
-            with open(path, "rb") as fh:
-                it = ArchiveIterator(fh)
-                for _record in it:
-                    it.read_to_end()
-                    end = it.get_record_offset() + it.get_record_length()
-        except Exception:  # a torn gzip member or header: keep what came before it
-            pass
-        size = path.stat().st_size
-        with open(path, "r+b") as fh:
-            fh.truncate(end)
+        log = GzipLog(path)  # cut back to the last complete gzip member = WARC record
+        end, cut = log.offset, log.cut_bytes
+        log.close()
         final = path.with_name(path.name[: -len(OPEN_SUFFIX)])
         if end == 0:
             path.unlink()
         else:
             os.replace(path, final)
-        recovered.append((final, size - end))
-        logger.warning("WARC %s: recovered after an unclean stop, %d trailing bytes cut", final, size - end)
+        recovered.append((final, cut))
+        logger.warning("WARC %s: recovered after an unclean stop, %d trailing bytes cut", final, cut)
     return recovered
 
 
@@ -82,7 +80,7 @@ class RotatingWarcWriter:
         self.prefix = prefix
         self.serial = 0
         self.files: list[Path] = []  # finished files
-        self._fh = None
+        self._log: GzipLog | None = None
         self._path: Path | None = None
         self.records = 0
         self.recovered = recover_open_files(self.directory)
@@ -92,7 +90,7 @@ class RotatingWarcWriter:
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
         name = f"{self.prefix}-{stamp}-{os.getpid()}-{self.serial:05d}.warc.gz"
         self._path = self.directory / (name + OPEN_SUFFIX)
-        self._fh = open(self._path, "ab")
+        self._log = GzipLog(self._path)
         info = WARCWriter(None, gzip=True).create_warcinfo_record(
             name, {"software": "focuscrawl (warcio)", "format": "WARC File Format 1.1"})
         self._append([info])
@@ -102,11 +100,10 @@ class RotatingWarcWriter:
         writer = WARCWriter(buf, gzip=True)
         for record in records:
             writer.write_record(record)
-        self._fh.write(buf.getvalue())  # one write per pair: complete records or nothing
-        self._fh.flush()
+        self._log.write_bytes(buf.getvalue())  # one write per pair: complete records or nothing
 
     def write(self, request: Request, response: Response) -> None:
-        if self._fh is None:
+        if self._log is None:
             self._open()
         builder = WARCWriter(None, gzip=True)
         reason = HTTPStatus(response.status).phrase if response.status in HTTPStatus._value2member_map_ else "Unknown"
@@ -125,17 +122,17 @@ class RotatingWarcWriter:
         req.rec_headers.add_header("WARC-Concurrent-To", resp.rec_headers.get_header("WARC-Record-ID"))
         self._append([resp, req])
         self.records += 1
-        if self._fh.tell() >= self.max_size:
+        if self._log.offset >= self.max_size:
             self.close_file()
 
     def close_file(self) -> None:
-        if self._fh is None:
+        if self._log is None:
             return
-        self._fh.close()
+        self._log.close()
         final = self._path.with_name(self._path.name[: -len(OPEN_SUFFIX)])
         os.replace(self._path, final)
         self.files.append(final)
-        self._fh = self._path = None
+        self._log = self._path = None
 
 
 class WarcWriterMiddleware:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import gc
 import math
-import os
 import pickle
 import re
 import weakref
@@ -47,6 +46,7 @@ import numpy as np
 
 from focuscrawl import settings as defaults
 from focuscrawl.topic.model import sigmoid
+from focuscrawl.output.files import atomic_write_bytes, job_state_dir
 
 _WORD = re.compile(r"[a-z0-9]+")
 #: learned scores in [0, 1] map to Scrapy priorities 0 .. PRIORITY_STEPS (seeds above)
@@ -337,16 +337,13 @@ class LinkLearner:
         """Pickle the learner (model, host harvests, pending examples) atomically."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
         state = dict(self.__dict__, _index={}, _host_cache=(-1, {}, 0.0))  # caches are rebuilt on use
-        with open(tmp, "wb") as fh:
-            pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        atomic_write_bytes(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
     @classmethod
     def load(cls, path: str | Path) -> "LinkLearner":
         """A learner saved by ``save`` (a crawl writes ``link_learner.pkl`` into its run directory)."""
-        learner = cls.__new__(cls)
+        learner = cls()  # today's defaults for what an older save lacks (e.g. ``trust``, added later)
         with open(path, "rb") as fh:
             learner.__dict__.update(pickle.load(fh))
         return learner
@@ -409,8 +406,8 @@ LEARNER_FILE = "link_learner.pkl"
 
 def learner_state_path(settings) -> Path | None:
     """``JOBDIR/focuscrawl/link_learner.pkl``: a resumed crawl goes on with what it had learnt."""
-    jobdir = settings.get("JOBDIR")
-    return Path(jobdir) / "focuscrawl" / LEARNER_FILE if jobdir else None
+    state_dir = job_state_dir(settings.get("JOBDIR"))
+    return state_dir / LEARNER_FILE if state_dir else None
 
 
 def link_learner(crawler) -> LinkLearner:

@@ -7,15 +7,19 @@ earlier page within Hamming distance k (None otherwise). It runs before the imag
 middleware on output, which skips or marks the images of such pages
 (``FOCUSCRAWL_NEARDUP_IMAGES``).
 
-With a JOBDIR the fingerprints and URLs are appended to ``JOBDIR/neardup.fingerprints``
-(one whole record per page, like Scrapy's ``requests.seen``), so a resumed crawl keeps
-comparing against every page seen before the stop. A record torn by a kill is cut off
-when the file is read back.
+With a JOBDIR the fingerprints and URLs are appended to
+``JOBDIR/focuscrawl/neardup.fingerprints`` (a ``LineLog``: one whole line per page,
+``<fingerprint hex>\t<url>``, behind a header naming the n-gram mode), so a resumed
+crawl keeps comparing against every page seen before the stop. A line torn by a kill
+is cut off when the file is opened. The file is not cut back to the outputs'
+checkpoint: a page crawled again after a resume is recognised by its URL.
+
+A JOBDIR of an earlier version kept binary records in ``JOBDIR/neardup.fingerprints``;
+they are converted once into the new file and the old one is removed.
 """
 from __future__ import annotations
 
 import logging
-import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -31,71 +35,66 @@ from focuscrawl.analysis import page_analysis
 from focuscrawl.dedup.index import SimHashIndex
 from focuscrawl.dedup.simhash import parse_ngrams, simhash
 from focuscrawl.items import PageItem
+from focuscrawl.output.files import LineLog, atomic_write_bytes, iter_lines, job_state_dir
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "neardup.fingerprints"
-_RECORD = struct.Struct("<QI")  # fingerprint, URL length; the UTF-8 URL follows
 
 
-class FingerprintLog:
-    """Append-only ``(fingerprint, url)`` records behind a header naming the n-gram mode.
+def state_header(ngrams: str) -> str:
+    return f"focuscrawl-neardup 2 ngrams={ngrams}"
 
-    Each record is written with one ``os.write`` on an ``O_APPEND`` descriptor; a torn
-    last record (killed process, full disk) is truncated away on open.
+
+def _url_cell(url: str) -> str:
+    """A URL as one cell (Scrapy's URLs hold no tab or newline; anything else is escaped)."""
+    return url.replace("\t", "%09").replace("\n", "%0A").replace("\r", "%0D")
+
+
+_LEGACY_RECORD = struct.Struct("<QI")  # version 1: fingerprint, URL length; the UTF-8 URL follows
+
+
+def read_legacy_state(path: Path) -> tuple[str, list[tuple[int, str]], int]:
+    """The header line, the whole records and the torn tail's length of a version-1 (binary) state file."""
+    data = path.read_bytes()
+    line_end = data.find(b"\n") + 1
+    if not line_end:  # the header itself was torn
+        return "", [], len(data)
+    records = []
+    pos = line_end
+    while pos + _LEGACY_RECORD.size <= len(data):
+        fp, length = _LEGACY_RECORD.unpack_from(data, pos)
+        end = pos + _LEGACY_RECORD.size + length
+        if end > len(data):
+            break
+        records.append((fp, data[pos + _LEGACY_RECORD.size:end].decode("utf-8")))
+        pos = end
+    return data[:line_end - 1].decode("utf-8", "replace"), records, len(data) - pos
+
+
+def migrate_legacy_state(jobdir: Path, path: Path, ngrams: str) -> tuple[int, int]:
+    """Convert ``JOBDIR/neardup.fingerprints`` (version 1) into ``path``, once:
+    ``(records moved, bytes of a torn tail left behind)``.
+
+    The new file is written whole (``atomic_write_bytes``) before the old one is removed,
+    so a kill at any moment leaves one of them complete: both present means the copy is done.
     """
-
-    def __init__(self, path: Path, ngrams: str) -> None:
-        self.path = path
-        self.header = f"focuscrawl-neardup 1 ngrams={ngrams}\n".encode()
-        self.truncated_bytes = 0
-        self._fd: int | None = None
-
-    def open(self) -> list[tuple[int, str]]:
-        """Read back the stored records and open the file for appending."""
-        records: list[tuple[int, str]] = []
-        data = self.path.read_bytes() if self.path.exists() else b""
-        good = 0
-        if data:
-            line_end = data.find(b"\n") + 1
-            if line_end and data[:line_end] != self.header:
-                raise ValueError(
-                    f"{self.path} was written with other near-duplicate settings "
-                    f"({data[:line_end].decode(errors='replace').strip()!r}, now "
-                    f"{self.header.decode().strip()!r}); use a new JOBDIR or the old FOCUSCRAWL_NEARDUP_NGRAMS")
-            if not line_end:  # the header itself was torn
-                line_end = 0
-            else:
-                good = pos = line_end
-                while pos + _RECORD.size <= len(data):
-                    fp, length = _RECORD.unpack_from(data, pos)
-                    end = pos + _RECORD.size + length
-                    if end > len(data):
-                        break
-                    records.append((fp, data[pos + _RECORD.size:end].decode("utf-8")))
-                    good = pos = end
-        self.truncated_bytes = len(data) - good
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        if self.truncated_bytes:
-            os.ftruncate(self._fd, good)
-        os.lseek(self._fd, 0, os.SEEK_END)
-        if good == 0:
-            os.write(self._fd, self.header)
-        return records
-
-    def append(self, fingerprint: int, url: str) -> None:
-        raw = url.encode("utf-8")
-        record = _RECORD.pack(fingerprint, len(raw)) + raw
-        if self._fd is None:
-            raise RuntimeError(f"{self.path} is not open")
-        written = os.write(self._fd, record)
-        if written != len(record):  # pragma: no cover - short write on a full disk
-            raise OSError(f"short write to {self.path}")
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+    legacy = jobdir / STATE_FILE
+    if not legacy.exists():
+        return 0, 0
+    moved = torn = 0
+    if not path.exists():
+        header, records, torn = read_legacy_state(legacy)
+        if header and header != f"focuscrawl-neardup 1 ngrams={ngrams}":
+            raise ValueError(f"{legacy} was written with other near-duplicate settings ({header!r}); "
+                             f"use a new JOBDIR or the old FOCUSCRAWL_NEARDUP_NGRAMS")
+        lines = [state_header(ngrams)] + [f"{fp:016x}\t{_url_cell(url)}" for fp, url in records]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
+        moved = len(records)
+        logger.info("Moved %d page fingerprints from %s to %s", moved, legacy, path)
+    legacy.unlink()
+    return moved, torn
 
 
 class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
@@ -111,18 +110,9 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             raise ValueError(f"bad near-duplicate settings (FOCUSCRAWL_NEARDUP_*): {exc}") from None
         self.stats = stats
         self.urls: list[str] = []
-        self.log: FingerprintLog | None = None
+        self.log: LineLog | None = None
         if jobdir:
-            self.log = FingerprintLog(Path(jobdir) / STATE_FILE, "+".join(map(str, self.ngrams)))
-            for fp, url in self.log.open():
-                self.index.add(fp)
-                self.urls.append(url)
-            if self.urls:
-                self.stats.set_value("focuscrawl/neardup/fingerprints_loaded", len(self.urls))
-                logger.info("Loaded %d page fingerprints from %s", len(self.urls), self.log.path)
-            if self.log.truncated_bytes:
-                self.stats.inc_value("focuscrawl/neardup/torn_records")
-                logger.warning("Cut a torn record (%d bytes) off %s", self.log.truncated_bytes, self.log.path)
+            self._open_state(Path(jobdir))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "NearDuplicatePageMiddleware":
@@ -133,6 +123,38 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
                  s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), job_dir(s))
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         return mw
+
+    def _open_state(self, jobdir: Path) -> None:
+        """Load the fingerprints of earlier sessions and open the file for appending."""
+        ngrams = "+".join(map(str, self.ngrams))
+        path = job_state_dir(jobdir) / STATE_FILE
+        header = state_header(ngrams)
+        moved, torn = migrate_legacy_state(jobdir, path, ngrams)
+        if moved:
+            self.stats.set_value("focuscrawl/neardup/fingerprints_migrated", moved)
+        try:
+            self.log = LineLog(path, header)  # a line torn by a kill is cut here
+        except ValueError:
+            raise ValueError(f"{path} was written with other near-duplicate settings "
+                             f"({next(iter_lines(path), '')!r}, now {header!r}); use a new JOBDIR "
+                             f"or the old FOCUSCRAWL_NEARDUP_NGRAMS") from None
+        lines = self.log.lines()
+        next(lines)  # the header
+        for number, line in enumerate(lines, 2):
+            fp, _, url = line.partition("\t")
+            try:
+                self.index.add(int(fp, 16))
+            except ValueError:
+                self.log.close()
+                raise ValueError(f"{path} line {number} is not '<fingerprint hex>\\t<url>': "
+                                 f"not a near-duplicate state file; use a new JOBDIR") from None
+            self.urls.append(url)
+        if self.urls:
+            self.stats.set_value("focuscrawl/neardup/fingerprints_loaded", len(self.urls))
+            logger.info("Loaded %d page fingerprints from %s", len(self.urls), path)
+        if self.log.cut_bytes or torn:
+            self.stats.inc_value("focuscrawl/neardup/torn_records")
+            logger.warning("Cut a torn record (%d bytes) off %s", self.log.cut_bytes or torn, path)
 
     def spider_closed(self, spider: Any = None) -> None:
         if self.log:
@@ -169,4 +191,4 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             self.index.add(fp)
             self.urls.append(url)
             if self.log:
-                self.log.append(fp, url)
+                self.log.write_lines([f"{fp:016x}\t{_url_cell(url)}"])

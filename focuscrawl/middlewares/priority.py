@@ -28,13 +28,13 @@ import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TextIO
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
+from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
 from focuscrawl.items import PageItem
 from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, learner_state_path, link_features,
                                        link_learner, url_host)
@@ -42,63 +42,17 @@ from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bu
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
 from focuscrawl.crawl_scorer import crawl_topic_model, page_topic_model, topic_scorer
+from focuscrawl.output.files import LineLog
+from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)
 
 LINKS_LOG_COLUMNS = ("from", "to", "anchor", "doc_pp", "anchor_pp", "anchor_kw", "score",
                      "bucket", "priority", "followed", "learned", "features")
 FOCUSED_MODES = ("keywords", "document", "learning")
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def drop_partial_last_line(path: str) -> None:
-    """Cut a line a killed crawl left half-written, so that appending keeps whole lines."""
-    if not os.path.exists(path):
-        return
-    with open(path, "rb+") as f:
-        size = f.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            f.seek(pos - step)
-            chunk = f.read(step)
-            i = chunk.rfind(b"\n")
-            if i >= 0:
-                f.truncate(pos - step + i + 1)
-                return
-            pos -= step
-        f.truncate(0)
-
-
-class LinksLog:
-    """``links.tsv``: one whole, flushed line per scored link (append: a resumed crawl continues it)."""
-
-    def __init__(self, path: str) -> None:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        drop_partial_last_line(path)
-        new = not os.path.exists(path) or os.path.getsize(path) == 0
-        self.file: TextIO = open(path, "a", encoding="utf-8", buffering=1)
-        if new:
-            self.file.write("\t".join(LINKS_LOG_COLUMNS) + "\n")
-
-    def write(self, *values) -> None:
-        line = "\t".join(_fmt(v).replace("\t", " ").replace("\n", " ").replace("\r", " ") for v in values)
-        self.file.write(line + "\n")
-
-    def close(self) -> None:
-        self.file.close()
+LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
+#: links.tsv is read by people and plots: scores to 6 significant digits
+LINKS_LOG_FLOAT_DIGITS = 6
 
 
 @dataclass(frozen=True)
@@ -230,7 +184,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.ranker = ranker
         #: mode ``learning``: judges each page, which labels the link that led to it
         self.judge = judge
-        self.log: LinksLog | None = None
+        self.log: LineLog | None = None  # links.tsv: appended, a resumed crawl continues it
         self.log_path = log_path
         self.learner_paths = list(learner_paths)
 
@@ -254,7 +208,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
 
     def spider_opened(self, spider=None) -> None:
         if self.log_path:
-            self.log = LinksLog(self.log_path)
+            self.log = LineLog(self.log_path, LINKS_LOG_HEADER)
 
     def spider_closed(self, spider=None) -> None:
         for path in self.learner_paths:  # JOBDIR: a resume goes on learning; run dir: explain()
@@ -323,7 +277,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if d.followed:
             request.priority = d.priority
         if self.log:
-            self.log.write(response.url, request.url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
-                           d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
-                           " ".join(d.features) if d.features else None)
+            self.log.write_lines([row((response.url, request.url, anchor, doc_pp, d.anchor_perplexity,
+                                       d.anchor_keyword_score, d.score, d.bucket, d.priority if d.followed else "",
+                                       int(d.followed), d.learned, " ".join(d.features) if d.features else None),
+                                      float_digits=LINKS_LOG_FLOAT_DIGITS)])
         return request if d.followed else None

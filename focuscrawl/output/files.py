@@ -7,20 +7,36 @@
   (concatenated members are one valid gzip stream); on open anything after the
   last complete member is cut.
 * ``atomic_write_bytes``: temp file + ``os.replace`` for files rewritten whole.
+* ``iter_lines`` / ``LineLog.lines``: the whole lines read back (a torn tail is not a
+  line); ``iter_tsv``: a TSV's rows read back as dicts (``parse_float`` types a cell).
+  ``focuscrawl.output.tsv`` formats the cells written.
 
 Both logs know their byte ``offset`` so a JOBDIR checkpoint can record it and a
-resumed crawl can truncate back to it.
+resumed crawl can truncate back to it, and how many bytes of a torn tail opening them
+cut (``cut_bytes``). Every piece of focuscrawl's resume state lives in one folder,
+``job_state_dir(JOBDIR)`` (Scrapy's own files stay beside it).
 """
 from __future__ import annotations
 
 import csv
 import gzip
+import logging
 import math
 import os
 import sys
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
+
+logger = logging.getLogger(__name__)
+
+#: The JOBDIR subfolder that holds all of focuscrawl's resume state.
+JOB_STATE_DIR = "focuscrawl"
+
+
+def job_state_dir(jobdir: str | Path | None) -> Path | None:
+    """``JOBDIR/focuscrawl`` (absolute), or ``None`` without a JOBDIR."""
+    return Path(jobdir).resolve() / JOB_STATE_DIR if jobdir else None
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -82,22 +98,25 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-class _AppendFile:
+class AppendFile:
     """An unbuffered append-only file that starts at a known-good offset."""
 
     def __init__(self, path: str | Path, truncate_to: int | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         exists = self.path.exists()
+        size = self.path.stat().st_size if exists else 0
         if truncate_to is None:
             truncate_to = self._good_size() if exists else 0
-        elif exists and self.path.stat().st_size < truncate_to:
-            raise ValueError(f"{self.path} is shorter ({self.path.stat().st_size} bytes) than the "
+        elif size < truncate_to:
+            raise ValueError(f"{self.path} is shorter ({size} bytes) than the "
                              f"{truncate_to} bytes the JOBDIR state recorded: the run directory does not "
                              f"belong to this JOBDIR (use the original output directory or a fresh JOBDIR)")
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.ftruncate(self.fd, truncate_to)
         self.offset = truncate_to
+        #: bytes cut on open: a torn tail, or what came after the checkpoint
+        self.cut_bytes = size - truncate_to
 
     def _good_size(self) -> int:
         raise NotImplementedError
@@ -107,13 +126,18 @@ class _AppendFile:
             _write_all(self.fd, data)
             self.offset += len(data)
 
+    def truncate(self, size: int = 0) -> None:
+        """Cut the file back to ``size`` bytes (a checkpoint, or 0: empty it)."""
+        os.ftruncate(self.fd, size)
+        self.offset = size
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
 
 
-class LineLog(_AppendFile):
+class LineLog(AppendFile):
     """A text log of whole lines; ``header`` is written to a new file and checked on an old one."""
 
     def __init__(self, path: str | Path, header: str | None = None, truncate_to: int | None = None) -> None:
@@ -145,8 +169,33 @@ class LineLog(_AppendFile):
         if lines:
             self.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "replace"))
 
+    def lines(self, errors: str = "strict") -> Iterator[str]:
+        """The lines written so far (the header too), streamed."""
+        return iter_lines(self.path, self.offset, errors)
 
-class GzipLog(_AppendFile):
+
+def iter_lines(path: str | Path, end: int | None = None, errors: str = "strict") -> Iterator[str]:
+    """The whole lines of ``path`` before byte ``end`` (default: all), without their newline.
+
+    A last line without its newline (torn by a kill) is not a line; a missing file has none.
+    """
+    path = Path(path)
+    if not path.exists():
+        return
+    if end is None:
+        end = complete_lines_size(path)
+    pos = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            pos += len(raw)
+            if pos > end:
+                return
+            yield raw[:-1].decode("utf-8", errors)
+            if pos == end:
+                return
+
+
+class GzipLog(AppendFile):
     """Lines appended as gzip members, one member per ``write_lines`` call."""
 
     def __init__(self, path: str | Path, truncate_to: int | None = None, compresslevel: int = 6) -> None:
@@ -174,6 +223,8 @@ def iter_tsv(path: str | Path, *, raw: bool = False, errors: str = "strict") -> 
     ``raw=True`` the header's list of names comes first, then every line as its list of
     cells (a blank line is ``[]``), for readers that check the column count themselves.
     ``errors`` is the decoding policy (``"replace"``: a bad byte becomes U+FFFD, row kept).
+    A last line without its newline (torn by a kill, or still being written) is not a row
+    (said in a warning); in a ``.gz`` file every line is whole (gzip members are).
     This is the one TSV reader of focuscrawl; cells are never quoted (``QUOTE_NONE``).
     """
     path = Path(path)
@@ -182,10 +233,20 @@ def iter_tsv(path: str | Path, *, raw: bool = False, errors: str = "strict") -> 
     csv.field_size_limit(TSV_FIELD_SIZE_LIMIT)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", errors=errors, newline="") as fh:
+        lines = fh if opener is gzip.open else _whole_lines(fh, path)  # a gzip file is never torn mid-line
         if raw:
-            yield from csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            yield from csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
         else:
-            yield from csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            yield from csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+
+
+def _whole_lines(fh: Iterator[str], path: Path) -> Iterator[str]:
+    for line in fh:
+        if line.endswith("\n"):
+            yield line
+        else:
+            logger.warning("%s: the last line has no newline (torn by a kill, or still being written): "
+                           "not read", path)
 
 
 def read_tsv(path: str | Path) -> list[dict[str, str]]:

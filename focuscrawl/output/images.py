@@ -21,7 +21,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -32,7 +31,7 @@ from scrapy.utils.asyncio import is_asyncio_available
 from focuscrawl import settings as defaults
 from focuscrawl.images.final import final_score
 from focuscrawl.items import ImageItem
-from focuscrawl.output.files import LineLog, atomic_write_bytes, complete_lines_size
+from focuscrawl.output.files import LineLog, atomic_write_bytes, iter_lines
 from focuscrawl.output.run import RunOutput, run_output
 from focuscrawl.output.tsv import row
 
@@ -134,9 +133,7 @@ class ImageStore:
             self._load_pending()
 
     def _load_seen(self) -> None:
-        with open(self.seen.path, "rb") as f:
-            data = f.read(self.seen.offset).decode("utf-8")
-        for line in data.splitlines():
+        for line in self.seen.lines():
             status, order, url = line.split("\t")[:3]
             self.entries[url] = _Entry(int(order), status)
             self.next_order = max(self.next_order, int(order) + 1)
@@ -152,10 +149,8 @@ class ImageStore:
         """
         path = self.run.state_dir / PENDING_FILE
         if path.exists():
-            with open(path, "rb") as f:
-                data = f.read(complete_lines_size(path)).decode("utf-8")
             kept = []
-            for line in data.splitlines():
+            for line in iter_lines(path):
                 try:
                     fields = json.loads(line)
                 except ValueError:
@@ -183,8 +178,7 @@ class ImageStore:
             self._writer = None
         if self.pending_log is not None:
             if not any(e.status == PENDING for e in self.entries.values()):
-                os.ftruncate(self.pending_log.fd, 0)
-                self.pending_log.offset = 0
+                self.pending_log.truncate(0)
             self.pending_log.close()
             self.pending_log = None
 

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-from focuscrawl.output.files import GzipLog, LineLog, _AppendFile, atomic_write_bytes, iter_tsv
+from focuscrawl.output.files import GzipLog, LineLog, AppendFile, atomic_write_bytes, iter_tsv, job_state_dir
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class RunOutput:
         self._last_checkpoint = float("-inf")  # the first commit always checkpoints (not uptime-dependent)
         self.dir = Path(directory).resolve()
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.state_dir = Path(jobdir).resolve() / "focuscrawl" if jobdir else None
+        self.state_dir = job_state_dir(jobdir)
         self._offsets: dict[str, int] = {}
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -46,7 +46,7 @@ class RunOutput:
                                      f"not {self.dir}: resume with the same output directory")
                 self._offsets = {k: int(v) for k, v in state.get("files", {}).items()}
         self.resumed = bool(self._offsets)
-        self._logs: dict[str, _AppendFile] = {}
+        self._logs: dict[str, AppendFile] = {}
         #: Called after every checkpoint: what was written before it survives a kill and a resume.
         self.checkpoint_listeners: list[Callable[[], None]] = []
         if self.resumed:
@@ -70,7 +70,7 @@ class RunOutput:
     def path(self, relative: str) -> Path:
         return self.dir / relative
 
-    def _open(self, key: str, factory) -> _AppendFile:
+    def _open(self, key: str, factory) -> AppendFile:
         if key not in self._logs:
             self._logs[key] = factory(self._offsets.get(key))
         return self._logs[key]

@@ -105,7 +105,7 @@ class StatsFileWriter:
             return
         log = LineLog(run.path(SESSIONS_FILE))  # a torn last line (a kill mid-write) is cut here
         try:
-            lines = log.path.read_text(encoding="utf-8").splitlines()
+            lines = list(log.lines())
             # a kill between this append and the rewrite of stats.json: not twice
             if not lines or json.loads(lines[-1]).get("start_time") != earlier.get("start_time"):
                 log.write_lines([json.dumps(earlier, sort_keys=True)])
