@@ -51,7 +51,10 @@ def test_annotate_with_hotkeys_only(served, page):
     db, base, tmp_path = served
     page.goto(base + "/")
     assert page.url.endswith("/login")
-    page.keyboard.type("anna")  # the name field has autofocus
+    # the name field has autofocus; Chromium applies it after the load, so wait for it
+    # (typing before that went nowhere on a loaded machine and the login failed)
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'name'")
+    page.keyboard.type("anna")
     page.keyboard.press("Tab")
     page.keyboard.type("anna-password")
     page.keyboard.press("Enter")
