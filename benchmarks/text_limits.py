@@ -6,12 +6,12 @@
 Pages of ``--mb`` MB (the size cap, FOCUSCRAWL_TEXT_MAX_BYTES): 20k+ linked images, long
 paragraphs, tiny ``<div>`` blocks (the slowest for trafilatura and jusText), a table of
 links, and a 100,000-deep ``<div>`` nest. Each page is written to a file here; each
-extractor reads it as ``focuscrawl extract`` does (``read_html_bytes`` up to the cap, then
-``page_text_from_bytes`` with the per-page time limit) in a fresh process, so the peak RSS
+extractor reads it as ``focuscrawl extract`` does (``page_text_from_file``: up to the cap,
+with the per-page time limit) in a fresh process, so the peak RSS
 is that page's. The same run on a one-paragraph page gives each extractor's baseline (the
 interpreter and its libraries); the page's cost is the peak above it, printed in MB and as
 a multiple of the cap. One-time caches are loaded before both runs (trafilatura's jusText
-stoplist of all languages, ~35 MB, loaded at its first fallback to jusText, which the
+stoplist of all languages, ~17 MB, loaded at its first fallback to jusText, which the
 small page does not reach). A line per (page, extractor): seconds, result (characters, or the
 skip reason), peak RSS, peak above the baseline and that over the cap.
 """
@@ -28,8 +28,8 @@ PAGES = ("img_links", "paragraphs", "tiny_divs", "table", "deep_nest")
 
 _CHILD = r"""
 import json, resource, sys, time, logging
-from focuscrawl.text.cli import read_html_bytes
-from focuscrawl.text.extractors import ExtractionError, page_text_from_bytes
+from focuscrawl.text.cli import page_text_from_file
+from focuscrawl.text.extractors import ExtractionError, get_extractor
 for n in ("trafilatura", "justext", "boilerpy3"):
     logging.getLogger(n).setLevel(logging.CRITICAL)
 path, cap, name, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
@@ -38,7 +38,7 @@ if name == "trafilatura":  # a one-time cache, loaded at trafilatura's first jus
     jt_stoplist_init()
 start = time.perf_counter()
 try:
-    result = f"{len(page_text_from_bytes(read_html_bytes(path, cap), name, max_bytes=cap, seconds=limit).text)} chars"
+    result = f"{len(page_text_from_file(path, get_extractor(name), cap, limit).text)} chars"
 except ExtractionError as exc:
     result = f"skipped: {exc}"
 print(json.dumps([time.perf_counter() - start, result, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))

@@ -236,20 +236,31 @@ def extract_page(extract: Extractor, html: str, seconds: float = 0, max_tags: in
     return PageText(text, (TRUNCATED,) if cut else ())
 
 
-def page_text_from_bytes(body: bytes, extractor: str | Extractor, content_type: str | None = None,
-                         max_bytes: int = 0, seconds: float = 0) -> PageText:
-    """A page's text from its raw bytes: the first ``max_bytes`` (0: all) decoded (with the
-    charset fallback) and extracted within ``seconds``, at most ``max_bytes / 256`` start
-    tags of it (:func:`~focuscrawl.text.html.markup_budget`); notes say what happened.
+def decode_head(body: bytes, content_type: str | None = None, max_bytes: int = 0) -> tuple[str, tuple[str, ...]]:
+    """The first ``max_bytes`` (0: all) of a page decoded with the charset fallback, and the
+    notes (``truncated``, ``charset_fallback``). A caller that drops ``body`` now extracts
+    without holding the raw bytes too."""
+    body, truncated = clip_html(body, max_bytes)
+    decoded = decode_page(body, content_type)
+    return decoded.text, ((TRUNCATED,) if truncated else ()) + ((CHARSET_FALLBACK,) if decoded.fallback else ())
+
+
+def page_text_from_html(html: str, extractor: str | Extractor, notes: tuple[str, ...] = (), max_bytes: int = 0,
+                        seconds: float = 0) -> PageText:
+    """The text of a decoded page (``notes`` from :func:`decode_head`) extracted within
+    ``seconds`` from at most ``max_bytes / 256`` start tags of it
+    (:func:`~focuscrawl.text.html.markup_budget`); notes say what happened.
 
     A pure function of its arguments (no settings, no state), so it can run in any
     process. Raises :class:`ExtractionError` with a one-line reason.
     """
     extract = get_extractor(extractor) if isinstance(extractor, str) else extractor
-    body, truncated = clip_html(body, max_bytes)
-    decoded = decode_page(body, content_type)
-    del body  # this function's copy; the extractors read the decoded text
-    result = extract_page(extract, decoded.text, seconds, markup_budget(max_bytes))
-    notes = result.notes + ((TRUNCATED,) if truncated and TRUNCATED not in result.notes else ()) \
-        + ((CHARSET_FALLBACK,) if decoded.fallback else ())
-    return PageText(result.text, notes)
+    result = extract_page(extract, html, seconds, markup_budget(max_bytes))
+    return PageText(result.text, result.notes + tuple(n for n in notes if n not in result.notes))
+
+
+def page_text_from_bytes(body: bytes, extractor: str | Extractor, content_type: str | None = None,
+                         max_bytes: int = 0, seconds: float = 0) -> PageText:
+    """A page's text from its raw bytes: :func:`decode_head` then :func:`page_text_from_html`."""
+    html, notes = decode_head(body, content_type, max_bytes)
+    return page_text_from_html(html, extractor, notes, max_bytes, seconds)
