@@ -31,7 +31,7 @@ from focuscrawl.images.extract import ContextSettings, ImageDecision, image_item
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import TextScore, TopicScorer
 from focuscrawl.text.extractors import ExtractionError, ExtractionTimeout, PageText, extract_page, get_extractor
-from focuscrawl.text.html import full_text_from_tree
+from focuscrawl.text.html import full_text_from_tree, markup_budget
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ class AnalysisConfig:
     extractor: str = "auto"
     #: seconds per page for the text extractor (0: no limit; SIGALRM, so in a main thread)
     text_time_limit: float = 0.0
+    #: start tags of a page the text extractor parses (0: all; ``markup_budget`` of the size cap)
+    text_max_tags: int = 0
     min_sentence_tokens: int = 5
     #: image decisions are only computed when the image middleware runs
     images: bool = True
@@ -75,6 +77,7 @@ class AnalysisConfig:
         return cls(
             extractor=settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"),
             text_time_limit=settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT"),
+            text_max_tags=markup_budget(settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")),
             min_sentence_tokens=settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"),
             images=_enabled(settings, "SPIDER_MIDDLEWARES", IMAGE_MIDDLEWARE),
             rules=ImageRules.from_settings(settings),
@@ -151,7 +154,8 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
         extracted = PageText(full_text_from_tree(root))  # reuses the one parse
     else:
         try:
-            extracted = extract_page(get_extractor(config.extractor), html, config.text_time_limit)
+            extracted = extract_page(get_extractor(config.extractor), html, config.text_time_limit,
+                                     config.text_max_tags)
         except ExtractionError as exc:
             error = "extraction_timeout" if isinstance(exc, ExtractionTimeout) else "extraction_error"
             return PageAnalysis(TextScore.missing(), [], {}, 0, [], None, error=error, error_detail=str(exc))

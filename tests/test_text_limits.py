@@ -78,6 +78,9 @@ def test_deeply_nested_page_text_is_recovered(name):
     page = extractors.extract_page(extractors.get_extractor(name), deep_page())
     for words in ("before the nest", "deep text here", "after the nest"):
         assert words in page.text
+    # past the markup budget too: the nest is read flat, all of it
+    cut = extractors.extract_page(extractors.get_extractor(name), deep_page(), max_tags=8192)
+    assert cut.text == page.text and cut.notes == (extractors.TOO_DEEP,)
     assert len(page.text) < 1000  # no run of thousands of empty lines
 
 

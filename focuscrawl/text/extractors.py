@@ -231,7 +231,7 @@ def extract_page(extract: Extractor, html: str, seconds: float = 0, max_tags: in
         text = extract(clipped)
         # Only a page whose text is tiny for its size can be one the parse cut short. It is
         # read flat, all of it: the stdlib tokenizer builds no tree.
-        if len(clipped) > 20_000 and len(text) * 100 < len(clipped) and parse_page(clipped).too_deep:
+        if len(html) > 20_000 and len(text) * 100 < len(html) and parse_page(clipped).too_deep:
             return PageText(flat_text(html), (TOO_DEEP,))
     return PageText(text, (TRUNCATED,) if cut else ())
 
