@@ -70,7 +70,7 @@ class AnalysisConfig:
     @classmethod
     def from_settings(cls, settings) -> "AnalysisConfig":
         from focuscrawl.dedup.simhash import parse_ngrams
-        from focuscrawl.scoring import topic_bundle_path
+        from focuscrawl.crawl_scorer import topic_bundle_path
 
         neardup = (_enabled(settings, "SPIDER_MIDDLEWARES", NEARDUP_MIDDLEWARE)
                    and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED", True))
@@ -90,8 +90,8 @@ class AnalysisConfig:
         )
 
     def scorer(self) -> TopicScorer:
-        """The crawl's scorer, built as ``focuscrawl.scoring.scorer_from_settings`` does."""
-        from focuscrawl.scoring import scorer_from_settings
+        """The crawl's scorer, built as ``focuscrawl.crawl_scorer.scorer_from_settings`` does."""
+        from focuscrawl.crawl_scorer import scorer_from_settings
 
         from scrapy.settings import BaseSettings
 

@@ -43,6 +43,20 @@ class CommandError(Exception):
     """A user error: printed as one clear line, exit code 2, no traceback."""
 
 
+#: optional dependencies (pyproject's extras) and the extra that installs each
+OPTIONAL_MODULES = {"matplotlib": "plots", "pyarrow": "parquet", "scrapyd": "deploy",
+                    "scrapyd_client": "deploy"}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The one-line advice for an optional dependency that is not installed, else None."""
+    top = (exc.name or "").split(".")[0]
+    extra = OPTIONAL_MODULES.get(top)
+    if extra is None:
+        return None
+    return f"this needs {top}, an optional dependency: pip install 'focuscrawl[{extra}]'"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -51,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (CommandError, FileNotFoundError, ValueError) as exc:
         print(f"focuscrawl {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        advice = missing_extra(exc)
+        if advice is None:
+            raise
+        print(f"focuscrawl {args.command}: error: {advice}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

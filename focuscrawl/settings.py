@@ -226,7 +226,7 @@ SPIDER_MIDDLEWARES["focuscrawl.middlewares.images.ImageExtractionMiddleware"] = 
 #: Item pipelines, in order: merge/dedupe by image URL (first sighting goes on),
 #: final score, download (FilesPipeline), then the writers.
 ITEM_PIPELINES = {
-    "focuscrawl.pipelines.merge.ImageMergePipeline": 100,
+    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 100,
     "focuscrawl.pipelines.score.FinalScorePipeline": 200,
     "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
     "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,

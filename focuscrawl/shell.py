@@ -30,7 +30,7 @@ from focuscrawl.images.final import final_score
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.link_learner import PageJudge
 from focuscrawl.middlewares.priority import LinkDecision, LinkRanker
-from focuscrawl.scoring import scorer_from_settings, topic_model_from_settings
+from focuscrawl.crawl_scorer import scorer_from_settings, topic_model_from_settings
 from focuscrawl.spiders.focused import page_links, page_text
 from focuscrawl.topic.images import item_logit
 from focuscrawl.topic.model import sigmoid

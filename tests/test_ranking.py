@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import tarfile
 
 import pyarrow.parquet as pq
@@ -122,6 +123,18 @@ def test_cli_parquet_export(run_dir, tmp_path, capsys):
     assert [r["image_url"] for r in table][:2] == ["http://a.org/cat2.jpg", "http://a.org/dup.jpg"]
     assert table[0]["final_score"] == 2.0 and table[0]["score:alt_pp"] == 123.5
     assert table[0]["score:title_wpp"] is None
+
+
+def test_cli_parquet_without_pyarrow_is_one_clear_line(run_dir, tmp_path, capsys, monkeypatch):
+    # None in sys.modules is how Python blocks an import: as if the extra were not installed
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    out = tmp_path / "out.parquet"
+    assert main(["rank", str(run_dir), "--format", "parquet", "-o", str(out)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert errors == [
+        "focuscrawl rank: error: this needs pyarrow, an optional dependency: pip install 'focuscrawl[parquet]'"]
+    assert not out.exists()
 
 
 def test_cli_webdataset_reads_back_with_webdataset(run_dir, tmp_path, capsys):

@@ -145,6 +145,10 @@ def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
                              timeout=120)
     assert verbose.returncode == 0
     assert verbose.stderr.count("DEBUG scrapy.core.engine: Crawled (200) <GET http://a.test/p0>") == 1
+    warnings_only = subprocess.run(cmd + ["-s", "LOG_LEVEL=WARNING", "-o", str(tmp_path / "warnings")],
+                                   capture_output=True, text=True, timeout=120)
+    assert warnings_only.returncode == 0
+    assert "INFO" not in warnings_only.stderr and (tmp_path / "warnings" / "pages.tsv").exists()
 
 
 def test_archive_images_without_html_size_are_measured(tmp_path):

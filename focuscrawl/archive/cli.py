@@ -75,12 +75,17 @@ def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool 
     handlers = [] if verbose else list(logging.getLogger().handlers)
     for handler in handlers:
         handler.addFilter(_focuscrawl_info_and_warnings)
+    root = logging.getLogger()
+    root_level = root.level
+    if "LOG_LEVEL" in settings:  # -s LOG_LEVEL=...: Scrapy applies it only to its own root handler
+        root.setLevel(project.get("LOG_LEVEL"))
     try:
         process = CrawlerProcess(project)
         crawler = process.create_crawler("archive")
         process.crawl(crawler, archives=index, output=output, **spider_args)
         process.start()
     finally:
+        root.setLevel(root_level)
         for handler in handlers:
             handler.removeFilter(_focuscrawl_info_and_warnings)
     stats = crawler.stats.get_stats() or {}

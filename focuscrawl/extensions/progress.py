@@ -13,7 +13,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from focuscrawl.scoring import topic_scorer
+from focuscrawl.crawl_scorer import topic_scorer
 
 logger = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge,
 from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
-from focuscrawl.scoring import crawl_topic_model, topic_scorer
+from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from twisted.internet.defer import Deferred
 from focuscrawl.analysis import META_KEY, AnalysisConfig, PageAnalyser
 from focuscrawl.items import PageItem
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
-from focuscrawl.scoring import crawl_topic_model, topic_scorer
+from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, PageText, extract_page, get_extractor
 from focuscrawl.text.html import clip_html, fallback_encoding, full_text_from_tree
 from focuscrawl.urls import excerpt, url_problem
