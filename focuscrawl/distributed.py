@@ -83,11 +83,14 @@ return {start - now, start}
 """
 
 
-# KEYS[1] = shared queue, KEYS[2] = this worker's leases. Moves the best request from
-# the queue to the leases (same score) and returns it: a request is always in one of them.
+# KEYS[1] = shared queue, KEYS[2] = this worker's leases, KEYS[3] = workers hash; ARGV[1] =
+# the worker, ARGV[2] = its process token ("": no RedisWorkers). Moves the best request from
+# the queue to the leases (same score) and returns it: a request is always in one of them,
+# and a worker that holds leases is registered (one forgotten after a stall registers again).
 _POP_LEASE = """
 local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #r == 0 then return false end
+if ARGV[2] ~= '' then redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) end
 redis.call('ZREM', KEYS[1], r[1])
 redis.call('ZADD', KEYS[2], r[2], r[1])
 return r[1]
@@ -245,6 +248,7 @@ class RedisWorkers:
         self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time():.3f}"
         self.output = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
         self.book = lease_book(crawler)
+        self.book.token = self.token
         self._requeue = server.register_script(_REQUEUE_LEASES)
         self._claim()
         self._loop = task.LoopingCall(self._beat)
@@ -414,11 +418,13 @@ class LeaseBook:
     """This worker's leases: the queue member of each held request and what its release waits
     for (its spider output, its items, its pages' checkpoint). One per crawler."""
 
-    def __init__(self, crawler: Crawler, server, key: str, serializer) -> None:
+    def __init__(self, crawler: Crawler, server, key: str, serializer, worker: str = "", workers_key: str = "") -> None:
         self.stats = crawler.stats
         self.server = server
         self.key = key  # the worker's leased set
         self.serializer = serializer
+        self.worker, self.workers_key = worker, workers_key
+        self.token = ""  # the process token, set by RedisWorkers
         self.held: dict[str, bytes] = {}  # token -> member
         self.waiting: dict[str, int] = {}  # token -> items not yet safe
         self.output_done: set[str] = set()
@@ -491,8 +497,11 @@ def lease_book(crawler: Crawler) -> LeaseBook:
         s = crawler.settings
         name = s.get("SCHEDULER_SERIALIZER")
         serializer = importlib.import_module(name) if isinstance(name, str) and name else picklecompat
-        key = redis_key(s, f"leased:{worker_id(s)}").replace("%(spider)s", crawler.spidercls.name)
-        _books[crawler] = LeaseBook(crawler, _connect(s), key, serializer)
+        spider = crawler.spidercls.name
+        worker = worker_id(s)
+        key = redis_key(s, f"leased:{worker}").replace("%(spider)s", spider)
+        _books[crawler] = LeaseBook(crawler, _connect(s), key, serializer, worker,
+                                    redis_key(s, "workers").replace("%(spider)s", spider))
     return _books[crawler]
 
 
@@ -506,7 +515,8 @@ class LeasedPriorityQueue(PriorityQueue):
         self._pop_lease = server.register_script(_POP_LEASE)
 
     def pop(self, timeout=0):
-        member = self._pop_lease(keys=[self.key, self.book.key])
+        member = self._pop_lease(keys=[self.key, self.book.key, self.book.workers_key],
+                                 args=[self.book.worker, self.book.token])
         if not member:
             return None
         request = self._decode_request(member)
