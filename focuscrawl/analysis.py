@@ -27,6 +27,7 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+from focuscrawl import settings as defaults
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import TextScore, TopicScorer
@@ -39,6 +40,12 @@ logger = logging.getLogger(__name__)
 #: for the spider middlewares (images, near-duplicates) of the same response.
 META_KEY = "page_analysis"
 
+def _parse_ngrams(value: str) -> tuple[int, ...]:
+    from focuscrawl.dedup.simhash import parse_ngrams
+
+    return parse_ngrams(value)
+
+
 IMAGE_MIDDLEWARE = "focuscrawl.middlewares.images.ImageExtractionMiddleware"
 NEARDUP_MIDDLEWARE = "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"
 
@@ -47,25 +54,25 @@ NEARDUP_MIDDLEWARE = "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware
 class AnalysisConfig:
     """What ``analyse_page`` computes and how (picklable: sent to each worker once)."""
 
-    extractor: str = "auto"
+    extractor: str = defaults.FOCUSCRAWL_TEXT_EXTRACTOR
     #: seconds per page for the text extractor (0: no limit; SIGALRM, so in a main thread)
-    text_time_limit: float = 0.0
+    text_time_limit: float = defaults.FOCUSCRAWL_TEXT_TIME_LIMIT
     #: start tags of a page the text extractor parses (0: all; ``markup_budget`` of the size cap)
-    text_max_tags: int = 0
-    min_sentence_tokens: int = 5
+    text_max_tags: int = markup_budget(defaults.FOCUSCRAWL_TEXT_MAX_BYTES)
+    min_sentence_tokens: int = defaults.FOCUSCRAWL_MIN_SENTENCE_TOKENS
     #: image decisions are only computed when the image middleware runs
     images: bool = True
     rules: ImageRules = field(default_factory=ImageRules)
     context: ContextSettings = field(default_factory=ContextSettings)
     #: SimHash n-gram sizes; ``()`` = no fingerprint (near-duplicate middleware off)
-    ngrams: tuple[int, ...] = (3,)
+    ngrams: tuple[int, ...] = field(default_factory=lambda: _parse_ngrams(defaults.FOCUSCRAWL_NEARDUP_NGRAMS))
     #: model files and topic bundle ("" = none: the bundled demo) and scorer settings: a
     #: worker builds the crawl's scorer
     model: str = ""
     keywords: str = ""
     topic: str = ""
-    cache_size: int = 200_000
-    keyword_weight: float = 3.0
+    cache_size: int = defaults.FOCUSCRAWL_LM_CACHE_SIZE
+    keyword_weight: float = defaults.FOCUSCRAWL_KEYWORD_WEIGHT
 
     @classmethod
     def from_settings(cls, settings) -> "AnalysisConfig":
@@ -73,7 +80,7 @@ class AnalysisConfig:
         from focuscrawl.crawl_scorer import topic_bundle_path
 
         neardup = (_enabled(settings, "SPIDER_MIDDLEWARES", NEARDUP_MIDDLEWARE)
-                   and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED", True))
+                   and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED"))
         return cls(
             extractor=settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"),
             text_time_limit=settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT"),
@@ -82,23 +89,21 @@ class AnalysisConfig:
             images=_enabled(settings, "SPIDER_MIDDLEWARES", IMAGE_MIDDLEWARE),
             rules=ImageRules.from_settings(settings),
             context=ContextSettings.from_settings(settings),
-            ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS", "3"))) if neardup else (),
+            ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))) if neardup else (),
             model=settings.get("FOCUSCRAWL_MODEL") or "", keywords=settings.get("FOCUSCRAWL_KEYWORDS") or "",
             topic=str(topic_bundle_path(settings) or ""),
-            cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE", 200_000),
-            keyword_weight=settings.getfloat("FOCUSCRAWL_KEYWORD_WEIGHT", 3.0),
+            cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE"),
+            keyword_weight=settings.getfloat("FOCUSCRAWL_KEYWORD_WEIGHT"),
         )
 
     def scorer(self) -> TopicScorer:
         """The crawl's scorer, built as ``focuscrawl.crawl_scorer.scorer_from_settings`` does."""
+        from focuscrawl.resources import project_settings
         from focuscrawl.crawl_scorer import scorer_from_settings
 
-        from scrapy.settings import BaseSettings
-
-        return scorer_from_settings(BaseSettings({"FOCUSCRAWL_MODEL": self.model, "FOCUSCRAWL_KEYWORDS": self.keywords,
-                                     "FOCUSCRAWL_TOPIC": self.topic,
-                                     "FOCUSCRAWL_LM_CACHE_SIZE": self.cache_size,
-                                     "FOCUSCRAWL_KEYWORD_WEIGHT": self.keyword_weight}))
+        return scorer_from_settings(project_settings({
+            "FOCUSCRAWL_MODEL": self.model, "FOCUSCRAWL_KEYWORDS": self.keywords, "FOCUSCRAWL_TOPIC": self.topic,
+            "FOCUSCRAWL_LM_CACHE_SIZE": self.cache_size, "FOCUSCRAWL_KEYWORD_WEIGHT": self.keyword_weight}))
 
 
 def _enabled(settings, name: str, path: str) -> bool:

@@ -39,8 +39,8 @@ def scorer_from_settings(settings: BaseSettings) -> TopicScorer:
         keywords = keywords or default_keywords_path()
     return TopicScorer.from_files(
         model, keywords or None,
-        cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE", 200_000),
-        keyword_weight=settings.getfloat("FOCUSCRAWL_KEYWORD_WEIGHT", 3.0),
+        cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE"),
+        keyword_weight=settings.getfloat("FOCUSCRAWL_KEYWORD_WEIGHT"),
     )
 
 

@@ -197,7 +197,7 @@ class RedisHostThrottle:
         s = crawler.settings
         if not s.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
-        delay = s.getfloat("FOCUSCRAWL_REDIS_HOST_DELAY", -1)
+        delay = s.getfloat("FOCUSCRAWL_REDIS_HOST_DELAY")
         if delay < 0:
             delay = s.getfloat("DOWNLOAD_DELAY")
         spider_key = redis_key(s, "host").replace("%(spider)s", crawler.spidercls.name)

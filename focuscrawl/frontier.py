@@ -288,7 +288,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
 
         s = crawler.settings
         self.learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
-        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP", 500)
+        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP")
         self.stats = crawler.stats
         self.ranked_version = 0
 

@@ -65,10 +65,17 @@ def default_topic_path() -> Path:
     return _cache[BUNDLED_TOPIC]
 
 
-def project_settings() -> Settings:
+def project_settings(overrides: dict | None = None) -> Settings:
     """focuscrawl's Scrapy settings (``focuscrawl.settings``) whatever the current folder:
     ``get_project_settings()`` would read a ``scrapy.cfg`` there (or none, and then the
-    spider loader knows no focuscrawl spider)."""
+    spider loader knows no focuscrawl spider). ``overrides`` are set with ``cmdline``
+    priority, as ``-s NAME=VALUE`` would be.
+
+    Components read ``FOCUSCRAWL_*`` settings without fallbacks (their defaults are in
+    ``focuscrawl.settings`` only), so every entry point that builds its own ``Settings``
+    starts from this."""
     settings = Settings()
     settings.setmodule("focuscrawl.settings", priority="project")
+    if overrides:
+        settings.setdict(overrides, priority="cmdline")
     return settings

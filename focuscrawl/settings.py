@@ -273,6 +273,9 @@ FOCUSCRAWL_ANNOTATION_TOP = 2500
 FOCUSCRAWL_ANNOTATION_PER_IMAGE = 3
 #: The five image-topic categories shown to annotators: topic, pet, animal, living being, other.
 FOCUSCRAWL_ANNOTATION_IMAGE_LABELS = ["Cat", "Pet", "Animal", "Living being", "Other"]
+#: SQLite database of `focuscrawl annotate` (the environment variable of the same name
+#: overrides it; so does --db).
+FOCUSCRAWL_ANNOTATION_DB = "annotation.sqlite3"
 
 
 # --- Deployment, Redis, WARC, resume (issue "Deployment and scale") -------------------

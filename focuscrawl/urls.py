@@ -11,16 +11,6 @@ from collections import Counter, OrderedDict
 from typing import Iterable
 from urllib.parse import ParseResult, SplitResult, urlsplit
 
-#: SPEC §5: the thesis's reject rules (crawler traps and giant sites).
-DEFAULT_REJECT_SURTS = (
-    "(org,wikipedia,",
-    "(com,amazon,",
-    "(uk,co,amazon,",
-    "(de,amazon,",
-    "(com,googleapis,maps,",
-)
-
-
 def host_surt(host: str) -> str:
     """``en.wikipedia.org`` -> ``(org,wikipedia,en,``; port and trailing dot dropped."""
     host = host.lower().rstrip(".").split(":")[0]

@@ -1,11 +1,10 @@
 """Extra context extractors recorded per image, and the final score's choice of context."""
 import pytest
 from lxml import html as lhtml
-from scrapy.settings import Settings
 
-from focuscrawl import settings as project_settings
 from focuscrawl.images.extract import ContextSettings, image_items
 from focuscrawl.images.final import final_score
+from focuscrawl.resources import project_settings
 
 PAGE = """<html><body><p>Menu Home Contact</p><div class="wp-caption">
 <p>My cat likes to sleep all day long on the warm sofa in the living room.</p>
@@ -29,7 +28,7 @@ def test_default_records_no_extra_contexts(cats_scorer):
 
 
 def test_settings_are_read_and_validated():
-    s = Settings({**{k: getattr(project_settings, k) for k in dir(project_settings) if k.isupper()}})
+    s = project_settings()
     assert ContextSettings.from_settings(s).extra == () and ContextSettings.from_settings(s).final == "thesis"
     s.set("FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS", "clus,figure")
     s.set("FOCUSCRAWL_IMAGE_FINAL_CONTEXT", "clus")

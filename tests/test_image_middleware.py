@@ -7,14 +7,13 @@ import asyncio
 import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response, TextResponse
-from scrapy.utils.test import get_crawler
 
 from scrapy.utils.response import get_base_url
 
-from focuscrawl import settings as project_settings
 from focuscrawl.analysis import META_KEY, AnalysisConfig, analyse_page
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.images import ImageExtractionMiddleware
+from tests.support.crawler import focuscrawl_crawler
 
 HTML = b"""<html><head><base href="http://cdn.test/pics/"></head><body><div><p>My cat sleeps on the sofa.</p>
 <img src="a.jpg" alt="a cat" width="600" height="400"><img src="b.jpg" width="600" height="400">
@@ -22,8 +21,7 @@ HTML = b"""<html><head><base href="http://cdn.test/pics/"></head><body><div><p>M
 
 
 def make_mw(**settings):
-    base = {k: getattr(project_settings, k) for k in dir(project_settings) if k.startswith("FOCUSCRAWL_")}
-    crawler = get_crawler(settings_dict={**base, **settings})
+    crawler = focuscrawl_crawler(**settings)
     crawler.stats.open_spider()
     return ImageExtractionMiddleware.from_crawler(crawler), crawler.stats
 

@@ -5,11 +5,11 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
-from scrapy.utils.test import get_crawler
 
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.neardup import STATE_FILE, NearDuplicatePageMiddleware
 from focuscrawl.text.normalize import document_sentences
+from tests.support.crawler import focuscrawl_crawler
 
 ARTICLE = """The domestic cat is a small carnivorous mammal.
 It is the only domesticated species in the family Felidae and is often called the house cat.
@@ -56,7 +56,7 @@ def run(mw: NearDuplicatePageMiddleware, url: str, text: str) -> list:
 def middleware(tmp_path: Path | None = None, **settings) -> tuple[NearDuplicatePageMiddleware, object]:
     if tmp_path is not None:
         settings["JOBDIR"] = str(tmp_path)
-    crawler = get_crawler(Spider, settings)
+    crawler = focuscrawl_crawler(Spider, **settings)
     return NearDuplicatePageMiddleware.from_crawler(crawler), crawler
 
 

@@ -38,9 +38,9 @@ def test_bundled_model_loads_from_the_zipped_egg(egg, tmp_path):
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "import focuscrawl, json\n"
-        "from scrapy.settings import Settings\n"
+        "from focuscrawl.resources import project_settings\n"
         "from focuscrawl.crawl_scorer import scorer_from_settings\n"
-        "s = scorer_from_settings(Settings({}))\n"
+        "s = scorer_from_settings(project_settings())\n"
         "print(json.dumps([focuscrawl.__file__, s.perplexity('the cat sleeps on the sofa'), s.keywords.score('the cat sleeps')]))\n")
     proc = subprocess.run([sys.executable, "-c", code, str(egg)], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)

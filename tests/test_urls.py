@@ -1,7 +1,8 @@
 """Scope and trap rules (pure functions)."""
 from __future__ import annotations
 
-from focuscrawl.urls import (DEFAULT_REJECT_SURTS, QueryVariantLimit, SurtRules, domain_allowed, excerpt,
+from focuscrawl import settings as defaults
+from focuscrawl.urls import (QueryVariantLimit, SurtRules, domain_allowed, excerpt,
                              host_surt, repeated_path_segment, surt, surt_prefix, too_many_path_segments,
                              url_problem)
 
@@ -20,7 +21,7 @@ def test_rule_forms():
 
 
 def test_thesis_reject_rules():
-    rules = SurtRules(DEFAULT_REJECT_SURTS)
+    rules = SurtRules(defaults.FOCUSCRAWL_REJECT_SURTS)
     for url in ["https://en.wikipedia.org/wiki/Cat", "http://wikipedia.org/", "https://www.amazon.com/dp/1",
                 "https://www.amazon.co.uk/x", "https://amazon.de/", "https://maps.googleapis.com/maps/api/js"]:
         assert rules.matches(url), url

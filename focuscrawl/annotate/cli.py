@@ -16,7 +16,7 @@ from focuscrawl.ranking import add_ranking_arguments
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_DB = os.environ.get("FOCUSCRAWL_ANNOTATION_DB", "annotation.sqlite3")
+DEFAULT_DB = os.environ.get("FOCUSCRAWL_ANNOTATION_DB") or defaults.FOCUSCRAWL_ANNOTATION_DB
 
 
 def register(sub: argparse._SubParsersAction) -> None:

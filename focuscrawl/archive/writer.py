@@ -16,6 +16,8 @@ import time
 from http import HTTPStatus
 from pathlib import Path
 
+from focuscrawl import settings as defaults
+
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -72,7 +74,8 @@ def recover_open_files(directory: Path) -> list[tuple[Path, int]]:
 class RotatingWarcWriter:
     """Appends request/response records to ``PREFIX-<time>-<pid>-<n>.warc.gz`` files."""
 
-    def __init__(self, directory: str | os.PathLike, max_size: int, prefix: str = "focuscrawl"):
+    def __init__(self, directory: str | os.PathLike, max_size: int,
+                 prefix: str = defaults.FOCUSCRAWL_WARC_PREFIX):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_size = max_size
@@ -160,7 +163,7 @@ class WarcWriterMiddleware:
         if max_size <= 0:
             raise ValueError(f"FOCUSCRAWL_WARC_MAX_SIZE must be > 0, got {max_size}")
         return cls(crawler, RotatingWarcWriter(directory, max_size,
-                                               crawler.settings.get("FOCUSCRAWL_WARC_PREFIX", "focuscrawl")))
+                                               crawler.settings.get("FOCUSCRAWL_WARC_PREFIX")))
 
     def process_response(self, request: Request, response: Response, spider: Spider) -> Response:
         if "archive" not in response.flags:

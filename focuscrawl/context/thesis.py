@@ -18,12 +18,8 @@ from typing import Any
 
 from lxml import etree
 
+from focuscrawl import settings as defaults
 from focuscrawl.text.html import element_text
-
-DEFAULT_MAX_PARENTS = 5
-DEFAULT_MAX_SIBLINGS = 5
-DEFAULT_DISTANCE_WEIGHT = 500
-DEFAULT_MAX_CHARS = 10_000
 
 
 def context_text(el: etree._Element) -> str:
@@ -50,10 +46,10 @@ def _context(kind: str, level: int, el: etree._Element, text: str, distance_weig
     }
 
 
-def thesis_context(img: etree._Element, max_parents: int = DEFAULT_MAX_PARENTS,
-                   max_siblings: int = DEFAULT_MAX_SIBLINGS,
-                   distance_weight: float = DEFAULT_DISTANCE_WEIGHT,
-                   max_chars: int = DEFAULT_MAX_CHARS,
+def thesis_context(img: etree._Element, max_parents: int = defaults.FOCUSCRAWL_IMAGE_MAX_PARENTS,
+                   max_siblings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIBLINGS,
+                   distance_weight: float = defaults.FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT,
+                   max_chars: int = defaults.FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS,
                    text_cache: dict | None = None) -> list[dict[str, Any]]:
     """Parent and sibling contexts of ``img``: dicts with kind, level, tag, text, length,
     truncated, distance.

@@ -29,6 +29,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from focuscrawl import settings as defaults
+
 BITS = 64
 _U64 = np.uint64
 _distance_then_id = operator.itemgetter(1, 0)
@@ -121,7 +123,8 @@ class Matches(NamedTuple):
 class SimHashIndex:
     """Fingerprints searchable by Hamming distance ≤ ``max_distance`` (k) with B blocks."""
 
-    def __init__(self, max_distance: int = 3, blocks: int = 4, *, merge_threshold: int = 2048) -> None:
+    def __init__(self, max_distance: int = defaults.FOCUSCRAWL_NEARDUP_MAX_DISTANCE,
+                 blocks: int = defaults.FOCUSCRAWL_NEARDUP_BLOCKS, *, merge_threshold: int = 2048) -> None:
         if not 1 <= blocks <= 16:
             raise ValueError(f"blocks must be between 1 and 16, not {blocks!r}")
         if not 0 <= max_distance < blocks:
@@ -180,8 +183,8 @@ class SimHashIndex:
                 + self._dir.nbytes)
 
     @classmethod
-    def from_fingerprints(cls, fingerprints: Iterable[int] | np.ndarray, max_distance: int = 3,
-                          blocks: int = 4, **kwargs) -> SimHashIndex:
+    def from_fingerprints(cls, fingerprints: Iterable[int] | np.ndarray, max_distance: int = defaults.FOCUSCRAWL_NEARDUP_MAX_DISTANCE,
+                          blocks: int = defaults.FOCUSCRAWL_NEARDUP_BLOCKS, **kwargs) -> SimHashIndex:
         index = cls(max_distance, blocks, **kwargs)
         index.add_many(fingerprints)
         index.merge()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from focuscrawl import settings as defaults
 from focuscrawl.text.normalize import normalize
 
 BITS = 64
@@ -90,12 +91,12 @@ def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int | None:
     return int(np.packbits(sums > 0, bitorder="little").view("<u8")[0])
 
 
-def simhash(tokens: Sequence[str], ngrams: str | Sequence[int] = "3") -> int | None:
+def simhash(tokens: Sequence[str], ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
     """SimHash of already normalised tokens; None for an empty token list."""
     return simhash_of_hashes(*ngram_hashes(tokens, parse_ngrams(ngrams)))
 
 
-def text_simhash(text: str, ngrams: str | Sequence[int] = "3") -> int | None:
+def text_simhash(text: str, ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
     """SimHash of raw text, tokenised with ``focuscrawl.text.normalize``; None if no tokens."""
     return simhash(normalize(text).split(), ngrams)
 

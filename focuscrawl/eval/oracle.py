@@ -30,6 +30,7 @@ from protego import Protego
 from scrapy.http import HtmlResponse
 from scrapy.utils.response import get_base_url
 
+from focuscrawl import settings as defaults
 from focuscrawl.urls import QueryVariantLimit, repeated_path_segment
 
 POLICIES = ("breadth_first", "page_classifier", "link_oracle")
@@ -98,8 +99,8 @@ def harvest_of(page_urls: list[str], truth: PageTruth) -> dict:
 class SimulatedFetcher:
     """Fetches from a ``TestWeb`` as the crawl would see it: robots.txt, redirects, statuses."""
 
-    def __init__(self, web, user_agent: str = "focuscrawl", max_path_repeats: int = 2,
-                 max_query_variants: int = 100) -> None:
+    def __init__(self, web, user_agent: str = "focuscrawl", max_path_repeats: int = defaults.FOCUSCRAWL_MAX_PATH_REPEATS,
+                 max_query_variants: int = defaults.FOCUSCRAWL_MAX_QUERY_VARIANTS) -> None:
         self.web = web
         self.user_agent = user_agent
         self.robots: dict[str, Protego] = {}

@@ -10,9 +10,8 @@ from typing import Any, Callable
 
 from lxml import etree
 
-from focuscrawl.context.thesis import (
-    DEFAULT_DISTANCE_WEIGHT, DEFAULT_MAX_CHARS, DEFAULT_MAX_PARENTS, DEFAULT_MAX_SIBLINGS, thesis_context,
-)
+from focuscrawl import settings as defaults
+from focuscrawl.context.thesis import thesis_context
 from focuscrawl.context.extractors import get_context_extractor
 from focuscrawl.images.final import FINAL_CONTEXT_THESIS
 from focuscrawl.images.rules import PAGE_LIMIT, ImageRules, drop_reason, read_attributes, src_guess_string
@@ -30,14 +29,14 @@ def score_dict(score: TextScore) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ContextSettings:
-    max_parents: int = DEFAULT_MAX_PARENTS
-    max_siblings: int = DEFAULT_MAX_SIBLINGS
-    distance_weight: float = DEFAULT_DISTANCE_WEIGHT
-    max_chars: int = DEFAULT_MAX_CHARS
+    max_parents: int = defaults.FOCUSCRAWL_IMAGE_MAX_PARENTS
+    max_siblings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIBLINGS
+    distance_weight: float = defaults.FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT
+    max_chars: int = defaults.FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS
     #: context extractors (focuscrawl.context.extractors) recorded in ``extra_contexts``
     extra: tuple[str, ...] = ()
     #: the context of the final score: "thesis" (parent-1) or one of ``extra``
-    final: str = FINAL_CONTEXT_THESIS
+    final: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT
 
     def __post_init__(self) -> None:
         for name in self.extra:
@@ -53,12 +52,12 @@ class ContextSettings:
     @classmethod
     def from_settings(cls, settings) -> "ContextSettings":
         return cls(
-            max_parents=settings.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS", DEFAULT_MAX_PARENTS),
-            max_siblings=settings.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS", DEFAULT_MAX_SIBLINGS),
-            distance_weight=settings.getfloat("FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT", DEFAULT_DISTANCE_WEIGHT),
-            max_chars=settings.getint("FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS", DEFAULT_MAX_CHARS),
+            max_parents=settings.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
+            max_siblings=settings.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
+            distance_weight=settings.getfloat("FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT"),
+            max_chars=settings.getint("FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS"),
             extra=tuple(settings.getlist("FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS")),
-            final=settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT") or FINAL_CONTEXT_THESIS,
+            final=settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT"),
         )
 
     def extract(self, img: etree._Element, text_cache: dict | None = None) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from scrapy.settings import BaseSettings
 
+from focuscrawl import settings as defaults
 from focuscrawl.text.html import _DROP_CHARS
 
 # Drop reasons, in the order the rules are checked.
@@ -30,36 +31,34 @@ _WS = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class ImageRules:
-    """Limits of the HTML rules; defaults are the thesis values (SPEC §6)."""
+    """Limits of the HTML rules; defaults are the settings' (the thesis values, SPEC §6)."""
 
-    min_width: int = 512
-    min_height: int = 384
-    max_width: int = 9600
-    max_height: int = 7200
-    kick_unspecified: bool = True
+    min_width: int = defaults.FOCUSCRAWL_IMAGE_MIN_WIDTH
+    min_height: int = defaults.FOCUSCRAWL_IMAGE_MIN_HEIGHT
+    max_width: int = defaults.FOCUSCRAWL_IMAGE_MAX_WIDTH
+    max_height: int = defaults.FOCUSCRAWL_IMAGE_MAX_HEIGHT
+    kick_unspecified: bool = defaults.FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED
     #: keep an image without pixel width/height and apply the size limits to its real
     #: size after download instead (FOCUSCRAWL_IMAGE_MEASURE_UNSIZED)
-    measure_unspecified: bool = False
-    formats: frozenset[str] = field(default_factory=lambda: frozenset({"jpg", "jpeg", "png", "gif"}))
-    max_per_page: int = 200
+    measure_unspecified: bool = defaults.FOCUSCRAWL_IMAGE_MEASURE_UNSIZED
+    formats: frozenset[str] = frozenset(defaults.FOCUSCRAWL_IMAGE_FORMATS)
+    max_per_page: int = defaults.FOCUSCRAWL_IMAGE_MAX_PER_PAGE
     #: attributes holding the real URL of a lazy-loaded image, used when ``src`` is
     #: missing or a ``data:`` placeholder (first non-blank wins)
-    lazy_src: tuple[str, ...] = ("data-src", "data-lazy-src", "data-original")
+    lazy_src: tuple[str, ...] = tuple(defaults.FOCUSCRAWL_IMAGE_LAZY_SRC)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> "ImageRules":
         return cls(
-            min_width=settings.getint("FOCUSCRAWL_IMAGE_MIN_WIDTH", 512),
-            min_height=settings.getint("FOCUSCRAWL_IMAGE_MIN_HEIGHT", 384),
-            max_width=settings.getint("FOCUSCRAWL_IMAGE_MAX_WIDTH", 9600),
-            max_height=settings.getint("FOCUSCRAWL_IMAGE_MAX_HEIGHT", 7200),
-            kick_unspecified=settings.getbool("FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED", True),
-            measure_unspecified=settings.getbool("FOCUSCRAWL_IMAGE_MEASURE_UNSIZED", False),
-            formats=frozenset(f.lower().lstrip(".") for f in settings.getlist(
-                "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"])),
-            max_per_page=settings.getint("FOCUSCRAWL_IMAGE_MAX_PER_PAGE", 200),
-            lazy_src=tuple(a.lower() for a in settings.getlist(
-                "FOCUSCRAWL_IMAGE_LAZY_SRC", ["data-src", "data-lazy-src", "data-original"])),
+            min_width=settings.getint("FOCUSCRAWL_IMAGE_MIN_WIDTH"),
+            min_height=settings.getint("FOCUSCRAWL_IMAGE_MIN_HEIGHT"),
+            max_width=settings.getint("FOCUSCRAWL_IMAGE_MAX_WIDTH"),
+            max_height=settings.getint("FOCUSCRAWL_IMAGE_MAX_HEIGHT"),
+            kick_unspecified=settings.getbool("FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED"),
+            measure_unspecified=settings.getbool("FOCUSCRAWL_IMAGE_MEASURE_UNSIZED"),
+            formats=frozenset(f.lower().lstrip(".") for f in settings.getlist("FOCUSCRAWL_IMAGE_FORMATS")),
+            max_per_page=settings.getint("FOCUSCRAWL_IMAGE_MAX_PER_PAGE"),
+            lazy_src=tuple(a.lower() for a in settings.getlist("FOCUSCRAWL_IMAGE_LAZY_SRC")),
         )
 
 

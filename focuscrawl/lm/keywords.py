@@ -12,7 +12,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Sequence
 
-KEYWORD_WEIGHT = 3.0  # γ_kw: weighted PP = PP * (1 - γ_kw * keyword score)
+from focuscrawl import settings as defaults
+
+KEYWORD_WEIGHT = defaults.FOCUSCRAWL_KEYWORD_WEIGHT  # γ_kw: weighted PP = PP * (1 - γ_kw * keyword score)
 ABSENT_DOC_COUNT = 0.1  # pseudo document count of a token absent from the neutral side
 DEFAULT_TOP_N = 50
 

@@ -33,6 +33,8 @@ from typing import Sequence
 
 import numpy as np
 
+from focuscrawl import settings as defaults
+
 _WORD = re.compile(r"[a-z0-9]+")
 #: learned scores in [0, 1] map to Scrapy priorities 0 .. PRIORITY_STEPS (seeds above)
 PRIORITY_STEPS = 1_000  # Scrapy keeps one queue per priority: few distinct values
@@ -81,7 +83,7 @@ class HostHarvest:
 
     prior_on: float = 0.5
     prior_off: float = 2.0
-    exploration: float = 0.05
+    exploration: float = defaults.FOCUSCRAWL_LEARNING_EXPLORATION
     judged: dict[str, int] = field(default_factory=dict)
     on_topic: dict[str, int] = field(default_factory=dict)
     total: int = 0
@@ -125,9 +127,12 @@ def _logit(p: float) -> float:
 class LinkLearner:
     """The online model, host harvests and the score of a link; see the module docstring."""
 
-    def __init__(self, retrain_every: int = 20, n_features: int = 2 ** 16, alpha: float = 1e-4,
-                 prior_pages: int = 10, prior_reference: float = 100.0, host_weight: float = 1.0,
-                 host_prior: tuple[float, float] = (0.5, 2.0), exploration: float = 0.05,
+    def __init__(self, retrain_every: int = defaults.FOCUSCRAWL_LEARNING_RETRAIN_EVERY, n_features: int = 2 ** 16,
+                 alpha: float = 1e-4, prior_pages: int = defaults.FOCUSCRAWL_LEARNING_PRIOR_PAGES,
+                 prior_reference: float = defaults.FOCUSCRAWL_LEARNING_PRIOR_PP,
+                 host_weight: float = defaults.FOCUSCRAWL_LEARNING_HOST_WEIGHT,
+                 host_prior: tuple[float, float] = (0.5, 2.0),
+                 exploration: float = defaults.FOCUSCRAWL_LEARNING_EXPLORATION,
                  random_state: int = 0) -> None:
         from scipy.sparse import csr_matrix  # imported with the model, not at the first update
         from sklearn import config_context
@@ -287,7 +292,7 @@ class PageJudge:
     place to switch to the calibrated topic probability when the scorer provides it.
     """
 
-    def __init__(self, on_topic_pp: float = 50.0) -> None:
+    def __init__(self, on_topic_pp: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_PP) -> None:
         self.on_topic_pp = on_topic_pp
 
     def topicality(self, weighted_perplexity: float | None) -> float | None:
@@ -303,11 +308,11 @@ class PageJudge:
 def learner_from_settings(settings) -> LinkLearner:
     s = settings
     return LinkLearner(
-        retrain_every=s.getint("FOCUSCRAWL_LEARNING_RETRAIN_EVERY", 20),
-        prior_pages=s.getint("FOCUSCRAWL_LEARNING_PRIOR_PAGES", 10),
-        prior_reference=s.getfloat("FOCUSCRAWL_LEARNING_PRIOR_PP", 100.0),
-        host_weight=s.getfloat("FOCUSCRAWL_LEARNING_HOST_WEIGHT", 1.0),
-        exploration=s.getfloat("FOCUSCRAWL_LEARNING_EXPLORATION", 0.05),
+        retrain_every=s.getint("FOCUSCRAWL_LEARNING_RETRAIN_EVERY"),
+        prior_pages=s.getint("FOCUSCRAWL_LEARNING_PRIOR_PAGES"),
+        prior_reference=s.getfloat("FOCUSCRAWL_LEARNING_PRIOR_PP"),
+        host_weight=s.getfloat("FOCUSCRAWL_LEARNING_HOST_WEIGHT"),
+        exploration=s.getfloat("FOCUSCRAWL_LEARNING_EXPLORATION"),
     )
 
 

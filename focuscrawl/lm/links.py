@@ -10,14 +10,17 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-LINK_DOC_WEIGHT = 0.7  # γ_d
-LINK_ANCHOR_WEIGHT = 0.3  # γ_otx
-LINK_KEYWORD_WEIGHT = 3.0  # γ_linkkw
-LINK_ANCHOR_MAX_PP = 3000.0  # T_otx
-PRIORITY_BUCKETS = (6e2, 2e3, 1e4)
-LINK_RAZOR = 3e4
+from focuscrawl import settings as defaults
+
+#: SPEC §5's constants, defaults of the pure functions below: the settings' own values
+LINK_DOC_WEIGHT = defaults.FOCUSCRAWL_LINK_DOC_WEIGHT  # γ_d
+LINK_ANCHOR_WEIGHT = defaults.FOCUSCRAWL_LINK_ANCHOR_WEIGHT  # γ_otx
+LINK_KEYWORD_WEIGHT = defaults.FOCUSCRAWL_LINK_KEYWORD_WEIGHT  # γ_linkkw
+LINK_ANCHOR_MAX_PP = defaults.FOCUSCRAWL_LINK_ANCHOR_MAX_PP  # T_otx
+PRIORITY_BUCKETS = defaults.FOCUSCRAWL_PRIORITY_BUCKETS
+LINK_RAZOR = defaults.FOCUSCRAWL_LINK_RAZOR
 BUCKET_NAMES = ("high", "medium", "normal", "low")
-PRIORITY_STEPS_PER_DECADE = 10  # best-first inside a bucket (0 = FIFO)
+PRIORITY_STEPS_PER_DECADE = defaults.FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE  # best-first inside a bucket (0 = FIFO)
 SCORE_DECADES = 20  # scores above 1e20 share the last step of their bucket
 
 

@@ -12,6 +12,7 @@ from itertools import chain, repeat
 from pathlib import Path
 from typing import Iterable
 
+from focuscrawl import settings as defaults
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, KeywordList, weighted_perplexity
 from focuscrawl.text.normalize import MIN_SENTENCE_TOKENS, document_tokens, text_tokens
 
@@ -71,7 +72,7 @@ def load_kenlm(path: str | Path):
 class TopicScorer:
     """Scores texts by perplexity and keywords, caching sentence log-probabilities."""
 
-    def __init__(self, model, keywords: KeywordList | None = None, cache_size: int = 200_000,
+    def __init__(self, model, keywords: KeywordList | None = None, cache_size: int = defaults.FOCUSCRAWL_LM_CACHE_SIZE,
                  keyword_weight: float = KEYWORD_WEIGHT) -> None:
         self.model = model
         self.keywords = keywords or KeywordList.empty()

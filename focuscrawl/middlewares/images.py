@@ -32,7 +32,7 @@ class ImageExtractionMiddleware:
         settings = crawler.settings
         self.stats = crawler.stats
         self.crawler = crawler
-        self.neardup = (settings.get("FOCUSCRAWL_NEARDUP_IMAGES") or "mark").lower()
+        self.neardup = str(settings.get("FOCUSCRAWL_NEARDUP_IMAGES")).lower()
         if self.neardup not in NEARDUP_MODES:
             raise ValueError(f"FOCUSCRAWL_NEARDUP_IMAGES must be one of {NEARDUP_MODES}, got {self.neardup!r}")
 
@@ -51,7 +51,7 @@ class ImageExtractionMiddleware:
         recovered = store.take_recovered() if store is not None else []
         if not recovered:
             return
-        limit = max(1, self.crawler.settings.getint("FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT", 1))
+        limit = max(1, self.crawler.settings.getint("FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT"))
         in_flight: set[str] = set()
 
         def finished(item: Any, **kwargs: Any) -> None:

@@ -104,13 +104,13 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         settings = crawler.settings
-        if not settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED", True):
+        if not settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED"):
             raise NotConfigured("FOCUSCRAWL_NEARDUP_ENABLED is off")
-        mode = str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS", "3"))
+        mode = str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))
         try:
             self.ngrams = parse_ngrams(mode)
-            self.index = SimHashIndex(settings.getint("FOCUSCRAWL_NEARDUP_MAX_DISTANCE", 3),
-                                      settings.getint("FOCUSCRAWL_NEARDUP_BLOCKS", 4))
+            self.index = SimHashIndex(settings.getint("FOCUSCRAWL_NEARDUP_MAX_DISTANCE"),
+                                      settings.getint("FOCUSCRAWL_NEARDUP_BLOCKS"))
         except ValueError as exc:
             raise ValueError(f"bad near-duplicate settings (FOCUSCRAWL_NEARDUP_*): {exc}") from None
         self.stats = crawler.stats

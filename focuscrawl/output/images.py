@@ -26,6 +26,7 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
+from focuscrawl import settings as defaults
 from focuscrawl.images.final import FINAL_CONTEXT_THESIS, final_score
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import LineLog, atomic_write_bytes, complete_lines_size
@@ -88,7 +89,7 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
     return values
 
 
-def sighting_of(item: Any, context_name: str = FINAL_CONTEXT_THESIS) -> dict[str, Any]:
+def sighting_of(item: Any, context_name: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT) -> dict[str, Any]:
     """One page's view of an image, with the final score that sighting alone gives."""
     s = {f: item.get(f) for f in SIGHTING_FIELDS}
     s["final_score"], s["final_context"] = final_score(s["alt_scores"], s["title_scores"], s["contexts"],
@@ -110,8 +111,10 @@ class _Entry:
 
 
 class ImageStore:
-    def __init__(self, run: RunOutput, stats, max_parents: int = 5, max_siblings: int = 5,
-                 max_sightings: int = 100, final_context: str = FINAL_CONTEXT_THESIS) -> None:
+    def __init__(self, run: RunOutput, stats, max_parents: int = defaults.FOCUSCRAWL_IMAGE_MAX_PARENTS,
+                 max_siblings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIBLINGS,
+                 max_sightings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIGHTINGS,
+                 final_context: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT) -> None:
         self.run, self.stats, self.final_context = run, stats, final_context
         self.max_parents, self.max_siblings, self.max_sightings = max_parents, max_siblings, max_sightings
         self.entries: dict[str, _Entry] = {}
@@ -273,8 +276,8 @@ def image_store(crawler: Crawler) -> ImageStore | None:
         s = crawler.settings
         _stores[crawler] = None if run is None else ImageStore(
             run, crawler.stats,
-            max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS", 5),
-            max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS", 5),
-            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS", 100),
-            final_context=s.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT") or FINAL_CONTEXT_THESIS)
+            max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
+            max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
+            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"),
+            final_context=s.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT"))
     return _stores[crawler]

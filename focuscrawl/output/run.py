@@ -136,7 +136,7 @@ def run_output(crawler: Crawler) -> RunOutput | None:
         return _runs[crawler]
     directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
     run = RunOutput(directory, crawler.settings.get("JOBDIR") or None,
-                    crawler.settings.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL", 1.0)) if directory else None
+                    crawler.settings.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL")) if directory else None
     _runs[crawler] = run
     if run is None:
         logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")

@@ -82,10 +82,9 @@ class ImageDownloadPipeline(FilesPipeline):
         settings = crawler.settings
         self.stats = crawler.stats
         self.store_images = image_store(crawler)
-        self.max_bytes = settings.getint("FOCUSCRAWL_IMAGE_MAX_BYTES", 10 * 1024 * 1024)
-        self.max_pixels = settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS", 9600 * 7200)
-        self.formats = allowed_formats(f.lower() for f in settings.getlist(
-            "FOCUSCRAWL_IMAGE_FORMATS", ["jpg", "jpeg", "png", "gif"]))
+        self.max_bytes = settings.getint("FOCUSCRAWL_IMAGE_MAX_BYTES")
+        self.max_pixels = settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS")
+        self.formats = allowed_formats(f.lower() for f in settings.getlist("FOCUSCRAWL_IMAGE_FORMATS"))
         self.rules = ImageRules.from_settings(settings)
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 

@@ -14,7 +14,7 @@ from focuscrawl.items import ImageItem
 class FinalScorePipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.stats = crawler.stats
-        self.context_name = crawler.settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT") or FINAL_CONTEXT_THESIS
+        self.context_name = crawler.settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "FinalScorePipeline":

@@ -62,7 +62,7 @@ class PageLogWriterPipeline:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         self.stats = crawler.stats
         self.signals = crawler.signals
-        self.batch_bytes = crawler.settings.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES", 64 * 1024)
+        self.batch_bytes = crawler.settings.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES")
         self.pages = self.run.line_log("pages.tsv", "\t".join(PAGE_COLUMNS))
         self.sentences = self.run.gzip_log("sentences.txt.gz")
         self._rows: list[str] = []

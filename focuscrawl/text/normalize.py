@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-MIN_SENTENCE_TOKENS = 5
+from focuscrawl import settings as defaults
+
+MIN_SENTENCE_TOKENS = defaults.FOCUSCRAWL_MIN_SENTENCE_TOKENS
 
 # The rules, as the original regex formulation (kept as the reference in the tests):
 #   sentence end = terminal punctuation followed by white space (\s+), or a line break;

@@ -1,0 +1,24 @@
+"""A Scrapy test crawler with focuscrawl's settings.
+
+Components read ``FOCUSCRAWL_*`` settings without fallbacks (their defaults live in
+``focuscrawl/settings.py`` only), so a crawler built for a unit test starts from them.
+Scrapy's ``get_crawler`` takes a dict and sets it with project priority; only the
+``FOCUSCRAWL_*`` settings are taken, so that the crawler keeps Scrapy's own component
+lists and reactor settings.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy import Spider
+from scrapy.crawler import Crawler
+from scrapy.utils.test import get_crawler
+
+from focuscrawl.resources import project_settings
+
+
+def focuscrawl_crawler(spidercls: type[Spider] | None = None, **settings: Any) -> Crawler:
+    """``get_crawler`` with every ``FOCUSCRAWL_*`` default of the project, then ``settings``."""
+    project = project_settings()
+    defaults = {name: project[name] for name in project if name.startswith("FOCUSCRAWL_")}
+    return get_crawler(spidercls, {**defaults, **settings})
