@@ -234,11 +234,11 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     return {
         "kind": kind,
         # page rows when written (the budget's exact count), else pages parsed
-        "pages": stats.get("pages/written") or stats.get("focuscrawl/pages", stats.get(
+        "pages": stats.get("focuscrawl/pages/written") or stats.get("focuscrawl/pages/crawled", stats.get(
             "item_scraped_count", stats.get("response_received_count", 0))),
         "responses": stats.get("response_received_count", 0),
         "seconds": stats.get("elapsed_time_seconds", 0.0),
-        "lm_queries": stats.get("lm/queries"), "lm_cache_hits": stats.get("lm/cache_hits"),
+        "lm_queries": stats.get("focuscrawl/lm/queries"), "lm_cache_hits": stats.get("focuscrawl/lm/cache_hits"),
         "cpu_seconds": cpu_seconds() - cpu_start,
         "peak_rss_mb": peak.peak / 1024 ** 2,
     }

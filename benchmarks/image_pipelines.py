@@ -92,10 +92,10 @@ def part2(n_pages: int, n_images: int, concurrency: int, repeat: int) -> None:
           f"concurrency {concurrency}, best of {repeat}; "
           f"crawl time = Scrapy's elapsed_time_seconds (no start-up), wall = whole subprocess")
     for name, (wall, stats) in results.items():
-        written = stats.get("images/written", 0)
+        written = stats.get("focuscrawl/images/written", 0)
         secs = float(stats["elapsed_time_seconds"])
-        print(f"  {name:24s} crawl {secs:6.2f} s (wall {wall:5.2f} s)  pages {stats.get('focuscrawl/pages', 0)}  "
-              f"{stats.get('focuscrawl/pages', 0) / secs:6.1f} pages/s  images kept {stats.get('images/kept', 0)}  "
+        print(f"  {name:24s} crawl {secs:6.2f} s (wall {wall:5.2f} s)  pages {stats.get('focuscrawl/pages/crawled', 0)}  "
+              f"{stats.get('focuscrawl/pages/crawled', 0) / secs:6.1f} pages/s  images kept {stats.get('focuscrawl/images/kept', 0)}  "
               f"written {written}  {written / secs:6.1f} images/s  ratio {secs / base_crawl:.2f}x")
 
 

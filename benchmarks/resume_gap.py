@@ -77,9 +77,9 @@ def one(n: int, kill_after: int, journal: bool) -> dict:
             "duplicate_page_rows": len(pages) - len(set(pages)),
             "duplicate_image_rows": len(images) - len(set(images)),
             "pages_fetched_twice": sum(1 for c in fetched.values() if c > 1),
-            "recovered": stats.get("frontier/recovered"),
-            "recovered_pages_without_rows": stats.get("frontier/recovered_pages_without_rows"),
-            "unrecovered": stats.get("frontier/unrecovered"),
+            "recovered": stats.get("focuscrawl/frontier/recovered"),
+            "recovered_pages_without_rows": stats.get("focuscrawl/frontier/recovered_pages_without_rows"),
+            "unrecovered": stats.get("focuscrawl/frontier/unrecovered"),
         }
 
 

@@ -251,7 +251,8 @@ class PageAnalyser:
         """LM queries and cache hits of the workers (the crawl process's scorer counts its own)."""
         queries = sum(q for q, _ in self._worker_counters.values())
         hits = sum(h for _, h in self._worker_counters.values())
-        return {"lm/queries": queries, "lm/cache_hits": hits, "lm/cache_misses": queries - hits}
+        return {"focuscrawl/lm/queries": queries, "focuscrawl/lm/cache_hits": hits,
+                "focuscrawl/lm/cache_misses": queries - hits}
 
     def close(self) -> None:
         if self._pool is not None:

@@ -57,8 +57,8 @@ def topic_model_from_settings(settings: BaseSettings):
     from focuscrawl.resources import default_topic_path
     from focuscrawl.topic.model import TopicModel
 
-    scoring = settings.get("FOCUSCRAWL_SCORING") or "thesis"
-    if scoring == "thesis":
+    scoring = settings.get("FOCUSCRAWL_SCORING")
+    if scoring in ("thesis", ""):  # empty (-s FOCUSCRAWL_SCORING=) is SPEC's ranking too
         return None
     bundle = topic_bundle_path(settings)
     if bundle is None and not settings.get("FOCUSCRAWL_MODEL"):
@@ -75,7 +75,7 @@ def topic_scorer(crawler: Crawler) -> TopicScorer:
         if bundle is not None:  # `focuscrawl rank` ranks the run with the bundle it was crawled with
 
             def record_bundle(spider=None) -> None:
-                crawler.stats.set_value("focuscrawl/topic", str(bundle))
+                crawler.stats.set_value("focuscrawl/topic/bundle", str(bundle))
 
             crawler.signals.connect(record_bundle, signal=signals.spider_opened, weak=False)
 

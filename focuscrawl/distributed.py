@@ -122,9 +122,14 @@ return n
 LEASE_META = "focuscrawl_lease"
 
 
+#: scrapy-redis's placeholder for the spider name in its keys
+SPIDER_PLACEHOLDER = "%(spider)s"
+
+
 def redis_key(settings: BaseSettings, suffix: str) -> str:
-    """``focuscrawl:<crawl>:<suffix>``; the crawl name keeps separate crawls apart."""
-    return f"focuscrawl:{settings.get('FOCUSCRAWL_REDIS_CRAWL') or '%(spider)s'}:{suffix}"
+    """``focuscrawl:<crawl>:<suffix>``; the crawl name keeps separate crawls apart (an empty
+    ``FOCUSCRAWL_REDIS_CRAWL`` names the crawl after its spider)."""
+    return f"focuscrawl:{settings.get('FOCUSCRAWL_REDIS_CRAWL') or SPIDER_PLACEHOLDER}:{suffix}"
 
 
 def _connect(settings: BaseSettings):
@@ -185,8 +190,8 @@ class SharedSeeds:
 class RedisHostThrottle:
     """Downloader middleware: at most one request start per host per delay, across processes."""
 
-    def __init__(self, crawler: Crawler, server, delay: float, key: str):
-        self.crawler = crawler
+    def __init__(self, stats, server, delay: float, key: str):
+        self.stats = stats
         self.server = server
         self.delay_ms = int(delay * 1000)
         self.key = key
@@ -201,18 +206,18 @@ class RedisHostThrottle:
         if delay < 0:
             delay = s.getfloat("DOWNLOAD_DELAY")
         spider_key = redis_key(s, "host").replace("%(spider)s", crawler.spidercls.name)
-        return cls(crawler, _connect(s), delay, spider_key)
+        return cls(crawler.stats, _connect(s), delay, spider_key)
 
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if self.delay_ms <= 0 or request.meta.get("dont_throttle"):
             return None
         host = urlsplit(request.url).hostname or ""
         wait_ms = int(self.reserve(keys=[f"{self.key}:{host}"], args=[self.delay_ms])[0])
-        stats = self.crawler.stats
-        stats.inc_value("redis_throttle/requests")
+        stats = self.stats
+        stats.inc_value("focuscrawl/redis/throttle_requests")
         if wait_ms > 0:
-            stats.inc_value("redis_throttle/delayed")
-            stats.inc_value("redis_throttle/wait_ms", wait_ms)
+            stats.inc_value("focuscrawl/redis/throttle_delayed")
+            stats.inc_value("focuscrawl/redis/throttle_wait_ms", wait_ms)
             from twisted.internet import reactor
             await maybe_deferred_to_future(task.deferLater(reactor, wait_ms / 1000.0, lambda: None))
         return None
@@ -233,7 +238,8 @@ class RedisWorkers:
     """
 
     def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,
-                 lease_timeout: float) -> None:
+                 lease_timeout: float, worker: str, output: str, book: LeaseBook) -> None:
+        """``crawler``: its engine (is it busy?), stats and run directory, at run time."""
         self.crawler = crawler
         self.server = server
         self.key = key
@@ -244,17 +250,14 @@ class RedisWorkers:
         self.queue_key = queue_key
         self.busy_timeout = busy_timeout
         self.lease_timeout = lease_timeout
-        self.worker = worker_id(crawler.settings)
+        self.worker = worker
         self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time():.3f}"
-        self.output = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
-        self.book = lease_book(crawler)
+        self.output = output
+        self.book = book
         self.book.token = self.token
         self._requeue = server.register_script(_REQUEUE_LEASES)
         self._claim()
         self._loop = task.LoopingCall(self._beat)
-        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "RedisWorkers":
@@ -262,9 +265,14 @@ class RedisWorkers:
         if not s.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
         name = crawler.spidercls.name
-        return cls(crawler, _connect(s), redis_key(s, "busy").replace("%(spider)s", name),
-                   s.get("SCHEDULER_QUEUE_KEY") % {"spider": name},
-                   s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT"), s.getfloat("FOCUSCRAWL_REDIS_LEASE_TIMEOUT"))
+        ext = cls(crawler, _connect(s), redis_key(s, "busy").replace("%(spider)s", name),
+                  s.get("SCHEDULER_QUEUE_KEY") % {"spider": name},
+                  s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT"), s.getfloat("FOCUSCRAWL_REDIS_LEASE_TIMEOUT"),
+                  worker_id(s), s.get("FOCUSCRAWL_OUTPUT_DIR") or "", lease_book(crawler))
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        return ext
 
     # --- liveness ----------------------------------------------------------------------
     def _gone(self, token: str) -> bool:
@@ -380,7 +388,7 @@ class RedisWorkers:
                                                           withscores=True)
                   if w.decode() != self.worker]
         if others:
-            self.crawler.stats.inc_value("redis_workers/idle_waits")
+            self.crawler.stats.inc_value("focuscrawl/redis/idle_waits")
             raise DontCloseSpider(f"other workers busy: {len(others)}")
 
     def spider_closed(self, spider: Spider) -> None:
@@ -418,8 +426,8 @@ class LeaseBook:
     """This worker's leases: the queue member of each held request and what its release waits
     for (its spider output, its items, its pages' checkpoint). One per crawler."""
 
-    def __init__(self, crawler: Crawler, server, key: str, serializer, worker: str = "", workers_key: str = "") -> None:
-        self.stats = crawler.stats
+    def __init__(self, stats, server, key: str, serializer, worker: str = "", workers_key: str = "") -> None:
+        self.stats = stats
         self.server = server
         self.key = key  # the worker's leased set
         self.serializer = serializer
@@ -500,7 +508,7 @@ def lease_book(crawler: Crawler) -> LeaseBook:
         spider = crawler.spidercls.name
         worker = worker_id(s)
         key = redis_key(s, f"leased:{worker}").replace("%(spider)s", spider)
-        _books[crawler] = LeaseBook(crawler, _connect(s), key, serializer, worker,
+        _books[crawler] = LeaseBook(crawler.stats, _connect(s), key, serializer, worker,
                                     redis_key(s, "workers").replace("%(spider)s", spider))
     return _books[crawler]
 
@@ -546,13 +554,9 @@ class LeaseOutcomes:
     lease when its output is done and every item is safe (left the pipelines; a page's row
     checkpointed, ``page_rows_committed``)."""
 
-    def __init__(self, crawler: Crawler, book: LeaseBook, pages_via_writer: bool) -> None:
+    def __init__(self, book: LeaseBook, pages_via_writer: bool) -> None:
         self.book = book
         self.pages_via_writer = pages_via_writer
-        crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
-        crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
-        crawler.signals.connect(self.item_dropped, signal=signals.item_error)
-        crawler.signals.connect(self.rows_committed, signal=page_rows_committed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LeaseOutcomes":
@@ -560,7 +564,12 @@ class LeaseOutcomes:
         if not s.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
         writer = s.getwithbase("ITEM_PIPELINES").get("focuscrawl.pipelines.writers.PageLogWriterPipeline")
-        return cls(crawler, lease_book(crawler), bool(s.get("FOCUSCRAWL_OUTPUT_DIR")) and writer is not None)
+        mw = cls(lease_book(crawler), bool(s.get("FOCUSCRAWL_OUTPUT_DIR")) and writer is not None)
+        crawler.signals.connect(mw.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(mw.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(mw.item_dropped, signal=signals.item_error)
+        crawler.signals.connect(mw.rows_committed, signal=page_rows_committed)
+        return mw
 
     def _started(self, token: str | None, output) -> None:
         if token is not None and not isinstance(output, Request):

@@ -30,7 +30,7 @@ rebuilt from the journal, and every accepted request that had not left the
 downloader, plus every page that arrived but whose row is not in the
 checkpointed ``pages.tsv`` (the run directory is cut back to its last commit), is
 queued again. Fingerprints in Scrapy's seen-set that are missing from the journal
-are reported as ``frontier/unrecovered``.
+are reported as ``focuscrawl/frontier/unrecovered``.
 """
 from __future__ import annotations
 
@@ -124,9 +124,9 @@ def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path) -> tuple[
     recovery = list(pending.values())
     recovery += [e for e in (_encoded_for(path, fp) for fp in sorted(lost_pages)) if e]
     seen = [_fingerprint_request(e) for e in accepted.values()]
-    stats.set_value("frontier/recovered", len(pending))
-    stats.set_value("frontier/recovered_pages_without_rows", len(lost_pages))
-    stats.set_value("frontier/unrecovered", unrecovered)
+    stats.set_value("focuscrawl/frontier/recovered", len(pending))
+    stats.set_value("focuscrawl/frontier/recovered_pages_without_rows", len(lost_pages))
+    stats.set_value("focuscrawl/frontier/unrecovered", unrecovered)
     logger.warning(
         "frontier: unclean stop detected in %s: %d queued/in-flight requests and %d fetched pages "
         "without committed rows recovered from the journal; %d requests Scrapy had scheduled were "
@@ -160,6 +160,10 @@ class JournaledScheduler(Scheduler):
     ``journal`` is None without JOBDIR or with ``FOCUSCRAWL_FRONTIER_JOURNAL`` off: then
     it is Scrapy's scheduler unchanged. ``recovery`` is (encoded requests to queue again,
     requests to mark as seen); ``queued`` the fingerprints Scrapy's own queue restores.
+
+    ``__init__`` keeps the signature of Scrapy's ``Scheduler`` (``dupefilter, jobdir, ...,
+    crawler=``), which needs the crawler; ``from_crawler`` reads the settings and opens the
+    journal.
     """
 
     def __init__(self, dupefilter, jobdir: str | None = None, *, journal: LineLog | None = None,
@@ -209,7 +213,7 @@ class JournaledScheduler(Scheduler):
             try:
                 request = request_from_dict(_decode(encoded), spider=spider)
             except Exception as exc:  # a callback renamed since the crawl started, ...
-                self.crawler.stats.inc_value("frontier/recovery_errors")
+                self.crawler.stats.inc_value("focuscrawl/frontier/recovery_errors")
                 logger.warning("frontier: cannot restore a journaled request: %s", exc)
                 continue
             self.enqueue_request(request.replace(dont_filter=True))
@@ -280,17 +284,27 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     of a JOBDIR and the frontier journal are unaffected. Without a learner (other
     modes) it is Scrapy's queue. (It reads Scrapy's ``queues``/``curprio``, internals of
     ``ScrapyPriorityQueue``, for speed.)
+
+    ``__init__`` keeps the signature Scrapy's scheduler builds priority queues with
+    (``crawler, downstream_queue_cls, key, startprios``); ``from_crawler`` reads the settings.
     """
 
-    def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
+    def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None,
+                 learner=None, top: int = 0):
         super().__init__(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
+        self.learner = learner
+        self.top = top
+        self.stats = crawler.stats
+        self.ranked_version = 0
+
+    @classmethod
+    def from_crawler(cls, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
         from focuscrawl.lm.link_learner import link_learner
 
         s = crawler.settings
-        self.learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
-        self.top = s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP")
-        self.stats = crawler.stats
-        self.ranked_version = 0
+        learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
+        return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls,
+                   learner=learner, top=s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
 
     def pop(self):
         if self.learner is not None and self.top > 0 and self.learner.version != self.ranked_version:

@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 
 from focuscrawl import settings as defaults
 from focuscrawl.corpus import CorpusEntry, score_names
+from focuscrawl.output.stats import read_stats
 from focuscrawl.topic.images import rescored_score_names
 from focuscrawl.topic.model import SCORERS
 
@@ -300,7 +301,7 @@ def register(sub) -> None:
 
 
 #: stats.json keys whose counts say why the crawl kept no image
-DROP_STATS_PREFIXES = ("images/dropped/", "images/failed/")
+DROP_STATS_PREFIXES = ("focuscrawl/images/dropped/", "focuscrawl/images/failed/")
 
 
 def _funnel_text(stats: RankStats, score_min: float, score_max: float) -> str:
@@ -311,26 +312,25 @@ def _funnel_text(stats: RankStats, score_min: float, score_max: float) -> str:
 def _crawl_drops_text(run_dir: Path, top: int = 3) -> str:
     """The crawl's main reasons for dropping images, from the run's stats.json."""
     try:
-        stats = json.loads((run_dir / "stats.json").read_text(encoding="utf-8"))
+        stats = read_stats(run_dir / "stats.json")
     except (OSError, ValueError):
         return "the run has no readable stats.json to say why"
     drops = sorted(((k, v) for k, v in stats.items()
                     if k.startswith(DROP_STATS_PREFIXES) and isinstance(v, int) and v > 0),
                    key=lambda kv: -kv[1])
     if not drops:
-        return f"the crawl dropped no image ({stats.get('images/seen', 0)} seen)"
-    return (f"the crawl saw {stats.get('images/seen', 0)} images; its main drop reasons (stats.json): "
-            + ", ".join(f"{k.split('/', 1)[1]} {v}" for k, v in drops[:top]))
+        return f"the crawl dropped no image ({stats.get('focuscrawl/images/seen', 0)} seen)"
+    return (f"the crawl saw {stats.get('focuscrawl/images/seen', 0)} images; its main drop reasons (stats.json): "
+            + ", ".join(f"{k.removeprefix('focuscrawl/images/')} {v}" for k, v in drops[:top]))
 
 
 def run_topic_bundle(run_dir: str | Path) -> str | None:
-    """The topic bundle a crawl used (``focuscrawl/topic`` in its stats.json), if any."""
-    path = Path(run_dir) / "stats.json"
+    """The topic bundle a crawl used (``focuscrawl/topic/bundle`` in its stats.json), if any."""
     try:
-        stats = json.loads(path.read_text())
+        stats = read_stats(Path(run_dir) / "stats.json")
     except (OSError, ValueError):
         return None
-    value = stats.get("focuscrawl/topic") if isinstance(stats, dict) else None
+    value = stats.get("focuscrawl/topic/bundle")
     return value if value and (Path(value) / "bundle.json").is_file() else None
 
 

@@ -85,7 +85,7 @@ FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
 #: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
 FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
 #: Instead of dropping an image without width/height attributes, download it and apply
-#: the size limits to its real size (counted as images/size_measured/rescued|dropped).
+#: the size limits to its real size (counted as focuscrawl/images/size_measured/rescued|dropped).
 #: Off for a live crawl (the thesis could not afford those downloads); on for
 #: `focuscrawl warc` / the archive spider, where the bytes are in the archive anyway.
 FOCUSCRAWL_IMAGE_MEASURE_UNSIZED = False
@@ -323,7 +323,7 @@ FOCUSCRAWL_FRONTIER_JOURNAL = True
 # --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
 #: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
 #: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is
-#: recorded in stats.json (`focuscrawl/topic`) and `focuscrawl rank` ranks with it.
+#: recorded in stats.json (`focuscrawl/topic/bundle`) and `focuscrawl rank` ranks with it.
 FOCUSCRAWL_TOPIC = ""
 #: How the ranked corpus is scored: a bundle scorer (wpp, perplexity, keywords, xent,
 #: classifier, combined) = P(on topic) from the bundle's calibration, ranked high to low,

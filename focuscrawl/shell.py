@@ -65,7 +65,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
         raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
     text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")).text
     doc, _ = scorer.score_document(text, settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"))
-    ranker = LinkRanker(settings, scorer, learner=learner)
+    ranker = LinkRanker.from_settings(settings, scorer, learner=learner)
     judge = PageJudge(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"))
     topicality = judge.topicality(doc.weighted)
     grand = response.meta.get("parent_topicality") if response.request is not None else None

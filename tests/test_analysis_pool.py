@@ -73,7 +73,7 @@ def test_pool_and_in_process_analysis_write_the_same_run(tmp_path):
     assert len(images) == 17 and images == {r["image_url"]: r for r in tsv(b / "images.tsv", drop=())}
     assert records(a) == records(b)
     assert (a / "links.tsv").read_text() == (b / "links.tsv").read_text()
-    for key in ("lm/queries", "images/kept", "focuscrawl/links/found", "neardup/near_duplicates"):
+    for key in ("focuscrawl/lm/queries", "focuscrawl/images/kept", "focuscrawl/links/found", "focuscrawl/neardup/near_duplicates"):
         assert stats_a.get(key) == stats_b.get(key), key
     assert stats_a.get("focuscrawl/analysis/pool_pages") is None
     assert stats_b["focuscrawl/analysis/pool_pages"] == 9

@@ -127,7 +127,7 @@ def test_warc_then_run_directory_commands(tmp_path, empty):
     run_dir = tmp_path / "out"
     proc = run(empty, "warc", str(warc), "-o", str(run_dir))
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert summary["finish_reason"] == "finished" and summary["pages/written"] == 1
+    assert summary["finish_reason"] == "finished" and summary["focuscrawl/pages/written"] == 1
     run(empty, "rank", str(run_dir), "--min", "0", "--max", "1e9", "--format", "jsonl",
         "-o", str(tmp_path / "ranked.jsonl"))
     assert len((tmp_path / "ranked.jsonl").read_text().splitlines()) == 1

@@ -22,6 +22,6 @@ def test_budget_is_exact_in_page_rows(tmp_path, budget):
     assert len(pages) == budget
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["finish_reason"] == "page_budget"
-    assert stats["focuscrawl/pages"] >= budget  # the spider parsed the over-budget ones too
+    assert stats["focuscrawl/pages/crawled"] >= budget  # the spider parsed the over-budget ones too
     urls = {p["url"] for p in pages}
     assert {r["page_url"] for r in read_tsv(tmp_path / "images.tsv")} <= urls  # no image of an unwritten page

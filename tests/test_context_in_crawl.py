@@ -75,4 +75,4 @@ def test_real_crawl_records_extra_contexts_and_scores_with_the_chosen_one(tmp_pa
     alt_w = image["alt_scores"]["weighted"]
     fig_w = image["extra_contexts"]["figure"]["scores"]["weighted"]
     assert image["final_score"] == pytest.approx((alt_w * fig_w) ** 0.5)
-    assert stats.get("images/final_context/alt+figure") == 1
+    assert stats.get("focuscrawl/images/final_context/alt+figure") == 1

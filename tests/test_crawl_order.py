@@ -52,8 +52,8 @@ def test_keywords_mode_is_best_first_across_hosts(tmp_path):
     assert stats["focuscrawl/links/bucket/high"] == 2
     assert stats["focuscrawl/links/bucket/medium"] == 1
     assert stats["focuscrawl/links/bucket/normal"] == 2
-    assert stats["focuscrawl/pages"] == 6
-    assert stats["lm/queries"] > 0
+    assert stats["focuscrawl/pages/crawled"] == 6
+    assert stats["focuscrawl/lm/queries"] > 0
     # 6 anchors scored; "click here" and "tabby" twice: answered from the anchor cache
     assert stats["focuscrawl/links/anchor_lookups"] == 6
     assert stats["focuscrawl/links/anchor_cache_hits"] == 2
@@ -83,7 +83,7 @@ def test_document_mode_links_inherit_page_perplexity(tmp_path):
     assert {r["bucket"] for r in log if r["from"] == "http://seed.test/"} == {"normal"}
     assert all(float(r["score"]) == pytest.approx(3162.28, rel=1e-4) for r in log if r["from"] == "http://seed.test/")
     assert stats["focuscrawl/links/razored"] == 2
-    assert "lm/queries" in stats
+    assert "focuscrawl/lm/queries" in stats
 
 
 def test_unfocused_mode_is_breadth_first(tmp_path):

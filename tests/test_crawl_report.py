@@ -138,8 +138,8 @@ def test_funnel_from_stats_and_records(tmp_path):
         ["http://c.test/a.jpg", "http://c.test/1", "cat", "jpg", 10.0, "records/ab/a.json"],
         ["http://c.test/b.jpg", "http://c.test/2", "cat", "jpg", 1.0, "records/ab/b.json"]])
     (run_dir / "stats.json").write_text(json.dumps({
-        "images/seen": 20, "images/dropped/no_alt_title": 6, "images/dropped/size_unspecified": 4,
-        "images/dropped/format": 2, "images/kept": 8}))
+        "focuscrawl/images/seen": 20, "focuscrawl/images/dropped/no_alt_title": 6, "focuscrawl/images/dropped/size_unspecified": 4,
+        "focuscrawl/images/dropped/format": 2, "focuscrawl/images/kept": 8}))
     assert image_funnel(Run.load(run_dir)) == {"initial": 10, "format": 8, "score": 1, "unique": 1}
     only_first = Run.load(run_dir, budget=1)
     assert only_first.sightings == [("http://c.test/a.jpg", 10.0)]

@@ -79,5 +79,5 @@ def test_each_sessions_stats_are_kept(tmp_path):
     sessions = [json.loads(line) for line in (out / "stats.sessions.jsonl").read_text().splitlines()]
     last = json.loads((out / "stats.json").read_text())
     assert [s["finish_reason"] for s in sessions] + [last["finish_reason"]] == ["page_budget", "page_budget", "finished"]
-    assert [s["focuscrawl/pages"] for s in sessions] + [last["focuscrawl/pages"]] == [2, 2, 3]
+    assert [s["focuscrawl/pages/crawled"] for s in sessions] + [last["focuscrawl/pages/crawled"]] == [2, 2, 3]
     assert len({s["start_time"] for s in sessions} | {last["start_time"]}) == 3

@@ -80,7 +80,7 @@ def test_scope_traps_robots_and_bad_input(tmp_path):
     assert pages["http://latin.test/"]["sentences"] == ["cat cat café cat cat cat"]
     assert stats["focuscrawl/text/charset_fallback"] == 2  # and broken.test: its \xff\xfe are no UTF-8
     # seed, q.test x2, robots.test/public, broken.test x2, latin.test, h.test x2
-    assert stats["focuscrawl/pages"] == len(pages) == 9
+    assert stats["focuscrawl/pages/crawled"] == len(pages) == 9
     assert stats["focuscrawl/download_errors/HttpError"] == 1  # gone.test: 404
     # the progress extension logged while h.test/1 was slow
     progress = [line for line in proc.stderr.splitlines() if "progress: " in line]
@@ -158,7 +158,7 @@ def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert web.pages_requested() == ["seed.test/", "empty.test/", "next.test/"]
     assert stats["focuscrawl/skipped/extraction_error"] == 1
-    assert stats["focuscrawl/pages"] == 2
+    assert stats["focuscrawl/pages/crawled"] == 2
     assert "text extraction failed on http://empty.test/" in proc.stderr
 
 

@@ -53,7 +53,7 @@ def test_bad_records_are_counted_skips_and_the_rest_is_used(tmp_path, corpus):
             expected[c["stat"]] = expected.get(c["stat"], 0) + 1
     assert expected == {"bad_target_uri": 4, "truncated_record": 4, "length_mismatch": 1, "unreadable_rest": 2}
     for stat, n in expected.items():
-        assert stats[f"archive/{stat}"] == n, stat
+        assert stats[f"focuscrawl/archive/{stat}"] == n, stat
         # one WARNING line per skip, naming the reason
         assert sum(f"({stat}" in line for line in proc.stderr.splitlines() if "WARNING" in line) == n, stat
     pages = [line.split("\t", 1)[0] for line in (out / "pages.tsv").read_text().splitlines()[1:]]
@@ -61,8 +61,8 @@ def test_bad_records_are_counted_skips_and_the_rest_is_used(tmp_path, corpus):
     # every valid record's page, and no cut, lying or badly addressed one; the 64 MiB body
     # is over DOWNLOAD_MAXSIZE: cancelled as a live download would be, not cut
     assert set(pages) == keep - {"http://ok.test/zeros"}
-    assert stats["archive/over_max_size"] == 1
-    assert stats["archive/resynced"] == 1  # the records a lying Content-Length swallowed are read
+    assert stats["focuscrawl/archive/over_max_size"] == 1
+    assert stats["focuscrawl/archive/resynced"] == 1  # the records a lying Content-Length swallowed are read
     assert not {"http://ok.test/cut", "http://ok.test/liar", "http://ok.test/short"} & set(pages)
 
 

@@ -127,6 +127,6 @@ def test_image_redirect_loop_and_gzip_bomb_have_their_own_reasons(tmp_path):
         stats, proc = crawl(web, tmp_path, "http://cats.test/",
                             settings={"FOCUSCRAWL_IMAGE_MAX_BYTES": 1024 * 1024})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert stats["images/failed/too_many_redirects"] == 1
-    assert stats["images/failed/too_big_decoded"] == 1
-    assert stats["images/failed/filtered"] == 1  # robots.txt, still "filtered"
+    assert stats["focuscrawl/images/failed/too_many_redirects"] == 1
+    assert stats["focuscrawl/images/failed/too_big_decoded"] == 1
+    assert stats["focuscrawl/images/failed/filtered"] == 1  # robots.txt, still "filtered"

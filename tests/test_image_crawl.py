@@ -95,18 +95,18 @@ def test_images_rules_merge_download_and_logs(tmp_path):
     out = tmp_path / "out"
     assert "cats.test/img/private/p.jpg" not in web.requests  # robots.txt obeyed for images too
     # HTML rules: every <img> counted, each drop by reason
-    assert stats["images/seen"] == 13 + 2 + 1
-    assert stats["images/dropped/too_small"] == 1
-    assert stats["images/dropped/no_alt_title"] == 1
-    assert stats["images/dropped/size_unspecified"] == 1
-    assert stats["images/dropped/format"] == 1
-    assert stats["images/kept"] == 9 + 2 + 1
+    assert stats["focuscrawl/images/seen"] == 13 + 2 + 1
+    assert stats["focuscrawl/images/dropped/too_small"] == 1
+    assert stats["focuscrawl/images/dropped/no_alt_title"] == 1
+    assert stats["focuscrawl/images/dropped/size_unspecified"] == 1
+    assert stats["focuscrawl/images/dropped/format"] == 1
+    assert stats["focuscrawl/images/kept"] == 9 + 2 + 1
     # downloads: bad files counted and skipped
     for reason in ("truncated", "too_big_file", "not_an_image", "http_status", "filtered"):  # filtered: robots.txt
-        assert stats[f"images/failed/{reason}"] == 1, reason
-    assert stats["images/failed/decompression_bomb"] == 2
-    assert stats["images/merge/later_sightings"] == 1
-    assert stats["images/written"] == 4 and stats["images/downloaded"] == 4
+        assert stats[f"focuscrawl/images/failed/{reason}"] == 1, reason
+    assert stats["focuscrawl/images/failed/decompression_bomb"] == 2
+    assert stats["focuscrawl/images/merge/later_sightings"] == 1
+    assert stats["focuscrawl/images/written"] == 4 and stats["focuscrawl/images/downloaded"] == 4
 
     rows = read_tsv(out / "images.tsv")
     assert list(rows[0]) == image_columns(2, 1)
@@ -157,7 +157,7 @@ def test_images_rules_merge_download_and_logs(tmp_path):
     sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().splitlines()
     assert sentences == [s for i in page_items for s in i["sentences"]]
     saved = json.loads((out / "stats.json").read_text())
-    assert saved["images/written"] == 4 and saved["finish_reason"] == "finished"
+    assert saved["focuscrawl/images/written"] == 4 and saved["finish_reason"] == "finished"
 
 
 def test_images_of_near_duplicate_pages_are_marked(tmp_path):
@@ -180,6 +180,6 @@ def test_images_of_near_duplicate_pages_are_marked(tmp_path):
         ("http://cats.test/", ""), ("http://cats.test/copy", "http://cats.test/")]
     rows = {r["image_url"].rsplit("/", 1)[1]: r for r in read_tsv(out / "images.tsv")}
     assert {k: r["near_duplicate_page"] for k, r in rows.items()} == {"a.jpg": "0", "b.jpg": "0", "c.jpg": "1"}
-    assert stats["images/kept_near_duplicate_page"] == 2
+    assert stats["focuscrawl/images/kept_near_duplicate_page"] == 2
     rec = json.loads((out / rows["a.jpg"]["record_path"]).read_text())
     assert [s["near_duplicate_page"] for s in rec["sightings"]] == [False, True]

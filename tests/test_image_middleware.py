@@ -54,8 +54,8 @@ def test_page_item_then_its_images_and_counts():
     page_pp = resp.meta[META_KEY].score.perplexity
     assert img["page_url"] == "http://s.test/p" and img["page_depth"] == 1 and img["page_perplexity"] == page_pp > 0
     assert img["near_duplicate_page"] is False
-    assert stats.get_value("images/seen") == 3 and stats.get_value("images/kept") == 1
-    assert stats.get_value("images/dropped/no_alt_title") == 1 and stats.get_value("images/dropped/too_small") == 1
+    assert stats.get_value("focuscrawl/images/seen") == 3 and stats.get_value("focuscrawl/images/kept") == 1
+    assert stats.get_value("focuscrawl/images/dropped/no_alt_title") == 1 and stats.get_value("focuscrawl/images/dropped/too_small") == 1
 
 
 def test_async_output_matches_sync():
@@ -83,17 +83,17 @@ def test_near_duplicate_pages(mode, kept):
     assert len(images) == kept
     if mode == "mark":
         assert images[0]["near_duplicate_page"] is True
-        assert stats.get_value("images/kept_near_duplicate_page") == 1
+        assert stats.get_value("focuscrawl/images/kept_near_duplicate_page") == 1
     else:
-        assert stats.get_value("images/pages_skipped_near_duplicate") == 1
-        assert stats.get_value("images/seen") is None
+        assert stats.get_value("focuscrawl/images/pages_skipped_near_duplicate") == 1
+        assert stats.get_value("focuscrawl/images/seen") is None
 
 
 def test_non_html_and_bad_setting():
     mw, stats = make_mw()
     out = output(mw, Response("http://s.test/x.bin", body=b"\x00\x01", request=Request("http://s.test/x.bin")),
                  [page_item()])
-    assert len(out) == 1 and stats.get_value("images/pages_unparseable") == 1
+    assert len(out) == 1 and stats.get_value("focuscrawl/images/pages_unparseable") == 1
     out = output(mw, TextResponse("http://s.test/x", body=b"", encoding="utf-8", request=Request("http://s.test/x")),
                  [page_item()])
     assert len(out) == 1

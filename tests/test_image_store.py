@@ -43,14 +43,14 @@ def test_sightings_merge_pending_written_repeated_and_limited(tmp_path):
     rec = record(run, "http://s.test/a.jpg")
     assert [s["page_url"] for s in rec["sightings"]] == ["http://s.test/1", "http://s.test/2", "http://s.test/3"]
     assert rec["sightings_over_limit"] == 1
-    assert st.get_value("images/merge/repeated") == 1 and st.get_value("images/merge/over_limit") == 1
-    assert st.get_value("images/merge/merged") == 2  # the record is rewritten for page 3 and the counter of page 4
+    assert st.get_value("focuscrawl/images/merge/repeated") == 1 and st.get_value("focuscrawl/images/merge/over_limit") == 1
+    assert st.get_value("focuscrawl/images/merge/merged") == 2  # the record is rewritten for page 3 and the counter of page 4
     # a dropped image: later sightings are counted, not kept
     b = item("http://s.test/b.jpg", "http://s.test/1")
     assert store.first_sighting(b) and b["first_seen"] == 1
     store.drop("http://s.test/b.jpg", "truncated")
     assert not store.first_sighting(item("http://s.test/b.jpg", "http://s.test/5"))
-    assert st.get_value("images/merge/into_dropped") == 1
+    assert st.get_value("focuscrawl/images/merge/into_dropped") == 1
     run.close()
     lines = (tmp_path / "out" / "images.tsv").read_text().splitlines()
     assert len(lines) == 2 and lines[1].split("\t")[0] == "0"

@@ -69,9 +69,9 @@ def test_marks_near_duplicates_of_earlier_pages():
     empty = run(mw, "http://d.test/empty", "Hi.")[0]
     assert empty["near_duplicate_of"] is None
     stats = crawler.stats.get_stats()
-    assert stats["neardup/pages_checked"] == 3
-    assert stats["neardup/near_duplicates"] == 1
-    assert stats["neardup/pages_without_text"] == 1
+    assert stats["focuscrawl/neardup/pages_checked"] == 3
+    assert stats["focuscrawl/neardup/near_duplicates"] == 1
+    assert stats["focuscrawl/neardup/pages_without_text"] == 1
 
 
 def test_state_survives_jobdir_and_same_url_is_not_its_own_duplicate(tmp_path):
@@ -82,7 +82,7 @@ def test_state_survives_jobdir_and_same_url_is_not_its_own_duplicate(tmp_path):
     size = (tmp_path / STATE_FILE).stat().st_size
 
     mw2, crawler2 = middleware(tmp_path)
-    assert crawler2.stats.get_value("neardup/fingerprints_loaded") == 2
+    assert crawler2.stats.get_value("focuscrawl/neardup/fingerprints_loaded") == 2
     assert run(mw2, "http://e.test/mirror", ARTICLE)[0]["near_duplicate_of"] == "http://a.test/1"
     # the same URL fetched again after a resume is not a duplicate of itself, nor stored twice
     assert run(mw2, "http://b.test/2", OTHER)[0]["near_duplicate_of"] is None
@@ -101,7 +101,7 @@ def test_torn_record_is_cut_and_crawl_goes_on(tmp_path):
     path.write_bytes(whole[:-5])  # killed in the middle of the last record
     mw2, crawler2 = middleware(tmp_path)
     assert mw2.urls == ["http://a.test/1"]
-    assert crawler2.stats.get_value("neardup/torn_records") == 1
+    assert crawler2.stats.get_value("focuscrawl/neardup/torn_records") == 1
     assert run(mw2, "http://b.test/2", OTHER)[0]["near_duplicate_of"] is None
     mw2.spider_closed()
     mw3, _ = middleware(tmp_path)
@@ -130,7 +130,7 @@ def test_settings_ngrams_k_blocks_and_errors(tmp_path):
 def test_torn_header_starts_a_fresh_file(tmp_path):
     (tmp_path / STATE_FILE).write_bytes(b"focuscrawl-neard")  # killed while writing the header
     mw, crawler = middleware(tmp_path)
-    assert mw.urls == [] and crawler.stats.get_value("neardup/torn_records") == 1
+    assert mw.urls == [] and crawler.stats.get_value("focuscrawl/neardup/torn_records") == 1
     run(mw, "http://a.test/1", ARTICLE)
     mw.spider_closed()
     mw2, _ = middleware(tmp_path)
@@ -173,8 +173,8 @@ def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path):
     assert by_url["http://cats.test/print"]["near_duplicate_of"] == "http://cats.test/"
     assert by_url["http://cats.test/"]["near_duplicate_of"] is None
     assert by_url["http://lm.test/"]["near_duplicate_of"] is None
-    assert stats2["neardup/fingerprints_loaded"] == len(first)
-    assert stats2["neardup/near_duplicates"] == 1
+    assert stats2["focuscrawl/neardup/fingerprints_loaded"] == len(first)
+    assert stats2["focuscrawl/neardup/near_duplicates"] == 1
 
 
 def test_real_crawl_image_middleware_skips_images_of_near_duplicate_pages(tmp_path):
@@ -185,7 +185,7 @@ def test_real_crawl_image_middleware_skips_images_of_near_duplicate_pages(tmp_pa
         ("cats.test", "/"): paragraphs(ARTICLE, img),
         ("copy.test", "/"): paragraphs(ARTICLE, img),
     }
-    for mode, stat in (("skip", "images/pages_skipped_near_duplicate"), ("mark", "images/kept_near_duplicate_page")):
+    for mode, stat in (("skip", "focuscrawl/images/pages_skipped_near_duplicate"), ("mark", "focuscrawl/images/kept_near_duplicate_page")):
         run_dir = tmp_path / mode
         run_dir.mkdir()
         with LocalWeb(site) as web:
@@ -195,5 +195,5 @@ def test_real_crawl_image_middleware_skips_images_of_near_duplicate_pages(tmp_pa
         pages = {p["url"]: p for p in items(run_dir) if "sentences" in p}
         assert pages["http://copy.test/"]["near_duplicate_of"] == "http://cats.test/"
         assert stats[stat] == 1
-        assert stats["images/kept"] == (1 if mode == "skip" else 2)
+        assert stats["focuscrawl/images/kept"] == (1 if mode == "skip" else 2)
 

@@ -227,9 +227,9 @@ def test_webdataset_tar_name_gives_numbered_shards_beside_it(run_dir, tmp_path, 
 def test_empty_ranking_keeps_the_schema_and_warns_why(run_dir, tmp_path, capsys, caplog, fmt):
     """Nothing within the score cut: the same columns as a full export (Parquet had 12
     instead of every score column), and a warning with the funnel and the crawl's drops."""
-    (run_dir / "stats.json").write_text(json.dumps({"images/seen": 787, "images/dropped/no_size": 517,
-                                                    "images/dropped/too_small": 250,
-                                                    "images/failed/http_status": 3, "pages/written": 9}))
+    (run_dir / "stats.json").write_text(json.dumps({"focuscrawl/images/seen": 787, "focuscrawl/images/dropped/no_size": 517,
+                                                    "focuscrawl/images/dropped/too_small": 250,
+                                                    "focuscrawl/images/failed/http_status": 3, "focuscrawl/pages/written": 9}))
     full, empty = tmp_path / f"full.{fmt}", tmp_path / f"empty.{fmt}"
     assert main(["rank", str(run_dir), "--format", fmt, "-o", str(full)]) == 0
     assert "no image passed" not in caplog.text

@@ -22,6 +22,6 @@ def test_redirects_keep_the_referer_and_log_no_warning(tmp_path):
         stats, proc = crawl(web, tmp_path, f"{web.base}/start")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert MISSING_REFERER_WARNING not in proc.stderr
-    assert stats["downloader/response_status_count/301"] == 1 and stats["images/written"] == 1
+    assert stats["downloader/response_status_count/301"] == 1 and stats["focuscrawl/images/written"] == 1
     assert web.referers["127.0.0.1/page"] is None  # pages are fetched without a Referer
     assert web.referers["127.0.0.1/new.png"] == f"{web.base}/page"  # kept across the redirect

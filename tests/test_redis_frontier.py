@@ -76,7 +76,7 @@ def test_two_processes_share_one_frontier(tmp_path, redis_server):
     assert max(fetched.values()) == 1 and len(fetched) == 24  # server saw each page once
     assert len({r["pid"] for r in both}) == 2, "both processes must have crawled"
     log = (tmp_path / "w0.log").read_text()
-    assert "redis_throttle/requests" in log
+    assert "focuscrawl/redis/throttle_requests" in log
 
 
 def test_priorities_hold_across_processes(tmp_path, redis_server):

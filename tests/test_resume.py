@@ -107,7 +107,7 @@ def test_sigterm_then_resume_equals_uninterrupted_run(tmp_path):
     fetches = page_fetches(web)
     assert max(fetches.values()) == 1, fetches.most_common(3)  # no page fetched twice
     assert len(fetches) == N
-    assert "frontier/recovered" not in second  # a clean stop needs no recovery
+    assert "focuscrawl/frontier/recovered" not in second  # a clean stop needs no recovery
 
 
 def test_sigkill_then_resume_recovers_the_frontier(tmp_path):
@@ -128,11 +128,11 @@ def test_sigkill_then_resume_recovers_the_frontier(tmp_path):
     assert len(lost_images) <= 2
     fetches = page_fetches(web)
     twice = sum(1 for c in fetches.values() if c > 1)
-    assert second["frontier/recovered"] > 0
-    assert second["frontier/unrecovered"] == 0
-    print(f"\nSIGKILL gap: killed after {len(killed_rows)} page rows; recovered {second['frontier/recovered']} "
-          f"requests + {second['frontier/recovered_pages_without_rows']} pages without rows; "
-          f"unrecovered {second['frontier/unrecovered']}; pages fetched twice: {twice}; "
+    assert second["focuscrawl/frontier/recovered"] > 0
+    assert second["focuscrawl/frontier/unrecovered"] == 0
+    print(f"\nSIGKILL gap: killed after {len(killed_rows)} page rows; recovered {second['focuscrawl/frontier/recovered']} "
+          f"requests + {second['focuscrawl/frontier/recovered_pages_without_rows']} pages without rows; "
+          f"unrecovered {second['focuscrawl/frontier/unrecovered']}; pages fetched twice: {twice}; "
           f"images lost: {len(lost_images)}")
     log = (tmp_path / "crawl.log").read_text()
     assert "unclean stop detected" in log
@@ -154,7 +154,7 @@ def test_sigkill_between_leaving_the_downloader_and_response_received_loses_no_p
         proc, stats = start_crawl(web, tmp_path, out, job)
         second = finish(proc, stats)
     check_complete(out, all_images=False)  # all 24 pages exactly once
-    assert second["frontier/unrecovered"] == 0
+    assert second["focuscrawl/frontier/unrecovered"] == 0
 
 
 def test_sigkill_before_a_redirect_target_is_queued_loses_nothing(tmp_path):
@@ -176,7 +176,7 @@ def test_sigkill_before_a_redirect_target_is_queued_loses_nothing(tmp_path):
         second = finish(proc, stats)
         assert web.pages_requested().count("cats.test/go3") == 2  # asked again after the kill
     check_complete(out, all_images=False)  # p3 and its subtree, every page once
-    assert second["frontier/unrecovered"] == 0
+    assert second["focuscrawl/frontier/unrecovered"] == 0
 
 
 def test_sigkill_with_lagging_checkpoint_recrawls_every_cut_row(tmp_path):
@@ -197,7 +197,7 @@ def test_sigkill_with_lagging_checkpoint_recrawls_every_cut_row(tmp_path):
         proc, stats = start_crawl(web, tmp_path, out, job)
         second = finish(proc, stats)
     check_complete(out, all_images=False)
-    assert second["frontier/recovered_pages_without_rows"] >= killed_rows - kept_rows
+    assert second["focuscrawl/frontier/recovered_pages_without_rows"] >= killed_rows - kept_rows
 
 
 def test_sigterm_resume_then_sigkill_repeats_no_row(tmp_path):
@@ -218,4 +218,4 @@ def test_sigterm_resume_then_sigkill_repeats_no_row(tmp_path):
         proc, stats = start_crawl(web, tmp_path, out, job)
         third = finish(proc, stats)
     check_complete(out, all_images=False)  # every page exactly once
-    assert third["frontier/unrecovered"] == 0
+    assert third["focuscrawl/frontier/unrecovered"] == 0

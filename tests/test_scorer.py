@@ -32,7 +32,7 @@ def test_cache_counters(toy_arpa):
     scorer.perplexity("cat dog")
     scorer.perplexity("Cat, dog!")
     assert scorer.queries == 3 and scorer.cache_hits == 2
-    assert scorer.counters() == {"lm/queries": 3, "lm/cache_hits": 2, "lm/cache_misses": 1}
+    assert scorer.counters() == {"focuscrawl/lm/queries": 3, "focuscrawl/lm/cache_hits": 2, "focuscrawl/lm/cache_misses": 1}
 
 
 def test_score_combines_keywords(toy_arpa):

@@ -18,6 +18,8 @@ SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "settings.py" or 
 SETTINGS = {name: getattr(defaults, name) for name in dir(defaults) if name.startswith("FOCUSCRAWL_")}
 #: ``settings.getint("FOCUSCRAWL_X", 3)``, ``os.environ.get("FOCUSCRAWL_X", "a")``: a second default
 FALLBACK = re.compile(r"""get(int|float|bool|list|dict)?\(\s*["']FOCUSCRAWL_[A-Z_]+["']\s*,\s*[^)\s]""")
+#: ``settings.get("FOCUSCRAWL_X") or "mark"``: the same, spelt with ``or`` (``or ""`` only normalises None)
+OR_FALLBACK = re.compile(r"""get\w*\(\s*["']FOCUSCRAWL_[A-Z_]+["']\s*\)\s+or\s+(?!""|'')["'0-9\[(-]""")
 
 
 def _literal(node: ast.AST | None):
@@ -75,7 +77,7 @@ def _copied_defaults(tree: ast.AST) -> list[tuple[int, str, str]]:
 def test_no_literal_fallback_for_a_setting_outside_settings_py():
     hits = [f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}"
             for path in SOURCES for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            if FALLBACK.search(line)]
+            if FALLBACK.search(line) or OR_FALLBACK.search(line)]
     assert hits == []
 
 
@@ -99,6 +101,9 @@ def test_the_scan_finds_what_it_looks_for():
     assert FALLBACK.search('x = s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS", 5)')
     assert FALLBACK.search("os.environ.get('FOCUSCRAWL_ANNOTATION_DB', 'a.db')")
     assert not FALLBACK.search('x = s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS")')
+    assert OR_FALLBACK.search('mode = (s.get("FOCUSCRAWL_NEARDUP_IMAGES") or "mark").lower()')
+    assert OR_FALLBACK.search('n = s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS") or 5')
+    assert not OR_FALLBACK.search('out = s.get("FOCUSCRAWL_OUTPUT_DIR") or ""')
     code = ("LINK_RAZOR = 3e4\n"
             "def f(max_parents=5, *, retrain_every: int = 20): pass\n"
             "class C:\n    lazy_src: tuple = ('data-src', 'data-lazy-src', 'data-original')\n"

@@ -273,7 +273,7 @@ def test_rank_without_a_bundle_says_it_uses_spec(rank_run, tmp_path, capsys, mon
     assert json.loads(captured.out)["scoring"] == "thesis" and "no topic bundle" in captured.err
     stats = rank_run / "stats.json"  # a crawl with -a topic=DIR records its bundle
     from focuscrawl.resources import default_topic_path
-    stats.write_text(json.dumps({"focuscrawl/topic": str(default_topic_path())}))
+    stats.write_text(json.dumps({"focuscrawl/topic/bundle": str(default_topic_path())}))
     assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
     assert json.loads(capsys.readouterr().out)["topic"] == str(default_topic_path())
 
@@ -313,7 +313,7 @@ def test_link_ranker_calibrated_uses_page_and_anchor_log_odds():
     s = get_project_settings().copy()
     s.set("FOCUSCRAWL_MODE", "keywords", priority="cmdline")
     model = TopicModel(default_topic_path())
-    ranker = LinkRanker(s, None, model)
+    ranker = LinkRanker.from_settings(s, None, model)
     page = model.logit("the cat sleeps on the sofa\nkittens play with the cat")
     cat = ranker.decide(page, "more cat and kitten photos")
     other = ranker.decide(page, "bus timetable")

@@ -68,7 +68,7 @@ def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["finish_reason"] == "finished"
-    assert summary["archive/missing"] is None  # every image the crawl fetched is in its WARCs
+    assert summary["focuscrawl/archive/missing"] is None  # every image the crawl fetched is in its WARCs
     live_pages, replay_pages = rows(live / "pages.tsv", "url"), rows(replay / "pages.tsv", "url")
     assert len(live_pages) == 4 and replay_pages == live_pages
     live_images, replay_images = rows(live / "images.tsv", "image_url"), rows(replay / "images.tsv", "image_url")
@@ -94,13 +94,13 @@ def test_arc_input_with_lying_headers_and_missing_images(tmp_path):
     proc = warc_cli(str(arc), "-o", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert summary["archive/missing"] == 1  # gone.png: counted, not fetched
+    assert summary["focuscrawl/archive/missing"] == 1  # gone.png: counted, not fetched
     pages = rows(out / "pages.tsv", "url")
     assert int(pages["http://a.test/"]["size"]) == len(page)  # record length, not Content-Length: 5
     images = rows(out / "images.tsv", "image_url")
     assert list(images) == ["http://a.test/cat.png"]
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["archive/links_not_archived"] == 1
+    assert stats["focuscrawl/archive/links_not_archived"] == 1
     record = sightings(out)["http://a.test/cat.png"]
     assert "schläft" in record[0]  # latin-1 page decoded via its <meta> charset
 
@@ -140,7 +140,7 @@ def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
     progress = [line for line in lines if "progress: " in line]
     assert progress and "pages/s" in progress[-1] and "images written" in progress[-1]
     assert len(set(lines) - set(progress)) == len(lines) - len(progress)  # nothing twice
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["images/written"] == 6
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["focuscrawl/images/written"] == 6
     verbose = subprocess.run(cmd + ["-v", "-o", str(tmp_path / "verbose")], capture_output=True, text=True,
                              timeout=120)
     assert verbose.returncode == 0
@@ -170,8 +170,8 @@ def test_archive_images_without_html_size_are_measured(tmp_path):
     proc = warc_cli(str(warc), "-o", str(tmp_path / "measured"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = json.loads((tmp_path / "measured" / "stats.json").read_text())
-    assert stats["images/size_measured/rescued"] == 1 and stats["images/size_measured/dropped"] == 1
-    assert stats["images/failed/too_small"] == 1 and "images/dropped/size_unspecified" not in stats
+    assert stats["focuscrawl/images/size_measured/rescued"] == 1 and stats["focuscrawl/images/size_measured/dropped"] == 1
+    assert stats["focuscrawl/images/failed/too_small"] == 1 and "focuscrawl/images/dropped/size_unspecified" not in stats
     images = rows(tmp_path / "measured" / "images.tsv", "image_url")
     assert sorted(images) == ["http://a.test/big.png", "http://a.test/sized.png"]
     assert (images["http://a.test/big.png"]["width"], images["http://a.test/big.png"]["html_width"]) == ("800", "")
@@ -179,5 +179,5 @@ def test_archive_images_without_html_size_are_measured(tmp_path):
     proc = warc_cli(str(warc), "-o", str(tmp_path / "html-rule"), "-s", "FOCUSCRAWL_IMAGE_MEASURE_UNSIZED=False")
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = json.loads((tmp_path / "html-rule" / "stats.json").read_text())
-    assert stats["images/dropped/size_unspecified"] == 2 and "images/size_measured/rescued" not in stats
+    assert stats["focuscrawl/images/dropped/size_unspecified"] == 2 and "focuscrawl/images/size_measured/rescued" not in stats
     assert list(rows(tmp_path / "html-rule" / "images.tsv", "image_url")) == ["http://a.test/sized.png"]

@@ -29,7 +29,7 @@ def test_crawl_writes_rotating_warcs_with_every_response(tmp_path):
     assert gzip.decompress(p1.body) == pages["/p1"].body
     assert got[f"{web.base}/p3"].body == pages["/p3"].body
     assert index.stats["records/request"] == index.stats["records/response"]
-    assert "'warc/records': 13" in proc.stderr  # 12 pages + robots.txt
+    assert "'focuscrawl/warc/records': 13" in proc.stderr  # 12 pages + robots.txt
 
 
 def test_killed_writer_leaves_only_complete_records(tmp_path):

@@ -17,6 +17,9 @@ from pathlib import Path
 
 from focuscrawl.output.merge import merge_runs
 
+#: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
+SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
+                 "focuscrawl/pages/written", "focuscrawl/images/written")
 #: settings of each job with --jobs: the jobs use the cores, not an analysis pool each
 JOB_SETTINGS = {"FOCUSCRAWL_ANALYSIS_WORKERS": 0}
 
@@ -89,8 +92,7 @@ def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool 
         for handler in handlers:
             handler.removeFilter(_focuscrawl_info_and_warnings)
     stats = crawler.stats.get_stats() or {}
-    return {k: stats.get(k) for k in ("finish_reason", "archive/html_pages", "archive/responses",
-                                      "archive/missing", "pages/written", "images/written")}
+    return {k: stats.get(k) for k in ("finish_reason", *SUMMARY_STATS)}
 
 
 def cmd_warc(args: argparse.Namespace) -> int:
@@ -137,7 +139,7 @@ def replay_jobs(index, output: Path, jobs: int, settings: dict, spider_args: dic
         results = [f.result() for f in futures]
     counts = merge_runs(parts, output)
     summary: dict = {"jobs": jobs, "parts": len(parts), "pages": counts["pages"], "images": counts["images"]}
-    for key in ("archive/html_pages", "archive/responses", "archive/missing", "pages/written", "images/written"):
+    for key in SUMMARY_STATS:
         values = [r.get(key) for r in results if r.get(key) is not None]
         summary[key] = sum(values) if values else None
     failed = [f"{path}: {r.get('finish_reason')}" for path, r in zip(files, results) if r.get("finish_reason") != "finished"]

@@ -186,7 +186,7 @@ class _RecordScanner:
     ends the file (records before it are kept) unless it is the very first record.
     In an uncompressed WARC a record whose ``Content-Length`` runs past the end of the
     file has swallowed the records after it: reading goes on at the next ``WARC/1.``
-    line after its header (``archive/resynced``)."""
+    line after its header (``focuscrawl/archive/resynced``)."""
 
     def __init__(self, fh, path: str, stats: dict) -> None:
         self.fh = fh

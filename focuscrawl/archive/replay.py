@@ -5,9 +5,9 @@
 archived response of its URL, which then goes through every downloader
 middleware's ``process_response`` like a fetched one (decompression, redirects,
 stats), so extraction, scoring, pipelines and writers run unchanged. A URL the
-archive does not hold fails with ``IgnoreRequest`` (counted as ``archive/missing``); a
+archive does not hold fails with ``IgnoreRequest`` (counted as ``focuscrawl/archive/missing``); a
 body over the request's ``download_maxsize`` fails as Scrapy's own handlers fail it
-(``DownloadCancelledError``, counted as ``archive/over_max_size``), so no cut body
+(``DownloadCancelledError``, counted as ``focuscrawl/archive/over_max_size``), so no cut body
 is ever presented as a whole page or image. No request can reach the network: there
 is no network handler.
 """
@@ -24,7 +24,11 @@ from focuscrawl.archive.reader import read_response
 
 
 class ArchiveDownloadHandler(BaseDownloadHandler):
-    """Download handler for http and https that reads ``crawler.spider.archive_index``."""
+    """Download handler for http and https that reads ``crawler.spider.archive_index``.
+
+    ``__init__(crawler)`` is the signature Scrapy builds download handlers with (its
+    ``BaseDownloadHandler``); like Scrapy's own handlers it reads ``DOWNLOAD_MAXSIZE`` there.
+    """
 
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
@@ -39,13 +43,13 @@ class ArchiveDownloadHandler(BaseDownloadHandler):
         ref = self.index.get(request.url) or self.by_safe_url.get(safe_url_string(request.url))
         stats = self.crawler.stats
         if ref is None:
-            stats.inc_value("archive/missing")
+            stats.inc_value("focuscrawl/archive/missing")
             raise IgnoreRequest(f"not in the archive: {request.url}")
         max_size = request.meta.get("download_maxsize", self.max_size)
         response = read_response(ref, max_size)
         if "truncated" in response.flags:  # as a live download over the limit: cancelled
-            stats.inc_value("archive/over_max_size")
+            stats.inc_value("focuscrawl/archive/over_max_size")
             raise DownloadCancelledError(f"Received more than {max_size} bytes which is larger than "
                                          f"download max size ({max_size}) in request {request}.")
-        stats.inc_value("archive/responses")
+        stats.inc_value("focuscrawl/archive/responses")
         return response.replace(request=request)

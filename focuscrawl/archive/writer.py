@@ -151,8 +151,8 @@ class WarcWriterMiddleware:
         self.writer = writer
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         for path, cut in writer.recovered:
-            crawler.stats.inc_value("warc/recovered_files")
-            crawler.stats.inc_value("warc/recovered_bytes_cut", cut)
+            crawler.stats.inc_value("focuscrawl/warc/recovered_files")
+            crawler.stats.inc_value("focuscrawl/warc/recovered_bytes_cut", cut)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "WarcWriterMiddleware":
@@ -168,10 +168,10 @@ class WarcWriterMiddleware:
     def process_response(self, request: Request, response: Response, spider: Spider) -> Response:
         if "archive" not in response.flags:
             self.writer.write(request, response)
-            self.crawler.stats.inc_value("warc/records")
-            self.crawler.stats.inc_value("warc/bytes", len(response.body))
+            self.crawler.stats.inc_value("focuscrawl/warc/records")
+            self.crawler.stats.inc_value("focuscrawl/warc/bytes", len(response.body))
         return response
 
     def spider_closed(self, spider: Spider) -> None:
         self.writer.close_file()
-        self.crawler.stats.set_value("warc/files", len(self.writer.files))
+        self.crawler.stats.set_value("focuscrawl/warc/files", len(self.writer.files))

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import parse_float, read_tsv
+from focuscrawl.output.stats import read_stats
 from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank, rank_run
 from focuscrawl.topic.model import DEFAULT_SCORER
 
@@ -75,7 +76,7 @@ class Run:
             pages = pages[:budget]
         kept = {p["url"] for p in pages}
         images = [r for r in read_tsv(folder / "images.tsv") if not budget or r.get("page_url") in kept]
-        stats = json.loads((folder / "stats.json").read_text()) if (folder / "stats.json").exists() else {}
+        stats = read_stats(folder / "stats.json") if (folder / "stats.json").exists() else {}
         sentences = folder / "sentences.txt.gz"
         sightings = []
         for r in images:
@@ -185,17 +186,18 @@ def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> di
     """initial -> format filter -> score cut -> unique, as thesis Table 5.2.
 
     *initial*: image sightings that passed the HTML rules (ALT/title, size), *format*:
-    those with a kept format. Both come from the crawl's stats (``images/seen``,
-    ``images/dropped/<reason>``, ``images/kept``; a few pages in flight after the budget
-    closed the crawl may be counted); without them both are the logged sightings. *score*:
+    those with a kept format. Both come from the crawl's stats (``focuscrawl/images/seen``,
+    ``focuscrawl/images/dropped/<reason>``, ``focuscrawl/images/kept``; a few pages in flight
+    after the budget closed the crawl may be counted); without them both are the logged sightings. *score*:
     sightings (every page an image was found on, from the records) whose final score is
     in ``score_range``; *unique*: their distinct image URLs.
     """
     st = run.stats
     lo, hi = score_range
-    if "images/seen" in st:
-        initial = int(st["images/seen"]) - sum(int(st.get(f"images/dropped/{r}", 0)) for r in HTML_RULE_DROPS)
-        formatted = int(st.get("images/kept", 0))
+    if "focuscrawl/images/seen" in st:
+        initial = int(st["focuscrawl/images/seen"]) - sum(int(st.get(f"focuscrawl/images/dropped/{r}", 0))
+                                                          for r in HTML_RULE_DROPS)
+        formatted = int(st.get("focuscrawl/images/kept", 0))
     else:
         initial = formatted = len(run.sightings)
     scored = [(url, s) for url, s in run.sightings if s is not None and lo <= s <= hi]

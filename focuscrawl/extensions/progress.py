@@ -50,7 +50,7 @@ class CrawlProgress:
 
     def line(self) -> str:
         now = time.monotonic()
-        pages = self.stats.get_value("focuscrawl/pages", 0)
+        pages = self.stats.get_value("focuscrawl/pages/crawled", 0)
         then, pages_then = self._last
         rate = (pages - pages_then) / max(now - then, 1e-9)
         self._last = (now, pages)
@@ -58,7 +58,7 @@ class CrawlProgress:
         queries = scorer.queries
         hits = f"{scorer.cache_hits / queries:.0%}" if queries else "-"
         return (f"progress: {pages} pages ({rate:.1f} pages/s), "
-                f"{self.stats.get_value('images/written', 0)} images written, "
+                f"{self.stats.get_value('focuscrawl/images/written', 0)} images written, "
                 f"{self.stats.get_value('item_scraped_count', 0)} items, queue {self.queue_size()}, "
                 f"{self.stats.get_value('focuscrawl/links/razored', 0)} links razored, "
                 f"LM {queries} queries ({hits} cached)")

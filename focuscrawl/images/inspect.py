@@ -1,7 +1,7 @@
 """Read a downloaded image's real size and format with Pillow, safely (SPEC §6 step 6).
 
 The bytes are never re-encoded; this only decodes them once to prove they are a
-whole image. Rejections carry a named reason, counted as ``images/failed/<reason>``.
+whole image. Rejections carry a named reason, counted as ``focuscrawl/images/failed/<reason>``.
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The HTML rules that decide which ``<img>`` elements are candidates (SPEC §6 steps 1-2).
 
-Every drop has a named reason; the middleware counts them as ``images/dropped/<reason>``.
+Every drop has a named reason; the middleware counts them as ``focuscrawl/images/dropped/<reason>``.
 """
 from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urlsplit
 
 from scrapy.settings import BaseSettings

@@ -140,5 +140,5 @@ class TopicScorer:
 
     def counters(self) -> dict[str, int]:
         """LM counters for Scrapy stats."""
-        return {"lm/queries": self.queries, "lm/cache_hits": self.cache_hits,
-                "lm/cache_misses": self.queries - self.cache_hits}
+        return {"focuscrawl/lm/queries": self.queries, "focuscrawl/lm/cache_hits": self.cache_hits,
+                "focuscrawl/lm/cache_misses": self.queries - self.cache_hits}

@@ -103,5 +103,5 @@ class PageBudget:
             self._close()
 
     def _close(self) -> None:
-        self.stats.set_value("focuscrawl/page_budget_reached", self.budget)
+        self.stats.set_value("focuscrawl/budget/reached", self.budget)
         self.closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="page_budget"))

@@ -2,8 +2,8 @@
 
 When the spider's ``PageItem`` for a response passes, it is yielded first, then one
 ``ImageItem`` per image that passes the HTML rules. Every ``<img>`` is counted in
-``images/seen``; every drop in ``images/dropped/<reason>``, kept ones in
-``images/kept``. Pages flagged ``near_duplicate_of`` (by the near-duplicate
+``focuscrawl/images/seen``; every drop in ``focuscrawl/images/dropped/<reason>``, kept ones in
+``focuscrawl/images/kept``. Pages flagged ``near_duplicate_of`` (by the near-duplicate
 middleware, which must sit closer to the spider) have their images marked or
 skipped (``FOCUSCRAWL_NEARDUP_IMAGES``). At start it hands back the images a
 killed crawl had accepted but not written (``ImageStore.take_recovered``), a few at a time.
@@ -20,7 +20,7 @@ from scrapy.http import Response
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
-from focuscrawl.output.images import image_store
+from focuscrawl.output.images import ImageStore, image_store
 
 logger = logging.getLogger(__name__)
 
@@ -28,17 +28,21 @@ NEARDUP_MODES = ("mark", "skip")
 
 
 class ImageExtractionMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
-        self.stats = crawler.stats
-        self.crawler = crawler
-        self.neardup = str(settings.get("FOCUSCRAWL_NEARDUP_IMAGES")).lower()
+    def __init__(self, stats, signals_manager, neardup: str, store: ImageStore | None,
+                 recovered_in_flight: int) -> None:
+        self.stats = stats
+        self.signals = signals_manager
+        self.neardup = neardup.lower()
         if self.neardup not in NEARDUP_MODES:
             raise ValueError(f"FOCUSCRAWL_NEARDUP_IMAGES must be one of {NEARDUP_MODES}, got {self.neardup!r}")
+        self.store = store
+        self.recovered_in_flight = max(1, recovered_in_flight)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageExtractionMiddleware":
-        return cls(crawler)
+        s = crawler.settings
+        return cls(crawler.stats, crawler.signals, str(s.get("FOCUSCRAWL_NEARDUP_IMAGES")), image_store(crawler),
+                   s.getint("FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT"))
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The seeds, then the images a killed crawl had accepted but never written
@@ -47,11 +51,10 @@ class ImageExtractionMiddleware:
         queues ahead of every page and a resumed crawl would commit no new page."""
         async for obj in start:
             yield obj
-        store = image_store(self.crawler)
-        recovered = store.take_recovered() if store is not None else []
+        recovered = self.store.take_recovered() if self.store is not None else []
         if not recovered:
             return
-        limit = max(1, self.crawler.settings.getint("FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT"))
+        limit = self.recovered_in_flight
         in_flight: set[str] = set()
 
         def finished(item: Any, **kwargs: Any) -> None:
@@ -59,17 +62,17 @@ class ImageExtractionMiddleware:
                 in_flight.discard(item.get("image_url"))
 
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-            self.crawler.signals.connect(finished, signal=signal, weak=False)
+            self.signals.connect(finished, signal=signal, weak=False)
         try:
             for item in recovered:
                 while len(in_flight) >= limit:
                     await asyncio.sleep(0.05)
                 in_flight.add(item.get("image_url"))
-                self.stats.inc_value("images/recovered")
+                self.stats.inc_value("focuscrawl/images/recovered")
                 yield item
         finally:
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-                self.crawler.signals.disconnect(finished, signal=signal)
+                self.signals.disconnect(finished, signal=signal)
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         for obj in result:
@@ -90,25 +93,25 @@ class ImageExtractionMiddleware:
         The decisions were made with the page's analysis (``focuscrawl.analysis``), left in
         ``response.meta`` by the spider."""
         if page.get("near_duplicate_of") and self.neardup == "skip":
-            self.stats.inc_value("images/pages_skipped_near_duplicate")
+            self.stats.inc_value("focuscrawl/images/pages_skipped_near_duplicate")
             return []
         analysis = page_analysis(response)
         if analysis is None:
-            self.stats.inc_value("images/pages_unparseable")
+            self.stats.inc_value("focuscrawl/images/pages_unparseable")
             logger.debug("no page analysis for %s: no images", response.url)
             return []
         kept = []
         mark = bool(page.get("near_duplicate_of"))
         for d in analysis.images:
-            self.stats.inc_value("images/seen")
+            self.stats.inc_value("focuscrawl/images/seen")
             if d.reason is not None:
-                self.stats.inc_value(f"images/dropped/{d.reason}")
+                self.stats.inc_value(f"focuscrawl/images/dropped/{d.reason}")
                 continue
-            self.stats.inc_value("images/kept")
+            self.stats.inc_value("focuscrawl/images/kept")
             if d.lazy:
-                self.stats.inc_value("images/kept_lazy_src")
+                self.stats.inc_value("focuscrawl/images/kept_lazy_src")
             if mark:
                 d.item["near_duplicate_page"] = True
-                self.stats.inc_value("images/kept_near_duplicate_page")
+                self.stats.inc_value("focuscrawl/images/kept_near_duplicate_page")
             kept.append(d.item)
         return kept

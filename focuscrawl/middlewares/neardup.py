@@ -101,34 +101,38 @@ class FingerprintLog:
 class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
     """Sets ``PageItem["near_duplicate_of"]`` from a SimHash index of all earlier pages."""
 
-    def __init__(self, crawler: Crawler) -> None:
-        super().__init__(crawler)
-        settings = crawler.settings
-        if not settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED"):
-            raise NotConfigured("FOCUSCRAWL_NEARDUP_ENABLED is off")
-        mode = str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))
+    def __init__(self, stats, ngrams: str, max_distance: int, blocks: int,
+                 jobdir: str | None = None) -> None:  # pylint: disable=super-init-not-called
+        """``jobdir``: the fingerprints of earlier pages are kept there and read back."""
         try:
-            self.ngrams = parse_ngrams(mode)
-            self.index = SimHashIndex(settings.getint("FOCUSCRAWL_NEARDUP_MAX_DISTANCE"),
-                                      settings.getint("FOCUSCRAWL_NEARDUP_BLOCKS"))
+            self.ngrams = parse_ngrams(ngrams)
+            self.index = SimHashIndex(max_distance, blocks)
         except ValueError as exc:
             raise ValueError(f"bad near-duplicate settings (FOCUSCRAWL_NEARDUP_*): {exc}") from None
-        self.stats = crawler.stats
+        self.stats = stats
         self.urls: list[str] = []
         self.log: FingerprintLog | None = None
-        jobdir = job_dir(settings)
         if jobdir:
             self.log = FingerprintLog(Path(jobdir) / STATE_FILE, "+".join(map(str, self.ngrams)))
             for fp, url in self.log.open():
                 self.index.add(fp)
                 self.urls.append(url)
             if self.urls:
-                self.stats.set_value("neardup/fingerprints_loaded", len(self.urls))
+                self.stats.set_value("focuscrawl/neardup/fingerprints_loaded", len(self.urls))
                 logger.info("Loaded %d page fingerprints from %s", len(self.urls), self.log.path)
             if self.log.truncated_bytes:
-                self.stats.inc_value("neardup/torn_records")
+                self.stats.inc_value("focuscrawl/neardup/torn_records")
                 logger.warning("Cut a torn record (%d bytes) off %s", self.log.truncated_bytes, self.log.path)
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "NearDuplicatePageMiddleware":
+        s = crawler.settings
+        if not s.getbool("FOCUSCRAWL_NEARDUP_ENABLED"):
+            raise NotConfigured("FOCUSCRAWL_NEARDUP_ENABLED is off")
+        mw = cls(crawler.stats, str(s.get("FOCUSCRAWL_NEARDUP_NGRAMS")), s.getint("FOCUSCRAWL_NEARDUP_MAX_DISTANCE"),
+                 s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), job_dir(s))
+        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        return mw
 
     def spider_closed(self, spider: Any = None) -> None:
         if self.log:
@@ -148,9 +152,9 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             fp = simhash(" ".join(item.get("sentences") or ()).split(), self.ngrams)
         item["near_duplicate_of"] = None
         if fp is None:
-            self.stats.inc_value("neardup/pages_without_text")
+            self.stats.inc_value("focuscrawl/neardup/pages_without_text")
             return
-        self.stats.inc_value("neardup/pages_checked")
+        self.stats.inc_value("focuscrawl/neardup/pages_checked")
         seen_before = False
         for ident, _distance in self.index.query(fp):
             other = self.urls[ident]
@@ -160,7 +164,7 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             if item["near_duplicate_of"] is None:
                 item["near_duplicate_of"] = other
         if item["near_duplicate_of"] is not None:
-            self.stats.inc_value("neardup/near_duplicates")
+            self.stats.inc_value("focuscrawl/neardup/near_duplicates")
         if not seen_before:
             self.index.add(fp)
             self.urls.append(url)

@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import TextIO
 
 from scrapy import Request, signals
+from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
@@ -123,15 +124,15 @@ class LinkRanker:
     decision also carries the learned score, which sets the priority in mode ``learning``.
     """
 
-    def __init__(self, settings, scorer=None, topic=None, learner=None) -> None:
-        s = settings
-        self.mode = s.get("FOCUSCRAWL_MODE")
+    def __init__(self, mode: str, buckets: list[float], steps_per_decade: int, razor: float,
+                 weights: dict[str, float], cache_size: int, scorer=None, topic=None, learner=None) -> None:
+        self.mode = mode
         self.focused = self.mode in FOCUSED_MODES
         self.learner = learner
         self.last_vector = None  # the learner's vector of the last decided link
-        self.buckets = [float(b) for b in s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS")]
-        self.steps = s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE")
-        self.razor = s.getfloat("FOCUSCRAWL_LINK_RAZOR")
+        self.buckets = [float(b) for b in buckets]
+        self.steps = steps_per_decade
+        self.razor = razor
         self.floor = 1.0
         #: calibrated crawl: a topic model (focuscrawl.topic) scores pages and anchors in log-odds;
         #: link scores are odds against the topic, buckets and razor are probabilities
@@ -140,17 +141,24 @@ class LinkRanker:
             self.buckets = [probability_to_odds(p) for p in CALIBRATED_BUCKET_PROBABILITIES]
             self.razor = probability_to_odds(topic.threshold("razor")) if topic.threshold("razor") > 0 else math.inf
             self.floor = ODDS_FLOOR
-        self.weights = dict(
-            doc_weight=s.getfloat("FOCUSCRAWL_LINK_DOC_WEIGHT"),
-            anchor_weight=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_WEIGHT"),
-            keyword_weight=s.getfloat("FOCUSCRAWL_LINK_KEYWORD_WEIGHT"),
-            anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"),
-        )
+        #: doc_weight, anchor_weight, keyword_weight, anchor_max_pp of ``link_score``
+        self.weights = dict(weights)
         self.seed_priority = (PRIORITY_STEPS + 1 if self.mode == "learning"
                               else seed_priority(self.buckets, self.steps))
         self.scorer = scorer
         # navigation anchors repeat on every page of a site: remember their scores
-        self.anchor_score = lru_cache(maxsize=s.getint("FOCUSCRAWL_LM_CACHE_SIZE") or 1)(self._anchor_score)
+        self.anchor_score = lru_cache(maxsize=cache_size or 1)(self._anchor_score)
+
+    @classmethod
+    def from_settings(cls, settings, scorer=None, topic=None, learner=None) -> "LinkRanker":
+        s = settings
+        weights = dict(doc_weight=s.getfloat("FOCUSCRAWL_LINK_DOC_WEIGHT"),
+                       anchor_weight=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_WEIGHT"),
+                       keyword_weight=s.getfloat("FOCUSCRAWL_LINK_KEYWORD_WEIGHT"),
+                       anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"))
+        return cls(s.get("FOCUSCRAWL_MODE"), s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS"),
+                   s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"), s.getfloat("FOCUSCRAWL_LINK_RAZOR"), weights,
+                   s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner)
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
         if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers
@@ -216,23 +224,33 @@ class LinkRanker:
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
 
-    def __init__(self, crawler) -> None:
-        super().__init__(crawler)
+    def __init__(self, stats, ranker: LinkRanker, judge: PageJudge | None = None, log_path: str | None = None,
+                 learner_paths: list[str] = ()) -> None:  # pylint: disable=super-init-not-called
+        self.stats = stats
+        self.ranker = ranker
+        #: mode ``learning``: judges each page, which labels the link that led to it
+        self.judge = judge
+        self.log: LinksLog | None = None
+        self.log_path = log_path
+        self.learner_paths = list(learner_paths)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "LinkPriorityMiddleware":
         s = crawler.settings
-        self.stats = crawler.stats
         mode = s.get("FOCUSCRAWL_MODE")
         learning = mode == "learning"
         topic = crawl_topic_model(crawler) if mode in ("keywords", "document") else None
-        self.ranker = LinkRanker(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None, topic,
-                                 link_learner(crawler) if learning else None)
-        self.judge = PageJudge(s.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP")) if learning else None
-        self.log: LinksLog | None = None
+        ranker = LinkRanker.from_settings(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None,
+                                          topic, link_learner(crawler) if learning else None)
+        judge = PageJudge(s.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP")) if learning else None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
-        self.log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
-        self.learner_paths = [p for p in (learner_state_path(s), os.path.join(out, LEARNER_FILE) if out else None)
-                              if p] if learning else []
-        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
+        learner_paths = [p for p in (learner_state_path(s), os.path.join(out, LEARNER_FILE) if out else None)
+                         if p] if learning else []
+        mw = cls(crawler.stats, ranker, judge, log_path, learner_paths)
+        crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        return mw
 
     def spider_opened(self, spider=None) -> None:
         if self.log_path:

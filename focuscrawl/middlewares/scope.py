@@ -8,7 +8,10 @@ is Scrapy's own ``UrlLengthMiddleware`` (``URLLENGTH_LIMIT``); Scrapy's
 from __future__ import annotations
 
 import logging
+from typing import Iterable
+
 from scrapy import Request
+from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.httpobj import urlparse_cached
@@ -25,15 +28,21 @@ class ScopeMiddleware(BaseSpiderMiddleware):
     ``FOCUSCRAWL_MAX_PATH_SEGMENTS``, ``FOCUSCRAWL_MAX_QUERY_VARIANTS``); each reason
     counted in ``focuscrawl/scope/*``."""
 
-    def __init__(self, crawler) -> None:
-        super().__init__(crawler)
+    def __init__(self, stats, allowed_domains: Iterable[str], reject_surts: Iterable[str], max_path_repeats: int,
+                 max_path_segments: int, max_query_variants: int) -> None:  # pylint: disable=super-init-not-called
+        self.stats = stats
+        self.allowed = tuple(d.lower() for d in allowed_domains)
+        self.reject = SurtRules(reject_surts)
+        self.max_repeats = max_path_repeats
+        self.max_segments = max_path_segments
+        self.query_variants = QueryVariantLimit(max_query_variants)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "ScopeMiddleware":
         s = crawler.settings
-        self.stats = crawler.stats
-        self.allowed = tuple(d.lower() for d in s.getlist("FOCUSCRAWL_ALLOWED_DOMAINS"))
-        self.reject = SurtRules(s.getlist("FOCUSCRAWL_REJECT_SURTS"))
-        self.max_repeats = s.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
-        self.max_segments = s.getint("FOCUSCRAWL_MAX_PATH_SEGMENTS")
-        self.query_variants = QueryVariantLimit(s.getint("FOCUSCRAWL_MAX_QUERY_VARIANTS"))
+        return cls(crawler.stats, s.getlist("FOCUSCRAWL_ALLOWED_DOMAINS"), s.getlist("FOCUSCRAWL_REJECT_SURTS"),
+                   s.getint("FOCUSCRAWL_MAX_PATH_REPEATS"), s.getint("FOCUSCRAWL_MAX_PATH_SEGMENTS"),
+                   s.getint("FOCUSCRAWL_MAX_QUERY_VARIANTS"))
 
     def _drop(self, reason: str, request: Request) -> None:
         self.stats.inc_value(f"focuscrawl/scope/{reason}")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from focuscrawl.output.files import atomic_write_bytes, iter_tsv, parse_float
 from focuscrawl.output.images import record_path, sighting_key
+from focuscrawl.output.stats import read_stats
 
 
 def _read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -139,7 +140,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         link_header, links = header or link_header, links + rows
     if link_header:
         _write_tsv(out / "links.tsv", link_header, links)
-    stats = {p.name: json.loads((p / "stats.json").read_text()) for p in parts if (p / "stats.json").exists()}
+    stats = {p.name: read_stats(p / "stats.json") for p in parts if (p / "stats.json").exists()}
     atomic_write_bytes(out / "stats.json", json.dumps({"parts": stats}, indent=1).encode("utf-8"))
     return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
             "links": len(links)}

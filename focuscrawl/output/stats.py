@@ -5,23 +5,66 @@ finish reason) has updated the stats; atomically (temp file + ``os.replace``).
 Scrapy's stats are per process: when a resumed crawl ends, the earlier session's
 ``stats.json`` is first appended to ``stats.sessions.jsonl`` (one line per session),
 so no session's numbers are lost.
+
+Every stat focuscrawl writes is named ``focuscrawl/<area>/<name>`` (docs/OUTPUT.md lists
+them); Scrapy's own keys keep their names. ``read_stats`` reads a run's ``stats.json``
+with today's keys, mapping those of runs made before the scheme.
 """
 from __future__ import annotations
 
 import json
 import logging
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl.output.files import LineLog, atomic_write_bytes
-from focuscrawl.output.run import run_output
+from focuscrawl.output.run import RunOutput, run_output
 
 logger = logging.getLogger(__name__)
 
 SESSIONS_FILE = "stats.sessions.jsonl"
+
+#: Keys of runs made before the ``focuscrawl/<area>/<name>`` scheme (issue #17) -> today's
+LEGACY_KEYS = {
+    "focuscrawl/pages": "focuscrawl/pages/crawled",
+    "focuscrawl/pages_without_text": "focuscrawl/pages/without_text",
+    "focuscrawl/page_budget_reached": "focuscrawl/budget/reached",
+    "focuscrawl/topic": "focuscrawl/topic/bundle",
+    "pages/written": "focuscrawl/pages/written",
+    "sentences/written": "focuscrawl/sentences/written",
+    "redis_throttle/requests": "focuscrawl/redis/throttle_requests",
+    "redis_throttle/delayed": "focuscrawl/redis/throttle_delayed",
+    "redis_throttle/wait_ms": "focuscrawl/redis/throttle_wait_ms",
+    "redis_workers/idle_waits": "focuscrawl/redis/idle_waits",
+}
+#: areas whose old keys only lacked the ``focuscrawl/`` prefix (no Scrapy key starts so)
+LEGACY_AREAS = ("images/", "frontier/", "neardup/", "warc/", "archive/", "lm/")
+
+
+def current_key(key: str) -> str:
+    """Today's name of a stats key (an old run's key mapped, any other unchanged)."""
+    if key in LEGACY_KEYS:
+        return LEGACY_KEYS[key]
+    return "focuscrawl/" + key if key.startswith(LEGACY_AREAS) else key
+
+
+def current_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """``stats`` with today's keys."""
+    return {current_key(key): value for key, value in stats.items()}
+
+
+def read_stats(path: str | Path) -> dict[str, Any]:
+    """A ``stats.json`` with today's keys, whenever its run was made. Raises ``OSError``
+    when unreadable and ``ValueError`` when it is not a JSON object."""
+    stats = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(stats, dict):
+        raise ValueError(f"{path}: not a JSON object of stats")
+    return current_stats(stats)
 
 
 def _jsonable(value):
@@ -31,22 +74,23 @@ def _jsonable(value):
 
 
 class StatsFileWriter:
-    def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR"):
-            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        self.crawler = crawler
-        crawler.signals.connect(self.write, signal=signals.engine_stopped)
+    def __init__(self, run: RunOutput, stats) -> None:
+        self.run = run
+        self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "StatsFileWriter":
-        return cls(crawler)
+        run = run_output(crawler)
+        if run is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
+        writer = cls(run, crawler.stats)
+        crawler.signals.connect(writer.write, signal=signals.engine_stopped)
+        return writer
 
     def write(self) -> None:
-        run = run_output(self.crawler)
-        if run is None:
-            return
+        run = self.run
         self._keep_earlier_session(run)
-        stats = {k: _jsonable(v) for k, v in sorted(self.crawler.stats.get_stats().items())}
+        stats = {k: _jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
         atomic_write_bytes(run.path("stats.json"), json.dumps(stats, indent=1).encode("utf-8"))
 
     @staticmethod

@@ -6,7 +6,7 @@ size and format are read with Pillow in a thread (``focuscrawl.images.inspect``)
 decompression bombs are rejected from the header (``FOCUSCRAWL_IMAGE_MAX_PIXELS``),
 files larger than ``FOCUSCRAWL_IMAGE_MAX_BYTES`` are cancelled by the downloader
 (per-request ``download_maxsize``), broken or truncated images are rejected. Every
-rejection drops the item with a reason counted as ``images/failed/<reason>``.
+rejection drops the item with a reason counted as ``focuscrawl/images/failed/<reason>``.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import hashlib
 import logging
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from PIL import Image
 from scrapy import Request
@@ -28,7 +28,7 @@ from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_
 from focuscrawl.images.rules import ImageRules, needs_measuring, size_reason
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
-from focuscrawl.output.images import image_store, url_sha1
+from focuscrawl.output.images import ImageStore, image_store, url_sha1
 from focuscrawl.output.run import run_output
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects)
@@ -73,19 +73,24 @@ class ImageRejectedFile(ExpectedMediaFailure):
 
 
 class ImageDownloadPipeline(FilesPipeline):
+    """Downloads kept images (Scrapy's FilesPipeline), inspects and stores them.
+
+    ``__init__`` keeps the signature of Scrapy's ``FilesPipeline`` (``store_uri, *,
+    crawler``), which reads its own settings there; ``from_crawler`` reads focuscrawl's."""
+
     MEDIA_NAME = "image"
     LOG_FAILED_RESULTS = False  # failures are counted and logged once, without the item
     STORE_SCHEMES = {**FilesPipeline.STORE_SCHEMES, "": AtomicFSFilesStore, "file": AtomicFSFilesStore}
 
-    def __init__(self, store_uri: str, *, crawler: Crawler) -> None:
+    def __init__(self, store_uri: str, *, crawler: Crawler, store: ImageStore | None, max_bytes: int,
+                 max_pixels: int, formats: Iterable[str], rules: ImageRules) -> None:
         super().__init__(store_uri, crawler=crawler)
-        settings = crawler.settings
         self.stats = crawler.stats
-        self.store_images = image_store(crawler)
-        self.max_bytes = settings.getint("FOCUSCRAWL_IMAGE_MAX_BYTES")
-        self.max_pixels = settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS")
-        self.formats = allowed_formats(f.lower() for f in settings.getlist("FOCUSCRAWL_IMAGE_FORMATS"))
-        self.rules = ImageRules.from_settings(settings)
+        self.store_images = store
+        self.max_bytes = max_bytes
+        self.max_pixels = max_pixels
+        self.formats = allowed_formats(f.lower() for f in formats)
+        self.rules = rules
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod
@@ -93,7 +98,10 @@ class ImageDownloadPipeline(FilesPipeline):
         run = run_output(crawler)
         if run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not downloaded")
-        return cls(str(run.dir), crawler=crawler)
+        s = crawler.settings
+        return cls(str(run.dir), crawler=crawler, store=image_store(crawler),
+                   max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"), max_pixels=s.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"),
+                   formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"), rules=ImageRules.from_settings(s))
 
     # -- requests --------------------------------------------------------------------
     def get_media_requests(self, item: Any, info) -> list[Request]:
@@ -174,11 +182,11 @@ class ImageDownloadPipeline(FilesPipeline):
         forget_media_result(self, info, Request(item["image_url"]))
         ok, value = results[0]
         if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
-            self.stats.inc_value(f"images/size_measured/{'rescued' if ok else 'dropped'}")
+            self.stats.inc_value(f"focuscrawl/images/size_measured/{'rescued' if ok else 'dropped'}")
         if not ok:
             exc = value.value
             reason = getattr(exc, "reason", None) or DOWNLOAD_ERROR
-            self.stats.inc_value(f"images/failed/{reason}")
+            self.stats.inc_value(f"focuscrawl/images/failed/{reason}")
             logger.debug("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
             if self.store_images is not None:
                 self.store_images.drop(item["image_url"], reason)
@@ -187,9 +195,9 @@ class ImageDownloadPipeline(FilesPipeline):
         item["width"], item["height"] = value["width"], value["height"]
         item["image_format"], item["image_size"] = value["format"], value["size"]
         item["image_sha1"] = value["checksum"]
-        self.stats.inc_value("images/downloaded")
-        self.stats.inc_value("images/bytes", value["size"])
+        self.stats.inc_value("focuscrawl/images/downloaded")
+        self.stats.inc_value("focuscrawl/images/bytes", value["size"])
         if item.get("extension") and FORMAT_EXTENSIONS.get(value["format"]) != \
                 {"jpeg": "jpg", "jpe": "jpg"}.get(item["extension"], item["extension"]):
-            self.stats.inc_value("images/format_differs_from_extension")
+            self.stats.inc_value("focuscrawl/images/format_differs_from_extension")
         return item

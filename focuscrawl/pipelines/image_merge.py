@@ -11,25 +11,26 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from focuscrawl.items import ImageItem
-from focuscrawl.output.images import image_store
+from focuscrawl.output.images import ImageStore, image_store
 
 
 class ImageMergePipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.store = image_store(crawler)
-        if self.store is None:
-            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not merged")
-        self.stats = crawler.stats
+    def __init__(self, store: ImageStore, stats) -> None:
+        self.store = store
+        self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageMergePipeline":
-        return cls(crawler)
+        store = image_store(crawler)
+        if store is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not merged")
+        return cls(store, crawler.stats)
 
     def process_item(self, item):
         if not isinstance(item, ImageItem):
             return item
         if self.store.first_sighting(item):
-            self.stats.inc_value("images/unique")
+            self.stats.inc_value("focuscrawl/images/unique")
             return item
-        self.stats.inc_value("images/merge/later_sightings")
+        self.stats.inc_value("focuscrawl/images/merge/later_sightings")
         raise DropItem(f"image {item['image_url']} already seen: merged into its record", log_level="DEBUG")

@@ -7,23 +7,23 @@ from __future__ import annotations
 
 from scrapy.crawler import Crawler
 
-from focuscrawl.images.final import FINAL_CONTEXT_THESIS, final_score
+from focuscrawl.images.final import final_score
 from focuscrawl.items import ImageItem
 
 
 class FinalScorePipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.stats = crawler.stats
-        self.context_name = crawler.settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT")
+    def __init__(self, stats, context_name: str) -> None:
+        self.stats = stats
+        self.context_name = context_name
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "FinalScorePipeline":
-        return cls(crawler)
+        return cls(crawler.stats, crawler.settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT"))
 
     def process_item(self, item):
         if isinstance(item, ImageItem):
             score, label = final_score(item.get("alt_scores"), item.get("title_scores"), item.get("contexts"),
                                        item.get("extra_contexts"), self.context_name)
             item["final_score"], item["final_context"] = score, label
-            self.stats.inc_value(f"images/final_context/{label or 'none'}")
+            self.stats.inc_value(f"focuscrawl/images/final_context/{label or 'none'}")
         return item

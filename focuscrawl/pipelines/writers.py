@@ -15,8 +15,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl.items import ImageItem, PageItem
-from focuscrawl.output.images import image_store
-from focuscrawl.output.run import run_output
+from focuscrawl.output.images import ImageStore, image_store
+from focuscrawl.output.run import RunOutput, run_output
 from focuscrawl.output.tsv import row
 
 #: Signal ``page_rows_committed(items)``: these PageItems' rows survive a kill (and a resume).
@@ -27,20 +27,21 @@ PAGE_COLUMNS = ["url", "depth", "status", "host", "size", "fetched_at", "perplex
 
 
 class ImageLogWriterPipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.store = image_store(crawler)
-        if self.store is None:
-            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        self.stats = crawler.stats
+    def __init__(self, store: ImageStore, stats) -> None:
+        self.store = store
+        self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageLogWriterPipeline":
-        return cls(crawler)
+        store = image_store(crawler)
+        if store is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
+        return cls(store, crawler.stats)
 
     def process_item(self, item):
         if isinstance(item, ImageItem):
             self.store.commit(item)
-            self.stats.inc_value("images/written")
+            self.stats.inc_value("focuscrawl/images/written")
         return item
 
     def close_spider(self) -> None:
@@ -56,13 +57,11 @@ def page_row(item) -> list:
 
 
 class PageLogWriterPipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.run = run_output(crawler)
-        if self.run is None:
-            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        self.stats = crawler.stats
-        self.signals = crawler.signals
-        self.batch_bytes = crawler.settings.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES")
+    def __init__(self, run: RunOutput, stats, signals_manager, batch_bytes: int) -> None:
+        self.run = run
+        self.stats = stats
+        self.signals = signals_manager
+        self.batch_bytes = batch_bytes
         self.pages = self.run.line_log("pages.tsv", "\t".join(PAGE_COLUMNS))
         self.sentences = self.run.gzip_log("sentences.txt.gz")
         self._rows: list[str] = []
@@ -71,13 +70,17 @@ class PageLogWriterPipeline:
         self._items: list[PageItem] = []  # the batch's items
         self._written: list[PageItem] = []  # written, not yet covered by a checkpoint
         self.run.checkpoint_listeners.append(self._checkpointed)
-        # an idle crawl writes its batch: a worker of a shared crawl that waits for the others
-        # holds no unwritten rows (and no leases on them)
-        crawler.signals.connect(self.flush, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "PageLogWriterPipeline":
-        return cls(crawler)
+        run = run_output(crawler)
+        if run is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
+        pipeline = cls(run, crawler.stats, crawler.signals, crawler.settings.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES"))
+        # an idle crawl writes its batch: a worker of a shared crawl that waits for the others
+        # holds no unwritten rows (and no leases on them)
+        crawler.signals.connect(pipeline.flush, signal=signals.spider_idle)
+        return pipeline
 
     def process_item(self, item):
         if isinstance(item, PageItem):
@@ -86,8 +89,8 @@ class PageLogWriterPipeline:
             self._items.append(item)
             self._lines.extend(s.replace("\n", " ") for s in sentences)
             self._size += sum(len(s) + 1 for s in sentences)
-            self.stats.inc_value("pages/written")
-            self.stats.inc_value("sentences/written", len(sentences))
+            self.stats.inc_value("focuscrawl/pages/written")
+            self.stats.inc_value("focuscrawl/sentences/written", len(sentences))
             if self._size >= self.batch_bytes:
                 self.flush()
         return item

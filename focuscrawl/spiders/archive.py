@@ -9,7 +9,7 @@ focused spider's parsing, link scoring, image middleware, pipelines and writers 
 the rest exactly as in a live crawl. A page's ``fetched_at`` is its capture time
 (``WARC-Date``). Out-links are only followed when they are in
 the archive (pages are all seeds already, so the dupefilter drops them); others are
-dropped and counted as ``archive/links_not_archived``.
+dropped and counted as ``focuscrawl/archive/links_not_archived``.
 """
 from __future__ import annotations
 
@@ -94,10 +94,10 @@ class ArchiveSpider(FocusedSpider):
             if isinstance(obj, Request):
                 ref = self.archive_index.get(obj.url)
                 if ref is None:
-                    self.stats.inc_value("archive/links_not_archived")
+                    self.stats.inc_value("focuscrawl/archive/links_not_archived")
                     continue
                 if self.seed_files is not None and ref.path not in self.seed_files:
-                    self.stats.inc_value("archive/links_other_job")  # that file's job replays it
+                    self.stats.inc_value("focuscrawl/archive/links_other_job")  # that file's job replays it
                     continue
             if isinstance(obj, PageItem):  # fetched when it was captured, not when replayed
                 ref = self.archive_index.get(response.url)
@@ -107,5 +107,5 @@ class ArchiveSpider(FocusedSpider):
 
     def _archive_stats(self, spider=None) -> None:
         for key, value in self.archive_index.stats.items():
-            self.stats.set_value(f"archive/{key}", value)
-        self.stats.set_value("archive/html_pages", len(self.seed_urls))
+            self.stats.set_value(f"focuscrawl/archive/{key}", value)
+        self.stats.set_value("focuscrawl/archive/html_pages", len(self.seed_urls))

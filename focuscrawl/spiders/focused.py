@@ -242,9 +242,9 @@ class FocusedSpider(scrapy.Spider):
         response.meta["page_weighted_perplexity"] = score.weighted
         if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
             response.meta["page_topic_logit"] = analysis.topic_logit
-        self.stats.inc_value("focuscrawl/pages")
+        self.stats.inc_value("focuscrawl/pages/crawled")
         if score.perplexity is None:
-            self.stats.inc_value("focuscrawl/pages_without_text")
+            self.stats.inc_value("focuscrawl/pages/without_text")
         self.stats.inc_value("focuscrawl/links/found", len(links))
         # Links before the page's item: they are queued (and journaled, focuscrawl.frontier)
         # before the page's row can be written, so a crawl killed in between never has a
