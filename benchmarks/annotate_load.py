@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.annotate_helpers import Client, start_server  # noqa: E402
-from tests.runfixture import make_run_dir  # noqa: E402
+from tests.support.annotate import Client, start_server  # noqa: E402
+from tests.support.runfixture import make_run_dir  # noqa: E402
 
 
 def annotate_until_done(port: int, name: str, counter: Counter) -> None:

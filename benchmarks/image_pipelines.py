@@ -52,9 +52,9 @@ def part1(data: Path) -> None:
 
 
 def part2(n_pages: int, n_images: int, concurrency: int, repeat: int) -> None:
-    from tests.crawlhelp import crawl
-    from tests.imagesite import image_bytes
-    from tests.localweb import LocalWeb, Page
+    from tests.support.crawl import crawl
+    from tests.support.imagesite import image_bytes
+    from tests.support.localweb import LocalWeb, Page
 
     site = {}
     for i in range(n_pages):

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from focuscrawl.cli import build_parser, main as cli  # noqa: E402
 from focuscrawl.output.images import IMAGE_FIELDS, image_columns, image_row, sighting_of  # noqa: E402
 from focuscrawl.output.tsv import row as tsv_row  # noqa: E402
-from tests.runfixture import image_item  # noqa: E402
+from tests.support.runfixture import image_item  # noqa: E402
 
 
 def build(run: Path, rows: int, top: int, seed: int = 1) -> None:

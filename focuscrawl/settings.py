@@ -150,15 +150,14 @@ FOCUSCRAWL_LINKS_LOG = False
 FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
 #: Strict best-first: one global priority queue across hosts (Scrapy's default
 #: DownloaderAwarePriorityQueue orders only within a host's slot), FIFO within a
-#: priority (breadth-first for `unfocused`, where priority = -depth).
+#: priority (breadth-first for `unfocused`, where priority = -depth). The order lags by
+#: one response per free download slot (Scrapy starts the next request before the spider
+#: has queued the finished page's links); SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 with
+#: CONCURRENT_REQUESTS = 1 makes it exact at the cost of throughput, so both keep
+#: Scrapy's defaults here (focuscrawl.eval.crawls and the crawl-order tests set them).
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
-# SCRAPER_SLOT_MAX_ACTIVE_SIZE is left at Scrapy's default. Scrapy starts the next
-# request as soon as a download ends, before the spider has queued that page's links:
-# best-first lags by one response per free download slot. SCRAPER_SLOT_MAX_ACTIVE_SIZE
-# = 1 with CONCURRENT_REQUESTS = 1 makes the order exact at the cost of throughput
-# (focuscrawl.eval.crawls sets both for exact-order comparisons).
 #: No Referer header: the crawl does not need it, and Scrapy's RefererMiddleware
 #: computes a referrer policy for every out-link (~10% of the CPU per page with 20 links).
 REFERER_ENABLED = False

@@ -5,34 +5,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.toymodel import write_arpa
+
 FIXTURES = Path(__file__).parent / "fixtures"
-
-# A bigram ARPA (KenLM needs order >= 2) whose scores are easy to compute by hand:
-# p(cat|<s>) = -0.3; p(dog|cat) = -0.4; everything else backs off to unigrams.
-TOY_ARPA = """\\data\\
-ngram 1=5
-ngram 2=2
-
-\\1-grams:
--1.0\t<unk>\t0
--99\t<s>\t-0.3
--0.5\t</s>\t0
--0.5\tcat\t-0.2
--1.0\tdog\t0
-
-\\2-grams:
--0.3\t<s> cat
--0.4\tcat dog
-
-\\end\\
-"""
 
 
 @pytest.fixture
 def toy_arpa(tmp_path: Path) -> Path:
-    path = tmp_path / "toy.arpa"
-    path.write_text(TOY_ARPA)
-    return path
+    """The tests' toy model (tests/support/toymodel.py) as a file."""
+    return write_arpa(tmp_path)
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import gzip
 import json
 from pathlib import Path
 
-from tests.crawlhelp import crawl
-from tests.localweb import LocalWeb, Page, png_bytes
+from tests.support.crawl import crawl
+from tests.support.localweb import LocalWeb, Page, png_bytes
 
 CAT = ("The tabby cat sleeps on the warm sofa while the kitten chases a ball of wool.",
        "A Maine Coon is a large domestic cat breed with a long fluffy tail and tufted ears.",

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from tests.annotate_helpers import start_server
-from tests.runfixture import make_run_dir
+from tests.support.annotate import start_server
+from tests.support.runfixture import make_run_dir
 
 CHROMIUM = os.environ.get("FOCUSCRAWL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

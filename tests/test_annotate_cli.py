@@ -14,7 +14,8 @@ import pytest
 from focuscrawl.annotate.db import AnnotationDB
 from focuscrawl.cli import main
 from focuscrawl.corpus import CorpusEntry
-from tests.runfixture import make_run_dir
+from tests.support.net import free_port
+from tests.support.runfixture import make_run_dir
 
 
 def test_add_user_and_users(tmp_path, monkeypatch, capsys):
@@ -42,16 +43,10 @@ def test_clear_errors_for_bad_database_and_busy_port(tmp_path, capsys):
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_command_runs_and_stops(tmp_path):
     run_dir = make_run_dir(tmp_path / "run", [{"url": f"http://a.org/{i}.jpg", "score": 5 + i} for i in range(3)]
                            + [{"url": "http://a.org/x.jpg", "score": 9, "image": False}])
-    db, port = tmp_path / "s.sqlite3", _free_port()
+    db, port = tmp_path / "s.sqlite3", free_port()
     proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "annotate", "serve", str(run_dir),
                              "--db", str(db), "--port", str(port), "--per-image", "2", "--top", "2",
                              "--labels", "Dog,Pet,Animal,Living being,Other"],

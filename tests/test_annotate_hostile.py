@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 import pytest
 
 from focuscrawl.annotate.db import AnnotationDB, InvalidUserName, UserExists, parse_item_id
-from tests.annotate_helpers import Client, logged_in, running_app
-from tests.runfixture import make_run_dir
+from tests.support.annotate import Client, logged_in, running_app
+from tests.support.runfixture import make_run_dir
 
 ROWS = [{"url": f"http://a.org/{i}.jpg", "score": 10 + i, "alt": f"cat number {i}"} for i in range(12)]
 

@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from tests.annotate_helpers import Client, logged_in, running_app
-from tests.runfixture import make_run_dir
+from tests.support.annotate import Client, logged_in, running_app
+from tests.support.runfixture import make_run_dir
 
 XSS_ALT = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 ROWS = [{"url": f"http://a.org/{i}.jpg", "score": 10 + i, "alt": f"cat number {i}"} for i in range(4)]

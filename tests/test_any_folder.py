@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -15,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from focuscrawl.resources import default_keywords_path, default_model_path
-from tests.localweb import png_bytes
 from tests.support.archives import write_warc
+from tests.support.localweb import png_bytes
+from tests.support.net import free_port
 
 FOCUSCRAWL = str(Path(sys.executable).with_name("focuscrawl"))
 TEXT = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
@@ -36,12 +36,6 @@ def run(folder: Path, *args: str, stdin: str | None = None, timeout: float = 240
                           timeout=timeout)
     assert proc.returncode == 0, f"focuscrawl {' '.join(args)}:\n{proc.stderr[-3000:]}"
     return proc
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve(folder: Path, args: list[str], url: str) -> str:

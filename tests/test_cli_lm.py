@@ -127,7 +127,7 @@ def test_score_json_custom_model_and_stdin(toy_arpa, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("Cat!"))
     assert main(["score", "--json", "--model", str(toy_arpa), "-"]) == 0
     got = json.loads(capsys.readouterr().out)
-    # conftest's toy ARPA: log10 p(cat|<s>) = -.3, p(</s>|cat) = bo(cat) + p(</s>) = -.7
+    # the toy ARPA (tests/support/toymodel.py): log10 p(cat) = -.5, p(</s>) = -.5
     assert got == {"perplexity": pytest.approx(10 ** .5), "keyword_score": 0.0,
                    "weighted_perplexity": pytest.approx(10 ** .5), "tokens": 1}
     assert main(["score", "--json", "--model", str(toy_arpa), "123 !!!"]) == 0

@@ -54,8 +54,8 @@ def test_real_crawl_records_extra_contexts_and_scores_with_the_chosen_one(tmp_pa
 
     from PIL import Image
 
-    from tests.crawlhelp import crawl, items
-    from tests.localweb import LocalWeb, Page
+    from tests.support.crawl import crawl, items
+    from tests.support.localweb import LocalWeb, Page
 
     buf = io.BytesIO()
     Image.new("RGB", (800, 600), (120, 120, 120)).save(buf, "PNG")

@@ -1,6 +1,6 @@
 """Crawl order, buckets and razor of each mode on a small local web (real server, real Scrapy).
 
-Site (toy model of crawlhelp; CONCURRENT_REQUESTS=1 so the server sees the crawl order):
+Site (toy model of tests/support/toymodel.py; CONCURRENT_REQUESTS=1 so the server sees the crawl order):
 
     seed.test/  text PP 3162, links in this order:
         a.test/ "click here" -> anchor PP 3162 > T_otx: PP_d           = 3162  normal
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.crawlhelp import LOW, NORMAL, OFF_TOPIC, ON_TOPIC, crawl, items, links_log
-from tests.localweb import LocalWeb, Page, html
+from tests.support.crawl import crawl, items, links_log
+from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import LOW, NORMAL, OFF_TOPIC, ON_TOPIC
 
 
 def site() -> dict:

@@ -2,8 +2,9 @@
 page exactly once and neither loses nor repeats rows of links.tsv."""
 from __future__ import annotations
 
-from tests.crawlhelp import NORMAL, ON_TOPIC, crawl, items, links_log
-from tests.localweb import LocalWeb, Page, html
+from tests.support.crawl import crawl, items, links_log
+from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import NORMAL, ON_TOPIC
 
 
 def test_resume_with_jobdir(tmp_path):

@@ -7,8 +7,9 @@ import socket
 import subprocess
 import sys
 
-from tests.crawlhelp import REPO, ON_TOPIC, crawl, items, write_model
-from tests.localweb import LocalWeb, Page, html
+from tests.support.crawl import ROOT, crawl, items
+from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import ON_TOPIC, write_model
 
 LONG = "http://long.test/" + "x" * 300
 BROKEN = b"<html><body><p>cat cat cat cat cat.<div><a href='/ok'>tabby</a><table><tr><td>\x00\xff\xfe<<<>>"
@@ -105,7 +106,7 @@ def test_allowed_domains_and_page_budget(tmp_path):
 
 def scrapy_crawl(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", "LOG_LEVEL=ERROR"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_bad_arguments_stop_with_a_clear_message(tmp_path):
@@ -163,7 +164,7 @@ def test_extraction_error_is_counted_and_the_crawl_goes_on(tmp_path):
 
 
 def test_image_downloads_do_not_use_up_a_hosts_page_limit(tmp_path):
-    from tests.imagesite import image_bytes
+    from tests.support.imagesite import image_bytes
 
     jpeg = image_bytes("JPEG", (600, 400))
     figures = "".join(f'<img src="/{n}.jpg" alt="a cat {n}" width="600" height="400">' for n in "abc")

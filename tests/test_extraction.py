@@ -73,8 +73,14 @@ def test_unknown_extractor_lists_the_valid_names():
         extractors.get_extractor("nope")
 
 
-def test_crawl_default_is_a_known_extractor():
-    extractors.get_extractor(default_settings.FOCUSCRAWL_TEXT_EXTRACTOR)
+def test_crawl_default_is_a_known_extractor_that_keeps_the_article():
+    extract = extractors.get_extractor(default_settings.FOCUSCRAWL_TEXT_EXTRACTOR)
+    article = "The cat is a small domesticated carnivorous mammal with soft fur and sharp claws. "
+    html = ("<html><body><nav><a href='/'>Home</a> | <a href='/x'>About us</a></nav><div>"
+            + f"<p>{article * 3}</p>" * 4 + "</div></body></html>")
+    text = extract(html)
+    assert "domesticated carnivorous mammal" in text
+    assert "About us" not in text
 
 
 # --- focuscrawl extract ---------------------------------------------------------------

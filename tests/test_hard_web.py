@@ -9,7 +9,7 @@ import pytest
 
 from focuscrawl.eval.oracle import PageTruth, bound_fractions, harvest_of, oracle_bounds, simulate
 from focuscrawl.testweb.web import GENERIC_ANCHORS, TestWeb, web_config
-from tests.testweb_pool import small_pool
+from tests.support.testweb_pool import small_pool
 
 
 @pytest.fixture(scope="module")

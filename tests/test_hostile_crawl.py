@@ -10,29 +10,23 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from tests.crawlhelp import crawl
-from tests.localweb import LocalWeb, Page, html
+from tests.support.crawl import ROOT, crawl, focused_cmd
 from tests.support.hostile import SlowImageSite, TrapSite
+from tests.support.localweb import LocalWeb, Page, html
 
-REPO = Path(__file__).resolve().parents[1]
 FAST = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0,
         "LOG_LEVEL": "INFO"}
-
-
-def run_crawl_cmd(stats: Path, settings: dict, args: dict) -> list[str]:
-    return [sys.executable, str(REPO / "tests" / "run_crawl.py"), str(stats), json.dumps(settings), json.dumps(args)]
 
 
 def trap_crawl(tmp_path: Path, site: TrapSite, settings: dict) -> tuple[dict, list[str]]:
     settings = {**FAST, "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
                 "CLOSESPIDER_TIMEOUT": 120, **settings}  # a safety net only: the crawl must finish before it
-    proc = subprocess.run(run_crawl_cmd(tmp_path / "stats.json", settings,
+    proc = subprocess.run(focused_cmd(tmp_path / "stats.json", settings,
                                         {"seeds": f"{site.base}/page/0", "output": str(tmp_path / "out")}),
-                          cwd=REPO, capture_output=True, text=True, timeout=180)
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     stats = json.loads((tmp_path / "stats.json").read_text())
@@ -88,9 +82,9 @@ def test_recovered_images_do_not_starve_new_pages(tmp_path):
     with SlowImageSite(pages=300, images=4, image_delay=30.0, slow_pages=6) as site:
         for session in range(3):
             before = rows()
-            proc = subprocess.Popen(run_crawl_cmd(tmp_path / f"s{session}.json", settings,
+            proc = subprocess.Popen(focused_cmd(tmp_path / f"s{session}.json", settings,
                                                   {"seeds": f"{site.base}/p0", "output": str(out)}),
-                                    cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             try:  # the first session runs until 20 slow downloads are pending, the others until
                 # 8 new rows, 20 s at most
                 deadline = time.monotonic() + (40 if session == 0 else 20)

@@ -1,7 +1,7 @@
 """Image extraction, merge, download and writers in real crawls of a local web.
 
 Real ``focused`` spider, real Scrapy pipelines, a real HTTP server on 127.0.0.1
-(``LocalWeb`` as proxy), images made with Pillow; the toy model of crawlhelp.
+(``LocalWeb`` as proxy), images made with Pillow; the toy model of tests/support/toymodel.py.
 """
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawlhelp import ON_TOPIC, NORMAL, crawl, items
-from tests.imagesite import image_bytes, png_bomb, truncated_jpeg
-from tests.localweb import LocalWeb, Page
+from tests.support.crawl import crawl, items
+from tests.support.imagesite import image_bytes, png_bomb, truncated_jpeg
+from tests.support.localweb import LocalWeb, Page
+from tests.support.runfiles import read_tsv
+from tests.support.toymodel import NORMAL, ON_TOPIC
 
 from focuscrawl.output.images import image_columns, record_path, url_sha1
 from focuscrawl.pipelines.writers import PAGE_COLUMNS
@@ -75,13 +77,6 @@ def quiet(web: LocalWeb) -> LocalWeb:
     """No tracebacks from the server when the crawler cancels an oversized download."""
     web.server.handle_error = lambda *args: None
     return web
-
-
-def read_tsv(path: Path) -> list[dict]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    head = lines[0].split("\t")
-    assert all(len(line.split("\t")) == len(head) for line in lines)
-    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
 
 
 def fnum(value: str):

@@ -3,7 +3,7 @@ import pytest
 from focuscrawl.images.inspect import (
     DECOMPRESSION_BOMB, NOT_AN_IMAGE, TRUNCATED, UNSUPPORTED_FORMAT, ImageRejected, inspect_image,
 )
-from tests.imagesite import image_bytes, png_bomb, truncated_jpeg
+from tests.support.imagesite import image_bytes, png_bomb, truncated_jpeg
 
 
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG", "GIF"])

@@ -3,19 +3,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 
 import pytest
 
-from tests.crawlhelp import ON_TOPIC, REPO, crawl, write_model
-from tests.imagesite import image_bytes
-from tests.localweb import LocalWeb, Page
-from tests.test_image_crawl import read_tsv
+from tests.support.crawl import crawl, start_focused
+from tests.support.imagesite import image_bytes
+from tests.support.localweb import LocalWeb, Page
+from tests.support.runfiles import read_tsv
+from tests.support.toymodel import ON_TOPIC, write_model
 
 from focuscrawl.output.images import record_path
 
@@ -87,10 +85,7 @@ def test_killed_crawl_leaves_whole_rows_and_resumes(tmp_path):
                 "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0, "FOCUSCRAWL_PROGRESS_INTERVAL": 0}
     args = {"seeds": "http://cats.test/p0", "model": str(model), "keywords": str(keywords), "output": str(out)}
     with LocalWeb(chain_site()) as web:
-        env = dict(os.environ, http_proxy=web.proxy, HTTP_PROXY=web.proxy, no_proxy="", NO_PROXY="")
-        proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "run_crawl.py"), str(tmp_path / "s.json"),
-                                 json.dumps(settings), json.dumps(args)], cwd=REPO, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = start_focused(tmp_path / "s.json", settings, args, web=web)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from focuscrawl.lm.link_learner import HostHarvest, LinkLearner, PageJudge, link_features
-from tests.crawlhelp import LOW, NORMAL, crawl, links_log
-from tests.localweb import LocalWeb, Page, html
+from tests.support.crawl import crawl, links_log
+from tests.support.localweb import LocalWeb, Page, html
+from tests.support.toymodel import LOW, NORMAL
 
 
 def _features(url: str, anchor: str = "read more") -> list[str]:

@@ -140,8 +140,8 @@ def test_torn_header_starts_a_fresh_file(tmp_path):
 
 # --- real crawls of a local web with the focused spider ------------------------------
 
-from tests.crawlhelp import crawl, items  # noqa: E402
-from tests.localweb import LocalWeb, Page  # noqa: E402
+from tests.support.crawl import crawl, items  # noqa: E402
+from tests.support.localweb import LocalWeb, Page  # noqa: E402
 
 
 def paragraphs(text: str, links: str = "") -> Page:

@@ -12,7 +12,7 @@ import pytest
 from focuscrawl.cli import main
 from focuscrawl.corpus import RunDirError, iter_entries
 from focuscrawl.ranking import RankStats, rank
-from tests.runfixture import make_run_dir
+from tests.support.runfixture import make_run_dir
 
 ROWS = [
     {"url": "http://a.org/cat1.jpg", "score": 50.0, "alt": "a cat on a mat", "context": "The cat sat."},

@@ -3,8 +3,9 @@ warning about the missing middleware, and a redirected image download keeps the
 Referer (its page) it was sent with."""
 from __future__ import annotations
 
-from tests.crawlhelp import ON_TOPIC, crawl
-from tests.localweb import LocalWeb, Page, png_bytes
+from tests.support.crawl import crawl
+from tests.support.localweb import LocalWeb, Page, png_bytes
+from tests.support.toymodel import ON_TOPIC
 
 MISSING_REFERER_WARNING = "found no scrapy.spidermiddlewares.referer.RefererMiddleware"
 

@@ -11,11 +11,12 @@ from collections import Counter
 import redis
 
 from focuscrawl.distributed import _RESERVE_SLOT
-from tests.support.crawl import ROOT, run_links, start_links
-from tests.localweb import LocalWeb, Page, link_site, png_bytes
+from tests.support.crawl import ROOT, run_links, scrapy_cmd, start_links
+from tests.support.localweb import LocalWeb, Page, image_site, link_site, png_bytes
+from tests.support.runfiles import keyed_rows, sightings
 
 
-def rows(path):
+def jsonl_rows(path):
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -27,12 +28,7 @@ def redis_settings(server, crawl="t", delay=0.02):
 
 def focused_cmd(base: str, out, *settings: str) -> list[str]:
     """``scrapy crawl focused`` from ``base``/page0 into ``out`` with the fast test settings."""
-    from tests.test_warc_replay import FAST
-
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={base}/page0", "-a", f"output={out}"]
-    for s in FAST + list(settings):
-        cmd += ["-s", s]
-    return cmd
+    return scrapy_cmd("crawl", "focused", *settings, seeds=f"{base}/page0", output=out)
 
 
 def test_host_slots_are_spaced_across_clients(redis_server):
@@ -62,14 +58,14 @@ def test_two_processes_share_one_frontier(tmp_path, redis_server):
     with LocalWeb(pages) as web:
         single = run_links(f"{web.base}/p0", out=tmp_path / "single.jsonl")
         assert single.returncode == 0, single.stderr[-2000:]
-        single_urls = {r["url"] for r in rows(tmp_path / "single.jsonl")}
+        single_urls = {r["url"] for r in jsonl_rows(tmp_path / "single.jsonl")}
         web.requests.clear()
         procs = [start_links(f"{web.base}/p0", *redis_settings(redis_server), out=tmp_path / f"w{i}.jsonl",
                              log=tmp_path / f"w{i}.log") for i in range(2)]
         for p in procs:
             assert p.wait(90) == 0, (tmp_path / "w0.log").read_text()[-3000:]
         fetched = Counter(web.fetched())
-    both = rows(tmp_path / "w0.jsonl") + rows(tmp_path / "w1.jsonl")
+    both = jsonl_rows(tmp_path / "w0.jsonl") + jsonl_rows(tmp_path / "w1.jsonl")
     assert len(single_urls) == 24
     assert {r["url"] for r in both} == single_urls
     assert len(both) == 24  # no page processed twice
@@ -107,12 +103,10 @@ def test_priorities_hold_across_processes(tmp_path, redis_server):
 
 def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_path, redis_server):
     """The real focused crawl: two processes, one frontier, per-process run dirs merged."""
-    from tests.test_warc_replay import rows, sightings, site
-
     def focused(out, *extra):
         return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=1", *extra)
 
-    pages = site()
+    pages = image_site()
     for page in pages.values():
         page.delay = 0.5  # long enough that start-up jitter cannot let one process take every page
     with LocalWeb(pages) as web:
@@ -130,13 +124,13 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
     # processes (an image on pages crawled by both may be fetched by each)
     assert max(fetched.values()) <= 2
     parts = [tmp_path / "part-0", tmp_path / "part-1"]
-    assert all(len(rows(p / "pages.tsv", "url")) > 0 for p in parts), "both processes crawled pages"
+    assert all(len(keyed_rows(p / "pages.tsv", "url")) > 0 for p in parts), "both processes crawled pages"
     merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", *map(str, parts), "-o",
                              str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert merged.returncode == 0, merged.stderr[-2000:]
     single_dir, merged_dir = tmp_path / "single", tmp_path / "merged"
-    assert set(rows(merged_dir / "pages.tsv", "url")) == set(rows(single_dir / "pages.tsv", "url"))
-    assert set(rows(merged_dir / "images.tsv", "image_url")) == set(rows(single_dir / "images.tsv", "image_url"))
+    assert set(keyed_rows(merged_dir / "pages.tsv", "url")) == set(keyed_rows(single_dir / "pages.tsv", "url"))
+    assert set(keyed_rows(merged_dir / "images.tsv", "image_url")) == set(keyed_rows(single_dir / "images.tsv", "image_url"))
     # every page's context of every image, once; near-duplicate marks are per process
     # (documented limit: each process has its own SimHash index)
     def contexts(run):
@@ -206,8 +200,6 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     import os
     import signal
 
-    from tests.test_warc_replay import rows as tsv_rows
-
     def focused(out, *extra):
         return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *extra)
 
@@ -253,8 +245,8 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     assert merged.returncode == 0, merged.stderr[-2000:]
     merged_pages = page_urls(tmp_path / "merged")
     assert len(merged_pages) == len(set(merged_pages)) == 36 and set(merged_pages) == expected
-    images = set(tsv_rows(tmp_path / "merged" / "images.tsv", "image_url"))
-    assert images == set(tsv_rows(tmp_path / "single" / "images.tsv", "image_url")) and len(images) == 12
+    images = set(keyed_rows(tmp_path / "merged" / "images.tsv", "image_url"))
+    assert images == set(keyed_rows(tmp_path / "single" / "images.tsv", "image_url")) and len(images) == 12
     assert not redis_server.client.keys("focuscrawl:kill:leased:*")  # every lease released
 
 

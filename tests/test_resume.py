@@ -7,18 +7,16 @@ kill the frontier journal (focuscrawl.frontier) recovers the queued work.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 
 from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
-from tests.crawlhelp import ON_TOPIC, REPO, write_model
-from tests.imagesite import image_bytes
-from tests.localweb import LocalWeb, Page
-from tests.test_image_crawl import read_tsv
+from tests.support.crawl import start_focused
+from tests.support.imagesite import image_bytes
+from tests.support.localweb import LocalWeb, Page
+from tests.support.runfiles import read_tsv
+from tests.support.toymodel import ON_TOPIC, write_model
 
 N = 24
 JPEG = image_bytes("JPEG", (64, 48))
@@ -43,12 +41,8 @@ def start_crawl(web, tmp, out, jobdir, delay=0.1, extra=None):
                 "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0, "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False,
                 **(extra or {})}
     args = {"seeds": "http://cats.test/p0", "model": str(model), "keywords": str(keywords), "output": str(out)}
-    env = dict(os.environ, http_proxy=web.proxy, HTTP_PROXY=web.proxy, no_proxy="", NO_PROXY="")
     stats = tmp / f"stats-{time.monotonic_ns()}.json"
-    log = open(tmp / "crawl.log", "a")
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "run_crawl.py"), str(stats),
-                             json.dumps(settings), json.dumps(args)], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=log)
+    proc = start_focused(stats, settings, args, web=web, stderr=open(tmp / "crawl.log", "a"))
     return proc, stats
 
 

@@ -8,14 +8,14 @@ from focuscrawl.lm.scorer import TopicScorer, load_kenlm, perplexity_from_log10
 
 def test_perplexity_hand_computed(toy_arpa):
     scorer = TopicScorer(load_kenlm(toy_arpa))
-    # <s> cat </s>: p(cat|<s>) = -0.3, p(</s>|cat) = bo(cat) + p(</s>) = -0.2 - 0.5
+    # <s> cat </s>: no bigrams, no back-off weights: p(cat) = -0.5, p(</s>) = -0.5
     assert scorer.perplexity("Cat!") == pytest.approx(10 ** (1.0 / 2))
-    # two sentences scored together; dog: bo(<s>) + p(dog) = -1.3, p(</s>|dog) = -0.5
-    assert scorer.perplexity("Cat. Dog.") == pytest.approx(10 ** (2.8 / 4))
-    # unknown word uses <unk>: -0.3 - 1.0, then -0.5
-    assert scorer.perplexity("zebra") == pytest.approx(10 ** (1.8 / 2))
-    # bigram hit: -0.3 - 0.4 - 0.5
-    assert scorer.perplexity("cat dog") == pytest.approx(10 ** (1.2 / 3))
+    # two sentences scored together; dog: p(dog) = -1.0, p(</s>) = -0.5
+    assert scorer.perplexity("Cat. Dog.") == pytest.approx(10 ** (2.5 / 4))
+    # unknown word uses <unk>: -5.0, then -0.5
+    assert scorer.perplexity("zebra") == pytest.approx(10 ** (5.5 / 2))
+    # bigram hit: -0.5, p(dog|cat) = -0.4, -0.5
+    assert scorer.perplexity("cat dog") == pytest.approx(10 ** (1.4 / 3))
 
 
 def test_empty_text_has_no_perplexity(toy_arpa):
@@ -38,7 +38,7 @@ def test_cache_counters(toy_arpa):
 def test_score_combines_keywords(toy_arpa):
     scorer = TopicScorer(load_kenlm(toy_arpa), KeywordList({"cat": 1.0, "dog": 3.0}))
     s = scorer.score("cat cat")
-    pp = 10 ** (1.7 / 3)  # -0.3, bo(cat) + p(cat) = -0.7, -0.7
+    pp = 10 ** (1.1 / 3)  # -0.5, p(cat|cat) = -0.1, -0.5
     assert s.perplexity == pytest.approx(pp)
     assert s.keyword_score == pytest.approx(0.5)
     assert s.weighted == 1.0  # 1 - 3*0.5 < 0

@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from tests.localweb import LocalWeb, Page, png_bytes
+from tests.support.localweb import LocalWeb, image_site
 from tests.support.scrapydserver import Scrapyd
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,18 +51,6 @@ def test_bundled_model_loads_from_the_zipped_egg(egg, tmp_path):
     assert keyword_score > 0  # "cat" is a bundled keyword
 
 
-def cat_site() -> dict[str, Page]:
-    text = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
-    img = '<img src="/cat{0}.png" alt="a cat sleeping on a sofa" width="640" height="480">'
-    pages = {"/robots.txt": Page(b"User-agent: *\nAllow: /\n", "text/plain")}
-    for i in range(4):
-        links = "".join(f'<a href="/page{j}">cats and kittens {j}</a>' for j in range(4) if j != i)
-        pages[f"/page{i}"] = Page(f"<html><body><div><p>{text}</p>{img.format(i)}</div>{links}</body></html>"
-                                  .encode())
-        pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 40, 100, 50)), "image/png")
-    return pages
-
-
 def test_scrapyd_deploys_and_runs_focused(tmp_path):
     out = tmp_path / "run"
     server = Scrapyd(tmp_path / "scrapyd")
@@ -77,7 +65,7 @@ def test_scrapyd_deploys_and_runs_focused(tmp_path):
         assert deploy.returncode == 0, deploy.stderr[-2000:]
         assert '"status": "ok"' in deploy.stdout or '"status": "ok"' in deploy.stderr
         assert "focused" in server.get("listspiders.json", project="focuscrawl")["spiders"]
-        with LocalWeb(cat_site()) as web:
+        with LocalWeb(image_site()) as web:
             job = server.post("schedule.json", [
                 ("project", "focuscrawl"), ("spider", "focused"),
                 ("seeds", f"{web.base}/page0"), ("output", str(out)), ("mode", "keywords"),
@@ -96,7 +84,7 @@ def test_scrapyd_deploys_and_runs_focused(tmp_path):
     pages = (out / "pages.tsv").read_text().splitlines()
     assert len(pages) == 1 + 4
     images = (out / "images.tsv").read_text().splitlines()
-    assert len(images) == 1 + 4
+    assert len(images) == 1 + 5  # each page's own image and the one they share
     assert all((out / "images").iterdir())
     stats = json.loads((out / "stats.json").read_text())
     assert stats["finish_reason"] == "finished"

@@ -7,9 +7,9 @@ import pytest
 from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.project import get_project_settings
 
-from tests.crawlhelp import NORMAL, write_model
+from tests.support.toymodel import NORMAL, write_model
 from focuscrawl.shell import explain, explain_links
-from tests.localweb import html
+from tests.support.localweb import html
 
 
 @pytest.fixture

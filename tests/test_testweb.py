@@ -11,7 +11,7 @@ from lxml import html as lxml_html
 from focuscrawl.testweb.cli import write_truth
 from focuscrawl.testweb.render import image_bytes
 from focuscrawl.testweb.web import TestWeb, WebConfig, image_spec
-from tests.testweb_pool import small_pool
+from tests.support.testweb_pool import small_pool
 
 SMALL = WebConfig(scale=0.15)
 

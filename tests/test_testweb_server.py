@@ -13,7 +13,7 @@ from PIL import Image
 from focuscrawl.eval.crawls import run_crawl
 from focuscrawl.testweb.server import TestWebServer
 from focuscrawl.testweb.web import TestWeb, WebConfig
-from tests.testweb_pool import small_pool
+from tests.support.testweb_pool import small_pool
 
 
 @pytest.fixture(scope="module")

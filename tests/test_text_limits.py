@@ -11,8 +11,8 @@ import pytest
 from focuscrawl.text import extractors
 from focuscrawl.text.html import clip_html, decode_page, parse_page
 
-from tests.crawlhelp import crawl, items
-from tests.localweb import LocalWeb, Page
+from tests.support.crawl import crawl, items
+from tests.support.localweb import LocalWeb, Page
 
 LATIN1_PAGE = ("<html><head><meta charset='utf-8'><title>t</title></head><body>"
                "<p>Café naïve crème brûlée über alles, the cat sat on the mat and purred.</p>"

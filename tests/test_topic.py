@@ -206,7 +206,7 @@ RANK_ROWS = [  # thesis scores chosen so that SPEC's cut removes the best cat te
 
 @pytest.fixture
 def rank_run(tmp_path):
-    from tests.runfixture import make_run_dir
+    from tests.support.runfixture import make_run_dir
 
     return make_run_dir(tmp_path / "run", RANK_ROWS)
 

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.localweb import png_bytes
 from tests.support.archives import write_warc
+from tests.support.localweb import png_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 HTML = [("Content-Type", "text/html; charset=utf-8")]

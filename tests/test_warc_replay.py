@@ -1,7 +1,6 @@
 """`focuscrawl warc`: a live crawl written to WARC and replayed from it gives the same outputs."""
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
@@ -9,57 +8,23 @@ from pathlib import Path
 
 from focuscrawl.output.images import url_sha1
 from tests.support.archives import write_arc
-from tests.localweb import LocalWeb, Page, png_bytes
-
-REPO = Path(__file__).resolve().parents[1]
-FAST = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO"]
-ORDER_DEPENDENT = {"first_seen", "fetched_at", "depth", "page_depth"}
-TEXT = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
-
-
-def site() -> dict[str, Page]:
-    img = '<img src="/cat{0}.png" alt="a cat sleeping on the sofa {0}" width="640" height="480">'
-    pages = {"/robots.txt": Page(b"User-agent: *\nAllow: /\n", "text/plain")}
-    for i in range(4):
-        links = "".join(f'<a href="/page{j}">cats {j}</a>' for j in range(4) if j != i)
-        body = (f"<html><body><div><p>{TEXT} Page {i}.</p>{img.format(i)}"
-                f"<p>{img.format('shared')}</p></div>{links}</body></html>").encode()
-        pages[f"/page{i}"] = Page(body, gzip=(i == 2))  # one page stored content-encoded
-        pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 40, 100, 50)), "image/png")
-    pages["/catshared.png"] = Page(png_bytes(640, 480, (1, 2, 3)), "image/png")
-    return pages
-
-
-def rows(path: Path, key: str) -> dict[str, dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return {r[key]: {k: v for k, v in r.items() if k not in ORDER_DEPENDENT}
-                for r in csv.DictReader(fh, delimiter="\t")}
-
-
-def sightings(out: Path) -> dict[str, list]:
-    result = {}
-    for path in (out / "records").glob("*/*.json"):
-        rec = json.loads(path.read_text())
-        result[rec["image_url"]] = sorted(json.dumps({k: v for k, v in s.items() if k not in ORDER_DEPENDENT},
-                                                     sort_keys=True, ensure_ascii=False) for s in rec["sightings"])
-    return result
-
+from tests.support.crawl import FAST, ROOT, scrapy_cmd
+from tests.support.localweb import CAT_TEXT, LocalWeb, image_site, png_bytes
+from tests.support.runfiles import keyed_rows as rows, sightings
 
 def warc_cli(*args: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args]
     for s in FAST:
         cmd += ["-s", s]
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
     live, replay, warcs = tmp_path / "live", tmp_path / "replay", tmp_path / "warcs"
-    with LocalWeb(site()) as web:
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={web.base}/page0",
-               "-a", f"output={live}", "-s", f"FOCUSCRAWL_WARC_DIR={warcs}", "-s", "FOCUSCRAWL_WARC_MAX_SIZE=4000"]
-        for s in FAST:
-            cmd += ["-s", s]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    with LocalWeb(image_site()) as web:
+        cmd = scrapy_cmd("crawl", "focused", f"FOCUSCRAWL_WARC_DIR={warcs}", "FOCUSCRAWL_WARC_MAX_SIZE=4000",
+                         seeds=f"{web.base}/page0", output=live)
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-3000:]
         served = len(web.requests)
     archives = sorted(str(p) for p in warcs.glob("*.warc.gz"))
@@ -82,7 +47,7 @@ def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
 
 
 def test_arc_input_with_lying_headers_and_missing_images(tmp_path):
-    page = (f'<html><head><meta charset="iso-8859-1"></head><body><div><p>{TEXT} Die Katze schläft.</p>'
+    page = (f'<html><head><meta charset="iso-8859-1"></head><body><div><p>{CAT_TEXT} Die Katze schläft.</p>'
             '<img src="http://a.test/cat.png" alt="a cat on the sofa" width="640" height="480">'
             '<img src="http://a.test/gone.png" alt="a cat that was not archived" width="640" height="480">'
             '</div><a href="http://elsewhere.test/">away</a></body></html>').encode("latin-1")
@@ -121,7 +86,7 @@ def _small_warc(tmp_path: Path) -> Path:
 
     captures = []
     for i in range(6):
-        page = (f'<html><body><p>{TEXT} {i}</p><img src="/c{i}.png" alt="a cat on the sofa {i}" width="640" '
+        page = (f'<html><body><p>{CAT_TEXT} {i}</p><img src="/c{i}.png" alt="a cat on the sofa {i}" width="640" '
                 f'height="480"><a href="/p{(i + 1) % 6}">next cat</a></body></html>')
         captures.append((f"http://a.test/p{i}", [("Content-Type", "text/html")], page.encode()))
         captures.append((f"http://a.test/c{i}.png", [("Content-Type", "image/png")], png_bytes(640, 480, (i, 2, 3))))
@@ -157,7 +122,7 @@ def test_archive_images_without_html_size_are_measured(tmp_path):
     images were all dropped as size_unspecified); the HTML rule is one setting away."""
     from tests.support.archives import write_warc
 
-    page = (f'<html><body><p>{TEXT}</p>'
+    page = (f'<html><body><p>{CAT_TEXT}</p>'
             '<img src="/big.png" alt="a big cat photo without size">'
             '<img src="/small.png" alt="a small cat icon without size">'
             '<img src="/sized.png" alt="a cat photo with size" width="640" height="480"></body></html>')

@@ -5,7 +5,7 @@ import gzip
 from focuscrawl.archive.reader import ArchiveIndex, iter_responses
 from focuscrawl.archive.writer import OPEN_SUFFIX, RotatingWarcWriter
 from tests.support.crawl import run_links
-from tests.localweb import LocalWeb, Page, link_site, png_bytes
+from tests.support.localweb import LocalWeb, Page, link_site, png_bytes
 
 def test_crawl_writes_rotating_warcs_with_every_response(tmp_path):
     pages = link_site(12)

@@ -21,11 +21,11 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from focuscrawl.text.normalize import split_sentences, text_sentences
+from focuscrawl.text.normalize import split_sentences
+from focuscrawl.topic.build import MIN_TOKENS, unique_sentences
 
 BACKGROUND_FILE = "background.txt.gz"
 LEAD_CHARS = 1500
-MIN_TOKENS = 3
 
 
 def build_background(data: str | Path, out: str | Path) -> dict[str, int]:
@@ -45,13 +45,7 @@ def build_background(data: str | Path, out: str | Path) -> dict[str, int]:
 def background_sentences() -> list[str]:
     """The bundled background's normalised sentences (≥ ``MIN_TOKENS`` tokens), first occurrence only."""
     ref = resources.files("focuscrawl.models").joinpath(BACKGROUND_FILE)
-    text = gzip.decompress(ref.read_bytes()).decode("utf-8")
-    seen: dict[str, None] = {}
-    for line in text.splitlines():
-        for s in text_sentences(line):
-            if len(s.split()) >= MIN_TOKENS:
-                seen.setdefault(s, None)
-    return list(seen)
+    return unique_sentences(gzip.decompress(ref.read_bytes()).decode("utf-8").splitlines())
 
 
 def main(argv: list[str] | None = None) -> None:

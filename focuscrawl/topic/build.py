@@ -55,12 +55,17 @@ def source_sentences(sources: Iterable[str | Path]) -> list[str]:
     from focuscrawl.text.sources import PoliteFetcher, load_source_text
 
     fetcher = PoliteFetcher()
+    return unique_sentences(line for src in sources
+                            for line in load_source_text(str(src), "fulltext", fetcher).splitlines())
+
+
+def unique_sentences(lines: Iterable[str]) -> list[str]:
+    """The normalised sentences of ``lines`` with ≥ ``MIN_TOKENS`` tokens, first occurrence only."""
     seen: dict[str, None] = {}
-    for src in sources:
-        for line in load_source_text(str(src), "fulltext", fetcher).splitlines():
-            for s in text_sentences(line):
-                if len(s.split()) >= MIN_TOKENS:
-                    seen.setdefault(s, None)
+    for line in lines:
+        for s in text_sentences(line):
+            if len(s.split()) >= MIN_TOKENS:
+                seen.setdefault(s, None)
     return list(seen)
 
 

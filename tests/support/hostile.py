@@ -17,7 +17,7 @@ import zlib
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests.localweb import LocalWeb, Page, png_bytes
+from tests.support.localweb import LocalWeb, Page, png_bytes
 
 PAGE_TEXT = ("The cat sleeps on the sofa while the kitten plays with a toy mouse. Cats like warm "
              "places and the old cat purrs in the sun all afternoon.")

@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tests.support.redisserver import free_port
+from tests.support.net import free_port
 
 
 class Scrapyd:

@@ -124,3 +124,21 @@ def link_site(n: int, fanout: int = 3) -> dict[str, Page]:
             for j in range(fanout * i + 1, min(n, fanout * i + fanout + 1)))
         pages[f"/p{i}"] = Page(f"<html><body><p>Page {i} about cats.</p>{links}</body></html>".encode())
     return pages
+
+
+CAT_TEXT = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
+
+
+def image_site() -> dict[str, Page]:
+    """Four pages /page0 ... /page3 for direct access, each linking the others, with its own
+    640x480 PNG and one shared by all (``/catshared.png``); /page2 is sent gzip-encoded."""
+    img = '<img src="/cat{0}.png" alt="a cat sleeping on the sofa {0}" width="640" height="480">'
+    pages = {"/robots.txt": Page(b"User-agent: *\nAllow: /\n", "text/plain")}
+    for i in range(4):
+        links = "".join(f'<a href="/page{j}">cats {j}</a>' for j in range(4) if j != i)
+        body = (f"<html><body><div><p>{CAT_TEXT} Page {i}.</p>{img.format(i)}"
+                f"<p>{img.format('shared')}</p></div>{links}</body></html>").encode()
+        pages[f"/page{i}"] = Page(body, gzip=(i == 2))
+        pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 40, 100, 50)), "image/png")
+    pages["/catshared.png"] = Page(png_bytes(640, 480, (1, 2, 3)), "image/png")
+    return pages

@@ -1,7 +1,7 @@
 """Run one ``focused`` crawl in this process and dump its stats as JSON (used by tests
 in a subprocess: Scrapy's reactor cannot restart within one process).
 
-    python tests/run_crawl.py STATS_JSON SETTINGS_JSON SPIDER_ARGS_JSON
+    python tests/support/run_crawl.py STATS_JSON SETTINGS_JSON SPIDER_ARGS_JSON
 """
 from __future__ import annotations
 
