@@ -18,14 +18,19 @@ robots.txt, 16 concurrent requests) and stops after ``--pages`` HTML pages:
 * ``learning``: ``keywords`` plus the online link learner and the re-ranking frontier
   (target: >= 0.9x keywords, i.e. the learning costs at most 10%).
 
-Rounds are interleaved (``--repeat``); ratios are taken within each round and printed
-as median and spread (targets: keywords >= 0.9x corpus and >= 0.8x plain by wall
-time; unfocused and document not slower than keywords). CPU time counts the crawl
+Rounds are interleaved (``--repeat``; every other round in reverse order); ratios are
+taken within each round and printed as median and spread (targets: keywords >= 0.9x
+corpus and >= 0.8x plain by wall time; unfocused and document not slower than
+keywords). CPU time counts the crawl
 process and its worker processes. ``--memory-pages N`` then measures the peak RSS
 (crawl + workers) of an N-page ``keywords`` crawl with JOBDIR (target <= 1 GB at
-50,000). ``--cprofile OUT`` profiles one keywords crawl instead.
+50,000), with its RSS trend every ``--trend-every`` pages. ``--redis`` then runs
+``keywords`` crawls of ``--pages`` pages on one Redis frontier (a redis-server on
+127.0.0.1 started for it), 1 process vs 2 processes at once (``--modes`` with no
+names: only that). ``--cprofile OUT`` profiles one crawl of each of ``--modes`` instead
+(default: keywords), into ``OUT`` (one mode) or ``OUT.MODE``.
 
-    python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [-s NAME=VALUE]
+    python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [--redis] [-s NAME=VALUE]
 """
 from __future__ import annotations
 
@@ -140,6 +145,12 @@ COMMON = {
 }
 
 
+#: ``plain/tuned``, ``corpus/tuned``: the baselines with the Scrapy-level settings the focused
+#: crawl ships for speed (focuscrawl/settings.py), none of which is focus work
+TUNED_BASELINE = {"CONCURRENT_ITEMS": 16, "REFERER_ENABLED": False,
+                  "STATS_CLASS": "focuscrawl.scrapy_compat.MemoryStatsCollector"}
+
+
 def core_settings(project) -> dict:
     """The crawl core alone: spider, scope, link scoring; full-text extraction; no image
     extraction, near-duplicate detection, pipelines or writers (other components)."""
@@ -150,7 +161,7 @@ def core_settings(project) -> dict:
 
 
 def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str = "full",
-              extra: list[str] = (), profile_out: str | None = None) -> dict:
+              extra: list[str] = (), profile_out: str | None = None, trend_every: int = 0) -> dict:
     """In this process: one crawl, returns its numbers."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
@@ -172,13 +183,16 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         Scrapy's FilesPipeline, one JSON line per page (feed export)."""
 
         name = "corpus"
+        #: ``corpus/no-text``, ``corpus/no-images``: the same without trafilatura or without
+        #: the image downloads (where the corpus spider's time goes)
+        text, images = "no-text" not in kind, "no-images" not in kind
 
         def parse(self, response):
             import trafilatura
 
             text = trafilatura.extract(response.text, include_comments=False, include_tables=True,
-                                       favor_recall=True, deduplicate=False, with_metadata=False)
-            images = [response.urljoin(src) for src in response.css("img::attr(src)").getall()]
+                                       favor_recall=True, deduplicate=False, with_metadata=False) if self.text else None
+            images = [response.urljoin(src) for src in response.css("img::attr(src)").getall()] if self.images else []
             yield {"url": response.url, "text": text, "file_urls": images}
             yield from super().parse(response)
 
@@ -186,17 +200,19 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     tmp_dirs = []
     if jobdir:
         overrides["JOBDIR"] = jobdir
-    if kind in ("plain", "corpus"):
+    if kind.startswith(("plain", "corpus")):
         settings = Settings()
-        if kind == "corpus":  # pages = items (image downloads are responses too)
+        if kind.startswith("corpus"):  # pages = items (image downloads are responses too)
             out = tempfile.mkdtemp(prefix="focuscrawl-bench-corpus-")
             tmp_dirs.append(out)
             overrides.update(CLOSESPIDER_PAGECOUNT=0, CLOSESPIDER_ITEMCOUNT=pages, FILES_STORE=f"{out}/files",
                              ITEM_PIPELINES={"scrapy.pipelines.files.FilesPipeline": 1},
                              FEEDS={f"{out}/pages.jsonl": {"format": "jsonlines"}})
+        if kind.endswith("/tuned"):
+            overrides.update(TUNED_BASELINE)
         settings.setdict(overrides, priority="cmdline")
         process = CrawlerProcess(settings)
-        crawler = process.create_crawler(CorpusSpider if kind == "corpus" else PlainSpider)
+        crawler = process.create_crawler(CorpusSpider if kind.startswith("corpus") else PlainSpider)
         process.crawl(crawler)
     else:
         os.chdir(REPO)
@@ -220,7 +236,10 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         crawler = process.create_crawler("focused")
         process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
     cpu_start = cpu_seconds()  # after the model is loaded (in process.crawl)
-    peak = PeakRss()
+    crawl_cpu_start = cpu_seconds((resource.RUSAGE_SELF,))
+    stats = crawler.stats
+    peak = PeakRss(lambda: stats.get_value("focuscrawl/pages/written") or stats.get_value("focuscrawl/pages/crawled"),
+                   every=trend_every)
     if profile_out:
         import cProfile
 
@@ -238,27 +257,38 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
             "item_scraped_count", stats.get("response_received_count", 0))),
         "responses": stats.get("response_received_count", 0),
         "seconds": stats.get("elapsed_time_seconds", 0.0),
+        "start": stats["start_time"].timestamp() if stats.get("start_time") else 0.0,
+        "finish": stats["finish_time"].timestamp() if stats.get("finish_time") else 0.0,
         "lm_queries": stats.get("focuscrawl/lm/queries"), "lm_cache_hits": stats.get("focuscrawl/lm/cache_hits"),
         "cpu_seconds": cpu_seconds() - cpu_start,
+        "crawl_cpu_seconds": cpu_seconds((resource.RUSAGE_SELF,)) - crawl_cpu_start,
         "peak_rss_mb": peak.peak / 1024 ** 2,
+        "rss_trend": peak.trend,
     }
 
 
-def cpu_seconds() -> float:
+def cpu_seconds(who: tuple[int, ...] = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) -> float:
     """User + system CPU of this process and its finished children (a worker pool)."""
     total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
+    for w in who:
+        usage = resource.getrusage(w)
         total += usage.ru_utime + usage.ru_stime
     return total
 
 
-def _tree_rss(pid: int) -> int:
-    """RSS in bytes of process ``pid`` and all its descendants (Linux /proc)."""
-    total = 0
+def _rss(pid: int) -> int:
+    """RSS in bytes of process ``pid`` alone (Linux /proc; 0 when it is gone)."""
     try:
         with open(f"/proc/{pid}/statm") as f:
-            total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def _tree_rss(pid: int) -> int:
+    """RSS in bytes of process ``pid`` and all its descendants (Linux /proc)."""
+    total = _rss(pid)
+    try:
         for task in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{task}/children") as f:
                 total += sum(_tree_rss(int(c)) for c in f.read().split())
@@ -268,19 +298,38 @@ def _tree_rss(pid: int) -> int:
 
 
 class PeakRss:
-    """Peak RSS of this process plus its children (the worker pool), sampled every 0.2 s."""
+    """Peak RSS of this process plus its children (the worker pool), sampled every 0.2 s.
 
-    def __init__(self) -> None:
+    With ``pages`` (a callable giving the pages crawled so far) and ``every``, also keeps
+    the RSS trend: one sample (pages, seconds, crawl MB, workers MB) each time another
+    ``every`` pages are done, printed to stderr as it goes so that a long run shows
+    whether memory grows with the crawl."""
+
+    def __init__(self, pages=None, every: int = 0) -> None:
         import threading
 
         self.peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        self.trend: list[dict] = []
+        self._pages, self._every, self._next = pages, every, every
+        self._start = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            self.peak = max(self.peak, _tree_rss(os.getpid()))
+            total = _tree_rss(os.getpid())
+            self.peak = max(self.peak, total)
+            if self._every and (pages := self._pages() or 0) >= self._next:
+                self._next = (pages // self._every + 1) * self._every
+                own = _rss(os.getpid())
+                sample = {"pages": pages, "seconds": round(time.monotonic() - self._start, 1),
+                          "crawl_mb": round(own / 1024 ** 2), "workers_mb": round((total - own) / 1024 ** 2),
+                          "peak_mb": round(self.peak / 1024 ** 2)}
+                self.trend.append(sample)
+                print(f"memory trend: {pages} pages at {sample['seconds']:.0f} s: crawl {sample['crawl_mb']} MB"
+                      f" + workers {sample['workers_mb']} MB (peak so far {sample['peak_mb']} MB)",
+                      file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         self._stop.set()
@@ -288,17 +337,95 @@ class PeakRss:
         self.peak = max(self.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
 
-def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
-                     extra: list[str] = (), cprofile: str | None = None) -> dict:
+def start_crawl(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
+                extra: list[str] = (), cprofile: str | None = None, trend_every: int = 0,
+                source: str | None = None) -> subprocess.Popen:
+    """One crawl in a process of its own (its result: ``crawl_result``); ``source``: import
+    focuscrawl from that checkout (``--ab``) instead of this one."""
     cmd = [sys.executable, __file__, "--run", kind, "--port", str(port), "--pages", str(pages), "--profile", profile]
     if jobdir:
         cmd += ["--jobdir", jobdir]
+    if trend_every:  # the trend lines go to stderr as they come (a long run)
+        cmd += ["--trend-every", str(trend_every)]
     if cprofile:
         cmd += ["--cprofile", cprofile]
     for item in extra:
         cmd += ["-s", item]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH"))))) \
+        if source else None
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None if trend_every else subprocess.PIPE, text=True,
+                            env=env)
+
+
+def crawl_result(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise RuntimeError(f"crawl {proc.args} failed ({proc.returncode}): {(err or '')[-3000:]}")
     return json.loads(out.strip().splitlines()[-1])
+
+
+def crawl_subprocess(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
+                     extra: list[str] = (), cprofile: str | None = None, trend_every: int = 0,
+                     source: str | None = None) -> dict:
+    return crawl_result(start_crawl(kind, port, pages, jobdir, profile, extra, cprofile, trend_every, source))
+
+
+def _cpu_of_pid(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def redis_scaling(port: int, pages: int, repeat: int, profile: str, extra: list[str]) -> None:
+    """``keywords`` crawls of ``pages`` pages in all on one Redis frontier: one process,
+    then two processes (``pages / 2`` each, same crawl name, own run directories) at once;
+    a real redis-server on 127.0.0.1 started here. pages/s = pages of all processes / wall
+    time from the first start to the last finish; CPU = the crawl processes and their
+    workers, redis-server apart."""
+    sys.path.insert(0, str(REPO))
+    from tests.support.redisserver import RedisServer
+
+    with tempfile.TemporaryDirectory() as workdir:
+        server = RedisServer(workdir)
+        try:
+            rows: dict[int, list[dict]] = {1: [], 2: []}
+            for n_round in range(repeat):
+                for n in (1, 2):
+                    name = f"bench-{n_round}-{n}"
+                    settings = [*extra, f"FOCUSCRAWL_REDIS_URL={server.url}", f"FOCUSCRAWL_REDIS_CRAWL={name}"]
+                    redis_cpu = _cpu_of_pid(server.proc.pid)
+                    procs = [start_crawl("keywords", port, pages // n, profile=profile, extra=settings)
+                             for _ in range(n)]
+                    results = [crawl_result(proc) for proc in procs]
+                    done = sum(r["pages"] for r in results)
+                    wall = max(r["finish"] for r in results) - min(r["start"] for r in results)
+                    row = {"pages": done, "rate": done / wall, "cpu_ms": 1000 * sum(r["cpu_seconds"] for r in results) / done,
+                           "redis_cpu_ms": 1000 * (_cpu_of_pid(server.proc.pid) - redis_cpu) / done,
+                           "per_process": [r["pages"] for r in results],
+                           "spans": [f"{r['start'] - min(x['start'] for x in results):.0f}-"
+                                     f"{r['finish'] - min(x['start'] for x in results):.0f} s" for r in results],
+                           "peak_rss_mb": sum(r["peak_rss_mb"] for r in results)}
+                    rows[n].append(row)
+                    print(f"redis round {n_round + 1}, {n} process(es): {done} pages {row['per_process']} in "
+                          f"{wall:.0f} s (each: {', '.join(row['spans'])}): {row['rate']:.1f} pages/s, {row['cpu_ms']:.1f} CPU ms/page "
+                          f"(+ redis-server {row['redis_cpu_ms']:.2f})", flush=True)
+                    server.client.flushdb()
+        finally:
+            server.stop()
+    print(f"{'Redis frontier':<16} {'pages/s':>8} {'spread':>13} {'CPU ms/page':>11} {'redis ms/page':>13} "
+          f"{'peak RSS MB':>11}")
+    for n in (1, 2):
+        rates = [r["rate"] for r in rows[n]]
+        print(f"{n} process(es){'':<4} {statistics.median(rates):>8.1f} {min(rates):>6.1f}-{max(rates):<6.1f} "
+              f"{statistics.median(r['cpu_ms'] for r in rows[n]):>11.1f} "
+              f"{statistics.median(r['redis_cpu_ms'] for r in rows[n]):>13.2f} "
+              f"{max(r['peak_rss_mb'] for r in rows[n]):>11.0f}")
+    speedup = [two["rate"] / one["rate"] for one, two in zip(rows[1], rows[2])]
+    print(f"2 processes / 1 process on one Redis frontier: wall {_spread(speedup)}")
+
+
+ALL_MODES = ("plain", "corpus", "unfocused", "document", "keywords", "learning")
 
 
 def _spread(values: list[float]) -> str:
@@ -311,17 +438,32 @@ def main() -> int:
     parser.add_argument("--memory-pages", type=int, default=0,
                         help="pages of the JOBDIR memory crawl in keywords mode (0: skip; the target is "
                              "stated for 50000)")
-    parser.add_argument("--modes", nargs="+", default=["plain", "corpus", "unfocused", "document", "keywords", "learning"],
-                        help="crawls: plain, corpus, unfocused, document, keywords, learning; MODE/no-pool = that mode "
-                             "with the page analysis in the crawl process (FOCUSCRAWL_ANALYSIS_WORKERS=0)")
-    parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown)")
+    parser.add_argument("--modes", nargs="*", default=None,
+                        help="crawls (default: all; keywords with --cprofile; no names: only --redis/--memory-pages): "
+                             "plain, corpus, unfocused, document, keywords, "
+                             "learning; MODE/no-pool = that mode with the page analysis in the crawl process "
+                             "(FOCUSCRAWL_ANALYSIS_WORKERS=0); corpus/no-text, corpus/no-images = the corpus "
+                             "spider without trafilatura or without image downloads; plain/tuned, corpus/tuned = "
+                             "the baselines with the focused crawl's Scrapy-level speed settings (TUNED_BASELINE)")
+    parser.add_argument("--repeat", type=int, default=2, help="interleaved rounds (ratios per round, spread shown; "
+                                                              "0: only the --memory-pages crawl)")
     parser.add_argument("--profile", choices=("core", "full"), default="full",
                         help="full: every component as shipped (the headline; trafilatura, image extraction "
                              "and download, near-duplicates, writers); core: spider + link scoring only")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="setting for the focused crawls (repeatable), e.g. FOCUSCRAWL_ANALYSIS_WORKERS=0")
-    parser.add_argument("--cprofile", metavar="OUT", help="profile one keywords crawl with cProfile into OUT "
-                                                          "and print its top functions")
+    parser.add_argument("--cprofile", metavar="OUT", help="profile one crawl of each of --modes (default: keywords) "
+                                                          "with cProfile into OUT (OUT.MODE for several) and "
+                                                          "print the top functions")
+    parser.add_argument("--ab", metavar="SRC", help="A/B: also run each focused mode as MODE@ab with focuscrawl "
+                                                    "imported from the checkout SRC (e.g. `git worktree add SRC "
+                                                    "main`), in the same rounds")
+    parser.add_argument("--redis", action="store_true",
+                        help="also: keywords crawls of --pages pages on one Redis frontier (a redis-server "
+                             "started here), 1 process vs 2 processes, --repeat rounds")
+    parser.add_argument("--trend-every", type=int, default=0,
+                        help="RSS trend sample every N pages of the memory crawl (default: a tenth of "
+                             "--memory-pages)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -332,76 +474,103 @@ def main() -> int:
         return 0
     if args.run:
         print(json.dumps(run_crawl(args.run, args.port, args.pages, args.jobdir, args.profile, args.set,
-                                   args.cprofile)))
+                                   args.cprofile, args.trend_every)))
         return 0
 
-    web_pages = max(2 * args.pages, 2 * args.memory_pages, 10000)
+    if args.modes is None:
+        args.modes = ["keywords"] if args.cprofile else list(ALL_MODES)
+    if args.ab:
+        args.modes = [k for kind in args.modes for k in ((kind, f"{kind}@ab") if not kind.startswith(("plain", "corpus"))
+                                                           else (kind,))]
+    # the memory crawl's web is 10x its pages: ~20 random links a page keep finding new URLs
+    # to the end (on a web only 2x as big the frontier stops growing at ~30% of the crawl)
+    web_pages = max(2 * args.pages, 10 * args.memory_pages, 10000)
     server, port = start_server(web_pages)
     try:
         if args.cprofile:
-            r = crawl_subprocess("keywords", port, args.pages, profile=args.profile, extra=args.set,
-                                 cprofile=args.cprofile)
-            print(f"keywords: {r['pages']} pages in {r['seconds']:.1f} s; profile in {args.cprofile}")
-            import pstats
+            for kind in args.modes:
+                out = args.cprofile if len(args.modes) == 1 else f"{args.cprofile}.{kind.replace('/', '-')}"
+                r = crawl_subprocess(kind, port, args.pages, profile=args.profile, extra=args.set, cprofile=out)
+                print(f"{kind}: {r['pages']} pages, {r['responses']} responses in {r['seconds']:.1f} s; "
+                      f"profile in {out}")
+                import pstats
 
-            pstats.Stats(args.cprofile).sort_stats("tottime").print_stats(30)
-            pstats.Stats(args.cprofile).sort_stats("cumulative").print_stats(60)
+                pstats.Stats(out).sort_stats("tottime").print_stats(30)
+                pstats.Stats(out).sort_stats("cumulative").print_stats(60)
             return 0
         print(f"web: {web_pages} pages (~20 links, 3 images each) on 127.0.0.1:{port}; {args.repeat} "
               f"interleaved rounds; focused profile: {args.profile}; settings: {args.set or 'as shipped'}")
         print("pages/s = HTML pages / wall seconds; CPU pages/s = pages / CPU seconds of the crawl process "
               "and its workers")
         rounds: list[dict[str, dict]] = []
-        for n in range(args.repeat):
+        for n in range(args.repeat if args.modes else 0):
             results: dict[str, dict] = {}
-            for kind in args.modes:
-                r = crawl_subprocess(kind, port, args.pages, profile=args.profile, extra=args.set)
+            # ABBA: every other round runs the crawls in reverse order, so that a load that
+            # drifts during a round does not always favour the same crawls
+            for kind in (args.modes if n % 2 == 0 else reversed(args.modes)):
+                name, _, ab = kind.partition("@")
+                r = crawl_subprocess(name, port, args.pages, profile=args.profile, extra=args.set,
+                                     source=args.ab if ab else None)
                 r["rate"] = r["pages"] / r["seconds"] if r["seconds"] else 0.0
                 r["cpu_rate"] = r["pages"] / r["cpu_seconds"] if r["cpu_seconds"] else 0.0
                 results[kind] = r
             rounds.append(results)
             print(f"round {n + 1}: " + ", ".join(f"{k} {r['rate']:.1f} p/s" for k, r in results.items()), flush=True)
-        print(f"{'crawl':<10} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} "
-              f"{'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
-        for kind in args.modes:
-            rs = [rd[kind] for rd in rounds]
-            rates = [r["rate"] for r in rs]
-            best = max(rs, key=lambda r: r["rate"])
-            cpu_rate = statistics.median(r["cpu_rate"] for r in rs)
-            print(f"{kind:<10} {best['pages']:>6} {statistics.median(rates):>8.1f} "
-                  f"{min(rates):>6.1f}-{max(rates):<6.1f} {cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
-                  f"{best['lm_queries'] or 0:>10} {best['lm_cache_hits'] or 0:>10} "
-                  f"{max(r['peak_rss_mb'] for r in rs):>11.0f}", flush=True)
-        verdicts = []
-        for base, target in (("corpus", 0.9), ("plain", 0.8)):
-            if base not in args.modes:
-                continue
-            for kind in ("keywords", "document", "unfocused"):
-                if kind not in args.modes:
+        if rounds:  # --repeat 0 or no --modes: the memory / Redis crawls alone
+            print(f"{'crawl':<18} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} {'of it crawl':>11} "
+                  f"{'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
+            for kind in args.modes:
+                rs = [rd[kind] for rd in rounds]
+                rates = [r["rate"] for r in rs]
+                best = max(rs, key=lambda r: r["rate"])
+                cpu_rate = statistics.median(r["cpu_rate"] for r in rs)
+                print(f"{kind:<18} {best['pages']:>6} {statistics.median(rates):>8.1f} "
+                      f"{min(rates):>6.1f}-{max(rates):<6.1f} {cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
+                      f"{statistics.median(1000 * r['crawl_cpu_seconds'] / r['pages'] for r in rs):>11.2f} "
+                      f"{best['lm_queries'] or 0:>10} {best['lm_cache_hits'] or 0:>10} "
+                      f"{max(r['peak_rss_mb'] for r in rs):>11.0f}", flush=True)
+            verdicts = []
+            for base, target in (("corpus", 0.9), ("plain", 0.8)):
+                if base not in args.modes:
                     continue
-                wall = [rd[kind]["rate"] / rd[base]["rate"] for rd in rounds]
-                cpu = [rd[kind]["cpu_rate"] / rd[base]["cpu_rate"] for rd in rounds]
-                line = f"{kind} / {base}: wall {_spread(wall)}, CPU {_spread(cpu)}"
-                if kind == "keywords":
-                    ok = statistics.median(wall) >= target
-                    line += f" (target >= {target}x wall: {'OK' if ok else 'BELOW TARGET'})"
-                    verdicts.append(ok)
-                print(line)
-        if "keywords" in args.modes:
-            for kind in ("unfocused", "document"):
-                if kind in args.modes:
-                    wall = [rd[kind]["rate"] / rd["keywords"]["rate"] for rd in rounds]
-                    print(f"{kind} / keywords: wall {_spread(wall)} (target >= 1x: "
-                          f"{'OK' if statistics.median(wall) >= 0.97 else 'SLOWER'}; within 3% counts as equal)")
-        if "keywords" in args.modes and "learning" in args.modes:
-            wall = [rd["learning"]["rate"] / rd["keywords"]["rate"] for rd in rounds]
-            cpu = [rd["learning"]["cpu_rate"] / rd["keywords"]["cpu_rate"] for rd in rounds]
-            print(f"learning / keywords: wall {_spread(wall)}, CPU {_spread(cpu)} (target >= 0.9x: "
-                  f"{'OK' if min(statistics.median(wall), statistics.median(cpu)) >= 0.9 else 'BELOW TARGET'})")
+                for kind in ("keywords", "document", "unfocused"):
+                    if kind not in args.modes:
+                        continue
+                    wall = [rd[kind]["rate"] / rd[base]["rate"] for rd in rounds]
+                    cpu = [rd[kind]["cpu_rate"] / rd[base]["cpu_rate"] for rd in rounds]
+                    line = f"{kind} / {base}: wall {_spread(wall)}, CPU {_spread(cpu)}"
+                    if kind == "keywords":
+                        ok = statistics.median(wall) >= target
+                        line += f" (target >= {target}x wall: {'OK' if ok else 'BELOW TARGET'})"
+                        verdicts.append(ok)
+                    print(line)
+            if "keywords" in args.modes:
+                for kind in ("unfocused", "document"):
+                    if kind in args.modes:
+                        wall = [rd[kind]["rate"] / rd["keywords"]["rate"] for rd in rounds]
+                        print(f"{kind} / keywords: wall {_spread(wall)} (target >= 1x: "
+                              f"{'OK' if statistics.median(wall) >= 0.97 else 'SLOWER'}; within 3% counts as equal)")
+            for kind in args.modes:
+                if kind.endswith("@ab"):
+                    wall = [rd[kind[:-3]]["rate"] / rd[kind]["rate"] for rd in rounds]
+                    cpu = [rd[kind[:-3]]["cpu_rate"] / rd[kind]["cpu_rate"] for rd in rounds]
+                    print(f"{kind[:-3]} / {kind}: wall {_spread(wall)}, CPU {_spread(cpu)}")
+            if "keywords" in args.modes and "learning" in args.modes:
+                wall = [rd["learning"]["rate"] / rd["keywords"]["rate"] for rd in rounds]
+                cpu = [rd["learning"]["cpu_rate"] / rd["keywords"]["cpu_rate"] for rd in rounds]
+                print(f"learning / keywords: wall {_spread(wall)}, CPU {_spread(cpu)} (target >= 0.9x: "
+                      f"{'OK' if min(statistics.median(wall), statistics.median(cpu)) >= 0.9 else 'BELOW TARGET'})")
+        if args.redis:
+            redis_scaling(port, args.pages, max(args.repeat, 1), args.profile, args.set)
         if args.memory_pages:
             with tempfile.TemporaryDirectory() as jobdir:
                 t = time.monotonic()
-                r = crawl_subprocess("keywords", port, args.memory_pages, jobdir, profile=args.profile, extra=args.set)
+                every = args.trend_every or max(args.memory_pages // 10, 1)
+                r = crawl_subprocess("keywords", port, args.memory_pages, jobdir, profile=args.profile, extra=args.set,
+                                     trend_every=every)
+                for sample in r["rss_trend"]:
+                    print(f"  {sample['pages']:>7} pages {sample['seconds']:>7.0f} s: crawl {sample['crawl_mb']:>5} MB"
+                          f" + workers {sample['workers_mb']:>4} MB, peak so far {sample['peak_mb']:>5} MB")
                 print(f"memory: keywords crawl of {r['pages']} pages with JOBDIR in {time.monotonic() - t:.0f} s: "
                       f"peak RSS (crawl + workers) {r['peak_rss_mb']:.0f} MB (target <= 1024 MB): "
                       f"{'OK' if r['peak_rss_mb'] <= 1024 else 'ABOVE TARGET'}")

@@ -184,11 +184,22 @@ _worker: tuple[AnalysisConfig, TopicScorer, object] | None = None
 
 
 def _init_worker(config: AnalysisConfig, topic) -> None:
-    """Load the models once per worker process (``topic``, a ``TopicModel``, arrives
-    pickled as its folder and loads here); exit when the crawl process dies."""
+    """Load the models and the text extractor once per worker process (``topic``, a
+    ``TopicModel``, arrives pickled as its folder and loads here); exit when the crawl
+    process dies."""
     global _worker
     _worker = (config, config.scorer(), topic)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    if config.extractor != "fulltext":  # its imports and lazy models now, not on the first page
+        extract_page(get_extractor(config.extractor), _WARM_UP_HTML)
+
+
+#: a page the extractor reads at a worker's start (no LM query: the counters stay the crawl's)
+_WARM_UP_HTML = "<html><body><main><p>" + "A short paragraph of plain text. " * 8 + "</p></main></body></html>"
+
+
+def _worker_ready() -> int:
+    return os.getpid()
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -225,6 +236,10 @@ class PageAnalyser:
             # spawn: a fresh interpreter per worker, no copy of the reactor's threads and sockets
             self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_init_worker, initargs=(config, topic))
+            # start the workers now (the pool would spawn them at the first page): they load
+            # while the crawl sets up and fetches its seeds, instead of holding up the first pages
+            for _ in range(workers):
+                self._pool.submit(_worker_ready)
 
     def analyse(self, html: str, url: str, base_url: str, depth: int):
         if self._pool is None:

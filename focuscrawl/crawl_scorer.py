@@ -92,6 +92,20 @@ def crawl_topic_model(crawler: Crawler):
     and link scores in calibrated log-odds), else ``None`` (SPEC's perplexity rules)."""
     if crawler.settings.get("FOCUSCRAWL_CRAWL_SCORING") != "calibrated":
         return None
+    return _shared_topic_model(crawler)
+
+
+def page_topic_model(crawler: Crawler):
+    """The ``TopicModel`` that gives each page its calibrated log-odds (``page_topic_logit``):
+    the calibrated crawl's, or in mode ``learning`` with ``FOCUSCRAWL_LEARNING_JUDGE =
+    "calibrated"`` the one that judges pages for the link learner; else ``None``."""
+    s = crawler.settings
+    if s.get("FOCUSCRAWL_MODE") == "learning" and s.get("FOCUSCRAWL_LEARNING_JUDGE") == "calibrated":
+        return _shared_topic_model(crawler)
+    return crawl_topic_model(crawler)
+
+
+def _shared_topic_model(crawler: Crawler):
     if crawler not in _topic_models:
         _topic_models[crawler] = topic_model_from_settings(crawler.settings)
     return _topic_models[crawler]

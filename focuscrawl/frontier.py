@@ -52,7 +52,7 @@ from scrapy.utils.request import request_from_dict
 from focuscrawl.lm.link_learner import url_host
 from focuscrawl.output.files import LineLog, iter_tsv
 from focuscrawl.output.run import run_output
-from focuscrawl.scrapy_compat import read_seen_fingerprints
+from focuscrawl.scrapy_compat import read_seen_fingerprints, rerank_queue_top
 
 logger = logging.getLogger(__name__)
 
@@ -282,8 +282,8 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     the hosts' harvest as of now) and pushed back: what the crawl fetches next is
     always ranked by a recent model. Requests keep the same meta, so the disk queues
     of a JOBDIR and the frontier journal are unaffected. Without a learner (other
-    modes) it is Scrapy's queue. (It reads Scrapy's ``queues``/``curprio``, internals of
-    ``ScrapyPriorityQueue``, for speed.)
+    modes) it is Scrapy's queue. (Taking out and pushing back the top reads Scrapy's
+    internals: ``focuscrawl.scrapy_compat.rerank_queue_top``.)
 
     ``__init__`` keeps the signature Scrapy's scheduler builds priority queues with
     (``crawler, downstream_queue_cls, key, startprios``); ``from_crawler`` reads the settings.
@@ -295,7 +295,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
         self.learner = learner
         self.top = top
         self.stats = crawler.stats
-        self.ranked_version = 0
+        self.ranked_version, self.ranked_trust = 0, 0.0
 
     @classmethod
     def from_crawler(cls, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
@@ -307,40 +307,23 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
                    learner=learner, top=s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
 
     def pop(self):
-        if self.learner is not None and self.top > 0 and self.learner.version != self.ranked_version:
-            self.ranked_version = self.learner.version
-            self.rerank()
+        learner = self.learner
+        if learner is not None and self.top > 0 and learner.version != self.ranked_version:
+            self.ranked_version = learner.version
+            if learner.trust > 0 or self.ranked_trust > 0:  # with no trust: the thesis's order, as queued
+                self.ranked_trust = learner.trust
+                self.rerank()
         return super().pop()
 
     def rerank(self) -> int:
-        """Re-score the best ``top`` requests (start requests keep their priority).
+        """Re-score the best ``top`` requests (start requests keep their priority)."""
+        count = rerank_queue_top(self, self.top, self._rescore)
+        self.stats.inc_value("focuscrawl/learning/reranked", count)
+        return count
 
-        Takes them from the internal per-priority queues best first (Scrapy's ``pop``
-        recomputes the current priority over all queues whenever one empties, O(queues)
-        per request) and pushes them back with their new priorities."""
-        taken, emptied = [], []
-        for prio in sorted(self.queues):
-            queue = self.queues[prio]
-            while len(taken) < self.top:
-                request = queue.pop()
-                if request is None:
-                    break
-                taken.append(request)
-            if not len(queue):
-                emptied.append(prio)
-            if len(taken) >= self.top:
-                break
-        for request in taken:
-            vector = request.meta.get("link_vector")
-            if vector is not None:
-                learned = self.learner.score(None, request.meta.get("link_score"), url_host(request.url), vector)
-                request.meta["link_learned"] = learned
-                request.priority = self.learner.priority(learned)
-            self.push(request)
-        for prio in emptied:  # kept while pushing back: no queue is closed and built again
-            if not len(self.queues[prio]):
-                self.queues.pop(prio).close()
-        prios = set(self.queues) | set(self._start_queues)
-        self.curprio = min(prios) if prios else None
-        self.stats.inc_value("focuscrawl/learning/reranked", len(taken))
-        return len(taken)
+    def _rescore(self, request) -> None:
+        vector = request.meta.get("link_vector")
+        if vector is not None:
+            learned = self.learner.score(None, request.meta.get("link_score"), url_host(request.url), vector)
+            request.meta["link_learned"] = learned
+            request.priority = self.learner.priority(learned)

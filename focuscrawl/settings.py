@@ -341,6 +341,12 @@ FOCUSCRAWL_CRAWL_SCORING = "thesis"
 #: A page is judged on topic when its weighted perplexity is at most this
 #: (topicality = T / (T + wPP)); the judgement labels the link that led to it.
 FOCUSCRAWL_LEARNING_ON_TOPIC_PP = 50.0
+#: How a page is judged for the learner: "calibrated" (the topic bundle's calibrated
+#: probability >= 0.5: FOCUSCRAWL_TOPIC, or the bundled cats bundle without FOCUSCRAWL_MODEL;
+#: the same scale for any model and topic; costs the page's topic score) or "perplexity"
+#: (FOCUSCRAWL_LEARNING_ON_TOPIC_PP above; also used when there is no bundle). Chosen by
+#: measurement on hard cats/dogs and standard webs (docs/EVALUATION.md).
+FOCUSCRAWL_LEARNING_JUDGE = "calibrated"
 #: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
 FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
 #: The model's probability is blended with a prior from the thesis's link score,
@@ -353,6 +359,10 @@ FOCUSCRAWL_LEARNING_HOST_WEIGHT = 1.0
 FOCUSCRAWL_LEARNING_EXPLORATION = 0.05
 #: Requests at the top of the frontier re-scored with each new model (0 = none).
 FOCUSCRAWL_LEARNING_RERANK_TOP = 500
+#: The learned score is trusted by how much better it ranked the last this many judged
+#: links than the thesis's link score did (AUC above chance; docs/CRAWL.md): 0 = thesis
+#: order, 1 = the learner's. A horizon, so that the trust follows the model as it learns.
+FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
 
 # --- Throughput (issue #14) ---------------------------------------------------------
 #: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:
@@ -365,3 +375,6 @@ FOCUSCRAWL_ANALYSIS_WORKERS = 1
 #: 100 asyncio tasks per response whatever it yields; a page yields ~25 here, and 16
 #: cut the crawl's CPU per page by ~18% (benchmarks/crawl_throughput.py, docs/CRAWL.md).
 CONCURRENT_ITEMS = 16
+#: Scrapy's in-memory stats without the deprecation check Scrapy wraps around every stats
+#: call (~100 a page: ~5% of the crawl process's CPU); same stats.
+STATS_CLASS = "focuscrawl.scrapy_compat.MemoryStatsCollector"

@@ -66,8 +66,9 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")).text
     doc, _ = scorer.score_document(text, settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"))
     ranker = LinkRanker.from_settings(settings, scorer, learner=learner)
-    judge = PageJudge(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"))
-    topicality = judge.topicality(doc.weighted)
+    topic = topic_model_from_settings(settings) if settings.get("FOCUSCRAWL_LEARNING_JUDGE") == "calibrated" else None
+    judge = PageJudge.from_settings(settings, topic)
+    topicality = judge.topicality(doc.weighted, topic.logit(text) if topic is not None and text else None)
     grand = response.meta.get("parent_topicality") if response.request is not None else None
     reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
     allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")

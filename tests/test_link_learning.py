@@ -1,7 +1,10 @@
 """Crawl mode ``learning``: the online link learner, its host term, and a real crawl on a loopback web."""
 from __future__ import annotations
 
-from focuscrawl.lm.link_learner import HostHarvest, LinkLearner, PageJudge, link_features
+import pytest
+from scrapy.settings import Settings
+
+from focuscrawl.lm.link_learner import HostHarvest, LinkLearner, PageJudge, link_features, ranking_auc, trust_from_auc
 from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
@@ -61,11 +64,58 @@ def test_learner_is_deterministic():
     assert run() == run()
 
 
+def test_ranking_auc_and_the_trust_it_gives():
+    assert ranking_auc([3, 2, 1], [1, 0, 0]) == 1.0 and ranking_auc([1, 2, 3], [1, 0, 0]) == 0.0
+    assert ranking_auc([1, 1, 1, 1], [1, 0, 1, 0]) == 0.5  # ties count half
+    assert ranking_auc([1, 2], [1, 1]) is None  # one class: nothing to rank
+    assert trust_from_auc(0.9, 0.5, 0.0) == 1.0 and trust_from_auc(0.5, 0.9, 1.0) == 0.0
+    assert abs(trust_from_auc(0.8, 0.7, 0.0) - 0.6) < 1e-12 and trust_from_auc(0.3, 0.4, 0.0) == 0.5
+    assert trust_from_auc(None, 0.9, 0.25) == 0.25
+
+
+def _judge_links(learner: LinkLearner, thesis_ranks_well: bool) -> None:
+    """Links to an on-topic host and to an off-topic one with the same anchor; the thesis's
+    score (lower = better) either tells them apart or points the wrong way."""
+    for i in range(40):
+        good = i % 2 == 0
+        host = "good.test" if good else "decoy.test"
+        thesis = 5.0 if good == thesis_ranks_well else 500.0
+        learner.observe(_features(f"http://{host}/post/{i}.html"), host, good, thesis_score=thesis)
+
+
+def test_learner_is_trusted_only_where_it_ranks_better_than_the_thesis():
+    # the thesis's score already tells on-topic links from the others: the learner, which
+    # starts from it, is at best as good, and gets at most half a say
+    agreeing = LinkLearner(retrain_every=4)
+    _judge_links(agreeing, thesis_ranks_well=True)
+    assert 0 < agreeing.trust <= 0.5
+    # the thesis's score points to the decoy (a look-alike topic): the learner takes over
+    misled = LinkLearner(retrain_every=4)
+    _judge_links(misled, thesis_ranks_well=False)
+    assert misled.trust == 1.0
+    good, decoy = _features("http://good.test/post/99.html"), _features("http://decoy.test/post/99.html")
+    assert misled.score(good, 500.0, "good.test") > misled.score(decoy, 5.0, "decoy.test")
+    # with little trust the thesis's order of two unseen hosts' links stands
+    assert agreeing.score(_features("http://a.test/1"), 5.0, "a.test") > agreeing.score(
+        _features("http://b.test/1"), 500.0, "b.test")
+
+
 def test_page_judge_threshold_is_the_on_topic_perplexity():
     judge = PageJudge(on_topic_pp=50)
     assert judge.topicality(None) is None
     assert judge.on_topic(judge.topicality(1.0)) and judge.on_topic(judge.topicality(50.0))
     assert not judge.on_topic(judge.topicality(51.0))
+
+
+def test_calibrated_page_judge_uses_the_topic_probability():
+    settings = Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated", "FOCUSCRAWL_LEARNING_ON_TOPIC_PP": 50.0})
+    assert not PageJudge.from_settings(settings).calibrated  # no topic bundle: judged by perplexity
+    judge = PageJudge.from_settings(settings, topic_model=object())
+    assert judge.calibrated and judge.topicality(1.0, None) is None  # no calibrated score: not judged
+    assert judge.on_topic(judge.topicality(1e6, 0.0)) and not judge.on_topic(judge.topicality(1.0, -0.1))
+    assert abs(judge.topicality(None, 2.0) - 0.8808) < 1e-4
+    with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_JUDGE"):
+        PageJudge.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE": "oracle"}))
 
 
 #: five distinct on-topic texts (toy model: PP 2-7; distinct, so not near-duplicates of each other)

@@ -20,7 +20,8 @@ from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
-                                      is_over_download_maxsize, is_too_many_redirects, read_seen_fingerprints)
+                                      is_over_download_maxsize, is_too_many_redirects, read_seen_fingerprints,
+                                      rerank_queue_top)
 
 
 def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
@@ -37,6 +38,35 @@ def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
         fh.write((20).to_bytes(2, "big") + b"torn")
     assert read_seen_fingerprints(tmp_path / "requests.seen") == expected
     assert read_seen_fingerprints(tmp_path / "absent") == set()
+
+
+@pytest.mark.parametrize("queue_class", ["scrapy.squeues.FifoMemoryQueue", "scrapy.squeues.PickleFifoDiskQueue"])
+def test_rerank_queue_top_reorders_the_best_requests_of_scrapys_priority_queue(tmp_path, queue_class):
+    from scrapy.pqueues import ScrapyPriorityQueue
+    from scrapy.utils.misc import load_object
+
+    crawler = get_crawler()
+    queue = ScrapyPriorityQueue.from_crawler(crawler, load_object(queue_class), str(tmp_path / "q"),
+                                             start_queue_cls=load_object(queue_class))
+    for i in range(6):  # priorities 5, 5, 4, 4, 3, 3: "r0" is the best
+        queue.push(Request(f"http://127.0.0.1/r{i}", priority=5 - i // 2))
+    queue.push(Request("http://127.0.0.1/start", priority=4, meta={"is_start_request": True}))
+    seen = []
+
+    def rescore(request):  # the best three sink below everything, in reverse order
+        seen.append(request.url.rsplit("/", 1)[1])
+        request.priority = -len(seen)
+
+    assert rerank_queue_top(queue, 3, rescore) == 3
+    assert seen == ["r0", "r1", "r2"]  # best first, FIFO within a priority; the start request stays
+    assert len(queue) == 7
+    assert all(len(q) for q in queue.queues.values())  # the emptied priority queue was closed and dropped
+    order = []
+    while (request := queue.pop()) is not None:
+        order.append(request.url.rsplit("/", 1)[1])
+    assert order == ["r3", "start", "r4", "r5", "r0", "r1", "r2"]  # Scrapy: other requests before start ones
+    assert queue.curprio is None and len(queue) == 0
+    assert rerank_queue_top(queue, 3, rescore) == 0  # an empty queue stays empty
 
 
 def test_expected_media_failure_is_not_logged_as_an_error(caplog):
@@ -137,3 +167,27 @@ def test_wake_engine_reruns_the_idle_check_before_the_heartbeat(tmp_path):
     assert "woke True" in done.stdout
     gap = float(done.stdout.split("gap ")[1])
     assert gap < 2.5, done.stdout
+
+
+def test_stats_collector_without_the_per_call_wrapper_keeps_every_stat():
+    """Scrapy's collector wraps each method in a deprecation check (what the workaround
+    removes); ours keeps the same values and API, and is the crawl's STATS_CLASS."""
+    from scrapy.statscollectors import MemoryStatsCollector as ScrapyCollector
+
+    from focuscrawl.resources import project_settings
+    from focuscrawl.scrapy_compat import MemoryStatsCollector
+
+    scrapy_stats, ours = ScrapyCollector(get_crawler()), MemoryStatsCollector(get_crawler())
+    assert scrapy_stats.inc_value is not scrapy_stats.inc_value.__wrapped__  # the wrapper exists in Scrapy
+    assert not hasattr(ours.inc_value, "__wrapped__")
+    for stats in (scrapy_stats, ours):
+        stats.open_spider()
+        stats.inc_value("a")
+        stats.inc_value("a", 2)
+        stats.max_value("m", 3)
+        stats.max_value("m", 1)
+        stats.min_value("n", 3)
+        stats.min_value("n", 1)
+        stats.set_value("s", "x")
+    assert ours.get_stats() == scrapy_stats.get_stats() == {"a": 3, "m": 3, "n": 1, "s": "x"}
+    assert project_settings().get("STATS_CLASS") == "focuscrawl.scrapy_compat.MemoryStatsCollector"

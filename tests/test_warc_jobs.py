@@ -3,11 +3,13 @@
 The merged run directory is the same with one process and with two (byte for byte:
 pages.tsv, sentences, images.tsv, records, image files), an image stored in another
 file than its page is still found, and the merged pages equal a replay of all files
-in one process.
+in one process. The same jobs scheduled on real scrapyd servers (one per file) merge to
+the same run directory too.
 """
 from __future__ import annotations
 
 import csv
+import os
 import json
 import random
 import subprocess
@@ -94,3 +96,58 @@ def test_jobs_1_and_2_merge_to_the_same_run(tmp_path):
     # the same pages as one replay of all files in one process
     warc(*paths, "-o", str(single))
     assert tsv(one / "pages.tsv", "url") == tsv(single / "pages.tsv", "url")
+
+
+def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
+    """docs/DEPLOY.md "The same as scrapyd jobs across machines", step by step: one egg
+    deployed to two real scrapyd servers, one `archive` job per file scheduled round-robin
+    (every job told about all files and its own), the parts merged by `focuscrawl merge`:
+    the same run directory as `focuscrawl warc --jobs 1`."""
+    from tests.support.scrapydserver import Scrapyd
+
+    paths = archives(tmp_path)
+    deploy = str(Path(sys.executable).parent / "scrapyd-deploy")
+    egg = tmp_path / "focuscrawl.egg"
+    built = subprocess.run([deploy, f"--build-egg={egg}"], cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert built.returncode == 0, built.stderr[-2000:]
+    servers = []
+    try:
+        for n in range(2):
+            servers.append(Scrapyd(tmp_path / f"scrapyd{n}"))
+        # scrapyd-deploy reads its targets from scrapy.cfg files, $XDG_CONFIG_HOME/scrapy.cfg included
+        (tmp_path / "xdg").mkdir()
+        (tmp_path / "xdg" / "scrapy.cfg").write_text("".join(
+            f"[deploy:scrapyd{n}]\nurl = {server.url}\nproject = focuscrawl\n" for n, server in enumerate(servers)))
+        env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+        for n in range(2):
+            up = subprocess.run([deploy, f"scrapyd{n}", f"--egg={egg}", "--version", "r1"], cwd=REPO, env=env,
+                                capture_output=True, text=True, timeout=120)
+            assert up.returncode == 0 and '"status": "ok"' in up.stdout + up.stderr, up.stderr[-2000:]
+        jobs = []
+        for n, path in enumerate(paths):
+            server = servers[n % 2]
+            job = server.post("schedule.json", [
+                ("project", "focuscrawl"), ("spider", "archive"), ("archives", ",".join(paths)),
+                ("seed_files", path), ("output", str(tmp_path / "cc1" / "parts" / str(n))),
+                ("setting", "FOCUSCRAWL_ANALYSIS_WORKERS=0")])
+            assert job["status"] == "ok", job
+            jobs.append((server, job["jobid"]))
+        for server, job in jobs:
+            server.wait_finished("focuscrawl", job, timeout=300)
+        logs = [log.read_text() for n in range(2)
+                for log in (tmp_path / f"scrapyd{n}" / "logs" / "focuscrawl" / "archive").glob("*.log")]
+    finally:
+        for server in servers:
+            server.stop()
+    assert len(logs) == 4
+    for log in logs:
+        assert "Spider closed (finished)" in log and "Traceback" not in log, log[-3000:]
+    parts = sorted(str(p) for p in (tmp_path / "cc1" / "parts").iterdir())
+    merge = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", *parts, "-o", str(tmp_path / "cc1")],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert merge.returncode == 0, merge.stderr[-3000:]
+    assert json.loads(merge.stdout.strip().splitlines()[-1])["pages"] == 12
+    warc(*paths, "-o", str(tmp_path / "one"), "--jobs", "1")
+    merged, one = run_files(tmp_path / "cc1"), run_files(tmp_path / "one")
+    assert len(merged) == 3 + 13 + 13
+    assert merged == one

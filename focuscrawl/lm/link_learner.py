@@ -14,6 +14,17 @@ topic". A logistic model (scikit-learn ``SGDClassifier.partial_fit`` on
   that do not sink (``host_weight`` in log-odds, relative to a host not seen yet, which
   is neither pushed nor held back).
 
+That learned score is trusted only as far as it has ranked better than the thesis's
+own link score: every judged link is first scored by both (prequentially: before it
+teaches the model or the host counts anything), and at each model update ``trust`` =
+``(AUC_learned - 0.5)+ / ((AUC_learned - 0.5)+ + (AUC_thesis - 0.5)+)`` over the last
+``trust_window`` judged links. A link's final log-odds are ``trust`` × the learned
+ones + (1 - ``trust``) × the thesis prior's, so the crawl keeps the thesis's order
+where that already finds the topic (standard webs) and hands over to the learner
+where it does not (hard webs). ``trust`` starts at 0 and stays where it was while the
+window holds only one class (no ranking to compare); when neither score ranks better
+than chance both get half.
+
 Pure and deterministic (fixed ``random_state``): the same judgements in the same order
 give the same scores. ``version`` grows with every model update, so a frontier can
 re-rank what it holds (``focuscrawl.frontier.RerankingPriorityQueue``).
@@ -27,6 +38,7 @@ import pickle
 import re
 import weakref
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -34,6 +46,7 @@ from typing import Sequence
 import numpy as np
 
 from focuscrawl import settings as defaults
+from focuscrawl.topic.model import sigmoid
 
 _WORD = re.compile(r"[a-z0-9]+")
 #: learned scores in [0, 1] map to Scrapy priorities 0 .. PRIORITY_STEPS (seeds above)
@@ -124,6 +137,28 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+def ranking_auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
+    """Area under the ROC curve (Mann-Whitney, ties count half); ``None`` with one class only."""
+    from scipy.stats import rankdata
+
+    positives = sum(labels)
+    negatives = len(labels) - positives
+    if not positives or not negatives:
+        return None
+    ranks = rankdata(scores)
+    rank_sum = sum(r for r, y in zip(ranks, labels) if y)
+    return float((rank_sum - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+def trust_from_auc(learned_auc: float | None, thesis_auc: float | None, previous: float) -> float:
+    """The learned score's weight: its ranking skill above chance as a share of both scores'
+    (``previous`` while either AUC is unknown; one half when neither ranks better than chance)."""
+    if learned_auc is None or thesis_auc is None:
+        return previous
+    learned, thesis = max(learned_auc - 0.5, 0.0), max(thesis_auc - 0.5, 0.0)
+    return learned / (learned + thesis) if learned + thesis > 0 else 0.5
+
+
 class LinkLearner:
     """The online model, host harvests and the score of a link; see the module docstring."""
 
@@ -133,6 +168,8 @@ class LinkLearner:
                  host_weight: float = defaults.FOCUSCRAWL_LEARNING_HOST_WEIGHT,
                  host_prior: tuple[float, float] = (0.5, 2.0),
                  exploration: float = defaults.FOCUSCRAWL_LEARNING_EXPLORATION,
+                 trust_window: int = defaults.FOCUSCRAWL_LEARNING_TRUST_WINDOW,
+                 thesis_steps_per_decade: int = defaults.FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE,
                  random_state: int = 0) -> None:
         from scipy.sparse import csr_matrix  # imported with the model, not at the first update
         from sklearn import config_context
@@ -162,6 +199,13 @@ class LinkLearner:
         self._coef: list[float] = []
         self._intercept = 0.0
         self._host_cache: tuple = (-1, {}, 0.0)
+        #: (thesis log-odds, learned log-odds, on topic) of recently judged links, scored before
+        #: they taught anything; ``trust`` is the learned score's weight (module docstring)
+        self.judged_scores: deque = deque(maxlen=max(1, trust_window))
+        self.trust = 0.0
+        #: the thesis's score in the steps of the keywords mode's priorities, so that with
+        #: no trust the crawl is in the keywords mode's order (FIFO among equal steps)
+        self.thesis_steps_per_decade = thesis_steps_per_decade
 
     def _column(self, token: str) -> int:
         col = self._index.get(token)
@@ -190,13 +234,19 @@ class LinkLearner:
         return self._csr_matrix((data, indices, indptr), shape=(len(vectors), self.n_features))
 
     # -- learning -----------------------------------------------------------------------
-    def observe(self, features: list[str] | None, host: str, on_topic: bool, vector=None) -> bool:
-        """A judged page: ``features`` (or their ``vector``) of the link that led to it
-        (neither for a seed). Returns True when the model was updated (``version`` grew)."""
-        self.hosts.add(host, on_topic)
+    def observe(self, features: list[str] | None, host: str, on_topic: bool, vector=None,
+                thesis_score: float | None = None) -> bool:
+        """A judged page: ``features`` (or their ``vector``) and ``thesis_score`` of the link
+        that led to it (no link for a seed). Returns True when the model was updated
+        (``version`` grew)."""
         if vector is None and features is None:
+            self.hosts.add(host, on_topic)
             return False
-        self.batch.append((vector if vector is not None else self.vector(features), int(on_topic)))
+        vector = vector if vector is not None else self.vector(features)
+        self.judged_scores.append((self._thesis_logit(thesis_score),
+                                   self._learned_logit(vector, thesis_score, host), int(on_topic)))
+        self.hosts.add(host, on_topic)
+        self.batch.append((vector, int(on_topic)))
         if on_topic:
             self.positives += 1
         else:
@@ -221,8 +271,13 @@ class LinkLearner:
         self._coef = self.model.coef_[0].tolist()  # list indexing: ~5x faster than numpy scalars
         self._intercept = float(self.model.intercept_[0])
         self.trained = True
+        self.trust = self._measured_trust()
         self.version += 1
         return True
+
+    def _measured_trust(self) -> float:
+        thesis, learned, labels = zip(*self.judged_scores) if self.judged_scores else ((), (), ())
+        return trust_from_auc(ranking_auc(learned, labels), ranking_auc(thesis, labels), self.trust)
 
     # -- scoring ------------------------------------------------------------------------
     def model_probability(self, features: list[str] | None, vector=None) -> float | None:
@@ -244,10 +299,23 @@ class LinkLearner:
         return w * p + (1 - w) * prior
 
     def score(self, features: list[str] | None, thesis_score: float | None, host: str, vector=None) -> float:
-        """The link's score in (0, 1): learned link probability shifted by the host's harvest
-        (``vector``: the features' ``vector()``, if known)."""
-        z = _logit(self.link_probability(features, thesis_score, vector)) + self._host_shift(host)
+        """The link's score in (0, 1): the learned score (link probability shifted by the
+        host's harvest) blended with the thesis prior by ``trust`` in log-odds (``vector``:
+        the features' ``vector()``, if known)."""
+        z = self._thesis_logit(thesis_score)
+        if self.trust > 0:
+            z += self.trust * (self._learned_logit(vector, thesis_score, host, features) - z)
         return 1.0 / (1.0 + math.exp(-z))
+
+    def _thesis_logit(self, thesis_score: float | None) -> float:
+        k = self.thesis_steps_per_decade
+        if thesis_score is not None and k > 0:  # the upper end of its step, as bucket_priority
+            thesis_score = 10 ** (math.ceil(k * math.log10(max(thesis_score, 1.0)) - 1e-9) / k)
+        return _logit(prior_probability(thesis_score, self.prior_reference))
+
+    def _learned_logit(self, vector, thesis_score: float | None, host: str, features=None) -> float:
+        """Log-odds of the learned link probability plus the host's shift."""
+        return _logit(self.link_probability(features, thesis_score, vector)) + self._host_shift(host)
 
     def _host_shift(self, host: str) -> float:
         """``host_weight`` × (log-odds of the host's harvest − those of a host not seen yet),
@@ -285,17 +353,22 @@ class LinkLearner:
 
 
 class PageJudge:
-    """Is a fetched page on topic? From the topic scorer's document judgement.
+    """Is a fetched page on topic? Its topicality in [0, 1], on topic from one half.
 
-    Today: the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at 1) against
-    ``on_topic_pp``, as ``topicality = T / (T + wPP)`` (0.5 at the threshold). The one
-    place to switch to the calibrated topic probability when the scorer provides it.
+    ``perplexity``: from the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at
+    1) against ``on_topic_pp``, ``topicality = T / (T + wPP)`` (0.5 at the threshold), an
+    absolute cut that suits one model's perplexities. ``calibrated``: the topic bundle's
+    calibrated probability of the page's text (``page_topic_logit``), the same scale for
+    any model and topic.
     """
 
-    def __init__(self, on_topic_pp: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_PP) -> None:
+    def __init__(self, on_topic_pp: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_PP, calibrated: bool = False) -> None:
         self.on_topic_pp = on_topic_pp
+        self.calibrated = calibrated
 
-    def topicality(self, weighted_perplexity: float | None) -> float | None:
+    def topicality(self, weighted_perplexity: float | None = None, topic_logit: float | None = None) -> float | None:
+        if self.calibrated:
+            return None if topic_logit is None else sigmoid(topic_logit)
         if weighted_perplexity is None:
             return None
         return self.on_topic_pp / (self.on_topic_pp + max(weighted_perplexity, 0.0))
@@ -303,6 +376,16 @@ class PageJudge:
     @staticmethod
     def on_topic(topicality: float) -> bool:
         return topicality >= 0.5
+
+    @classmethod
+    def from_settings(cls, settings, topic_model=None) -> "PageJudge":
+        """``calibrated`` needs the crawl's ``topic_model`` (a topic bundle); without one
+        (a custom model and no bundle) pages are judged by their perplexity."""
+        judge = settings.get("FOCUSCRAWL_LEARNING_JUDGE")
+        if judge not in ("perplexity", "calibrated"):
+            raise ValueError(f"FOCUSCRAWL_LEARNING_JUDGE must be perplexity or calibrated, not {judge!r}")
+        return cls(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"),
+                   calibrated=judge == "calibrated" and topic_model is not None)
 
 
 def learner_from_settings(settings) -> LinkLearner:
@@ -313,6 +396,8 @@ def learner_from_settings(settings) -> LinkLearner:
         prior_reference=s.getfloat("FOCUSCRAWL_LEARNING_PRIOR_PP"),
         host_weight=s.getfloat("FOCUSCRAWL_LEARNING_HOST_WEIGHT"),
         exploration=s.getfloat("FOCUSCRAWL_LEARNING_EXPLORATION"),
+        trust_window=s.getint("FOCUSCRAWL_LEARNING_TRUST_WINDOW"),
+        thesis_steps_per_decade=s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"),
     )
 
 

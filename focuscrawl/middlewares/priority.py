@@ -41,7 +41,7 @@ from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge,
 from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
-from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
+from focuscrawl.crawl_scorer import crawl_topic_model, page_topic_model, topic_scorer
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         topic = crawl_topic_model(crawler) if mode in ("keywords", "document") else None
         ranker = LinkRanker.from_settings(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None,
                                           topic, link_learner(crawler) if learning else None)
-        judge = PageJudge(s.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP")) if learning else None
+        judge = PageJudge.from_settings(s, page_topic_model(crawler)) if learning else None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
         log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
         learner_paths = [p for p in (learner_state_path(s), os.path.join(out, LEARNER_FILE) if out else None)
@@ -273,7 +273,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         ``response.meta["page_topicality"]`` is a feature of its links."""
         if (self.judge is not None and response is not None and "page_perplexity" in response.meta
                 and "page_topicality" not in response.meta):
-            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"))
+            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"),
+                                                                     response.meta.get("page_topic_logit"))
 
     def get_processed_item(self, item, response: Response | None):
         """The page's item (after its links; the near-duplicate middleware has marked it):
@@ -288,7 +289,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             return item
         on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
         host = url_host(response.url)
-        if self.ranker.learner.observe(None, host, on_topic, vector=response.meta.get("link_vector")):
+        if self.ranker.learner.observe(None, host, on_topic, vector=response.meta.get("link_vector"),
+                                       thesis_score=response.meta.get("link_score")):
             self.stats.inc_value("focuscrawl/learning/updates")
         self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
         return item

@@ -31,7 +31,7 @@ from twisted.internet.defer import Deferred
 from focuscrawl.analysis import META_KEY, AnalysisConfig, PageAnalyser
 from focuscrawl.items import PageItem
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
-from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
+from focuscrawl.crawl_scorer import page_topic_model, topic_scorer
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, PageText, extract_page, get_extractor
 from focuscrawl.text.html import clip_html, fallback_encoding, full_text_from_tree
 from focuscrawl.urls import excerpt, url_problem
@@ -182,7 +182,7 @@ class FocusedSpider(scrapy.Spider):
             get_extractor(self.extractor_name)
             # load the model now: a bad path stops the crawl before any request
             self.scorer = topic_scorer(crawler)
-            self.topic_model = crawl_topic_model(crawler)
+            self.topic_model = page_topic_model(crawler)
             self.analyser = PageAnalyser(AnalysisConfig.from_settings(settings), self.scorer,
                                          settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"), self.topic_model)
         except (ValueError, FileNotFoundError) as exc:
@@ -240,7 +240,7 @@ class FocusedSpider(scrapy.Spider):
         response.meta["page_perplexity"] = score.perplexity
         response.meta["page_keyword_score"] = score.keyword_score
         response.meta["page_weighted_perplexity"] = score.weighted
-        if self.topic_model is not None:  # the calibrated crawl's page score (focuscrawl.topic)
+        if self.topic_model is not None:  # calibrated page score: the calibrated crawl's or the learner's judge
             response.meta["page_topic_logit"] = analysis.topic_logit
         self.stats.inc_value("focuscrawl/pages/crawled")
         if score.perplexity is None:
