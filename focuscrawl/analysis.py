@@ -32,7 +32,7 @@ from focuscrawl.images.extract import ContextSettings, ImageDecision, image_item
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import TextScore, TopicScorer
 from focuscrawl.text.extractors import ExtractionError, ExtractionTimeout, PageText, extract_page, get_extractor
-from focuscrawl.text.html import full_text_from_tree
+from focuscrawl.text.html import full_text_from_tree, markup_budget
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,8 @@ class AnalysisConfig:
     extractor: str = defaults.FOCUSCRAWL_TEXT_EXTRACTOR
     #: seconds per page for the text extractor (0: no limit; SIGALRM, so in a main thread)
     text_time_limit: float = defaults.FOCUSCRAWL_TEXT_TIME_LIMIT
+    #: start tags of a page the text extractor parses (0: all; ``markup_budget`` of the size cap)
+    text_max_tags: int = markup_budget(defaults.FOCUSCRAWL_TEXT_MAX_BYTES)
     min_sentence_tokens: int = defaults.FOCUSCRAWL_MIN_SENTENCE_TOKENS
     #: image decisions are only computed when the image middleware runs
     images: bool = True
@@ -82,6 +84,7 @@ class AnalysisConfig:
         return cls(
             extractor=settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"),
             text_time_limit=settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT"),
+            text_max_tags=markup_budget(settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")),
             min_sentence_tokens=settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"),
             images=_enabled(settings, "SPIDER_MIDDLEWARES", IMAGE_MIDDLEWARE),
             rules=ImageRules.from_settings(settings),
@@ -156,7 +159,8 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
         extracted = PageText(full_text_from_tree(root))  # reuses the one parse
     else:
         try:
-            extracted = extract_page(get_extractor(config.extractor), html, config.text_time_limit)
+            extracted = extract_page(get_extractor(config.extractor), html, config.text_time_limit,
+                                     config.text_max_tags)
         except ExtractionError as exc:
             error = "extraction_timeout" if isinstance(exc, ExtractionTimeout) else "extraction_error"
             return PageAnalysis(TextScore.missing(), [], {}, 0, [], None, error=error, error_detail=str(exc))

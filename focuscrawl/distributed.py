@@ -34,7 +34,9 @@ Limits: ``CONCURRENT_REQUESTS_PER_DOMAIN`` and AutoThrottle stay per process (N
 processes may have N times as many connections open to a host, but start at most
 one request per host delay between them). A worker on another host that dies in the
 millisecond between a checkpoint and its ack has that page crawled again (the
-rows of a dead worker's run directory are only checked on its own host).
+rows of a dead worker's run directory are only checked on its own host);
+``focuscrawl merge`` keeps the first fetch of such a page. A dead worker's entries
+(``workers``, ``alive``, ``busy``) go with its leases.
 """
 from __future__ import annotations
 
@@ -79,29 +81,39 @@ return {start - now, start}
 """
 
 
-# KEYS[1] = shared queue, KEYS[2] = this worker's leases. Moves the best request from
-# the queue to the leases (same score) and returns it: a request is always in one of them.
+# KEYS[1] = shared queue, KEYS[2] = this worker's leases, KEYS[3] = workers hash; ARGV[1] =
+# the worker, ARGV[2] = its process token ("": no RedisWorkers). Moves the best request from
+# the queue to the leases (same score) and returns it: a request is always in one of them,
+# and a worker that holds leases is registered (one forgotten after a stall registers again).
 _POP_LEASE = """
 local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #r == 0 then return false end
+if ARGV[2] ~= '' then redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) end
 redis.call('ZREM', KEYS[1], r[1])
 redis.call('ZADD', KEYS[2], r[2], r[1])
 return r[1]
 """
 
-# KEYS[1] = a dead worker's leases, KEYS[2] = shared queue, KEYS[3] = workers hash;
-# ARGV[1] = the worker, ARGV[2] = the process token found dead, ARGV[3..] = leases whose
-# rows are committed (dropped). Does nothing if the worker was restarted meanwhile.
+# KEYS[1] = a worker's leases, KEYS[2] = shared queue, KEYS[3] = workers hash, KEYS[4] =
+# heartbeats, KEYS[5] = busy times; ARGV[1] = the worker, ARGV[2] = its process token,
+# ARGV[3] = 1 to forget the worker (it is dead: its entries go with its leases),
+# ARGV[4..] = leases whose rows are committed (dropped). Does nothing if the worker was
+# restarted meanwhile.
 _REQUEUE_LEASES = """
 if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return -1 end
 local m = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
 local done = {}
-for i = 3, #ARGV do done[ARGV[i]] = true end
+for i = 4, #ARGV do done[ARGV[i]] = true end
 local n = 0
 for i = 1, #m, 2 do
   if not done[m[i]] then redis.call('ZADD', KEYS[2], m[i + 1], m[i]); n = n + 1 end
 end
 redis.call('DEL', KEYS[1])
+if ARGV[3] == '1' then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[2])
+  redis.call('ZREM', KEYS[5], ARGV[1])
+end
 return n
 """
 
@@ -220,7 +232,7 @@ class RedisWorkers:
     worker that holds leases stopped beating (they come back when it is known dead).
     ``workers`` (hash: worker id -> process token ``host:pid:start``) says which
     process runs a worker now; ``alive`` (sorted set: token -> last heartbeat)
-    whether it still does.
+    whether it still does. A dead worker's entries in the three go with its leases.
     """
 
     def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,
@@ -240,6 +252,7 @@ class RedisWorkers:
         self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time():.3f}"
         self.output = output
         self.book = book
+        self.book.token = self.token
         self._requeue = server.register_script(_REQUEUE_LEASES)
         self._claim()
         self._loop = task.LoopingCall(self._beat)
@@ -278,17 +291,20 @@ class RedisWorkers:
         """Become the process of this worker; refuse a run directory a live process writes; a
         restarted worker takes back the leases its killed predecessor held."""
         previous = ""
+        # beat before claiming: a claimed worker without a heartbeat looks dead to the others
+        self.server.zadd(self.alive_key, {self.token: time.time()})
         while not self.server.hsetnx(self.workers_key, self.worker, self.token):
             previous = (self.server.hget(self.workers_key, self.worker) or b"").decode()
             if previous and not self._gone(previous):
+                self.server.zrem(self.alive_key, self.token)
                 raise ValueError(f"output directory {self.output} is being written by worker {previous} of "
                                  f"this Redis crawl: give every process its own -a output=... and merge them "
                                  f"with 'focuscrawl merge'")
             # its process is gone: take the worker over unless another process just did
             if self.server.hget(self.workers_key, self.worker) == previous.encode():
                 self.server.hset(self.workers_key, self.worker, self.token)
+                self.server.zrem(self.alive_key, previous)
                 break
-        self.server.zadd(self.alive_key, {self.token: time.time()})
         if previous:
             committed = set()
             if self.output:
@@ -297,14 +313,18 @@ class RedisWorkers:
                 committed = committed_page_urls(run.path("pages.tsv"))
             self._recover(self.worker, self.token, committed, "focuscrawl/redis/leases_recovered_own")
 
-    def _recover(self, worker: str, token: str, committed: set[str], stat: str) -> int:
-        """Move ``worker``'s leases back to the queue, except those whose page rows are committed."""
+    def _recover(self, worker: str, token: str, committed: set[str], stat: str, forget: bool = False) -> int:
+        """Move ``worker``'s leases back to the queue, except those whose page rows are committed;
+        ``forget``: the worker is dead, its entries (``workers``, ``alive``, ``busy``) go too."""
         key = self.leased_prefix + worker
         members = self.server.zrange(key, 0, -1)
-        if not members:
+        if not members and not forget:
             return 0
         done = [m for m in members if committed and self.book.url(m) in committed]
-        n = int(self._requeue(keys=[key, self.queue_key, self.workers_key], args=[worker, token, *done]))
+        n = int(self._requeue(keys=[key, self.queue_key, self.workers_key, self.alive_key, self.key],
+                              args=[worker, token, int(forget), *done]))
+        if forget and n >= 0:
+            self.crawler.stats.inc_value("focuscrawl/redis/dead_workers_removed")
         if n > 0 or done:
             self.crawler.stats.inc_value(stat, max(n, 0))
             self.crawler.stats.inc_value("focuscrawl/redis/leases_already_committed", len(done))
@@ -318,13 +338,16 @@ class RedisWorkers:
         dying = False
         for worker, token in self.server.hgetall(self.workers_key).items():
             worker, token = worker.decode(), token.decode()
-            if worker == self.worker or not self.server.zcard(self.leased_prefix + worker):
+            if worker == self.worker:
                 continue
             if self._gone(token):
                 host, _, path = worker.partition(":")
-                readable = host == socket.gethostname() and os.path.isdir(path)
+                readable = host == socket.gethostname() and os.path.isdir(path) \
+                    and self.server.zcard(self.leased_prefix + worker) > 0
                 committed = committed_page_urls(Path(path) / "pages.tsv") if readable else set()
-                self._recover(worker, token, committed, "focuscrawl/redis/leases_recovered")
+                self._recover(worker, token, committed, "focuscrawl/redis/leases_recovered", forget=True)
+            elif not self.server.zcard(self.leased_prefix + worker):
+                continue
             else:
                 seen = self.server.zscore(self.alive_key, token)
                 dying = dying or seen is None or seen < time.time() - max(self.busy_timeout, 2.0)
@@ -337,6 +360,8 @@ class RedisWorkers:
 
     def _beat(self) -> None:
         self.server.zadd(self.alive_key, {self.token: time.time()})
+        # a process that stalled past the lease timeout was forgotten: it registers again
+        self.server.hsetnx(self.workers_key, self.worker, self.token)
         self._recover_dead()
         engine = self.crawler.engine
         if engine is None:
@@ -393,11 +418,13 @@ class LeaseBook:
     """This worker's leases: the queue member of each held request and what its release waits
     for (its spider output, its items, its pages' checkpoint). One per crawler."""
 
-    def __init__(self, stats, server, key: str, serializer) -> None:
+    def __init__(self, stats, server, key: str, serializer, worker: str = "", workers_key: str = "") -> None:
         self.stats = stats
         self.server = server
         self.key = key  # the worker's leased set
         self.serializer = serializer
+        self.worker, self.workers_key = worker, workers_key
+        self.token = ""  # the process token, set by RedisWorkers
         self.held: dict[str, bytes] = {}  # token -> member
         self.waiting: dict[str, int] = {}  # token -> items not yet safe
         self.output_done: set[str] = set()
@@ -470,8 +497,11 @@ def lease_book(crawler: Crawler) -> LeaseBook:
         s = crawler.settings
         name = s.get("SCHEDULER_SERIALIZER")
         serializer = importlib.import_module(name) if isinstance(name, str) and name else picklecompat
-        key = redis_key(s, f"leased:{worker_id(s)}").replace("%(spider)s", crawler.spidercls.name)
-        _books[crawler] = LeaseBook(crawler.stats, _connect(s), key, serializer)
+        spider = crawler.spidercls.name
+        worker = worker_id(s)
+        key = redis_key(s, f"leased:{worker}").replace("%(spider)s", spider)
+        _books[crawler] = LeaseBook(crawler.stats, _connect(s), key, serializer, worker,
+                                    redis_key(s, "workers").replace("%(spider)s", spider))
     return _books[crawler]
 
 
@@ -485,7 +515,8 @@ class LeasedPriorityQueue(PriorityQueue):
         self._pop_lease = server.register_script(_POP_LEASE)
 
     def pop(self, timeout=0):
-        member = self._pop_lease(keys=[self.key, self.book.key])
+        member = self._pop_lease(keys=[self.key, self.book.key, self.book.workers_key],
+                                 args=[self.book.worker, self.book.token])
         if not member:
             return None
         request = self._decode_request(member)

@@ -283,3 +283,60 @@ def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
     urls = page_urls(out)
     assert len(urls) == len(set(urls)) == 36
     assert not redis_server.client.keys("focuscrawl:solo:leased:*")
+
+
+def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp_path, redis_server):
+    """Worker A is SIGKILLed at its 6th page and made to look as if it ran on another host (its
+    rows cannot be read here), holding besides its open leases one for a page whose row it had
+    committed (it died between the checkpoint and the release). Worker B gives all of A's
+    leases back, crawls that page again, and forgets A: no entry of A is left in Redis. The
+    merge keeps each page once and says how many it dropped."""
+    import signal
+    import socket
+
+    from scrapy_redis import picklecompat
+
+    shared = redis_settings(redis_server, crawl="xhost", delay=0.01) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2"]
+    a, b = tmp_path / "part-a", tmp_path / "part-b"
+    r = redis_server.client
+    with LocalWeb(kill_site()) as web:
+        first = subprocess.run(focused_cmd(web.base, a, "CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
+                                           *shared, *kill_after(6)),
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert first.returncode == -signal.SIGKILL
+        committed = page_urls(a)
+        assert committed, "A committed no page before it was killed"
+        # A as it would look from here had it run on another host, dead since now
+        here = socket.gethostname().encode()
+        [(worker, token)] = r.hgetall("focuscrawl:xhost:workers").items()
+        [leased_key] = r.keys("focuscrawl:xhost:leased:*")
+        held = r.zrange(leased_key, 0, -1, withscores=True)
+        assert held, "A held no leases when it was killed"
+        request = picklecompat.loads(held[0][0])
+        request["url"] = committed[-1]  # checkpointed, never released
+        held.append((picklecompat.dumps(request), held[0][1]))
+        other_worker, other_token = worker.replace(here, b"otherhost", 1), b"otherhost:4242:1.0"
+        r.delete(leased_key, "focuscrawl:xhost:workers")
+        r.zrem("focuscrawl:xhost:alive", token)
+        r.zadd(leased_key.replace(here, b"otherhost", 1), dict(held))
+        r.hset("focuscrawl:xhost:workers", other_worker, other_token)
+        r.zadd("focuscrawl:xhost:alive", {other_token: time.time()})
+        second = subprocess.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared),
+                                cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert second.returncode == 0, second.stderr[-3000:]
+    stats = json.loads((b / "stats.json").read_text())
+    assert stats["focuscrawl/redis/leases_recovered"] == len(held)  # none could be known committed
+    assert stats["focuscrawl/redis/dead_workers_removed"] == 1
+    # nothing of A (nor of B, which stopped cleanly) is left
+    assert not r.hgetall("focuscrawl:xhost:workers") and not r.zrange("focuscrawl:xhost:alive", 0, -1)
+    assert other_worker not in r.zrange("focuscrawl:xhost:busy", 0, -1)
+    assert not r.keys("focuscrawl:xhost:leased:*")
+    twice = set(page_urls(a)) & set(page_urls(b))
+    assert committed[-1] in twice
+    merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
+                             str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert merged.returncode == 0, merged.stderr[-2000:]
+    assert json.loads(merged.stdout)["duplicate_pages"] == len(twice)
+    assert f"merge: {len(twice)} pages were in two parts" in merged.stderr
+    merged_pages = page_urls(tmp_path / "merged")
+    assert sorted(merged_pages) == sorted({f"{web.base}/page{i}" for i in range(36)})

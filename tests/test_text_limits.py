@@ -78,6 +78,9 @@ def test_deeply_nested_page_text_is_recovered(name):
     page = extractors.extract_page(extractors.get_extractor(name), deep_page())
     for words in ("before the nest", "deep text here", "after the nest"):
         assert words in page.text
+    # past the markup budget too: the nest is read flat, all of it
+    cut = extractors.extract_page(extractors.get_extractor(name), deep_page(), max_tags=8192)
+    assert cut.text == page.text and cut.notes == (extractors.TOO_DEEP,)
     assert len(page.text) < 1000  # no run of thousands of empty lines
 
 
@@ -114,10 +117,15 @@ def test_clip_cuts_before_a_tag_and_says_so():
     assert clipped and cut == b"<p>" + b"x" * 50 + b"</p>"
 
 
+#: Peak RSS of ``extract`` over a run on a small page, in multiples of the size cap: the
+#: decoded text, the page's tree, trafilatura's three copies of it (docs/extraction.md
+#: "Size"; measured ~10x at most, benchmarks/text_limits.py).
+MEMORY_MULTIPLE = 12
+
+
 def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path):
-    """The page is read up to the cap only. Peak RSS over that of a run on a small page (the
-    interpreter and the extractor libraries, ~250 MB) stays under 30× the cap: the decoded
-    text, trafilatura's tree and its copy (measured: ~24×; docs/extraction.md)."""
+    """The page is read up to the cap only, and its text costs at most MEMORY_MULTIPLE x the
+    cap above a run on a small page (the interpreter and the libraries, ~250 MB)."""
     cap = 2 * 1024 * 1024
     para = "<p>" + "The cat sat on the mat and looked at the dog. " * 20 + "</p>\n"
     with open(tmp_path / "huge.html", "w") as fh:
@@ -135,8 +143,29 @@ def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path):
     assert "truncated 1" in proc.stderr
     text = (tmp_path / "h" / "huge.txt").read_text()
     assert 0.5 * cap < len(text) < cap
-    assert rss - base_rss < 30 * cap / 2 ** 20, (rss, base_rss)
+    assert rss - base_rss < MEMORY_MULTIPLE * cap / 2 ** 20, (rss, base_rss)
     assert time.monotonic() - start < 120
+
+
+def test_dense_markup_at_the_cap_is_parsed_up_to_the_markup_budget(tmp_path):
+    """A page of the cap's size made of linked images (~70,000 elements: a tree of ~40 MB,
+    trafilatura copies it three times) is parsed up to its max_bytes/256-th start tag, noted
+    as cut, and costs at most MEMORY_MULTIPLE x the cap above a small page."""
+    from focuscrawl.text.html import markup_budget
+
+    cap = 1024 * 1024
+    links = "".join(f'<a href="/p{i}"><img src="/i{i}.jpg" alt="cat {i}">cat {i}</a>\n' for i in range(cap // 50))
+    (tmp_path / "dense.html").write_text(f"<html><body>{links}</body></html>"[:cap])
+    (tmp_path / "small.html").write_text("<html><body>" + links[:2000] + "</body></html>")
+    base, base_rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "small.html"), "-o", str(tmp_path / "s"))
+    assert base.returncode == 0, base.stderr
+    proc, rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "dense.html"), "-o", str(tmp_path / "d"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "truncated 1" in proc.stderr  # within the byte cap, cut by the markup budget
+    text = (tmp_path / "d" / "dense.txt").read_text()
+    last = markup_budget(cap) // 2 - 2  # <html>, <body>, then two start tags per link
+    assert f"cat {last}" in text and f"cat {last + 1}" not in text
+    assert rss - base_rss < MEMORY_MULTIPLE * cap / 2 ** 20, (rss, base_rss)
 
 
 def test_time_limit_skips_a_slow_page_with_a_reason(tmp_path):

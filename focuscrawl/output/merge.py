@@ -5,7 +5,9 @@ output=RUN/part-<n>``): no two processes append to one file. ``merge_runs``
 builds the run directory a single process would have written:
 
 * ``pages.tsv`` and ``sentences.txt.gz``: pages of all parts in fetch order
-  (``fetched_at``), each page with its own sentences (split by the row's count);
+  (``fetched_at``), each page with its own sentences (split by the row's count); a page
+  that two parts hold (crawled again after a worker died between a checkpoint and its
+  lease release) keeps its first fetch (``duplicate_pages`` in the summary);
 * ``images.tsv``, ``records/``, ``images/``: one row and one record per image URL, in
   order of first sighting. An image seen by several processes keeps the row of its
   earliest sighting (by its page's fetch time, then part, then the part's order); the other processes' sightings are merged into its
@@ -18,6 +20,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sys
 from pathlib import Path
 
 from focuscrawl.output.files import atomic_write_bytes, iter_tsv, parse_float
@@ -39,6 +42,23 @@ def _write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
 def _fetched_at(value: str) -> float:
     """A fetch time for sorting: a row without one goes last."""
     return parse_float(value, missing=float("inf"))
+
+
+def _first_fetches(pages: list, i_url: int) -> tuple[list, int]:
+    """The first row (in fetch order) of each page URL, and how many later rows were dropped.
+
+    A single process writes one row per URL (the dupefilter); two parts hold the same page
+    when a worker on another host died between a checkpoint and its lease release: its
+    committed page was leased still, so it was crawled again (docs/DEPLOY.md).
+    """
+    seen: set[str] = set()
+    first = []
+    for page in pages:
+        url = page[0][i_url]
+        if url not in seen:
+            seen.add(url)
+            first.append(page)
+    return first, len(pages) - len(first)
 
 
 def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
@@ -67,6 +87,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     i_time = page_header.index("fetched_at") if page_header else 0
     i_url = page_header.index("url") if page_header else 0
     pages.sort(key=lambda p: _fetched_at(p[0][i_time]))
+    pages, duplicates = _first_fetches(pages, i_url)
     fetched = {r[i_url]: _fetched_at(r[i_time]) for r, _ in pages}
     if page_header:
         _write_tsv(out / "pages.tsv", page_header, [r for r, _ in pages])
@@ -121,7 +142,8 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         _write_tsv(out / "links.tsv", link_header, links)
     stats = {p.name: read_stats(p / "stats.json") for p in parts if (p / "stats.json").exists()}
     atomic_write_bytes(out / "stats.json", json.dumps({"parts": stats}, indent=1).encode("utf-8"))
-    return {"parts": len(parts), "pages": len(pages), "images": len(merged_rows), "links": len(links)}
+    return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
+            "links": len(links)}
 
 
 def register(sub) -> None:
@@ -136,5 +158,9 @@ def cmd_merge(args) -> int:
     for part in parts:
         if not (part / "pages.tsv").exists():
             raise FileNotFoundError(f"{part} is not a run directory (no pages.tsv)")
-    print(json.dumps(merge_runs(parts, Path(args.output))))
+    summary = merge_runs(parts, Path(args.output))
+    if summary["duplicate_pages"]:
+        print(f"merge: {summary['duplicate_pages']} pages were in two parts (crawled again after a worker died "
+              f"between a checkpoint and its lease release); each keeps its first fetch", file=sys.stderr)
+    print(json.dumps(summary))
     return 0

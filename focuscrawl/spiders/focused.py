@@ -230,7 +230,7 @@ class FocusedSpider(scrapy.Spider):
                            "skipped" if analysis.error == "extraction_timeout" else "failed",
                            response.url, analysis.error_detail)
             return
-        for note in notes + analysis.notes:
+        for note in dict.fromkeys(notes + analysis.notes):  # a page cut by size and markup: once
             self.stats.inc_value(f"focuscrawl/text/{note}")
         if TRUNCATED in notes:
             logger.info("page %s longer than %d bytes: its first %d read", response.url,

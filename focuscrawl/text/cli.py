@@ -11,7 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 from focuscrawl import settings as default_settings
-from focuscrawl.text.extractors import EXTRACTORS, TRUNCATED, ExtractionError, get_extractor, page_text_from_bytes
+from focuscrawl.text.extractors import (EXTRACTORS, TRUNCATED, Extractor, ExtractionError, PageText, decode_head,
+                                        get_extractor, page_text_from_html)
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +27,13 @@ def read_html_bytes(path: str | Path, max_bytes: int) -> bytes:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
         return fh.read(max_bytes + 1)
+
+
+def page_text_from_file(path: str | Path, extract: Extractor, max_bytes: int, seconds: float) -> PageText:
+    """The text of an HTML file (gunzipped for ``.gz``) read up to ``max_bytes``; the raw
+    bytes are freed before the extractor builds its trees."""
+    html, notes = decode_head(read_html_bytes(path, max_bytes), None, max_bytes)
+    return page_text_from_html(html, extract, notes, max_bytes, seconds)
 
 
 def output_stem(path: str | Path) -> str:
@@ -78,8 +86,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
             continue
         seen.add(stem)
         try:
-            page = page_text_from_bytes(read_html_bytes(src, args.max_bytes), extract,
-                                        max_bytes=args.max_bytes, seconds=args.time_limit)
+            page = page_text_from_file(src, extract, args.max_bytes, args.time_limit)
         except (OSError, EOFError, gzip.BadGzipFile, ExtractionError) as exc:
             print(f"skipped {src}: {exc}", file=sys.stderr)
             failed += 1

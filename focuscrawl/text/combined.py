@@ -43,8 +43,12 @@ class Candidates:
     features: tuple[float, ...]
 
 
+_WORD = re.compile(r"\S+")
+
+
 def _word_count(text: str) -> int:
-    return len(text.split())
+    """``len(text.split())`` without the list (400k word objects on a 2 MB page)."""
+    return sum(1 for _ in _WORD.finditer(text))
 
 
 # --- jusText's paragraph classification on the shared tree --------------------------------

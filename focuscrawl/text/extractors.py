@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from focuscrawl.text.html import clip_html, decode_page, flat_text, full_text, parse_page
+from focuscrawl.text.html import clip_html, clip_markup, decode_page, flat_text, full_text, markup_budget, parse_page
 
 Extractor = Callable[[str], str]
 
@@ -129,6 +129,7 @@ def auto_text(html: str) -> str:
         text = combined.choose(combined.candidates(page.root))
     except Exception as exc:  # lxml/trafilatura/jusText internals on pathological markup
         raise ExtractionError(f"auto failed ({_reason(exc)})") from exc
+    del page  # one tree at a time: the fallback below parses again
     return text or full_text(html)
 
 
@@ -218,31 +219,48 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def extract_page(extract: Extractor, html: str, seconds: float = 0) -> PageText:
-    """``extract(html)`` within a time limit; a page nested deeper than the parser reads
-    (libxml2 stops at 2048 levels and drops the rest) is read flat, noted ``too_deep``.
+def extract_page(extract: Extractor, html: str, seconds: float = 0, max_tags: int = 0) -> PageText:
+    """``extract(html)`` within a time limit, on the page up to its ``max_tags``-th start tag
+    (0: all; cut: noted ``truncated``); a page nested deeper than the parser reads (libxml2
+    stops at 2048 levels and drops the rest) is read flat, all of it, noted ``too_deep``.
 
     Raises :class:`ExtractionError` (one-line reason) when the page cannot be read.
     """
+    clipped, cut = clip_markup(html, max_tags)
     with time_limit(seconds):
-        text = extract(html)
-        # Only a page whose text is tiny for its size can be one the parse cut short.
-        if len(html) > 20_000 and len(text) * 100 < len(html) and parse_page(html).too_deep:
+        text = extract(clipped)
+        # Only a page whose text is tiny for its size can be one the parse cut short. It is
+        # read flat, all of it: the stdlib tokenizer builds no tree.
+        if len(html) > 20_000 and len(text) * 100 < len(html) and parse_page(clipped).too_deep:
             return PageText(flat_text(html), (TOO_DEEP,))
-    return PageText(text)
+    return PageText(text, (TRUNCATED,) if cut else ())
 
 
-def page_text_from_bytes(body: bytes, extractor: str | Extractor, content_type: str | None = None,
-                         max_bytes: int = 0, seconds: float = 0) -> PageText:
-    """A page's text from its raw bytes: the first ``max_bytes`` (0: all) decoded (with the
-    charset fallback) and extracted within ``seconds``; notes say what happened.
+def decode_head(body: bytes, content_type: str | None = None, max_bytes: int = 0) -> tuple[str, tuple[str, ...]]:
+    """The first ``max_bytes`` (0: all) of a page decoded with the charset fallback, and the
+    notes (``truncated``, ``charset_fallback``). A caller that drops ``body`` now extracts
+    without holding the raw bytes too."""
+    body, truncated = clip_html(body, max_bytes)
+    decoded = decode_page(body, content_type)
+    return decoded.text, ((TRUNCATED,) if truncated else ()) + ((CHARSET_FALLBACK,) if decoded.fallback else ())
+
+
+def page_text_from_html(html: str, extractor: str | Extractor, notes: tuple[str, ...] = (), max_bytes: int = 0,
+                        seconds: float = 0) -> PageText:
+    """The text of a decoded page (``notes`` from :func:`decode_head`) extracted within
+    ``seconds`` from at most ``max_bytes / 256`` start tags of it
+    (:func:`~focuscrawl.text.html.markup_budget`); notes say what happened.
 
     A pure function of its arguments (no settings, no state), so it can run in any
     process. Raises :class:`ExtractionError` with a one-line reason.
     """
     extract = get_extractor(extractor) if isinstance(extractor, str) else extractor
-    body, truncated = clip_html(body, max_bytes)
-    decoded = decode_page(body, content_type)
-    result = extract_page(extract, decoded.text, seconds)
-    notes = result.notes + ((TRUNCATED,) if truncated else ()) + ((CHARSET_FALLBACK,) if decoded.fallback else ())
-    return PageText(result.text, notes)
+    result = extract_page(extract, html, seconds, markup_budget(max_bytes))
+    return PageText(result.text, result.notes + tuple(n for n in notes if n not in result.notes))
+
+
+def page_text_from_bytes(body: bytes, extractor: str | Extractor, content_type: str | None = None,
+                         max_bytes: int = 0, seconds: float = 0) -> PageText:
+    """A page's text from its raw bytes: :func:`decode_head` then :func:`page_text_from_html`."""
+    html, notes = decode_head(body, content_type, max_bytes)
+    return page_text_from_html(html, extractor, notes, max_bytes, seconds)

@@ -96,7 +96,9 @@ def decode_page(body: bytes, content_type: str | None = None) -> DecodedPage:
         text, codec = body.decode(fallback), fallback
         if text.startswith("\ufeff"):
             text = text[1:]
-    return DecodedPage(text.translate(_DROP_CHARS), codec, fallback is not None)
+    if "\0" in text or _REPLACEMENT in text:  # else no copy: the text may be the size cap
+        text = text.translate(_DROP_CHARS)
+    return DecodedPage(text, codec, fallback is not None)
 
 
 def clip_html(body: bytes, max_bytes: int) -> tuple[bytes, bool]:
@@ -106,6 +108,29 @@ def clip_html(body: bytes, max_bytes: int) -> tuple[bytes, bool]:
         return body, False
     cut = body.rfind(b"<", max_bytes // 2, max_bytes)
     return body[: cut if cut > 0 else max_bytes], True
+
+
+#: Bytes of the size cap per start tag of the markup budget: a parsed tree costs ~300-600
+#: bytes of memory per element in libxml2 and trafilatura holds three copies of it, so the
+#: cap alone bounds dense markup at ~150x its bytes (docs/extraction.md "Size").
+BYTES_PER_TAG = 256
+_START_TAG = re.compile(r"<[A-Za-z]")
+
+
+def markup_budget(max_bytes: int) -> int:
+    """The start tags parsed of a page read up to ``max_bytes`` (0: no cap, no budget)."""
+    return max(max_bytes // BYTES_PER_TAG, 1) if max_bytes > 0 else 0
+
+
+def clip_markup(html: str, max_tags: int) -> tuple[str, bool]:
+    """``html`` up to its ``max_tags``-th start tag (0: all), cut before the next one; and
+    whether anything was cut. Bounds the trees the extractors build on dense markup."""
+    if max_tags <= 0 or len(html) < 3 * max_tags:
+        return html, False
+    for n, match in enumerate(_START_TAG.finditer(html), 1):
+        if n > max_tags:
+            return html[: match.start()], True
+    return html, False
 
 
 def decode_html(body: bytes, content_type: str | None = None) -> str:
