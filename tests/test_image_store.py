@@ -56,33 +56,6 @@ def test_sightings_merge_pending_written_repeated_and_limited(tmp_path):
     assert len(lines) == 2 and lines[1].split("\t")[0] == "0"
 
 
-def test_commit_async_writes_records_in_order_and_keeps_sightings_merged_meanwhile(tmp_path):
-    """The record is written on the writer thread; a later sighting that arrives while it is
-    being written (the image still pending) ends up in the record, and rows keep commit order."""
-    import asyncio
-
-    run = RunOutput(tmp_path / "out")
-    st = stats()
-    store = ImageStore(run, st, max_parents=1, max_siblings=0)
-    first, second = item("http://s.test/a.jpg", "http://s.test/1"), item("http://s.test/b.jpg", "http://s.test/1")
-    assert store.first_sighting(first) and store.first_sighting(second)
-
-    async def commit_both_and_merge_meanwhile():
-        commits = [asyncio.ensure_future(store.commit_async(first)), asyncio.ensure_future(store.commit_async(second))]
-        await asyncio.sleep(0)  # both records are queued for the writer thread, a.jpg not yet committed
-        assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2", alt="meanwhile"))
-        await asyncio.gather(*commits)
-
-    asyncio.run(commit_both_and_merge_meanwhile())
-    assert [s["page_url"] for s in record(run, "http://s.test/a.jpg")["sightings"]] == [
-        "http://s.test/1", "http://s.test/2"]
-    assert st.get_value("focuscrawl/images/merge/merged") == 1 and not st.get_value("focuscrawl/images/merge/record_missing")
-    store.close()
-    run.close()
-    rows = (tmp_path / "out" / "images.tsv").read_text().splitlines()[1:]
-    assert [r.split("\t")[0] for r in rows] == ["0", "1"]
-
-
 def test_jobdir_state_survives_and_rolls_back_to_checkpoint(tmp_path):
     out, job = tmp_path / "out", tmp_path / "job"
     run = RunOutput(out, job)

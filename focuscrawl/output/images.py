@@ -17,16 +17,13 @@ Record (``records/<sha1[:2]>/<sha1>.json``, rewritten atomically on each merge):
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scrapy.crawler import Crawler
-from scrapy.utils.asyncio import is_asyncio_available
 
 from focuscrawl import settings as defaults
 from focuscrawl.images.final import final_score
@@ -125,8 +122,6 @@ class ImageStore:
         self.seen = run.state_log("images.seen")
         self.pending_log: LineLog | None = None
         self.recovered: list[ImageItem] = []
-        #: ``commit_async`` writes records on this one thread, in commit order
-        self._writer: ThreadPoolExecutor | None = None
         self._record_dirs: set[str] = set()
         if self.seen is not None:
             self._load_seen()
@@ -173,9 +168,6 @@ class ImageStore:
 
     def close(self) -> None:
         """At a clean close nothing is pending any more: empty ``images.pending``."""
-        if self._writer is not None:
-            self._writer.shutdown(wait=True)
-            self._writer = None
         if self.pending_log is not None:
             if not any(e.status == PENDING for e in self.entries.values()):
                 self.pending_log.truncate(0)
@@ -243,23 +235,6 @@ class ImageStore:
         url, entry, record = self._record_of(item)
         self._write_record(url, _dumps(record))
         self._committed(item, entry)
-
-    async def commit_async(self, item: Any) -> None:
-        """``commit`` with the record file written off the reactor thread: creating a file
-        can block for milliseconds on a busy disk, three times a page. Records are written
-        on one thread in commit order; the row is written once its record is on disk."""
-        if not is_asyncio_available():
-            self.commit(item)
-            return
-        url, entry, record = self._record_of(item)
-        included = len(entry.pending)
-        if self._writer is None:
-            self._writer = ThreadPoolExecutor(1, thread_name_prefix="focuscrawl-records")
-        await asyncio.wrap_future(self._writer.submit(self._write_record, url, _dumps(record)))
-        late = entry.pending[included:]  # sightings merged while the record was being written
-        self._committed(item, entry)
-        if late:
-            self._merge_into_record(url, late)
 
     def _record_of(self, item: Any) -> tuple[str, _Entry, dict[str, Any]]:
         url = item["image_url"]

@@ -38,9 +38,9 @@ class ImageLogWriterPipeline:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         return cls(store, crawler.stats)
 
-    async def process_item(self, item):
+    def process_item(self, item):
         if isinstance(item, ImageItem):
-            await self.store.commit_async(item)
+            self.store.commit(item)
             self.stats.inc_value("focuscrawl/images/written")
         return item
 
