@@ -198,10 +198,6 @@ class ImageStore:
             entry.pending.append(sighting)
             self.stats.inc_value("focuscrawl/images/merge/pending")
             return
-        self._merge_into_record(url, [sighting])
-
-    def _merge_into_record(self, url: str, sightings: list[dict[str, Any]]) -> None:
-        """Add later sightings to a written record (read, extend, rewrite atomically)."""
         path = self.run.path(record_path(url))
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -209,7 +205,7 @@ class ImageStore:
             self.stats.inc_value("focuscrawl/images/merge/record_missing")
             logger.warning("cannot merge into record %s: %s", path, exc)
             return
-        if self._add_sightings(record, sightings):
+        if self._add_sightings(record, [sighting]):
             atomic_write_bytes(path, _dumps(record))
             self.stats.inc_value("focuscrawl/images/merge/merged")
 
@@ -232,11 +228,6 @@ class ImageStore:
     # -- writer pipeline -----------------------------------------------------------
     def commit(self, item: Any) -> None:
         """Write the record and the images.tsv row of a first sighting, then checkpoint."""
-        url, entry, record = self._record_of(item)
-        self._write_record(url, _dumps(record))
-        self._committed(item, entry)
-
-    def _record_of(self, item: Any) -> tuple[str, _Entry, dict[str, Any]]:
         url = item["image_url"]
         entry = self.entries.get(url)
         if entry is None:  # a recovered first sighting: later ones merge into it from now on
@@ -245,21 +236,15 @@ class ImageStore:
         record["html_width"], record["html_height"] = item.get("html_width"), item.get("html_height")
         record["sightings"] = [sighting_of(item, self.final_context)]
         self._add_sightings(record, entry.pending)
-        return url, entry, record
-
-    def _write_record(self, url: str, data: bytes) -> None:
         path = self.run.path(record_path(url))
         if path.parent.name not in self._record_dirs:  # 256 folders: one mkdir each
             path.parent.mkdir(parents=True, exist_ok=True)
             self._record_dirs.add(path.parent.name)
-        atomic_write_bytes(path, data)
-
-    def _committed(self, item: Any, entry: _Entry) -> None:
-        """The record is on disk: its row, the merge state, a checkpoint."""
+        atomic_write_bytes(path, _dumps(record))
         self.log.write_lines([row(image_row(item, self.max_parents, self.max_siblings))])
         entry.status, entry.pending = WRITTEN, []
         if self.seen is not None:
-            self.seen.write_lines([f"{WRITTEN}\t{entry.order}\t{item['image_url']}"])
+            self.seen.write_lines([f"{WRITTEN}\t{entry.order}\t{url}"])
         self.run.commit()
 
     def drop(self, url: str, reason: str) -> None:
