@@ -11,6 +11,7 @@ from collections import Counter
 import redis
 
 from focuscrawl.distributed import _RESERVE_SLOT
+from focuscrawl.output.files import iter_tsv
 from tests.support.crawl import ROOT, run_links, scrapy_cmd, start_links
 from tests.support.localweb import LocalWeb, Page, image_site, link_site, png_bytes
 from tests.support.runfiles import keyed_rows, sightings
@@ -296,7 +297,8 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
 
     from scrapy_redis import picklecompat
 
-    shared = redis_settings(redis_server, crawl="xhost", delay=0.01) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2"]
+    shared = redis_settings(redis_server, crawl="xhost", delay=0.01) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2",
+                                                                        "FOCUSCRAWL_LINKS_LOG=True"]
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     r = redis_server.client
     with LocalWeb(kill_site()) as web:
@@ -339,10 +341,20 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
     merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
                              str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert merged.returncode == 0, merged.stderr[-2000:]
-    assert json.loads(merged.stdout)["duplicate_pages"] == len(twice)
+    summary = json.loads(merged.stdout)
+    assert summary["duplicate_pages"] == len(twice)
     assert f"merge: {len(twice)} pages were in two parts" in merged.stderr
     merged_pages = page_urls(tmp_path / "merged")
     assert sorted(merged_pages) == sorted({f"{web.base}/page{i}" for i in range(36)})
+    # the page fetched twice has its links once (the later fetch's are dropped), and so has
+    # every page A parsed without committing its row
+    def links(run):
+        return Counter((r["from"], r["to"]) for r in iter_tsv(run / "links.tsv"))
+    a_links, b_links, merged_links = links(a), links(b), links(tmp_path / "merged")
+    assert any(f == committed[-1] for f, _ in a_links) and any(f == committed[-1] for f, _ in b_links)
+    assert max(merged_links.values()) == 1 and {f for f, _ in merged_links} <= set(merged_pages)
+    assert summary["duplicate_links"] == sum((a_links + b_links - merged_links).values()) > 0
+    assert summary["links"] == sum(merged_links.values())
 
 
 def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path, redis_server):
