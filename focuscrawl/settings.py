@@ -378,3 +378,9 @@ CONCURRENT_ITEMS = 16
 #: Scrapy's in-memory stats without the deprecation check Scrapy wraps around every stats
 #: call (~100 a page: ~5% of the crawl process's CPU); same stats.
 STATS_CLASS = "focuscrawl.scrapy_compat.MemoryStatsCollector"
+
+# --- Request path (issue #14, linkpath) ----------------------------------------------
+#: Scrapy's downloader keeping each host to CONCURRENT_REQUESTS_PER_DOMAIN: Scrapy's own
+#: starts every request queued in a host's slot at once (focuscrawl.scrapy_compat), so a
+#: page's image downloads went out in bursts beyond the limit, each on a new connection.
+DOWNLOADER = "focuscrawl.scrapy_compat.SlotBoundDownloader"
