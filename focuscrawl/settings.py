@@ -384,3 +384,9 @@ STATS_CLASS = "focuscrawl.scrapy_compat.MemoryStatsCollector"
 #: starts every request queued in a host's slot at once (focuscrawl.scrapy_compat), so a
 #: page's image downloads went out in bursts beyond the limit, each on a new connection.
 DOWNLOADER = "focuscrawl.scrapy_compat.SlotBoundDownloader"
+#: Request fingerprints (the dupefilter's, the frontier journal's) cached by method, URL
+#: and body (focuscrawl.fingerprints): each link of each page used to be fingerprinted
+#: anew, a site's navigation links on every page. The same fingerprints as Scrapy's.
+REQUEST_FINGERPRINTER_CLASS = "focuscrawl.fingerprints.CachingRequestFingerprinter"
+#: URLs whose fingerprint is kept (least recently used dropped first; ~300 bytes each).
+FOCUSCRAWL_FINGERPRINT_CACHE_SIZE = 20_000
