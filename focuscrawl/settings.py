@@ -390,3 +390,10 @@ DOWNLOADER = "focuscrawl.scrapy_compat.SlotBoundDownloader"
 REQUEST_FINGERPRINTER_CLASS = "focuscrawl.fingerprints.CachingRequestFingerprinter"
 #: URLs whose fingerprint is kept (least recently used dropped first; ~300 bytes each).
 FOCUSCRAWL_FINGERPRINT_CACHE_SIZE = 20_000
+#: Scrapy's offsite filter only when there are allowed domains (it checked every scheduled
+#: request against "allow all" otherwise; focuscrawl.middlewares.offsite).
+DOWNLOADER_MIDDLEWARES = {
+    **DOWNLOADER_MIDDLEWARES,
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
+}
