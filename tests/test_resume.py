@@ -292,7 +292,7 @@ def test_sigkill_inside_a_page_batch_then_restart_without_jobdir_cuts_the_orphan
     """Without JOBDIR a restarted crawl starts again from its seeds and appends to the run
     directory. The sentences the killed crawl wrote without their rows are cut when the run
     directory is opened (counted, said in one line), so every later page keeps its own
-    sentences and ``focuscrawl merge`` reads the run."""
+    sentences and ``focuscrawl merge`` reads the run; merge also reads the killed run as it is."""
     out = tmp_path / "out"
     with LocalWeb(named_tree_site()) as web:
         proc, stats = start_crawl(web, tmp_path, out, None, extra=KILL_BEFORE_ROWS_6)
@@ -301,6 +301,10 @@ def test_sigkill_inside_a_page_batch_then_restart_without_jobdir_cuts_the_orphan
         sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().splitlines()
         orphans = len(sentences) - sum(int(r["sentences"]) for r in rows)
         assert len(rows) == 5 and orphans > 0
+        # merged as it is (a dead worker's part): the orphans are left out, the pages kept
+        killed = merge_runs([out], tmp_path / "killed")
+        assert (killed["pages"], killed["orphan_sentences"]) == (5, orphans)
+        assert_aligned(tmp_path / "killed")
         proc, stats = start_crawl(web, tmp_path, out, None)
         second = finish(proc, stats)
     pages = [url for url, _ in page_sentences(out)]

@@ -12,6 +12,7 @@ Redis profile releases their requests' leases then: focuscrawl.distributed).
 from __future__ import annotations
 
 import logging
+from typing import Iterable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -66,7 +67,7 @@ def page_row(item) -> list:
             item.get("near_duplicate_of")]
 
 
-def _last_at_most(ends, limit: int) -> tuple[int, int, int]:
+def _last_at_most(ends: Iterable[tuple[int, int, int]], limit: float) -> tuple[int, int, int]:
     """The last ``(offset, sentences, rows)`` of ``ends`` (ascending) whose sentence count is at most ``limit``."""
     best = (0, 0, 0)
     for end in ends:
