@@ -10,7 +10,8 @@ n-gram's hash has bit i set. Fingerprints are Python ints in [0, 2**64); bit i i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -46,8 +47,9 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z ^ (z >> _U64(31))
 
 
-def token_hashes(tokens: Sequence[str]) -> np.ndarray:
-    """BLAKE2b 64-bit hash of each token (little-endian), each distinct token hashed once."""
+def token_hashes(tokens: Iterable[str]) -> np.ndarray:
+    """BLAKE2b 64-bit hash of each token (little-endian), each distinct token hashed once;
+    ``tokens`` may be an iterator (a long text's token strings need not all be alive)."""
     memo: dict[str, bytes] = {}
     out = []
     for t in tokens:
@@ -67,7 +69,7 @@ def _chain(th: np.ndarray, n: int) -> np.ndarray:
     return h
 
 
-def ngram_hashes(tokens: Sequence[str], sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def ngram_hashes(tokens: Iterable[str], sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """``(distinct n-gram hashes, their term frequencies)`` for each length in ``sizes``.
 
     A text shorter than n contributes itself as one n-gram, so that short texts
@@ -80,20 +82,36 @@ def ngram_hashes(tokens: Sequence[str], sizes: Sequence[int]) -> tuple[np.ndarra
     return np.unique(np.concatenate(parts), return_counts=True)
 
 
+#: Hashes whose ±1 bit matrix is built at once (8 MiB of float64): a 2 MB page has ~400,000
+#: distinct n-grams, whose whole matrix would take 200 MB. The weights are term counts, so
+#: the sums are exact and the same in blocks.
+_BLOCK = 1 << 14
+
+
 def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int | None:
     """SimHash of feature hashes with weights; None when there are none."""
     if not len(hashes):
         return None
-    # bits[j, i] = bit i of hash j (little-endian bytes, little bit order within a byte).
-    bits = np.unpackbits(np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8).reshape(-1, 8),
-                         axis=1, bitorder="little")
-    sums = np.asarray(weights, dtype=np.float64) @ (bits.astype(np.float64) * 2.0 - 1.0)
+    hashes = np.ascontiguousarray(hashes, dtype="<u8")
+    weights = np.asarray(weights, dtype=np.float64)
+    sums = np.zeros(BITS)
+    for start in range(0, len(hashes), _BLOCK):
+        # bits[j, i] = bit i of hash j (little-endian bytes, little bit order within a byte).
+        bits = np.unpackbits(hashes[start:start + _BLOCK].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        sums += weights[start:start + _BLOCK] @ (bits.astype(np.float64) * 2.0 - 1.0)
     return int(np.packbits(sums > 0, bitorder="little").view("<u8")[0])
 
 
-def simhash(tokens: Sequence[str], ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
+def simhash(tokens: Iterable[str], ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
     """SimHash of already normalised tokens; None for an empty token list."""
     return simhash_of_hashes(*ngram_hashes(tokens, parse_ngrams(ngrams)))
+
+
+def sentences_simhash(sentences: Iterable[str],
+                      ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
+    """SimHash of a page's normalised sentences (the tokens of all, in order), read a
+    sentence at a time: a long page's token strings are never all alive."""
+    return simhash(chain.from_iterable(map(str.split, sentences)), ngrams)
 
 
 def text_simhash(text: str, ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
