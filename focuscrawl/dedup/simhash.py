@@ -41,23 +41,27 @@ def parse_ngrams(mode: str | int | Sequence[int]) -> tuple[int, ...]:
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser (a bijection of uint64 with full avalanche), element-wise."""
-    z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
-    return z ^ (z >> _U64(31))
+    """SplitMix64 finaliser (a bijection of uint64 with full avalanche), element-wise, in
+    place: one temporary at a time (a long page has ~500,000 n-grams, 4 MB an array)."""
+    z ^= z >> _U64(30)
+    z *= _U64(0xBF58476D1CE4E5B9)
+    z ^= z >> _U64(27)
+    z *= _U64(0x94D049BB133111EB)
+    z ^= z >> _U64(31)
+    return z
 
 
 def token_hashes(tokens: Iterable[str]) -> np.ndarray:
     """BLAKE2b 64-bit hash of each token (little-endian), each distinct token hashed once;
     ``tokens`` may be an iterator (a long text's token strings need not all be alive)."""
     memo: dict[str, bytes] = {}
-    out = []
+    out = bytearray()
     for t in tokens:
         digest = memo.get(t)
         if digest is None:
             digest = memo[t] = hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest()
-        out.append(digest)
-    return np.frombuffer(b"".join(out), dtype="<u8").astype(_U64)
+        out += digest
+    return np.frombuffer(out, dtype="<u8").astype(_U64)
 
 
 def _chain(th: np.ndarray, n: int) -> np.ndarray:
@@ -65,7 +69,8 @@ def _chain(th: np.ndarray, n: int) -> np.ndarray:
     count = len(th) - n + 1
     h = _mix(np.full(count, n, dtype=_U64))
     for j in range(n):
-        h = _mix(h ^ th[j:j + count])
+        h ^= th[j:j + count]
+        _mix(h)
     return h
 
 
@@ -77,9 +82,12 @@ def ngram_hashes(tokens: Iterable[str], sizes: Sequence[int]) -> tuple[np.ndarra
     """
     th = token_hashes(tokens)
     parts = [_chain(th, n if len(th) >= n else len(th)) for n in sizes if len(th)]
+    del th
     if not parts:
         return np.empty(0, dtype=_U64), np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate(parts), return_counts=True)
+    grams = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    del parts
+    return np.unique(grams, return_counts=True)
 
 
 #: Hashes whose ±1 bit matrix is built at once (8 MiB of float64): a 2 MB page has ~400,000
