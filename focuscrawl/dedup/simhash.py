@@ -61,7 +61,8 @@ def token_hashes(tokens: Iterable[str]) -> np.ndarray:
         if digest is None:
             digest = memo[t] = hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest()
         out += digest
-    return np.frombuffer(out, dtype="<u8").astype(_U64)
+    hashes = np.frombuffer(out, dtype="<u8")  # a writable view of the buffer, no copy
+    return hashes if hashes.dtype.isnative else hashes.astype(_U64)
 
 
 def _chain(th: np.ndarray, n: int) -> np.ndarray:
