@@ -192,3 +192,70 @@ def test_warc_keeps_accents_of_a_mislabelled_page_and_counts_it(tmp_path):
     assert stats["focuscrawl/text/charset_fallback"] == 1
     sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode("utf-8")
     assert "café naïve crème brûlée" in sentences
+
+
+# --- the crawl's page analysis: links, images and contexts under the markup budget --------
+_ANALYSE = r"""
+import json, resource, sys
+from focuscrawl.analysis import AnalysisConfig, analyse_page
+from focuscrawl.text.html import markup_budget
+path, cap = sys.argv[1], int(sys.argv[2])
+config = AnalysisConfig(text_max_tags=markup_budget(cap))
+scorer = config.scorer()
+with open(path, encoding="utf-8") as fh:
+    html = fh.read()
+page = analyse_page(html, "http://dense.test/", "http://dense.test/", 0, config, scorer)
+print(json.dumps([list(page.links), page.img_count, [d.src for d in page.images], list(page.notes),
+                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))
+"""
+
+
+def analyse_in_child(path, cap: int) -> tuple[list[str], int, list[str], list[str], float]:
+    """``analyse_page`` (default extractor, images, the bundled model) of a file in a fresh
+    process: links, img count, image sources, notes and the process's peak RSS in MB."""
+    out = subprocess.run([sys.executable, "-c", _ANALYSE, str(path), str(cap)], capture_output=True, text=True,
+                         timeout=300, check=True)
+    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_page_analysis_of_dense_markup_is_parsed_up_to_the_markup_budget(tmp_path):
+    """The crawl's analysis of a page of the cap's size made of linked images (~40,000
+    elements: a tree of ~20x the cap, and an image decision with contexts and scores for
+    each) reads links and images up to the max_bytes/256-th start tag, notes the cut, and
+    costs at most MEMORY_MULTIPLE x the cap above a small page."""
+    from focuscrawl.text.html import markup_budget
+
+    cap = 1024 * 1024
+    links = "".join(f'<a href="/p{i}"><img src="/i{i}.jpg" alt="cat {i}">cat {i}</a>\n' for i in range(cap // 50))
+    (tmp_path / "dense.html").write_text(f"<html><body>{links}</body></html>"[:cap])
+    (tmp_path / "small.html").write_text("<html><body>" + "".join(links.splitlines(True)[:20]) + "</body></html>")
+    small_links, small_imgs, _, small_notes, base_rss = analyse_in_child(tmp_path / "small.html", cap)
+    assert len(small_links) == small_imgs == 20 and small_notes == []
+    found, img_count, images, notes, rss = analyse_in_child(tmp_path / "dense.html", cap)
+    n = markup_budget(cap) // 2 - 1  # <html>, <body>, then two start tags per link
+    assert found == [f"http://dense.test/p{i}" for i in range(n)]
+    assert img_count == n and images == [f"http://dense.test/i{i}.jpg" for i in range(n)]
+    assert notes == ["truncated"]
+    assert rss - base_rss < MEMORY_MULTIPLE * cap / 2 ** 20, (rss, base_rss)
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_crawl_reads_links_and_images_up_to_the_markup_budget_and_counts_the_page_once(tmp_path, workers):
+    """FOCUSCRAWL_TEXT_MAX_BYTES = 64 KiB: 256 start tags. A 20 KB page of 600 links and then
+    images is cut by the markup budget (not by its bytes): its first 253 links are found, the
+    images after them are not parsed, and the page is counted once as truncated."""
+    links = "".join(f'<a href="http://elsewhere.test/p{i}">cat page {i}</a>\n' for i in range(600))
+    images = "".join(f'<img src="/cat{i}.png" alt="a cat" width="640" height="480">' for i in range(5))
+    body = f"<html><head><title>cats</title></head><body><p>{links}</p>{images}</body></html>"
+    site = {("dense.test", "/"): Page(body), ("dense.test", "/robots.txt"): Page(b"", "text/plain")}
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://dense.test/", settings={
+            "FOCUSCRAWL_TEXT_MAX_BYTES": 64 * 1024, "FOCUSCRAWL_ANALYSIS_WORKERS": workers,
+            "FOCUSCRAWL_ALLOWED_DOMAINS": ["dense.test"]}, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stats["focuscrawl/text/truncated"] == 1
+    n = 256 - 4 - 1  # <html>, <head>, <title>, <body>, <p>, then one start tag per link
+    assert stats["focuscrawl/links/found"] == n
+    [page] = [i for i in items(tmp_path) if i.get("url") == "http://dense.test/"]
+    assert page["links"] == n and page["images"] == 0
+    assert not any("/cat" in url for url in web.requests)
