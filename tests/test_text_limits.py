@@ -123,9 +123,11 @@ def test_clip_cuts_before_a_tag_and_says_so():
 MEMORY_MULTIPLE = 12
 
 
-def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path):
+@pytest.mark.parametrize("extractor", ["auto", "trafilatura"])
+def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path, extractor):
     """The page is read up to the cap only, and its text costs at most MEMORY_MULTIPLE x the
-    cap above a run on a small page (the interpreter and the libraries, ~250 MB)."""
+    cap above a run on a small page (the interpreter and the libraries, ~250 MB); with
+    trafilatura too, whose fallbacks (readability) take the text of this page."""
     cap = 2 * 1024 * 1024
     para = "<p>" + "The cat sat on the mat and looked at the dog. " * 20 + "</p>\n"
     with open(tmp_path / "huge.html", "w") as fh:
@@ -134,10 +136,11 @@ def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path):
             fh.write(para)
         fh.write("</body></html>")
     (tmp_path / "small.html").write_text("<html><body>" + para + "</body></html>")
-    base, base_rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "small.html"), "-o", str(tmp_path / "s"))
+    options = ("--extractor", extractor, "--max-bytes", str(cap))
+    base, base_rss = run_cli("extract", *options, str(tmp_path / "small.html"), "-o", str(tmp_path / "s"))
     assert base.returncode == 0, base.stderr
     start = time.monotonic()
-    proc, rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "huge.html"), "-o", str(tmp_path / "h"))
+    proc, rss = run_cli("extract", *options, str(tmp_path / "huge.html"), "-o", str(tmp_path / "h"))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert f"cut {tmp_path / 'huge.html'}: longer than {cap} bytes" in proc.stderr
     assert "truncated 1" in proc.stderr
