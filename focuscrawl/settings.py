@@ -206,7 +206,7 @@ MEDIA_ALLOW_REDIRECTS = True
 #: Later sightings merged into one image record at most (a logo on every page).
 FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
 #: sentences.txt.gz is written as one gzip member per batch of this many bytes of
-#: text (with the batch's pages.tsv rows); 0 = one member per page.
+#: text (with the batch's pages.tsv and links.tsv rows); 0 = one member per page.
 FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
 #: With JOBDIR: images a killed crawl had accepted but not written are downloaded again
 #: after the seeds, at most this many at a time, so that slow ones cannot fill every

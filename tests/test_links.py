@@ -97,9 +97,10 @@ def test_links_log_keeps_whole_lines_after_a_kill(tmp_path):
         ["http://a.test/", "http://d.test/", "", "10", "", "", "10", "high", "3", "1"]]
 
 
-def test_links_log_gets_a_pages_rows_in_one_write_before_its_item(tmp_path):
-    """links.tsv: the rows of one response are written together, and before the page's item
-    goes on to the writers (so a committed page row never lacks its links' rows)."""
+def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
+    """links.tsv: the middleware writes nothing itself; the rows of one response go, as one
+    list, with the page's item to the page writer (which writes them with the page's row,
+    under one checkpoint). A response without a page item (its row is never written) logs none."""
     import asyncio
 
     from scrapy import Request
@@ -108,36 +109,30 @@ def test_links_log_gets_a_pages_rows_in_one_write_before_its_item(tmp_path):
     from tests.support.crawler import focuscrawl_crawler
 
     from focuscrawl.items import PageItem
-    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
+    from focuscrawl.middlewares.priority import LinkPriorityMiddleware, link_rows
 
     crawler = focuscrawl_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
                                  FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
     mw = LinkPriorityMiddleware.from_crawler(crawler)
     crawler.stats.open_spider()
-    mw.spider_opened()
-    writes = []
-    write_lines = mw.log.write_lines
-    mw.log.write_lines = lambda lines: (writes.append(list(lines)), write_lines(lines))
     response = HtmlResponse("http://a.test/", body=b"<html></html>", request=Request("http://a.test/"))
     links = [Request(f"http://a.test/{i}", meta={"anchor": f"a{i}", "depth": 1}) for i in range(3)]
+    page = PageItem(url="http://a.test/")
 
     async def output():
-        for o in [*links, PageItem(url="http://a.test/")]:
+        for o in [*links, page]:
             yield o
 
     async def run():
-        seen = []
-        async for o in mw.process_spider_output_async(response, output()):
-            seen.append(o)
-            if isinstance(o, PageItem):
-                assert len(writes) == 1  # written before the item went on
-        return seen
+        return [o async for o in mw.process_spider_output_async(response, output())]
 
     out = asyncio.run(run())
-    assert out[:3] == links and [r.priority for r in links] == [-1, -1, -1]
-    assert [[line.split("\t")[1] for line in w] for w in writes] == [[f"http://a.test/{i}" for i in range(3)]]
-    list(mw.process_spider_output(response, iter(links[:2])))  # no item: written at the end
+    assert out == [*links, page] and [r.priority for r in links] == [-1, -1, -1]
+    assert [line.split("\t")[:3] for line in link_rows(page)] == [
+        ["http://a.test/", f"http://a.test/{i}", f"a{i}"] for i in range(3)]
+    assert "_link_rows" not in dict(page)  # not a field: feed exports do not see it
+    again = PageItem(url="http://a.test/")
+    assert list(mw.process_spider_output(response, iter(links[:2]))) == links[:2]  # no item: no rows kept
+    assert list(mw.process_spider_output(response, iter([again]))) == [again] and link_rows(again) == []
     mw.spider_closed()
-    lines = (tmp_path / "links.tsv").read_text().splitlines()
-    assert len(writes) == 2 and [line.split("\t")[1] for line in lines[1:]] == [
-        "http://a.test/0", "http://a.test/1", "http://a.test/2", "http://a.test/0", "http://a.test/1"]
+    assert not (tmp_path / "links.tsv").exists()

@@ -70,7 +70,7 @@ def test_a_page_in_two_parts_keeps_its_first_fetch_with_its_links_and_sightings(
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary == {"parts": 2, "pages": 4, "duplicate_pages": 1, "images": 4, "duplicate_sightings": 1,
-                       "links": 5, "duplicate_links": 3}
+                       "links": 5, "duplicate_links": 3, "orphan_sentences": 0}
     assert "without the other fetches' 3 links and 1 image sightings" in done.stderr
     assert [r["url"] for r in iter_tsv(out / "pages.tsv")] == [f"{W}/p{i}" for i in range(1, 5)]
     assert gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().split("\n")[:3] == \
@@ -98,3 +98,21 @@ def test_parts_without_a_page_in_common_are_concatenated(tmp_path):
     assert summary["links"] == 2
     record = json.loads((tmp_path / "merged" / record_path(f"{W}/i")).read_text())
     assert [s["alt"] for s in record["sightings"]] == ["cat", "cat 2"]
+
+
+def test_a_part_killed_inside_a_page_batch_merges_without_its_orphan_sentences(tmp_path):
+    """A worker killed between a batch's sentences member and its pages.tsv rows (and another
+    killed inside the next member's write) is merged as it is: the sentences no row counts and
+    the torn member are left out and counted, every page keeps its own sentences."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_part(a, [(f"{W}/a", 1.0, ["a one", "a two"])], [], [])
+    write_part(b, [(f"{W}/b", 2.0, ["b one"])], [], [])
+    with open(a / "sentences.txt.gz", "ab") as f:
+        f.write(gzip.compress(b"orphan one\norphan two\n"))  # the rows of this batch never came
+        f.write(gzip.compress(b"torn member\n")[:-5])
+    from focuscrawl.output.merge import merge_runs
+
+    summary = merge_runs([a, b], tmp_path / "merged")
+    assert (summary["pages"], summary["orphan_sentences"]) == (2, 2)
+    assert gzip.decompress((tmp_path / "merged" / "sentences.txt.gz").read_bytes()).decode().splitlines() == [
+        "a one", "a two", "b one"]

@@ -250,3 +250,114 @@ def test_one_cell_formatter_for_every_tsv():
 def test_all_resume_state_under_one_jobdir_folder(tmp_path):
     assert job_state_dir(None) is None and job_state_dir("") is None
     assert job_state_dir(tmp_path / "job") == (tmp_path / "job" / JOB_STATE_DIR).resolve()
+
+
+def test_gzip_members_are_the_batches_with_their_line_counts(tmp_path):
+    from focuscrawl.output.files import gzip_members
+
+    log = GzipLog(tmp_path / "s.txt.gz")
+    log.write_lines(["a", "b"])
+    log.write_lines(["c"])
+    ends = [log.offset]
+    log.write_lines(["d", "e", "f"])
+    log.close()
+    with open(tmp_path / "s.txt.gz", "ab") as f:
+        f.write(gzip.compress(b"torn\n")[:9])
+    members = list(gzip_members(tmp_path / "s.txt.gz", chunk=7))
+    assert [n for _, n in members] == [2, 1, 3]
+    assert members[1][0] == ends[0] and members[-1][0] == gzip_complete_size(tmp_path / "s.txt.gz")
+
+
+def _page_writer(out, job=None, interval=0.0):
+    from tests.support.crawler import focuscrawl_crawler
+
+    from focuscrawl.output.run import RunOutput
+    from focuscrawl.pipelines.writers import PageLogWriterPipeline
+
+    crawler = focuscrawl_crawler()
+    crawler.stats.open_spider()
+    run = RunOutput(out, job, checkpoint_interval=interval)
+    writer = PageLogWriterPipeline(run, crawler.stats, crawler.signals, 0, links_log=True)
+    writer.open_spider()
+    return run, writer, crawler.stats
+
+
+def _page(i: int, sentences: int, links: int = 2):
+    """A page item as the link middleware hands it on: with its links.tsv rows."""
+    from focuscrawl.items import PageItem
+    from focuscrawl.middlewares.priority import LINK_ROWS_ATTR
+
+    item = PageItem(url=f"http://s.test/{i}", sentences=[f"page {i} sentence number {k} here" for k in range(sentences)])
+    setattr(item, LINK_ROWS_ATTR, [row([item["url"], f"http://s.test/{i}/{k}"]) for k in range(links)])
+    return item
+
+
+def _state(out):
+    pages = [r["url"] for r in iter_tsv(out / "pages.tsv")]
+    sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().splitlines()
+    links = [line.split("\t")[0] for line in list(iter_lines(out / "links.tsv"))[1:]]
+    return pages, sentences, links
+
+
+def test_links_tsv_is_cut_back_to_the_checkpoint_with_pages_and_sentences(tmp_path):
+    """A page's links.tsv rows are written in its batch, and the JOBDIR checkpoint records
+    links.tsv with pages.tsv: a batch written after the last checkpoint (a kill came before
+    the next one) is cut from all three files on resume, so its pages, crawled again, log
+    their links once."""
+    import json
+
+    out, job = tmp_path / "out", tmp_path / "job"
+    run, writer, _ = _page_writer(out, job, interval=1e12)  # only the first commit checkpoints
+    writer.process_item(_page(0, 2))
+    writer.process_item(_page(1, 1, links=3))  # written, not checkpointed: the kill comes now
+    offsets = json.loads((job / "focuscrawl" / "offsets.json").read_text())["files"]
+    assert set(offsets) >= {"pages.tsv", "sentences.txt.gz", "links.tsv"}
+    assert _state(out)[2] == ["http://s.test/0"] * 2 + ["http://s.test/1"] * 3
+    run, writer, stats = _page_writer(out, job)  # resumed (the killed process wrote nothing more)
+    assert _state(out) == (["http://s.test/0"], [f"page 0 sentence number {k} here" for k in range(2)],
+                           ["http://s.test/0"] * 2)
+    writer.process_item(_page(1, 1, links=3))  # crawled again
+    run.close()
+    assert _state(out)[2] == ["http://s.test/0"] * 2 + ["http://s.test/1"] * 3
+    assert "focuscrawl/sentences/orphans_cut" not in stats.get_stats()  # a resume is cut by its checkpoint
+
+
+def test_sentences_without_their_rows_are_cut_when_the_run_directory_is_opened(tmp_path):
+    """Without JOBDIR: a kill between a batch's sentences member and its rows leaves sentences
+    no row counts; a kill inside a large rows write leaves part of a batch's rows. Opening
+    the run directory cuts both files back to the last batch they hold whole, and counts it."""
+    out = tmp_path / "out"
+    run, writer, _ = _page_writer(out)
+    for i, n in enumerate([2, 0, 3]):
+        writer.process_item(_page(i, n))
+    run.close()
+    whole = _state(out)
+    sizes = {name: (out / name).stat().st_size for name in ("pages.tsv", "sentences.txt.gz")}
+    run, writer, stats = _page_writer(out)  # consistent: nothing cut
+    run.close()
+    assert writer.cut == (0, 0) and {n: (out / n).stat().st_size for n in sizes} == sizes
+
+    GzipLog(out / "sentences.txt.gz").write_lines(["orphan one", "orphan two"])  # the kill after the member
+    run, writer, stats = _page_writer(out)
+    assert writer.cut == (2, 0) and stats.get_value("focuscrawl/sentences/orphans_cut") == 2
+    writer.process_item(_page(3, 1))
+    run.close()
+    pages, sentences, _ = _state(out)
+    assert pages == whole[0] + ["http://s.test/3"] and sentences == whole[1] + ["page 3 sentence number 0 here"]
+
+    # a batch of two rows, only the first of them written whole (a kill inside a large write)
+    GzipLog(out / "sentences.txt.gz").write_lines(["page 4 a b c d", "page 5 a b c d", "page 5 e f g h"])
+    with open(out / "pages.tsv", "a") as f:
+        f.write("http://s.test/4\t\t\t\t\t\t\t\t1\t5\t\t\t\nhttp://s.test/5\t\t\t")
+    run, writer, stats = _page_writer(out)
+    run.close()
+    assert writer.cut == (3, 1) and stats.get_value("focuscrawl/pages/torn_rows_cut") == 1
+    assert _state(out)[:2] == (pages, sentences)
+
+    # rows that count more sentences than the file holds (its last member lost): those rows go
+    data = (out / "sentences.txt.gz").read_bytes()
+    (out / "sentences.txt.gz").write_bytes(data[:gzip_complete_size(out / "sentences.txt.gz")
+                                                - len(gzip.compress(b"page 3 sentence number 0 here\n", 6, mtime=0))])
+    run, writer, _ = _page_writer(out)
+    run.close()
+    assert writer.cut == (0, 1) and _state(out)[:2] == (whole[0], whole[1])

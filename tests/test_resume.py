@@ -6,12 +6,15 @@ kill the frontier journal (focuscrawl.frontier) recovers the queued work.
 """
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import signal
 import time
 from collections import Counter
 
-from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
+from focuscrawl.output.merge import merge_runs
+from focuscrawl.settings import DOWNLOADER_MIDDLEWARES, EXTENSIONS
 from tests.support.crawl import start_focused
 from tests.support.imagesite import image_bytes
 from tests.support.localweb import LocalWeb, Page
@@ -36,7 +39,7 @@ def tree_site() -> dict:
 
 def start_crawl(web, tmp, out, jobdir, delay=0.1, extra=None):
     model, keywords = write_model(tmp)
-    settings = {"JOBDIR": str(jobdir), "DOWNLOAD_DELAY": delay, "RANDOMIZE_DOWNLOAD_DELAY": False,
+    settings = {"JOBDIR": str(jobdir or ""), "DOWNLOAD_DELAY": delay, "RANDOMIZE_DOWNLOAD_DELAY": False,
                 "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2, "LOG_LEVEL": "INFO",
                 "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0, "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False,
                 **(extra or {})}
@@ -213,3 +216,101 @@ def test_sigterm_resume_then_sigkill_repeats_no_row(tmp_path):
         third = finish(proc, stats)
     check_complete(out, all_images=False)  # every page exactly once
     assert third["focuscrawl/frontier/unrecovered"] == 0
+
+
+#: the crawl dies inside the page writer's 6th batch (one page a batch): its sentences
+#: (and links) are written, its pages.tsv row is not
+KILL_BEFORE_ROWS_6 = {"TEST_KILL_BEFORE_PAGE_ROWS": 6, "FOCUSCRAWL_LINKS_LOG": True,
+                      "EXTENSIONS": {**EXTENSIONS, "tests.support.killswitch.KillBeforePageRows": 0}}
+
+
+def page_sentences(out) -> list[tuple[str, list[str]]]:
+    """Each pages.tsv row's URL with its slice of sentences.txt.gz (by the rows' counts);
+    asserts that the counts use up the file exactly."""
+    lines = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode("utf-8").splitlines()
+    pages, pos = [], 0
+    for r in read_tsv(out / "pages.tsv"):
+        n = int(r["sentences"])
+        pages.append((r["url"], lines[pos:pos + n]))
+        pos += n
+    assert pos == len(lines), f"{len(lines) - pos} sentences without a pages.tsv row"
+    return pages
+
+
+def page_name(i: int) -> str:
+    """A page's number as a word (the sentence log drops numbers): 12 -> "pagebc"."""
+    return "page" + "".join(chr(ord("a") + int(d)) for d in str(i))
+
+
+def named_tree_site() -> dict:
+    """``tree_site`` with a sentence on each page that names it."""
+    site = tree_site()
+    for i in range(N):
+        page = site[("cats.test", f"/p{i}")]
+        page.body = page.body.replace(f"Page {i} is about cats.".encode(),
+                                      f"This {page_name(i)} is about cats.".encode())
+    return site
+
+
+def assert_aligned(out) -> None:
+    """Every page row owns its own sentences: page i's slice holds "this page<i> is about cats"."""
+    for url, sentences in page_sentences(out):
+        name = page_name(int(re.search(r"/p(\d+)$", url).group(1)))
+        assert f"this {name} is about cats" in sentences, (url, sentences)
+
+
+def tree_links() -> set[tuple[str, str]]:
+    return {(f"http://cats.test/p{i}", f"http://cats.test/p{j}")
+            for i in range(N) for j in range(3 * i + 1, 3 * i + 4) if j < N}
+
+
+def test_sigkill_inside_a_page_batch_then_resume_repeats_no_link_and_no_sentence(tmp_path):
+    """Killed (twice) between a batch's sentences (and links) and its pages.tsv rows: the
+    JOBDIR checkpoint covers links.tsv as it covers pages.tsv and sentences.txt.gz, so each
+    resume cuts all three back to the same moment; the pages re-crawled then log their links once."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    with LocalWeb(named_tree_site()) as web:
+        for session in range(2):
+            proc, stats = start_crawl(web, tmp_path, out, job, extra=KILL_BEFORE_ROWS_6)
+            assert proc.wait(60) == -signal.SIGKILL
+            rows = read_tsv(out / "pages.tsv")
+            assert session or len(rows) == 5  # (the resume first cuts the rows past the checkpoint)
+            sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().splitlines()
+            assert len(sentences) > sum(int(r["sentences"]) for r in rows)  # the 6th batch's, without its row
+        proc, stats = start_crawl(web, tmp_path, out, job, extra={"FOCUSCRAWL_LINKS_LOG": True})
+        second = finish(proc, stats)
+    check_complete(out, all_images=False)  # every page once
+    assert second["focuscrawl/frontier/unrecovered"] == 0
+    links = Counter((r["from"], r["to"]) for r in read_tsv(out / "links.tsv"))
+    assert max(links.values()) == 1, links.most_common(3)
+    assert set(links) == tree_links()
+    assert_aligned(out)
+    assert merge_runs([out], tmp_path / "merged")["pages"] == N
+
+
+def test_sigkill_inside_a_page_batch_then_restart_without_jobdir_cuts_the_orphan_sentences(tmp_path):
+    """Without JOBDIR a restarted crawl starts again from its seeds and appends to the run
+    directory. The sentences the killed crawl wrote without their rows are cut when the run
+    directory is opened (counted, said in one line), so every later page keeps its own
+    sentences and ``focuscrawl merge`` reads the run; merge also reads the killed run as it is."""
+    out = tmp_path / "out"
+    with LocalWeb(named_tree_site()) as web:
+        proc, stats = start_crawl(web, tmp_path, out, None, extra=KILL_BEFORE_ROWS_6)
+        assert proc.wait(60) == -signal.SIGKILL
+        rows = read_tsv(out / "pages.tsv")
+        sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().splitlines()
+        orphans = len(sentences) - sum(int(r["sentences"]) for r in rows)
+        assert len(rows) == 5 and orphans > 0
+        # merged as it is (a dead worker's part): the orphans are left out, the pages kept
+        killed = merge_runs([out], tmp_path / "killed")
+        assert (killed["pages"], killed["orphan_sentences"]) == (5, orphans)
+        assert_aligned(tmp_path / "killed")
+        proc, stats = start_crawl(web, tmp_path, out, None)
+        second = finish(proc, stats)
+    pages = [url for url, _ in page_sentences(out)]
+    assert len(pages) == 5 + N  # the restart crawled every page again after the 5 kept rows
+    assert_aligned(out)
+    merged = merge_runs([out], tmp_path / "merged")
+    assert merged["pages"] == N and merged["duplicate_pages"] == 5
+    assert second["focuscrawl/sentences/orphans_cut"] == orphans
+    assert "sentences.txt.gz: cut" in (tmp_path / "crawl.log").read_text()

@@ -20,8 +20,10 @@ link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. The request keeps
 scorable text has no perplexity **(choice)**: its links inherit the score of the
 link that led to it, or the razor value for a seed (kept, lowest bucket).
 
-With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row; a response's rows are
-written with one write, before its page item goes on to the writers.
+With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row. A response's rows travel
+with its page's item (``link_rows``) to ``PageLogWriterPipeline``, which writes them in the
+batch of the page's ``pages.tsv`` row, under the same JOBDIR checkpoint: a resume never
+repeats the links of a page it crawls again. A response without a page item logs none.
 """
 from __future__ import annotations
 
@@ -46,7 +48,6 @@ from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bu
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
 from focuscrawl.crawl_scorer import crawl_topic_model, page_topic_model, topic_scorer
-from focuscrawl.output.files import LineLog
 from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,13 @@ FOCUSED_MODES = ("keywords", "document", "learning")
 LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
 #: links.tsv is read by people and plots: scores to 6 significant digits
 LINKS_LOG_FLOAT_DIGITS = 6
+#: the PageItem attribute that carries its page's links.tsv rows to the page writer
+LINK_ROWS_ATTR = "_link_rows"
+
+
+def link_rows(item: PageItem) -> list[str]:
+    """The ``links.tsv`` rows of the page's out-links (none when the links log is off)."""
+    return getattr(item, LINK_ROWS_ATTR, None) or []
 
 
 @dataclass(frozen=True)
@@ -182,14 +190,14 @@ class LinkRanker:
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
 
-    def __init__(self, stats, ranker: LinkRanker, judge: PageJudge | None = None, log_path: str | None = None,
+    def __init__(self, stats, ranker: LinkRanker, judge: PageJudge | None = None, log_links: bool = False,
                  learner_paths: list[str] = ()) -> None:  # pylint: disable=super-init-not-called
         self.stats = stats
         self.ranker = ranker
         #: mode ``learning``: judges each page, which labels the link that led to it
         self.judge = judge
-        self.log: LineLog | None = None  # links.tsv: appended, a resumed crawl continues it
-        self.log_path = log_path
+        #: links.tsv rows are made (and handed to the page writer with the page's item)
+        self.log = log_links
         self.learner_paths = list(learner_paths)
 
     @classmethod
@@ -202,17 +210,11 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                           topic, link_learner(crawler) if learning else None)
         judge = PageJudge.from_settings(s, page_topic_model(crawler)) if learning else None
         out = s.get("FOCUSCRAWL_OUTPUT_DIR")
-        log_path = os.path.join(out, "links.tsv") if s.getbool("FOCUSCRAWL_LINKS_LOG") and out else None
         learner_paths = [p for p in (learner_state_path(s), os.path.join(out, LEARNER_FILE) if out else None)
                          if p] if learning else []
-        mw = cls(crawler.stats, ranker, judge, log_path, learner_paths)
-        crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
+        mw = cls(crawler.stats, ranker, judge, s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(out), learner_paths)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         return mw
-
-    def spider_opened(self, spider=None) -> None:
-        if self.log_path:
-            self.log = LineLog(self.log_path, LINKS_LOG_HEADER)
 
     def spider_closed(self, spider=None) -> None:
         for path in self.learner_paths:  # JOBDIR: a resume goes on learning; run dir: explain()
@@ -221,9 +223,6 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             info = self.ranker.anchor_score.cache_info()
             self.stats.set_value("focuscrawl/links/anchor_lookups", info.hits + info.misses)
             self.stats.set_value("focuscrawl/links/anchor_cache_hits", info.hits)
-        if self.log:
-            self.log.close()
-            self.log = None
 
     # -- learning: every parsed page is a training example for the link that led to it ----
     def _topicality(self, response: Response | None) -> None:
@@ -253,45 +252,32 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
         return item
 
-    # -- links.tsv: a response's rows in one write, before its page item goes on -----------
+    # -- links.tsv: a response's rows go with its page item to the page writer -------------
     def process_spider_output(self, response: Response | None, result: Iterable[Any]) -> Iterator[Any]:
         rows: list[str] = []
-        try:
-            for o in result:
-                if (o := self._processed(o, response, rows)) is not None:
-                    yield o
-        finally:
-            self._write(rows)
+        for o in result:
+            if (o := self._processed(o, response, rows)) is not None:
+                yield o
 
     async def process_spider_output_async(self, response: Response | None,
                                           result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         rows: list[str] = []
-        try:
-            async for o in result:
-                if (o := self._processed(o, response, rows)) is not None:
-                    yield o
-        finally:
-            self._write(rows)
+        async for o in result:
+            if (o := self._processed(o, response, rows)) is not None:
+                yield o
 
     def _processed(self, o: Any, response: Response | None, rows: list[str]) -> Any:
-        """A request is decided and its links.tsv row kept in ``rows``; an item (the page's,
-        after its links) first writes them, so a committed page row never lacks its link rows
-        (a page killed before its row is fetched again on resume and logs its links again)."""
+        """A request is decided and its links.tsv row kept in ``rows``; the page's item (after
+        its links) takes them to the page writer, which writes them with the page's row."""
         if isinstance(o, Request):
             return self._decided(o, response, rows)
-        self._write(rows)
+        if isinstance(o, PageItem) and rows:
+            setattr(o, LINK_ROWS_ATTR, rows[:])
+            rows.clear()
         return self.get_processed_item(o, response)
 
-    def _write(self, rows: list[str]) -> None:
-        if rows and self.log:
-            self.log.write_lines(rows)
-        rows.clear()
-
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
-        rows: list[str] = []
-        request = self._decided(request, response, rows)
-        self._write(rows)
-        return request
+        return self._decided(request, response, [])
 
     def _decided(self, request: Request, response: Response | None, rows: list[str]) -> Request | None:
         self._topicality(response)

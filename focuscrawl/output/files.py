@@ -69,26 +69,35 @@ def complete_lines_size(path: str | Path) -> int:
 
 def gzip_complete_size(path: str | Path, chunk: int = 1 << 20) -> int:
     """Byte length of the file's leading complete gzip members (the rest is a torn write)."""
-    good = pos = 0
+    good = 0
+    for good, _ in gzip_members(path, chunk):
+        pass
+    return good
+
+
+def gzip_members(path: str | Path, chunk: int = 1 << 20) -> Iterator[tuple[int, int]]:
+    """``(end offset, lines)`` of each leading complete gzip member of the file, streamed; a torn
+    member ends the scan. ``GzipLog`` writes one member per batch, so the ends are batch ends."""
+    pos = lines = 0
     d = zlib.decompressobj(wbits=31)
     with open(path, "rb") as f:
         buf = f.read(chunk)
         while buf:
             try:
-                d.decompress(buf, chunk)
+                lines += d.decompress(buf, chunk).count(b"\n")
                 while d.unconsumed_tail and not d.eof:
-                    d.decompress(d.unconsumed_tail, chunk)
+                    lines += d.decompress(d.unconsumed_tail, chunk).count(b"\n")
             except zlib.error:
-                return good
+                return
             if d.eof:
                 pos += len(buf) - len(d.unused_data)
-                good = pos
+                yield pos, lines
+                lines = 0
                 buf = d.unused_data or f.read(chunk)
                 d = zlib.decompressobj(wbits=31)
             else:
                 pos += len(buf)
                 buf = f.read(chunk)
-    return good
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -5,7 +5,9 @@ output=RUN/part-<n>``): no two processes append to one file. ``merge_runs``
 builds the run directory a single process would have written:
 
 * ``pages.tsv`` and ``sentences.txt.gz``: pages of all parts in fetch order
-  (``fetched_at``), each page with its own sentences (split by the row's count); a page
+  (``fetched_at``), each page with its own sentences (split by the row's count; a part
+  killed inside a page batch holds sentences after those its rows count, and a torn gzip
+  member: both left out, ``orphan_sentences`` in the summary); a page
   that two parts hold (crawled again after a worker died between a checkpoint and its
   lease release) keeps its first fetch (``duplicate_pages`` in the summary): the part
   that holds it *owns* the page;
@@ -28,7 +30,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from focuscrawl.output.files import atomic_write_bytes, iter_tsv, parse_float
+from focuscrawl.output.files import atomic_write_bytes, gzip_complete_size, iter_tsv, parse_float
 from focuscrawl.output.images import record_path, sighting_key
 from focuscrawl.output.stats import read_stats
 
@@ -42,6 +44,14 @@ def _read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
 def _write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
     lines = ["\t".join(header)] + ["\t".join(r) for r in rows]
     atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def _read_sentences(path: Path) -> list[str]:
+    """The sentences of the file's complete gzip members (a killed writer may have torn the last)."""
+    if not path.exists():
+        return []
+    with open(path, "rb") as f:
+        return gzip.decompress(f.read(gzip_complete_size(path))).decode("utf-8").splitlines()
 
 
 def _fetched_at(value: str) -> float:
@@ -96,7 +106,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     if any(p.resolve() == out.resolve() for p in parts):
         raise ValueError("the output directory must not be one of the parts")
     # pages + sentences, in fetch order
-    page_header, pages = [], []
+    page_header, pages, orphan_sentences = [], [], 0
     for part in parts:
         header, rows = _read_tsv(part / "pages.tsv")
         if not header:
@@ -104,15 +114,15 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         if page_header and header != page_header:
             raise ValueError(f"{part}/pages.tsv has other columns than {parts[0]}/pages.tsv")
         page_header = header
-        sentences = (gzip.decompress((part / "sentences.txt.gz").read_bytes()).decode("utf-8").splitlines()
-                     if (part / "sentences.txt.gz").exists() else [])
+        sentences = _read_sentences(part / "sentences.txt.gz")
         i_count, pos = header.index("sentences"), 0
         for r in rows:
             n = int(r[i_count] or 0)
             pages.append((r, sentences[pos:pos + n], part))
             pos += n
-        if pos != len(sentences):
-            raise ValueError(f"{part}: sentences.txt.gz does not match the counts in pages.tsv")
+        if pos > len(sentences):
+            raise ValueError(f"{part}: pages.tsv counts {pos} sentences, sentences.txt.gz holds {len(sentences)}")
+        orphan_sentences += len(sentences) - pos  # a kill between a batch's sentences and its rows
     i_time = page_header.index("fetched_at") if page_header else 0
     i_url = page_header.index("url") if page_header else 0
     pages.sort(key=lambda p: _fetched_at(p[0][i_time]))
@@ -181,7 +191,8 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     stats = {p.name: read_stats(p / "stats.json") for p in parts if (p / "stats.json").exists()}
     atomic_write_bytes(out / "stats.json", json.dumps({"parts": stats}, indent=1).encode("utf-8"))
     return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
-            "duplicate_sightings": duplicate_sightings, "links": len(links), "duplicate_links": duplicate_links}
+            "duplicate_sightings": duplicate_sightings, "links": len(links), "duplicate_links": duplicate_links,
+            "orphan_sentences": orphan_sentences}
 
 
 def register(sub) -> None:
@@ -202,5 +213,8 @@ def cmd_merge(args) -> int:
               f"between a checkpoint and its lease release); each keeps its first fetch, without the other "
               f"fetches' {summary['duplicate_links']} links and {summary['duplicate_sightings']} image sightings",
               file=sys.stderr)
+    if summary["orphan_sentences"]:
+        print(f"merge: left out {summary['orphan_sentences']} sentences a killed crawl wrote without their "
+              f"pages.tsv rows", file=sys.stderr)
     print(json.dumps(summary))
     return 0

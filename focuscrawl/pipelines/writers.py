@@ -1,29 +1,40 @@
-"""Writers of the run directory: the image log and records, pages.tsv and sentences.txt.gz.
+"""Writers of the run directory: the image log and records, pages.tsv, sentences.txt.gz, links.tsv.
 
 ``ImageLogWriterPipeline`` commits each unique image (record JSON + one images.tsv
 row + merge state) through the shared ``ImageStore``. ``PageLogWriterPipeline``
 writes one pages.tsv row per PageItem and all its sentences, in crawl order, in
-batches: a batch is one gzip member of sentences.txt.gz plus its pages.tsv rows,
-then a JOBDIR checkpoint (docs/OUTPUT.md). Once a checkpoint covers a batch, the
-``page_rows_committed`` signal names its items (the Redis profile releases their
-requests' leases then: focuscrawl.distributed).
+batches: a batch is one gzip member of sentences.txt.gz, the links.tsv rows its pages
+carry (``LinkPriorityMiddleware``), then its pages.tsv rows, then a JOBDIR checkpoint
+(docs/OUTPUT.md): the three files are cut back to the same batch on resume. Once a
+checkpoint covers a batch, the ``page_rows_committed`` signal names its items (the
+Redis profile releases their requests' leases then: focuscrawl.distributed).
 """
 from __future__ import annotations
+
+import logging
+from typing import Iterable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl.items import ImageItem, PageItem
+from focuscrawl.middlewares.priority import LINKS_LOG_HEADER, link_rows
+from focuscrawl.output.files import GzipLog, LineLog, gzip_members
 from focuscrawl.output.images import ImageStore, image_store
 from focuscrawl.output.run import RunOutput, run_output
 from focuscrawl.output.tsv import row
+
+logger = logging.getLogger(__name__)
 
 #: Signal ``page_rows_committed(items)``: these PageItems' rows survive a kill (and a resume).
 page_rows_committed = object()
 
 PAGE_COLUMNS = ["url", "depth", "status", "host", "size", "fetched_at", "perplexity", "keyword_score",
                 "sentences", "tokens", "links", "images", "near_duplicate_of"]
+#: A batch is also written once its links.tsv rows reach this size: pages without text add
+#: no sentences, and a run of link-heavy index pages must not pile up rows in memory.
+LINK_ROWS_BATCH_BYTES = 1 << 20
 
 
 class ImageLogWriterPipeline:
@@ -56,17 +67,75 @@ def page_row(item) -> list:
             item.get("near_duplicate_of")]
 
 
+def _last_at_most(ends: Iterable[tuple[int, int, int]], limit: float) -> tuple[int, int, int]:
+    """The last ``(offset, sentences, rows)`` of ``ends`` (ascending) whose sentence count is at most ``limit``."""
+    best = (0, 0, 0)
+    for end in ends:
+        if end[1] > limit:
+            break
+        best = end
+    return best
+
+
+def cut_sentences_without_rows(pages: LineLog, sentences: GzipLog) -> tuple[int, int]:
+    """Cut ``pages.tsv`` and ``sentences.txt.gz`` back to the last batch both hold whole;
+    returns ``(sentences cut, rows cut)``.
+
+    A batch writes its sentences (one gzip member) before the rows that count them, so a
+    crawl killed in between leaves sentences no row owns, and a kill inside a large rows
+    write can leave part of a batch's rows: every later page would be read with another
+    page's sentences. A JOBDIR resume cuts both files to its checkpoint instead.
+    """
+    column = PAGE_COLUMNS.index("sentences")
+
+    def row_ends():  # after the header, then after each row: (offset, sentences so far, rows)
+        pos = total = 0
+        for n, line in enumerate(pages.lines("surrogateescape")):
+            pos += len(line.encode("utf-8", "surrogateescape")) + 1
+            if n:
+                cells = line.split("\t")
+                total += int(cells[column]) if len(cells) > column and cells[column].isdigit() else 0
+            yield pos, total, n
+
+    def member_ends():  # (offset, sentences so far, members)
+        yield 0, 0, 0
+        total = 0
+        for n, (end, lines) in enumerate(gzip_members(sentences.path), 1):
+            total += lines
+            yield end, total, n
+
+    _, all_counted, all_rows = _last_at_most(row_ends(), float("inf"))
+    _, all_sentences, _ = _last_at_most(member_ends(), float("inf"))
+    if all_counted == all_sentences:
+        return 0, 0
+    target = all_counted
+    while True:  # both cut back to a point where the rows count exactly the sentences before it
+        sentences_end, kept, _ = _last_at_most(member_ends(), target)
+        pages_end, counted, kept_rows = _last_at_most(row_ends(), kept)
+        if counted == kept:
+            break
+        target = counted
+    sentences.truncate(sentences_end)
+    pages.truncate(pages_end)
+    return all_sentences - kept, all_rows - kept_rows
+
+
 class PageLogWriterPipeline:
-    def __init__(self, run: RunOutput, stats, signals_manager, batch_bytes: int) -> None:
+    def __init__(self, run: RunOutput, stats, signals_manager, batch_bytes: int, links_log: bool = False) -> None:
         self.run = run
         self.stats = stats
         self.signals = signals_manager
         self.batch_bytes = batch_bytes
         self.pages = self.run.line_log("pages.tsv", "\t".join(PAGE_COLUMNS))
         self.sentences = self.run.gzip_log("sentences.txt.gz")
+        #: links.tsv rows travel with their page's item and are written in its batch
+        self.links = self.run.line_log("links.tsv", LINKS_LOG_HEADER) if links_log else None
+        self.cut = (0, 0) if run.resumed else self._cut_sentences_without_rows()
         self._rows: list[str] = []
         self._lines: list[str] = []
+        self._links: list[str] = []
         self._size = 0
+        self._links_size = 0
         self._items: list[PageItem] = []  # the batch's items
         self._written: list[PageItem] = []  # written, not yet covered by a checkpoint
         self.run.checkpoint_listeners.append(self._checkpointed)
@@ -76,11 +145,29 @@ class PageLogWriterPipeline:
         run = run_output(crawler)
         if run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        pipeline = cls(run, crawler.stats, crawler.signals, crawler.settings.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES"))
+        s = crawler.settings
+        pipeline = cls(run, crawler.stats, crawler.signals, s.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES"),
+                       s.getbool("FOCUSCRAWL_LINKS_LOG"))
         # an idle crawl writes its batch: a worker of a shared crawl that waits for the others
         # holds no unwritten rows (and no leases on them)
         crawler.signals.connect(pipeline.flush, signal=signals.spider_idle)
         return pipeline
+
+    def _cut_sentences_without_rows(self) -> tuple[int, int]:
+        """A run directory opened without a JOBDIR checkpoint (a new crawl, or one restarted
+        after a kill without JOBDIR, which appends): sentences without rows are cut."""
+        sentences, rows = cut_sentences_without_rows(self.pages, self.sentences)
+        if sentences or rows:
+            logger.warning("%s: cut %d sentences written without their pages.tsv rows and %d rows of a "
+                           "torn batch (a crawl killed inside a batch)", self.sentences.path, sentences, rows)
+        return sentences, rows
+
+    def open_spider(self) -> None:
+        sentences, rows = self.cut
+        if sentences:
+            self.stats.set_value("focuscrawl/sentences/orphans_cut", sentences)
+        if rows:
+            self.stats.set_value("focuscrawl/pages/torn_rows_cut", rows)
 
     def process_item(self, item):
         if isinstance(item, PageItem):
@@ -89,20 +176,25 @@ class PageLogWriterPipeline:
             self._items.append(item)
             self._lines.extend(s.replace("\n", " ") for s in sentences)
             self._size += sum(len(s) + 1 for s in sentences)
+            if self.links is not None and (links := link_rows(item)):
+                self._links += links
+                self._links_size += sum(len(r) + 1 for r in links)
             self.stats.inc_value("focuscrawl/pages/written")
             self.stats.inc_value("focuscrawl/sentences/written", len(sentences))
-            if self._size >= self.batch_bytes:
+            if self._size >= self.batch_bytes or self._links_size >= LINK_ROWS_BATCH_BYTES:
                 self.flush()
         return item
 
     def flush(self, *args, **kwargs) -> None:
-        """Write the batch: sentences first, then the rows that announce them, then checkpoint."""
+        """Write the batch: sentences and links first, then the rows that announce them, then checkpoint."""
         if not self._rows:
             return
         self.sentences.write_lines(self._lines)
+        if self.links is not None:
+            self.links.write_lines(self._links)
         self.pages.write_lines(self._rows)
         self._written += self._items
-        self._rows, self._lines, self._size, self._items = [], [], 0, []
+        self._rows, self._lines, self._links, self._size, self._links_size, self._items = [], [], [], 0, 0, []
         self.run.commit()
 
     def _checkpointed(self) -> None:

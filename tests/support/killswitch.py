@@ -4,13 +4,18 @@
 ``TEST_KILL_AT_RESPONSE_URL`` passes back through the downloader middlewares: after
 Scrapy's ``request_left_downloader`` signal, before ``response_received``, the window
 in which an unlucky ``kill -9`` used to lose the page (focuscrawl.frontier).
+``KillBeforePageRows`` (an extension) kills it inside the page writer's batch, after
+the batch's sentences (and links) were written and before its ``pages.tsv`` rows.
 """
 from __future__ import annotations
 
 import os
 import signal
 
+from scrapy import signals
 from scrapy.exceptions import NotConfigured
+
+from focuscrawl.output.run import run_output
 
 
 class KillInResponseChain:
@@ -52,3 +57,36 @@ class KillAfterResponses:
             if self.seen >= self.count:
                 os.kill(os.getpid(), signal.SIGKILL)
         return response
+
+
+class KillBeforePageRows:
+    """Kills the process just before the ``TEST_KILL_BEFORE_PAGE_ROWS``-th batch of
+    ``pages.tsv`` rows is written: ``PageLogWriterPipeline.flush`` has written that batch's
+    ``sentences.txt.gz`` member (and ``links.tsv`` rows) but not the rows that announce them.
+    It wraps the ``write_lines`` of the run's one ``pages.tsv`` log, which the writer shares."""
+
+    def __init__(self, crawler, count: int) -> None:
+        self.crawler = crawler
+        self.count = count
+        self.batches = 0
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        count = crawler.settings.getint("TEST_KILL_BEFORE_PAGE_ROWS")
+        if count <= 0:
+            raise NotConfigured
+        ext = cls(crawler, count)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        return ext
+
+    def spider_opened(self, spider=None) -> None:
+        log = run_output(self.crawler).line_log("pages.tsv")
+        write_lines = log.write_lines
+
+        def write_or_die(lines):
+            self.batches += 1
+            if self.batches >= self.count:
+                os.kill(os.getpid(), signal.SIGKILL)
+            write_lines(lines)
+
+        log.write_lines = write_or_die
