@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import weakref
 from typing import Any
 
@@ -88,11 +89,16 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
     return values
 
 
-def sighting_of(item: Any, context_name: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT) -> dict[str, Any]:
-    """One page's view of an image, with the final score that sighting alone gives."""
+def sighting_of(item: Any, context_name: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT,
+                scored: bool = False) -> dict[str, Any]:
+    """One page's view of an image, with the final score that sighting alone gives
+    (``scored``: the item's own, which ``FinalScorePipeline`` set with the same context)."""
     s = {f: item.get(f) for f in SIGHTING_FIELDS}
-    s["final_score"], s["final_context"] = final_score(s["alt_scores"], s["title_scores"], s["contexts"],
-                                                       s["extra_contexts"], context_name)
+    if scored:
+        s["final_score"], s["final_context"] = item["final_score"], item.get("final_context")
+    else:
+        s["final_score"], s["final_context"] = final_score(s["alt_scores"], s["title_scores"], s["contexts"],
+                                                           s["extra_contexts"], context_name)
     return s
 
 
@@ -122,6 +128,7 @@ class ImageStore:
         self.seen = run.state_log("images.seen")
         self.pending_log: LineLog | None = None
         self.recovered: list[ImageItem] = []
+        self._run_dir = str(run.dir)
         self._record_dirs: set[str] = set()
         if self.seen is not None:
             self._load_seen()
@@ -234,13 +241,15 @@ class ImageStore:
             entry = self.entries[url] = _Entry(item.get("first_seen", self.next_order), PENDING)
         record = {f: item.get(f) for f in IMAGE_FIELDS}
         record["html_width"], record["html_height"] = item.get("html_width"), item.get("html_height")
-        record["sightings"] = [sighting_of(item, self.final_context)]
-        self._add_sightings(record, entry.pending)
-        path = self.run.path(record_path(url))
-        if path.parent.name not in self._record_dirs:  # 256 folders: one mkdir each
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._record_dirs.add(path.parent.name)
-        atomic_write_bytes(path, _dumps(record))
+        record["sightings"] = [sighting_of(item, self.final_context, scored="final_score" in item)]
+        if entry.pending:
+            self._add_sightings(record, entry.pending)
+        relative = record_path(url)  # str paths: no pathlib per image
+        folder = relative.rpartition("/")[0]
+        if folder not in self._record_dirs:  # 256 folders: one mkdir each
+            os.makedirs(f"{self._run_dir}/{folder}", exist_ok=True)
+            self._record_dirs.add(folder)
+        atomic_write_bytes(f"{self._run_dir}/{relative}", _dumps(record))
         self.log.write_lines([row(image_row(item, self.max_parents, self.max_siblings))])
         entry.status, entry.pending = WRITTEN, []
         if self.seen is not None:

@@ -91,6 +91,9 @@ class ImageDownloadPipeline(FilesPipeline):
         self.max_pixels = max_pixels
         self.formats = allowed_formats(f.lower() for f in formats)
         self.rules = rules
+        #: each image's download request until its item completes: its fingerprint, cached on
+        #: the request by Scrapy's fingerprinter, finds the media cache entry to forget
+        self._requests: dict[str, Request] = {}
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod
@@ -108,9 +111,10 @@ class ImageDownloadPipeline(FilesPipeline):
         if not isinstance(item, ImageItem) or not item.get("image_url"):
             return []
         headers = {"Referer": item["page_url"]} if item.get("page_url") else {}
-        return [Request(item["image_url"], callback=NO_CALLBACK, headers=headers,
-                        meta={"download_maxsize": self.max_bytes,
-                              "download_warnsize": 0, "focuscrawl_image": True})]
+        request = Request(item["image_url"], callback=NO_CALLBACK, headers=headers,
+                          meta={"download_maxsize": self.max_bytes, "download_warnsize": 0, "focuscrawl_image": True})
+        self._requests[item["image_url"]] = request
+        return [request]
 
     def file_path(self, request: Request, response=None, info=None, *, item: Any = None) -> str:
         ext = (item.get("extension") if item is not None else None) or Path(request.url).suffix.lstrip(".")
@@ -179,7 +183,7 @@ class ImageDownloadPipeline(FilesPipeline):
         if not isinstance(item, ImageItem):
             return item
         # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
-        forget_media_result(self, info, Request(item["image_url"]))
+        forget_media_result(self, info, self._requests.pop(item["image_url"], None) or Request(item["image_url"]))
         ok, value = results[0]
         if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
             self.stats.inc_value(f"focuscrawl/images/size_measured/{'rescued' if ok else 'dropped'}")
