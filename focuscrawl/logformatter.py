@@ -1,48 +1,57 @@
-"""Scrapy's log messages, without the ones the crawl's ``LOG_LEVEL`` discards anyway.
+"""Scrapy's log messages, without the ones no log handler would write.
 
 Scrapy logs each response ("Crawled (200)"), each item ("Scraped from") and each
-dropped item (the merge pipeline drops every later sighting of an image at DEBUG) with
-the root logger at NOTSET: every message builds a ``LogRecord`` (caller lookup and
-all) that Scrapy's handler then throws away below ``LOG_LEVEL``. At ~8 messages a page
-that was ~2% of the crawl thread (py-spy, benchmarks/crawl_throughput.py).
+dropped item (the merge pipeline drops every later sighting of an image at DEBUG).
+Scrapy leaves the root logger at NOTSET and filters in its handler (``LOG_LEVEL``), so
+every one of those messages builds a ``LogRecord`` (caller lookup and all) that the
+handler then throws away: at ~8 messages a page that was ~2% of the crawl thread
+(py-spy, benchmarks/crawl_throughput.py).
 """
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from scrapy.crawler import Crawler
 from scrapy.logformatter import LogFormatter
+
+#: The loggers Scrapy's engine and scraper log these messages with.
+ENGINE_LOGGER, SCRAPER_LOGGER = logging.getLogger("scrapy.core.engine"), logging.getLogger("scrapy.core.scraper")
 
 
 class LevelLogFormatter(LogFormatter):
-    """``LogFormatter`` that returns ``None`` (Scrapy's documented "do not log") for the
-    per-response and per-item messages below ``level``; at ``LOG_LEVEL = "DEBUG"`` it
-    logs everything, as Scrapy's own does."""
+    """``LogFormatter`` that returns ``None`` (Scrapy's documented "do not log") for a
+    per-response or per-item message that no handler would write at its level, as
+    configured when the message comes (``LOG_LEVEL``, ``-v``, the user's logging
+    config); every other message is Scrapy's own."""
 
-    def __init__(self, level: int = logging.NOTSET) -> None:
-        self.level = level
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> "LevelLogFormatter":
-        return cls(log_level(crawler.settings.get("LOG_LEVEL")))
-
-    def _at_level(self, message: Any) -> Any:
-        return message if message is None or message["level"] >= self.level else None
+    engine_logger, scraper_logger = ENGINE_LOGGER, SCRAPER_LOGGER
 
     def crawled(self, *args: Any, **kwargs: Any) -> Any:
-        return self._at_level(super().crawled(*args, **kwargs))
+        return _if_written(self.engine_logger, super().crawled(*args, **kwargs))
 
     def scraped(self, *args: Any, **kwargs: Any) -> Any:
-        return self._at_level(super().scraped(*args, **kwargs))
+        return _if_written(self.scraper_logger, super().scraped(*args, **kwargs))
 
     def dropped(self, *args: Any, **kwargs: Any) -> Any:
-        return self._at_level(super().dropped(*args, **kwargs))
+        return _if_written(self.scraper_logger, super().dropped(*args, **kwargs))
 
 
-def log_level(value: Any) -> int:
-    """A ``LOG_LEVEL`` setting as a number (``"INFO"`` -> 20); unknown or unset: NOTSET (log all)."""
-    if isinstance(value, int):
-        return value
-    number = logging.getLevelName(str(value or "").upper())
-    return number if isinstance(number, int) else logging.NOTSET
+def _if_written(logger: logging.Logger, message: Any) -> Any:
+    return message if message is None or writes(logger, message["level"]) else None
+
+
+def writes(logger: logging.Logger, level: int) -> bool:
+    """Whether a record of ``level`` on ``logger`` reaches a handler that takes it
+    (the logger levels, then the handler levels along the propagation chain, as
+    ``Logger.callHandlers``; handler filters are not consulted: then it says yes)."""
+    if not logger.isEnabledFor(level):
+        return False
+    found = False
+    current: logging.Logger | None = logger
+    while current is not None:
+        for handler in current.handlers:
+            found = True
+            if level >= handler.level:
+                return True
+        current = current.parent if current.propagate else None
+    return not found and logging.lastResort is not None and level >= logging.lastResort.level

@@ -378,6 +378,6 @@ CONCURRENT_ITEMS = 16
 #: Scrapy's in-memory stats without the deprecation check Scrapy wraps around every stats
 #: call (~100 a page: ~5% of the crawl process's CPU); same stats.
 STATS_CLASS = "focuscrawl.scrapy_compat.MemoryStatsCollector"
-#: Scrapy's per-response and per-item log messages are not built when ``LOG_LEVEL``
-#: would discard them (~8 a page: ~2% of the crawl process); at DEBUG all are logged.
+#: Scrapy's per-response and per-item log messages are not built when no log handler
+#: would write them (~8 a page: ~2% of the crawl process); with DEBUG logging all are.
 LOG_FORMATTER = "focuscrawl.logformatter.LevelLogFormatter"
