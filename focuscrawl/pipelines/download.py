@@ -94,6 +94,10 @@ class ImageDownloadPipeline(FilesPipeline):
         #: each image's download request until its item completes: its fingerprint, cached on
         #: the request by Scrapy's fingerprinter, finds the media cache entry to forget
         self._requests: dict[str, Request] = {}
+        #: only a run directory that had images when the crawl opened (a resumed crawl, an
+        #: output folder used again) can hold one before this crawl fetches it: the merge
+        #: pipeline sends each URL once, so a new folder needs no look per image
+        self.reuse_stored = Path(store_uri, "images").is_dir()
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod
@@ -140,6 +144,8 @@ class ImageDownloadPipeline(FilesPipeline):
 
     async def media_to_download(self, request, info, *, item=None):
         """An image already in the run directory (a resumed crawl) is inspected, not fetched."""
+        if not self.reuse_stored:
+            return None
         path = Path(self.store.basedir, self.file_path(request, info=info, item=item))
         if not path.is_file():
             return None
