@@ -44,9 +44,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
     Plain ``os`` calls on ``str`` paths: the crawl writes three image record files a page
     through here, and ``open()`` + ``pathlib`` cost more than the write itself."""
-    folder, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(folder, f".{name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    tmp = temp_path(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)  # or one made ahead
     try:
         _write_all(fd, data)
     except BaseException:
@@ -55,6 +54,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
+
+
+def temp_path(path: str | Path) -> str:
+    """The temp file ``atomic_write_bytes(path, ...)`` writes first (``.<name>.tmp<pid>``, beside it)."""
+    folder, name = os.path.split(os.fspath(path))
+    return os.path.join(folder, f".{name}.tmp{os.getpid()}")
 
 
 def complete_lines_size(path: str | Path) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from io import BytesIO
 from pathlib import Path
 from typing import Any, Iterable
@@ -58,10 +59,16 @@ def _ignored_reason(exc: IgnoreRequest) -> str:
 class AtomicFSFilesStore(FSFilesStore):
     """Files appear whole or not at all: a killed crawl leaves no truncated image behind."""
 
+    def __init__(self, basedir) -> None:
+        super().__init__(basedir)
+        self._folders: set[str] = set()
+
     def persist_file(self, path, buf, info, meta=None, headers=None) -> None:
-        absolute = Path(self.basedir, path)
-        absolute.parent.mkdir(parents=True, exist_ok=True)  # thread-safe, unlike FSFilesStore's own
-        atomic_write_bytes(absolute, buf.getvalue())
+        folder, _, _ = path.rpartition("/")
+        if folder not in self._folders:  # one mkdir per folder (the images are all in one)
+            os.makedirs(os.path.join(self.basedir, folder), exist_ok=True)  # thread-safe, unlike FSFilesStore's
+            self._folders.add(folder)
+        atomic_write_bytes(os.path.join(self.basedir, path), buf.getvalue())
 
 
 class ImageRejectedFile(ExpectedMediaFailure):
@@ -137,9 +144,11 @@ class ImageDownloadPipeline(FilesPipeline):
                 raise ImageRejected(reason, f"measured {found.width}x{found.height}")
         return found
 
-    def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False):
+    def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False, image_url: str = ""):
         found = self._inspect(data, measured)
         self.store.persist_file(path, BytesIO(data), info)
+        if self.store_images is not None and image_url:  # its record's file, made here off the reactor
+            self.store_images.prepare_record(image_url)
         return found
 
     async def media_to_download(self, request, info, *, item=None):
@@ -164,7 +173,8 @@ class ImageDownloadPipeline(FilesPipeline):
             raise ImageRejectedFile(EMPTY)
         path = self.file_path(request, response=response, info=info, item=item)
         try:  # decode and store off the reactor thread
-            found = await run_in_thread(self._inspect_and_store, response.body, path, info, self._measured(item))
+            found = await run_in_thread(self._inspect_and_store, response.body, path, info, self._measured(item),
+                                        item.get("image_url", "") if item is not None else "")
         except ImageRejected as exc:
             raise ImageRejectedFile(exc.reason, exc.detail) from None
         self.inc_stats("downloaded")
