@@ -1,8 +1,12 @@
 """ImageDownloadPipeline looks for an already stored image only where one can be."""
 import asyncio
 
+import pytest
+from PIL import Image
 from scrapy import Request
 from scrapy.utils.test import get_crawler
+
+from focuscrawl.resources import project_settings
 
 from focuscrawl.items import ImageItem
 from focuscrawl.pipelines.download import ImageDownloadPipeline
@@ -11,9 +15,18 @@ from tests.support.imagesite import image_bytes
 URL = "http://127.0.0.1/a.jpg"
 
 
+@pytest.fixture(autouse=True)
+def pillow_limit():
+    """The pipeline sets Pillow's process-wide pixel limit: put it back for the other tests."""
+    saved = Image.MAX_IMAGE_PIXELS
+    yield
+    Image.MAX_IMAGE_PIXELS = saved
+
+
 def pipeline(out):
-    crawler = get_crawler(settings_dict={"FOCUSCRAWL_OUTPUT_DIR": str(out)})
-    return ImageDownloadPipeline.from_crawler(crawler)
+    settings = {k: v for k, v in project_settings().items() if k.startswith("FOCUSCRAWL_IMAGE")}  # the defaults
+    settings["FOCUSCRAWL_OUTPUT_DIR"] = str(out)
+    return ImageDownloadPipeline.from_crawler(get_crawler(settings_dict=settings))
 
 
 def test_a_new_run_directory_fetches_every_image_without_looking(tmp_path):
