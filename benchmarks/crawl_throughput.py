@@ -150,7 +150,12 @@ COMMON = {
 #: ``plain/tuned``, ``corpus/tuned``: the baselines with the Scrapy-level settings the focused
 #: crawl ships for speed (focuscrawl/settings.py), none of which is focus work
 TUNED_BASELINE = {"CONCURRENT_ITEMS": 16, "REFERER_ENABLED": False,
-                  "STATS_CLASS": "focuscrawl.scrapy_compat.MemoryStatsCollector"}
+                  "STATS_CLASS": "focuscrawl.scrapy_compat.MemoryStatsCollector",
+                  "DOWNLOADER": "focuscrawl.scrapy_compat.SlotBoundDownloader",
+                  "REQUEST_FINGERPRINTER_CLASS": "focuscrawl.fingerprints.CachingRequestFingerprinter",
+                  "FOCUSCRAWL_FINGERPRINT_CACHE_SIZE": 20_000,
+                  "DOWNLOADER_MIDDLEWARES": {"scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+                                             "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50}}
 
 
 def core_settings(project) -> dict:

@@ -26,9 +26,10 @@ add-on then configures:
   download failed for good. A worker whose process is gone (same host: no such pid;
   else no heartbeat for ``FOCUSCRAWL_REDIS_LEASE_TIMEOUT`` seconds) has its leases
   moved back to the queue by any other worker or by its own restart, except those
-  whose rows its run directory already holds (when that directory is readable
-  here). A worker's id is ``host:run directory``, so a restarted worker finds its
-  leases.
+  whose rows its run directory holds before its last checkpoint (when that directory
+  is readable here; ``:jobdirs`` says where each process checkpoints): a restart on
+  its JOBDIR cuts the rows after it. A worker's id is ``host:run directory``, so a
+  restarted worker finds its leases.
 
 Limits: ``CONCURRENT_REQUESTS_PER_DOMAIN`` and AutoThrottle stay per process (N
 processes may have N times as many connections open to a host, but start at most
@@ -36,7 +37,7 @@ one request per host delay between them). A worker on another host that dies in 
 millisecond between a checkpoint and its ack has that page crawled again (the
 rows of a dead worker's run directory are only checked on its own host);
 ``focuscrawl merge`` keeps the first fetch of such a page. A dead worker's entries
-(``workers``, ``alive``, ``busy``) go with its leases.
+(``workers``, ``alive``, ``busy``, ``jobdirs``) go with its leases.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ from twisted.internet import task
 
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import iter_tsv
-from focuscrawl.output.run import run_output
+from focuscrawl.output.run import checkpoint_offsets, run_output
 from focuscrawl.pipelines.writers import page_rows_committed
 from focuscrawl.scrapy_compat import wake_engine
 
@@ -95,7 +96,7 @@ return r[1]
 """
 
 # KEYS[1] = a worker's leases, KEYS[2] = shared queue, KEYS[3] = workers hash, KEYS[4] =
-# heartbeats, KEYS[5] = busy times; ARGV[1] = the worker, ARGV[2] = its process token,
+# heartbeats, KEYS[5] = busy times, KEYS[6] = JOBDIRs; ARGV[1] = the worker, ARGV[2] = its process token,
 # ARGV[3] = 1 to forget the worker (it is dead: its entries go with its leases),
 # ARGV[4..] = leases whose rows are committed (dropped). Does nothing if the worker was
 # restarted meanwhile.
@@ -113,6 +114,7 @@ if ARGV[3] == '1' then
   redis.call('HDEL', KEYS[3], ARGV[1])
   redis.call('ZREM', KEYS[4], ARGV[2])
   redis.call('ZREM', KEYS[5], ARGV[1])
+  redis.call('HDEL', KEYS[6], ARGV[2])
 end
 return n
 """
@@ -236,7 +238,7 @@ class RedisWorkers:
     """
 
     def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,
-                 lease_timeout: float, worker: str, output: str, book: LeaseBook) -> None:
+                 lease_timeout: float, worker: str, output: str, book: LeaseBook, jobdir: str = "") -> None:
         """``crawler``: its engine (is it busy?), stats and run directory, at run time."""
         self.crawler = crawler
         self.server = server
@@ -244,6 +246,7 @@ class RedisWorkers:
         prefix = key.rsplit(":", 1)[0]
         self.alive_key = prefix + ":alive"
         self.workers_key = prefix + ":workers"
+        self.jobdirs_key = prefix + ":jobdirs"
         self.leased_prefix = prefix + ":leased:"
         self.queue_key = queue_key
         self.busy_timeout = busy_timeout
@@ -251,6 +254,7 @@ class RedisWorkers:
         self.worker = worker
         self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time():.3f}"
         self.output = output
+        self.jobdir = jobdir
         self.book = book
         self.book.token = self.token
         self._requeue = server.register_script(_REQUEUE_LEASES)
@@ -266,7 +270,8 @@ class RedisWorkers:
         ext = cls(crawler, _connect(s), redis_key(s, "busy").replace("%(spider)s", name),
                   s.get("SCHEDULER_QUEUE_KEY") % {"spider": name},
                   s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT"), s.getfloat("FOCUSCRAWL_REDIS_LEASE_TIMEOUT"),
-                  worker_id(s), s.get("FOCUSCRAWL_OUTPUT_DIR") or "", lease_book(crawler))
+                  worker_id(s), s.get("FOCUSCRAWL_OUTPUT_DIR") or "", lease_book(crawler),
+                  os.path.abspath(s.get("JOBDIR")) if s.get("JOBDIR") else "")
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
@@ -291,12 +296,15 @@ class RedisWorkers:
         """Become the process of this worker; refuse a run directory a live process writes; a
         restarted worker takes back the leases its killed predecessor held."""
         previous = ""
-        # beat before claiming: a claimed worker without a heartbeat looks dead to the others
+        # beat before claiming: a claimed worker without a heartbeat looks dead to the others;
+        # say where its checkpoint is: the others read its rows only up to it once it is dead
         self.server.zadd(self.alive_key, {self.token: time.time()})
+        self.server.hset(self.jobdirs_key, self.token, self.jobdir)
         while not self.server.hsetnx(self.workers_key, self.worker, self.token):
             previous = (self.server.hget(self.workers_key, self.worker) or b"").decode()
             if previous and not self._gone(previous):
                 self.server.zrem(self.alive_key, self.token)
+                self.server.hdel(self.jobdirs_key, self.token)
                 raise ValueError(f"output directory {self.output} is being written by worker {previous} of "
                                  f"this Redis crawl: give every process its own -a output=... and merge them "
                                  f"with 'focuscrawl merge'")
@@ -304,6 +312,7 @@ class RedisWorkers:
             if self.server.hget(self.workers_key, self.worker) == previous.encode():
                 self.server.hset(self.workers_key, self.worker, self.token)
                 self.server.zrem(self.alive_key, previous)
+                self.server.hdel(self.jobdirs_key, previous)
                 break
         if previous:
             committed = set()
@@ -321,7 +330,8 @@ class RedisWorkers:
         if not members and not forget:
             return 0
         done = [m for m in members if committed and self.book.url(m) in committed]
-        n = int(self._requeue(keys=[key, self.queue_key, self.workers_key, self.alive_key, self.key],
+        n = int(self._requeue(keys=[key, self.queue_key, self.workers_key, self.alive_key, self.key,
+                                    self.jobdirs_key],
                               args=[worker, token, int(forget), *done]))
         if forget and n >= 0:
             self.crawler.stats.inc_value("focuscrawl/redis/dead_workers_removed")
@@ -344,7 +354,7 @@ class RedisWorkers:
                 host, _, path = worker.partition(":")
                 readable = host == socket.gethostname() and os.path.isdir(path) \
                     and self.server.zcard(self.leased_prefix + worker) > 0
-                committed = committed_page_urls(Path(path) / "pages.tsv") if readable else set()
+                committed = self._checkpointed_rows(path, token) if readable else set()
                 self._recover(worker, token, committed, "focuscrawl/redis/leases_recovered", forget=True)
             elif not self.server.zcard(self.leased_prefix + worker):
                 continue
@@ -352,6 +362,25 @@ class RedisWorkers:
                 seen = self.server.zscore(self.alive_key, token)
                 dying = dying or seen is None or seen < time.time() - max(self.busy_timeout, 2.0)
         return dying
+
+    def _checkpointed_rows(self, path: str, token: str) -> set[str]:
+        """URLs of the rows in the dead process ``token``'s pages.tsv that a restart on its JOBDIR
+        keeps: those before its checkpoint (without JOBDIR, every whole row). Rows past it are
+        cut by that restart, so their pages must be crawled again. Unknown (no JOBDIR entry, an
+        unreadable checkpoint): none, every lease goes back (a page may then be in two parts,
+        ``focuscrawl merge`` keeps one)."""
+        jobdir = self.server.hget(self.jobdirs_key, token)
+        if jobdir is None:
+            return set()
+        end = None
+        if jobdir:
+            try:
+                end = checkpoint_offsets(jobdir.decode(), path).get("pages.tsv")
+            except (OSError, ValueError) as exc:
+                logger.warning("redis: the checkpoint of dead worker %s is unreadable (%s): all its leases go "
+                               "back to the queue", token, exc)
+                return set()
+        return committed_page_urls(Path(path) / "pages.tsv", end)
 
     # --- signals --------------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
@@ -361,7 +390,8 @@ class RedisWorkers:
     def _beat(self) -> None:
         self.server.zadd(self.alive_key, {self.token: time.time()})
         # a process that stalled past the lease timeout was forgotten: it registers again
-        self.server.hsetnx(self.workers_key, self.worker, self.token)
+        if self.server.hsetnx(self.workers_key, self.worker, self.token):
+            self.server.hset(self.jobdirs_key, self.token, self.jobdir)
         self._recover_dead()
         engine = self.crawler.engine
         if engine is None:
@@ -401,6 +431,7 @@ class RedisWorkers:
         self.server.zrem(self.alive_key, self.token)
         if (self.server.hget(self.workers_key, self.worker) or b"").decode() == self.token:
             self.server.hdel(self.workers_key, self.worker)
+        self.server.hdel(self.jobdirs_key, self.token)
 
 
 def worker_id(settings: BaseSettings) -> str:
@@ -409,9 +440,10 @@ def worker_id(settings: BaseSettings) -> str:
     return f"{socket.gethostname()}:{os.path.abspath(output) if output else os.getpid()}"
 
 
-def committed_page_urls(pages_tsv: Path) -> set[str]:
-    """URLs of the whole rows of a pages.tsv (a torn last line is not a row)."""
-    return {r["url"] for r in iter_tsv(pages_tsv, errors="replace")}
+def committed_page_urls(pages_tsv: Path, end: int | None = None) -> set[str]:
+    """URLs of the rows of a pages.tsv before byte ``end`` (a checkpoint), else of its whole rows
+    (a torn last line is not a row)."""
+    return {r["url"] for r in iter_tsv(pages_tsv, errors="replace", end=end)}
 
 
 class LeaseBook:

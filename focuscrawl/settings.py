@@ -381,3 +381,22 @@ STATS_CLASS = "focuscrawl.scrapy_compat.MemoryStatsCollector"
 #: Scrapy's per-response and per-item log messages are not built when no log handler
 #: would write them (~8 a page: ~2% of the crawl process); with DEBUG logging all are.
 LOG_FORMATTER = "focuscrawl.logformatter.LevelLogFormatter"
+
+# --- Request path (issue #14, linkpath) ----------------------------------------------
+#: Scrapy's downloader keeping each host to CONCURRENT_REQUESTS_PER_DOMAIN: Scrapy's own
+#: starts every request queued in a host's slot at once (focuscrawl.scrapy_compat), so a
+#: page's image downloads went out in bursts beyond the limit, each on a new connection.
+DOWNLOADER = "focuscrawl.scrapy_compat.SlotBoundDownloader"
+#: Request fingerprints (the dupefilter's, the frontier journal's) cached by method, URL
+#: and body (focuscrawl.fingerprints): each link of each page used to be fingerprinted
+#: anew, a site's navigation links on every page. The same fingerprints as Scrapy's.
+REQUEST_FINGERPRINTER_CLASS = "focuscrawl.fingerprints.CachingRequestFingerprinter"
+#: URLs whose fingerprint is kept (least recently used dropped first; ~300 bytes each).
+FOCUSCRAWL_FINGERPRINT_CACHE_SIZE = 20_000
+#: Scrapy's offsite filter only when there are allowed domains (it checked every scheduled
+#: request against "allow all" otherwise; focuscrawl.middlewares.offsite).
+DOWNLOADER_MIDDLEWARES = {
+    **DOWNLOADER_MIDDLEWARES,
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
+}

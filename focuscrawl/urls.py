@@ -8,6 +8,7 @@ is left out: a rule applies to http and https alike.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
+from functools import lru_cache
 from typing import Iterable
 from urllib.parse import ParseResult, SplitResult, urlsplit
 
@@ -37,18 +38,35 @@ def surt_prefix(rule: str) -> str:
 
 
 class SurtRules:
-    """Matches URLs against a list of SURT prefixes (or domains)."""
+    """Matches URLs against a list of SURT prefixes (or domains).
 
-    def __init__(self, rules: Iterable[str]) -> None:
+    The host decides most rules, and a crawl checks every link it finds: what the rules
+    say about a host is worked out once and kept for the last ``hosts_cached`` hosts."""
+
+    #: Default number of hosts whose rule outcome is kept.
+    HOSTS_CACHED = 10_000
+
+    def __init__(self, rules: Iterable[str], hosts_cached: int = HOSTS_CACHED) -> None:
         self.prefixes = tuple(sorted({surt_prefix(r) for r in rules if r and r.strip()}))
+        self._for_host = lru_cache(maxsize=hosts_cached)(self._host_rules)
+
+    def _host_rules(self, hostname: str) -> tuple[bool, bool]:
+        """(a prefix matches the host's whole SURT, a prefix goes on into the path of this host).
+
+        The SURT is ``HOST)`` + path: a prefix no longer than ``HOST`` matches it exactly
+        when it matches ``HOST``; a longer one can only match if it starts with ``HOST)``."""
+        host = host_surt(hostname)
+        if host.startswith(self.prefixes):
+            return True, False
+        return False, any(p.startswith(host + ")") for p in self.prefixes)
 
     def matches(self, url: "str | SplitResult | ParseResult") -> bool:
         """``url`` as a string or parsed (e.g. Scrapy's ``urlparse_cached(request)``)."""
         if not self.prefixes:
             return False
         parts = urlsplit(url) if isinstance(url, str) else url
-        # the host decides most rules: check it before building the full SURT
-        return host_surt(parts.hostname or "").startswith(self.prefixes) or surt(parts).startswith(self.prefixes)
+        by_host, by_path = self._for_host(parts.hostname or "")
+        return by_host or (by_path and surt(parts).startswith(self.prefixes))
 
 
 def domain_allowed(host: str, allowed: Iterable[str]) -> bool:

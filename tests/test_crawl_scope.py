@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.crawl import ROOT, crawl, items
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import ON_TOPIC, write_model
@@ -102,6 +104,22 @@ def test_allowed_domains_and_page_budget(tmp_path):
     assert web.pages_requested() == ["seed.test/", "seed.test/1"]
     assert stats["focuscrawl/scope/offsite"] == 1
     assert stats["finish_reason"] == "page_budget"
+
+
+@pytest.mark.parametrize("domains", ["seed.test", ""])
+def test_redirect_off_the_allowed_domains_is_not_followed(tmp_path, domains):
+    """Scrapy's offsite filter (focuscrawl.middlewares.offsite) keeps a redirect to another
+    domain out when there are allowed domains, and is not even enabled when there are none."""
+    site = {
+        ("seed.test", "/"): Page(html("seed", ON_TOPIC, [("/jump", "cat")])),
+        ("seed.test", "/jump"): Page("", status=301, headers={"Location": "http://other.test/"}),
+        ("other.test", "/"): Page(html("o", ON_TOPIC)),
+    }
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://seed.test/", domains=domains)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ("other.test/" in web.pages_requested()) is not bool(domains)
+    assert stats.get("offsite/filtered") == (1 if domains else None)
 
 
 def scrapy_crawl(*args: str) -> subprocess.Popen:

@@ -95,3 +95,49 @@ def test_links_log_keeps_whole_lines_after_a_kill(tmp_path):
     assert [line.split("\t") for line in lines[1:]] == [
         ["http://a.test/", "http://b.test/", "tab here", "10", "", "0.5", "12.5", "high", "3", "1"],
         ["http://a.test/", "http://d.test/", "", "10", "", "", "10", "high", "3", "1"]]
+
+
+def test_links_log_gets_a_pages_rows_in_one_write_before_its_item(tmp_path):
+    """links.tsv: the rows of one response are written together, and before the page's item
+    goes on to the writers (so a committed page row never lacks its links' rows)."""
+    import asyncio
+
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+
+    from tests.support.crawler import focuscrawl_crawler
+
+    from focuscrawl.items import PageItem
+    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
+
+    crawler = focuscrawl_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
+                                 FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
+    mw = LinkPriorityMiddleware.from_crawler(crawler)
+    crawler.stats.open_spider()
+    mw.spider_opened()
+    writes = []
+    write_lines = mw.log.write_lines
+    mw.log.write_lines = lambda lines: (writes.append(list(lines)), write_lines(lines))
+    response = HtmlResponse("http://a.test/", body=b"<html></html>", request=Request("http://a.test/"))
+    links = [Request(f"http://a.test/{i}", meta={"anchor": f"a{i}", "depth": 1}) for i in range(3)]
+
+    async def output():
+        for o in [*links, PageItem(url="http://a.test/")]:
+            yield o
+
+    async def run():
+        seen = []
+        async for o in mw.process_spider_output_async(response, output()):
+            seen.append(o)
+            if isinstance(o, PageItem):
+                assert len(writes) == 1  # written before the item went on
+        return seen
+
+    out = asyncio.run(run())
+    assert out[:3] == links and [r.priority for r in links] == [-1, -1, -1]
+    assert [[line.split("\t")[1] for line in w] for w in writes] == [[f"http://a.test/{i}" for i in range(3)]]
+    list(mw.process_spider_output(response, iter(links[:2])))  # no item: written at the end
+    mw.spider_closed()
+    lines = (tmp_path / "links.tsv").read_text().splitlines()
+    assert len(writes) == 2 and [line.split("\t")[1] for line in lines[1:]] == [
+        "http://a.test/0", "http://a.test/1", "http://a.test/2", "http://a.test/0", "http://a.test/1"]

@@ -164,6 +164,33 @@ def test_first_commit_is_checkpointed_whatever_the_uptime(tmp_path):
     assert json.loads(offsets.read_text())["files"]["pages.tsv"] > first
 
 
+def test_rows_read_up_to_a_checkpoint_are_the_rows_a_resume_keeps(tmp_path):
+    """Another process reads a killed crawl's pages.tsv up to its JOBDIR checkpoint
+    (``checkpoint_offsets`` + ``iter_tsv(end=...)``): exactly the rows the crawl resumed on
+    that JOBDIR keeps; no checkpoint yet: every whole row, as the resume keeps them."""
+    from focuscrawl.output.run import RunOutput, checkpoint_offsets
+
+    out, job = tmp_path / "out", tmp_path / "job"
+    assert checkpoint_offsets(job, out) == {}
+    run = RunOutput(out, job, checkpoint_interval=1e12)
+    log = run.line_log("pages.tsv", "url\tdepth")
+    log.write_lines([row(["http://a.test/", 0])])
+    run.commit()
+    log.write_lines([row(["http://b.test/", 1])])  # past the checkpoint: the kill comes now
+    with open(out / "pages.tsv", "ab") as f:
+        f.write(b"http://c.test/\t")  # and tears a row
+    end = checkpoint_offsets(job, out)["pages.tsv"]
+    assert [r["url"] for r in iter_tsv(out / "pages.tsv", end=end)] == ["http://a.test/"]
+    assert [r["url"] for r in iter_tsv(out / "pages.tsv")] == ["http://a.test/", "http://b.test/"]
+    assert list(iter_tsv(out / "pages.tsv", end=end, raw=True)) == [["url", "depth"], ["http://a.test/", "0"]]
+    resumed = RunOutput(out, job)
+    resumed.line_log("pages.tsv")
+    assert [r["url"] for r in iter_tsv(out / "pages.tsv")] == ["http://a.test/"]
+    resumed.close()
+    with pytest.raises(ValueError, match="belongs to the run directory"):
+        checkpoint_offsets(job, tmp_path / "elsewhere")
+
+
 def test_torn_tail_is_cut_counted_and_never_read_back(tmp_path):
     path = tmp_path / "x.log"
     path.write_bytes("one\ntwo \u2028 halves\nthr".encode())  # U+2028 is not a line end

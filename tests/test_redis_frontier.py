@@ -11,6 +11,7 @@ from collections import Counter
 import redis
 
 from focuscrawl.distributed import _RESERVE_SLOT
+from focuscrawl.output.files import iter_tsv
 from tests.support.crawl import ROOT, run_links, scrapy_cmd, start_links
 from tests.support.localweb import LocalWeb, Page, image_site, link_site, png_bytes
 from tests.support.runfiles import keyed_rows, sightings
@@ -296,7 +297,8 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
 
     from scrapy_redis import picklecompat
 
-    shared = redis_settings(redis_server, crawl="xhost", delay=0.01) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2"]
+    shared = redis_settings(redis_server, crawl="xhost", delay=0.01) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2",
+                                                                        "FOCUSCRAWL_LINKS_LOG=True"]
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     r = redis_server.client
     with LocalWeb(kill_site()) as web:
@@ -318,9 +320,11 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
         other_worker, other_token = worker.replace(here, b"otherhost", 1), b"otherhost:4242:1.0"
         r.delete(leased_key, "focuscrawl:xhost:workers")
         r.zrem("focuscrawl:xhost:alive", token)
+        r.hdel("focuscrawl:xhost:jobdirs", token)
         r.zadd(leased_key.replace(here, b"otherhost", 1), dict(held))
         r.hset("focuscrawl:xhost:workers", other_worker, other_token)
         r.zadd("focuscrawl:xhost:alive", {other_token: time.time()})
+        r.hset("focuscrawl:xhost:jobdirs", other_token, "")
         second = subprocess.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared),
                                 cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -329,6 +333,7 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
     assert stats["focuscrawl/redis/dead_workers_removed"] == 1
     # nothing of A (nor of B, which stopped cleanly) is left
     assert not r.hgetall("focuscrawl:xhost:workers") and not r.zrange("focuscrawl:xhost:alive", 0, -1)
+    assert not r.hgetall("focuscrawl:xhost:jobdirs")
     assert other_worker not in r.zrange("focuscrawl:xhost:busy", 0, -1)
     assert not r.keys("focuscrawl:xhost:leased:*")
     twice = set(page_urls(a)) & set(page_urls(b))
@@ -336,7 +341,63 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
     merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
                              str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert merged.returncode == 0, merged.stderr[-2000:]
-    assert json.loads(merged.stdout)["duplicate_pages"] == len(twice)
+    summary = json.loads(merged.stdout)
+    assert summary["duplicate_pages"] == len(twice)
     assert f"merge: {len(twice)} pages were in two parts" in merged.stderr
     merged_pages = page_urls(tmp_path / "merged")
     assert sorted(merged_pages) == sorted({f"{web.base}/page{i}" for i in range(36)})
+    # the page fetched twice has its links once (the later fetch's are dropped), and so has
+    # every page A parsed without committing its row
+    def links(run):
+        return Counter((r["from"], r["to"]) for r in iter_tsv(run / "links.tsv"))
+    a_links, b_links, merged_links = links(a), links(b), links(tmp_path / "merged")
+    assert any(f == committed[-1] for f, _ in a_links) and any(f == committed[-1] for f, _ in b_links)
+    assert max(merged_links.values()) == 1 and {f for f, _ in merged_links} <= set(merged_pages)
+    assert summary["duplicate_links"] == sum((a_links + b_links - merged_links).values()) > 0
+    assert summary["links"] == sum(merged_links.values())
+
+
+def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path, redis_server):
+    """Worker A writes every page's row at once but checkpoints only its first batch
+    (``FOCUSCRAWL_CHECKPOINT_INTERVAL`` of an hour), and is SIGKILLed at its 8th page: its
+    pages.tsv holds rows past its JOBDIR checkpoint whose requests it still leases. Worker B (same
+    host) gives A's leases back; then A is restarted on its JOBDIR, which cuts pages.tsv back to
+    the checkpoint. B must have kept only the leases of A's checkpointed rows: each of the 36
+    pages is in exactly one part, none lost."""
+    import signal
+
+    shared = redis_settings(redis_server, crawl="past", delay=0.01)
+    a, b = tmp_path / "part-a", tmp_path / "part-b"
+    job_a = f"JOBDIR={tmp_path / 'job-a'}"
+    a_settings = ["CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
+                  "FOCUSCRAWL_CHECKPOINT_INTERVAL=3600", *shared, job_a]
+    with LocalWeb(kill_site()) as web:
+        first = subprocess.run(focused_cmd(web.base, a, *a_settings, *kill_after(8)),
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+        checkpoint = json.loads((tmp_path / "job-a" / "focuscrawl" / "offsets.json").read_text())["files"]
+        with open(a / "pages.tsv", "rb") as f:
+            past = [line.split(b"\t", 1)[0].decode() for line in f.read()[checkpoint["pages.tsv"]:].splitlines()]
+        leased = {json_url(m) for k in redis_server.client.keys("focuscrawl:past:leased:*")
+                  for m in redis_server.client.zrange(k, 0, -1)}
+        assert past and set(past) <= leased, f"no leased row past A's checkpoint (past {past}, leased {leased})"
+        second = subprocess.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared, f"JOBDIR={tmp_path / 'job-b'}"),
+                                cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert second.returncode == 0, second.stderr[-3000:]
+        restart = subprocess.run(focused_cmd(web.base, a, *a_settings), cwd=ROOT, capture_output=True, text=True,
+                                 timeout=120)
+        assert restart.returncode == 0, restart.stderr[-3000:]
+    stats_b = json.loads((b / "stats.json").read_text())
+    assert stats_b["focuscrawl/redis/leases_recovered"] + stats_b.get("focuscrawl/redis/leases_already_committed", 0) \
+        == len(leased)
+    assert set(past) <= set(page_urls(b)), "B did not crawl again the rows past A's checkpoint"
+    both = page_urls(a) + page_urls(b)
+    assert sorted(both) == sorted({f"{web.base}/page{i}" for i in range(36)}), "pages lost or written twice"
+    merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
+                             str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert merged.returncode == 0, merged.stderr[-2000:]
+    summary = json.loads(merged.stdout)
+    assert summary["pages"] == 36 and summary["duplicate_pages"] == 0
+    assert not redis_server.client.keys("focuscrawl:past:leased:*")
+    assert not redis_server.client.hgetall("focuscrawl:past:workers")
+    assert not redis_server.client.hgetall("focuscrawl:past:jobdirs")  # A's went when B forgot it

@@ -191,3 +191,32 @@ def test_stats_collector_without_the_per_call_wrapper_keeps_every_stat():
         stats.set_value("s", "x")
     assert ours.get_stats() == scrapy_stats.get_stats() == {"a": 3, "m": 3, "n": 1, "s": "x"}
     assert project_settings().get("STATS_CLASS") == "focuscrawl.scrapy_compat.MemoryStatsCollector"
+
+
+@pytest.mark.parametrize("downloader, bounded", [("focuscrawl.scrapy_compat.SlotBoundDownloader", True),
+                                                 ("scrapy.core.downloader.Downloader", False)])
+def test_downloader_keeps_a_host_to_its_concurrency(tmp_path, downloader, bounded):
+    """A page's six images go to the downloader together (the media pipeline bypasses the
+    engine's limits). Scrapy's downloader starts every request queued in the host's slot
+    at once (the bug the workaround fixes: more than CONCURRENT_REQUESTS_PER_DOMAIN in
+    flight, each beyond it on a new connection); ours keeps to the limit. Slow images make
+    the overlap visible at the server."""
+    from tests.support.crawl import crawl
+    from tests.support.imagesite import image_bytes
+    from tests.support.localweb import LocalWeb, Page
+    from tests.support.toymodel import ON_TOPIC
+
+    from focuscrawl.resources import project_settings
+
+    images = "".join(f'<img src="/img/{i}.jpg" alt="a cat" width="600" height="400">' for i in range(6))
+    pages = {("cats.test", "/"): Page(f"<html><body><p>{ON_TOPIC}</p>{images}</body></html>")}
+    pages.update({("cats.test", f"/img/{i}.jpg"): Page(image_bytes("JPEG"), "image/jpeg", delay=0.3)
+                  for i in range(6)})
+    with LocalWeb(pages) as web:
+        stats, proc = crawl(web, tmp_path, "http://cats.test/", settings={
+            "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 2, "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 5_000_000,
+            "DOWNLOADER": downloader})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(p for p in web.pages_requested() if "/img/" in p) == [f"cats.test/img/{i}.jpg" for i in range(6)]
+    assert (web.max_in_flight <= 2) is bounded, web.max_in_flight
+    assert project_settings().get("DOWNLOADER") == "focuscrawl.scrapy_compat.SlotBoundDownloader"

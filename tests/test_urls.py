@@ -31,6 +31,22 @@ def test_thesis_reject_rules():
     assert not SurtRules([]).matches("https://en.wikipedia.org/")
 
 
+def test_surt_rules_decided_per_host_match_the_whole_surt():
+    """The per-host shortcut gives what matching each URL's whole SURT gives, for host
+    rules, path rules (``(com,example,)/private``) and hosts asked again (cached)."""
+    rules = ["(org,wikipedia,", "(com,example,)/private", "(com,example,)/", "(com,ex", "(net,a,b,)/x?q",
+             "http://(de,shop,)/cart"]
+    urls = ["https://en.wikipedia.org/wiki/Cat", "http://example.com/private/1", "http://example.com/public",
+            "http://example.com", "http://www.example.com/private", "http://exam.com/", "http://b.a.net/x?q=1",
+            "http://b.a.net/x", "http://b.a.net/y?q", "https://shop.de/cart/1", "https://shop.de/Cart",
+            "http://EXAMPLE.com:8080/private", "http://exa.org/"]
+    for subset in (rules, rules[1:2], rules[4:5], rules[5:]):
+        matcher = SurtRules(subset, hosts_cached=4)
+        prefixes = tuple(surt_prefix(r) for r in subset)
+        for url in urls * 2:
+            assert matcher.matches(url) == surt(url).startswith(prefixes), (subset, url)
+
+
 def test_allowed_domains():
     assert domain_allowed("www.catster.com", ["catster.com"])
     assert domain_allowed("catster.com", ["catster.com", "cattime.com"])

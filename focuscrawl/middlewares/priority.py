@@ -19,6 +19,9 @@ link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. The request keeps
 ``anchor_keyword_score`` and ``parent_perplexity`` in its meta. A page without
 scorable text has no perplexity **(choice)**: its links inherit the score of the
 link that led to it, or the razor value for a seed (kept, lowest bucket).
+
+With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row; a response's rows are
+written with one write, before its page item goes on to the writers.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, AsyncIterator, Iterable, Iterator
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -249,7 +253,47 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
         return item
 
+    # -- links.tsv: a response's rows in one write, before its page item goes on -----------
+    def process_spider_output(self, response: Response | None, result: Iterable[Any]) -> Iterator[Any]:
+        rows: list[str] = []
+        try:
+            for o in result:
+                if (o := self._processed(o, response, rows)) is not None:
+                    yield o
+        finally:
+            self._write(rows)
+
+    async def process_spider_output_async(self, response: Response | None,
+                                          result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        rows: list[str] = []
+        try:
+            async for o in result:
+                if (o := self._processed(o, response, rows)) is not None:
+                    yield o
+        finally:
+            self._write(rows)
+
+    def _processed(self, o: Any, response: Response | None, rows: list[str]) -> Any:
+        """A request is decided and its links.tsv row kept in ``rows``; an item (the page's,
+        after its links) first writes them, so a committed page row never lacks its link rows
+        (a page killed before its row is fetched again on resume and logs its links again)."""
+        if isinstance(o, Request):
+            return self._decided(o, response, rows)
+        self._write(rows)
+        return self.get_processed_item(o, response)
+
+    def _write(self, rows: list[str]) -> None:
+        if rows and self.log:
+            self.log.write_lines(rows)
+        rows.clear()
+
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
+        rows: list[str] = []
+        request = self._decided(request, response, rows)
+        self._write(rows)
+        return request
+
+    def _decided(self, request: Request, response: Response | None, rows: list[str]) -> Request | None:
         self._topicality(response)
         meta = request.meta
         if response is None or meta.get("seed"):
@@ -277,8 +321,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if d.followed:
             request.priority = d.priority
         if self.log:
-            self.log.write_lines([row((response.url, request.url, anchor, doc_pp, d.anchor_perplexity,
-                                       d.anchor_keyword_score, d.score, d.bucket, d.priority if d.followed else "",
-                                       int(d.followed), d.learned, " ".join(d.features) if d.features else None),
-                                      float_digits=LINKS_LOG_FLOAT_DIGITS)])
+            rows.append(row((response.url, request.url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
+                             d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
+                             " ".join(d.features) if d.features else None), float_digits=LINKS_LOG_FLOAT_DIGITS))
         return request if d.followed else None

@@ -230,7 +230,8 @@ class GzipLog(AppendFile):
 TSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2**31 - 1)
 
 
-def iter_tsv(path: str | Path, *, raw: bool = False, errors: str = "strict") -> Iterator[Any]:
+def iter_tsv(path: str | Path, *, raw: bool = False, errors: str = "strict",
+             end: int | None = None) -> Iterator[Any]:
     """Rows of a TSV with a header line, streamed (``.gz`` read transparently); missing file = no rows.
 
     Rows are dicts by column name (blank lines skipped, as ``csv.DictReader`` does). With
@@ -238,20 +239,23 @@ def iter_tsv(path: str | Path, *, raw: bool = False, errors: str = "strict") -> 
     cells (a blank line is ``[]``), for readers that check the column count themselves.
     ``errors`` is the decoding policy (``"replace"``: a bad byte becomes U+FFFD, row kept).
     A last line without its newline (torn by a kill, or still being written) is not a row
-    (said in a warning); in a ``.gz`` file every line is whole (gzip members are).
+    (said in a warning); in a ``.gz`` file every line is whole (gzip members are). ``end``: only
+    the rows before that byte offset (a JOBDIR checkpoint's; not for ``.gz``), as ``iter_lines``.
     This is the one TSV reader of focuscrawl; cells are never quoted (``QUOTE_NONE``).
     """
     path = Path(path)
     if not path.exists():
         return
     csv.field_size_limit(TSV_FIELD_SIZE_LIMIT)
+    reader = csv.reader if raw else csv.DictReader
+    if end is not None:
+        yield from reader((line + "\n" for line in iter_lines(path, end, errors)), delimiter="\t",
+                          quoting=csv.QUOTE_NONE)
+        return
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", errors=errors, newline="") as fh:
         lines = fh if opener is gzip.open else _whole_lines(fh, path)  # a gzip file is never torn mid-line
-        if raw:
-            yield from csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
-        else:
-            yield from csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+        yield from reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
 
 
 def _whole_lines(fh: Iterator[str], path: Path) -> Iterator[str]:

@@ -7,13 +7,18 @@ builds the run directory a single process would have written:
 * ``pages.tsv`` and ``sentences.txt.gz``: pages of all parts in fetch order
   (``fetched_at``), each page with its own sentences (split by the row's count); a page
   that two parts hold (crawled again after a worker died between a checkpoint and its
-  lease release) keeps its first fetch (``duplicate_pages`` in the summary);
+  lease release) keeps its first fetch (``duplicate_pages`` in the summary): the part
+  that holds it *owns* the page;
 * ``images.tsv``, ``records/``, ``images/``: one row and one record per image URL, in
   order of first sighting. An image seen by several processes keeps the row of its
-  earliest sighting (by its page's fetch time, then part, then the part's order); the other processes' sightings are merged into its
-  record (same rule as within a crawl: ``sighting_key``); ``first_seen`` is
-  renumbered in that order;
-* ``links.tsv`` concatenated; ``stats.json`` = ``{"parts": {name: stats}}``.
+  earliest sighting (by its page's fetch time, then part, then the part's order); the
+  other processes' sightings are merged into its record (same rule as within a crawl:
+  ``sighting_key``); ``first_seen`` is renumbered in that order. A sighting on a page
+  that another part owns and whose record has that image on that page too is the
+  dropped fetch's (``duplicate_sightings``): it is left out, and its row is not chosen;
+* ``links.tsv``: every part's rows, except those from a page another part owns (the
+  dropped fetch's links, or those of a fetch whose row its part never committed:
+  ``duplicate_links``); ``stats.json`` = ``{"parts": {name: stats}}``.
 """
 from __future__ import annotations
 
@@ -45,7 +50,8 @@ def _fetched_at(value: str) -> float:
 
 
 def _first_fetches(pages: list, i_url: int) -> tuple[list, int]:
-    """The first row (in fetch order) of each page URL, and how many later rows were dropped.
+    """The first ``(row, sentences, part)`` (in fetch order) of each page URL, and how many later
+    rows were dropped.
 
     A single process writes one row per URL (the dupefilter); two parts hold the same page
     when a worker on another host died between a checkpoint and its lease release: its
@@ -59,6 +65,29 @@ def _first_fetches(pages: list, i_url: int) -> tuple[list, int]:
             seen.add(url)
             first.append(page)
     return first, len(pages) - len(first)
+
+
+def _read_record(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class _OwnerSightings:
+    """Is a part's sighting of an image on a page the dropped fetch's? Yes when another part owns
+    the page (holds its kept fetch) and that part's record has the image on the page too."""
+
+    def __init__(self, owner: dict[str, Path]) -> None:
+        self.owner = owner
+        self._pages: dict[tuple[Path, str], set] = {}  # (owner part, image URL) -> its sighting pages
+
+    def duplicate(self, part: Path, image_url: str, page_url: str | None) -> bool:
+        kept = self.owner.get(page_url, part)
+        if kept == part:
+            return False
+        if (kept, image_url) not in self._pages:
+            path = kept / record_path(image_url)
+            self._pages[kept, image_url] = {s.get("page_url") for s in _read_record(path)["sightings"]} \
+                if path.exists() else set()
+        return page_url in self._pages[kept, image_url]
 
 
 def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
@@ -80,7 +109,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         i_count, pos = header.index("sentences"), 0
         for r in rows:
             n = int(r[i_count] or 0)
-            pages.append((r, sentences[pos:pos + n]))
+            pages.append((r, sentences[pos:pos + n], part))
             pos += n
         if pos != len(sentences):
             raise ValueError(f"{part}: sentences.txt.gz does not match the counts in pages.tsv")
@@ -88,13 +117,15 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     i_url = page_header.index("url") if page_header else 0
     pages.sort(key=lambda p: _fetched_at(p[0][i_time]))
     pages, duplicates = _first_fetches(pages, i_url)
-    fetched = {r[i_url]: _fetched_at(r[i_time]) for r, _ in pages}
+    fetched = {r[i_url]: _fetched_at(r[i_time]) for r, _, _ in pages}
+    owner = {r[i_url]: part for r, _, part in pages}
     if page_header:
-        _write_tsv(out / "pages.tsv", page_header, [r for r, _ in pages])
-        text = "".join(s + "\n" for _, ss in pages for s in ss)
+        _write_tsv(out / "pages.tsv", page_header, [r for r, _, _ in pages])
+        text = "".join(s + "\n" for _, ss, _ in pages for s in ss)
         atomic_write_bytes(out / "sentences.txt.gz", gzip.compress(text.encode("utf-8"), mtime=0))  # reproducible
     # images: one row per URL, earliest sighting wins
     image_header, best = [], {}
+    sighted = _OwnerSightings(owner)
     for part in parts:
         header, rows = _read_tsv(part / "images.tsv")
         if not header:
@@ -102,26 +133,28 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         image_header = header
         i_img, i_page, i_order = header.index("image_url"), header.index("page_url"), header.index("first_seen")
         for r in rows:  # rows are in download order: the part's first_seen is its sighting order
-            key = (fetched.get(r[i_page], float("inf")), str(part), parse_float(r[i_order], missing=float("inf")))
             url = r[i_img]
+            key = (sighted.duplicate(part, url, r[i_page]), fetched.get(r[i_page], float("inf")), str(part),
+                   parse_float(r[i_order], missing=float("inf")))
             if url not in best or key < best[url][0]:
                 best[url] = (key, part, r)
-    merged_rows = []
-    order = sorted(best.values(), key=lambda v: v[0])
+    merged_rows, duplicate_sightings = [], 0
+    order = sorted(best.values(), key=lambda v: v[0][1:])
     for n, (_, part, r) in enumerate(order, 1):
         r = list(r)
         r[image_header.index("first_seen")] = str(n)
         merged_rows.append(r)
         url = r[image_header.index("image_url")]
         rel = record_path(url)
-        record = json.loads((part / rel).read_text(encoding="utf-8"))
-        record["first_seen"] = n
-        keys = {sighting_key(s) for s in record["sightings"]}
-        for other in parts:
-            if other == part or not (other / rel).exists():
-                continue
-            for s in json.loads((other / rel).read_text(encoding="utf-8"))["sightings"]:
-                if sighting_key(s) not in keys:
+        record = _read_record(part / rel)
+        sources = [(part, record["sightings"])] + [(other, _read_record(other / rel)["sightings"])
+                                                   for other in parts if other != part and (other / rel).exists()]
+        record["first_seen"], record["sightings"], keys = n, [], set()
+        for other, other_sightings in sources:
+            for s in other_sightings:
+                if sighted.duplicate(other, url, s.get("page_url")):
+                    duplicate_sightings += 1
+                elif sighting_key(s) not in keys:
                     record["sightings"].append(s)
                     keys.add(sighting_key(s))
         record["sightings"].sort(key=lambda s: fetched.get(s.get("page_url"), float("inf")))
@@ -133,17 +166,22 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
             shutil.copyfile(part / image, out / image)
     if image_header:
         _write_tsv(out / "images.tsv", image_header, merged_rows)
-    # links and stats
-    link_header, links = [], []
+    # links (those of the kept fetches) and stats
+    link_header, links, duplicate_links = [], [], 0
     for part in parts:
         header, rows = _read_tsv(part / "links.tsv")
-        link_header, links = header or link_header, links + rows
+        if not header:
+            continue
+        link_header, i_from = header, header.index("from")
+        kept = [r for r in rows if owner.get(r[i_from] if len(r) > i_from else "", part) == part]
+        duplicate_links += len(rows) - len(kept)
+        links += kept
     if link_header:
         _write_tsv(out / "links.tsv", link_header, links)
     stats = {p.name: read_stats(p / "stats.json") for p in parts if (p / "stats.json").exists()}
     atomic_write_bytes(out / "stats.json", json.dumps({"parts": stats}, indent=1).encode("utf-8"))
     return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
-            "links": len(links)}
+            "duplicate_sightings": duplicate_sightings, "links": len(links), "duplicate_links": duplicate_links}
 
 
 def register(sub) -> None:
@@ -159,8 +197,10 @@ def cmd_merge(args) -> int:
         if not (part / "pages.tsv").exists():
             raise FileNotFoundError(f"{part} is not a run directory (no pages.tsv)")
     summary = merge_runs(parts, Path(args.output))
-    if summary["duplicate_pages"]:
+    if summary["duplicate_pages"] or summary["duplicate_links"] or summary["duplicate_sightings"]:
         print(f"merge: {summary['duplicate_pages']} pages were in two parts (crawled again after a worker died "
-              f"between a checkpoint and its lease release); each keeps its first fetch", file=sys.stderr)
+              f"between a checkpoint and its lease release); each keeps its first fetch, without the other "
+              f"fetches' {summary['duplicate_links']} links and {summary['duplicate_sightings']} image sightings",
+              file=sys.stderr)
     print(json.dumps(summary))
     return 0

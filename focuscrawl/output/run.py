@@ -27,6 +27,21 @@ OFFSETS_FILE = "offsets.json"
 STATE_PREFIX = "state:"
 
 
+def checkpoint_offsets(jobdir: str | Path, directory: str | Path) -> dict[str, int]:
+    """The byte offset of each log of the run ``directory`` at its last JOBDIR checkpoint ({}: none
+    yet): what a crawl resumed on ``jobdir`` cuts the logs back to (a log not listed keeps its
+    whole lines). Raises ``ValueError`` if ``jobdir`` checkpoints another run directory."""
+    path = job_state_dir(jobdir) / OFFSETS_FILE
+    if not path.exists():
+        return {}
+    state = json.loads(path.read_text(encoding="utf-8"))
+    directory = Path(directory).resolve()
+    if state.get("output_dir") != str(directory):
+        raise ValueError(f"JOBDIR {jobdir} belongs to the run directory {state.get('output_dir')}, "
+                         f"not {directory}: resume with the same output directory")
+    return {k: int(v) for k, v in state.get("files", {}).items()}
+
+
 class RunOutput:
     def __init__(self, directory: str | Path, jobdir: str | Path | None = None,
                  checkpoint_interval: float = 0.0) -> None:
@@ -38,13 +53,7 @@ class RunOutput:
         self._offsets: dict[str, int] = {}
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            path = self.state_dir / OFFSETS_FILE
-            if path.exists():
-                state = json.loads(path.read_text(encoding="utf-8"))
-                if state.get("output_dir") != str(self.dir):
-                    raise ValueError(f"JOBDIR {jobdir} belongs to the run directory {state.get('output_dir')}, "
-                                     f"not {self.dir}: resume with the same output directory")
-                self._offsets = {k: int(v) for k, v in state.get("files", {}).items()}
+            self._offsets = checkpoint_offsets(jobdir, self.dir)
         self.resumed = bool(self._offsets)
         self._logs: dict[str, AppendFile] = {}
         #: Called after every checkpoint: what was written before it survives a kill and a resume.

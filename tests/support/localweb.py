@@ -42,12 +42,24 @@ class LocalWeb:
         self.pages = pages
         self.requests: list[str] = []
         self.referers: dict[str, str | None] = {}  # host/path -> Referer header of its last request
+        self.in_flight = self.max_in_flight = 0  # requests being answered at once (politeness tests)
+        self._lock = threading.Lock()
         web = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:  # noqa: N802
+                with web._lock:
+                    web.in_flight += 1
+                    web.max_in_flight = max(web.max_in_flight, web.in_flight)
+                try:
+                    self._answer()
+                finally:
+                    with web._lock:
+                        web.in_flight -= 1
+
+            def _answer(self) -> None:
                 parts = urlsplit(self.path)
                 host = (parts.hostname or self.headers.get("Host", "")).split(":")[0].lower()
                 path = parts.path + (f"?{parts.query}" if parts.query else "")

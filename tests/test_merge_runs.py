@@ -1,0 +1,100 @@
+"""``focuscrawl merge`` of parts that hold one page twice: the kept fetch's rows, links and sightings once."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from focuscrawl.middlewares.priority import LINKS_LOG_COLUMNS
+from focuscrawl.output.files import iter_tsv
+from focuscrawl.output.images import image_columns, record_path
+from focuscrawl.output.tsv import row
+from focuscrawl.pipelines.writers import PAGE_COLUMNS
+from tests.support.crawl import ROOT
+
+W = "http://w.test"
+
+
+def write_part(run: Path, pages: list[tuple[str, float, list[str]]], images: list[tuple[str, str, str]],
+               links: list[tuple[str, str]]) -> None:
+    """A run directory as a crawl writes it: ``pages`` (url, fetched_at, sentences), ``images``
+    (image URL, page URL, alt: one sighting each; a second sighting of an image URL joins its
+    record), ``links`` (from, to)."""
+    run.mkdir(parents=True)
+    page_rows = [row([{"url": u, "fetched_at": t, "sentences": len(ss)}.get(c, "") for c in PAGE_COLUMNS])
+                 for u, t, ss in pages]
+    (run / "pages.tsv").write_text("\n".join(["\t".join(PAGE_COLUMNS)] + page_rows) + "\n")
+    (run / "sentences.txt.gz").write_bytes(gzip.compress("".join(s + "\n" for _, _, ss in pages for s in ss).encode()))
+    columns = image_columns(1, 1)
+    image_rows, records = [], {}
+    for image_url, page_url, alt in images:
+        sighting = {"page_url": page_url, "alt": alt, "title": None,
+                    "contexts": [{"kind": "parent", "level": 0, "text": f"{alt} text"}]}
+        if image_url in records:
+            records[image_url]["sightings"].append(sighting)
+            continue
+        records[image_url] = {"image_url": image_url, "first_seen": len(records) + 1, "image_path": "",
+                              "sightings": [sighting]}
+        values = {"first_seen": len(records), "image_url": image_url, "page_url": page_url, "alt": alt,
+                  "record_path": record_path(image_url)}
+        image_rows.append(row([values.get(c, "") for c in columns]))
+    (run / "images.tsv").write_text("\n".join(["\t".join(columns)] + image_rows) + "\n")
+    for image_url, record in records.items():
+        (run / record_path(image_url)).parent.mkdir(parents=True, exist_ok=True)
+        (run / record_path(image_url)).write_text(json.dumps(record))
+    link_rows = [row([{"from": f, "to": t}.get(c, "") for c in LINKS_LOG_COLUMNS]) for f, t in links]
+    (run / "links.tsv").write_text("\n".join(["\t".join(LINKS_LOG_COLUMNS)] + link_rows) + "\n")
+
+
+def test_a_page_in_two_parts_keeps_its_first_fetch_with_its_links_and_sightings(tmp_path):
+    """Worker ``part-1`` fetched /p2 first (and parsed /p3, whose row it never committed); after
+    it died, ``part-0`` fetched both again, /p2 changed meanwhile (another ALT for /i1, a new
+    image /i4). The merge keeps part-1's /p2 with its links and its sighting of /i1 (its row too,
+    though part-0 sorts first), part-0's /p3 with its links, drops the other fetches' 3 links and
+    1 sighting, and keeps what only the later fetch saw (/i4 on /p2, /i1 on /p4)."""
+    first, again = tmp_path / "part-1", tmp_path / "part-0"
+    write_part(first, pages=[(f"{W}/p1", 1.0, ["one"]), (f"{W}/p2", 2.0, ["two"])],
+               images=[(f"{W}/i1", f"{W}/p2", "cat"), (f"{W}/i2", f"{W}/p2", "kitten")],
+               links=[(f"{W}/p1", f"{W}/x"), (f"{W}/p2", f"{W}/y"), (f"{W}/p2", f"{W}/z"), (f"{W}/p3", f"{W}/w")])
+    write_part(again, pages=[(f"{W}/p2", 5.0, ["two again", "more"]), (f"{W}/p3", 6.0, ["three"]),
+                             (f"{W}/p4", 7.0, ["four"])],
+               images=[(f"{W}/i1", f"{W}/p2", "cat now"), (f"{W}/i4", f"{W}/p2", "new"),
+                       (f"{W}/i3", f"{W}/p3", "dog"), (f"{W}/i1", f"{W}/p4", "cat again")],
+               links=[(f"{W}/p2", f"{W}/y"), (f"{W}/p2", f"{W}/z"), (f"{W}/p3", f"{W}/w"), (f"{W}/p4", f"{W}/v")])
+    out = tmp_path / "merged"
+    done = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(again), str(first), "-o", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary == {"parts": 2, "pages": 4, "duplicate_pages": 1, "images": 4, "duplicate_sightings": 1,
+                       "links": 5, "duplicate_links": 3}
+    assert "without the other fetches' 3 links and 1 image sightings" in done.stderr
+    assert [r["url"] for r in iter_tsv(out / "pages.tsv")] == [f"{W}/p{i}" for i in range(1, 5)]
+    assert gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().split("\n")[:3] == \
+        ["one", "two", "three"]
+    links = Counter((r["from"], r["to"]) for r in iter_tsv(out / "links.tsv"))
+    assert links == Counter({(f"{W}/p1", f"{W}/x"): 1, (f"{W}/p2", f"{W}/y"): 1, (f"{W}/p2", f"{W}/z"): 1,
+                             (f"{W}/p3", f"{W}/w"): 1, (f"{W}/p4", f"{W}/v"): 1})
+    images = {r["image_url"]: r for r in iter_tsv(out / "images.tsv")}
+    assert {u: (r["page_url"], r["alt"]) for u, r in images.items()} == {
+        f"{W}/i1": (f"{W}/p2", "cat"), f"{W}/i2": (f"{W}/p2", "kitten"), f"{W}/i4": (f"{W}/p2", "new"),
+        f"{W}/i3": (f"{W}/p3", "dog")}
+    i1 = json.loads((out / record_path(f"{W}/i1")).read_text())
+    assert [(s["page_url"], s["alt"]) for s in i1["sightings"]] == [(f"{W}/p2", "cat"), (f"{W}/p4", "cat again")]
+    assert [s["alt"] for s in json.loads((out / record_path(f"{W}/i4")).read_text())["sightings"]] == ["new"]
+
+
+def test_parts_without_a_page_in_common_are_concatenated(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_part(a, [(f"{W}/a", 1.0, ["a"])], [(f"{W}/i", f"{W}/a", "cat")], [(f"{W}/a", f"{W}/b")])
+    write_part(b, [(f"{W}/b", 2.0, ["b"])], [(f"{W}/i", f"{W}/b", "cat 2")], [(f"{W}/b", f"{W}/a")])
+    from focuscrawl.output.merge import merge_runs
+
+    summary = merge_runs([a, b], tmp_path / "merged")
+    assert (summary["duplicate_pages"], summary["duplicate_links"], summary["duplicate_sightings"]) == (0, 0, 0)
+    assert summary["links"] == 2
+    record = json.loads((tmp_path / "merged" / record_path(f"{W}/i")).read_text())
+    assert [s["alt"] for s in record["sightings"]] == ["cat", "cat 2"]
