@@ -1,8 +1,8 @@
 """A page's pure CPU work in one function, run in the crawl process or in a worker pool.
 
-``analyse_page`` parses the HTML once and returns everything the crawl derives from it:
-the page text (extracted within ``FOCUSCRAWL_TEXT_TIME_LIMIT``, deep pages read flat)
-with notes on how it was obtained, its sentences and document scores, the calibrated
+``analyse_page`` parses the HTML (up to the markup budget) and returns everything the
+crawl derives from it: the page text (extracted within ``FOCUSCRAWL_TEXT_TIME_LIMIT``,
+deep pages read flat) with notes on how it was obtained, its sentences and document scores, the calibrated
 page score of a topic bundle (calibrated crawl), the out-links with anchor texts, the
 image decisions (rules, contexts, scores) and the page's SimHash. It is a pure function
 of the decoded HTML (already clipped to ``FOCUSCRAWL_TEXT_MAX_BYTES`` and re-decoded on
@@ -31,8 +31,9 @@ from focuscrawl import settings as defaults
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import TextScore, TopicScorer
-from focuscrawl.text.extractors import ExtractionError, ExtractionTimeout, PageText, extract_page, get_extractor
-from focuscrawl.text.html import full_text_from_tree, markup_budget
+from focuscrawl.text.extractors import (TRUNCATED, ExtractionError, ExtractionTimeout, PageText, extract_page,
+                                        get_extractor)
+from focuscrawl.text.html import clip_markup, full_text_from_tree, markup_budget
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +124,8 @@ class PageAnalysis:
     #: the calibrated crawl's page score: the topic bundle's log-odds (``None``: no
     #: bundle in the crawl, or a page without sentences)
     topic_logit: float | None = None
-    #: how the text was obtained (``focuscrawl.text.extractors`` notes: ``too_deep``)
+    #: how the text was obtained (``focuscrawl.text.extractors`` notes: ``too_deep``,
+    #: ``truncated``: text, links and images past the markup budget were not read)
     notes: tuple[str, ...] = ()
     #: ``None``, or why the page was skipped (``extraction_error``, ``extraction_timeout``)
     #: with ``error_detail``
@@ -144,6 +146,13 @@ def parse_tree(html: str, url: str):
     return Selector(text=html, type="html", base_url=url).root
 
 
+def budgeted_tree(html: str, url: str, max_tags: int):
+    """The tree (:func:`parse_tree`) of ``html`` up to its ``max_tags``-th start tag (0: all),
+    and whether it was cut (:func:`~focuscrawl.text.html.clip_markup`)."""
+    page, cut = clip_markup(html, max_tags)
+    return parse_tree(page, url), cut
+
+
 def analyse_page(html: str, url: str, base_url: str, depth: int, config: AnalysisConfig,
                  scorer: TopicScorer, topic=None) -> PageAnalysis:
     """Text, sentences and scores, links, images and SimHash of one decoded HTML page;
@@ -151,12 +160,19 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
 
     ``base_url`` is the page's ``<base href>`` (or ``url``): links and image sources
     resolve against it.
+
+    Links, images and contexts are read from the page up to its ``config.text_max_tags``-th
+    start tag, as the text is (the markup budget: the tree of 2 MiB of dense markup costs
+    ~20x its bytes); a cut page is noted ``truncated``. The page's tree is parsed after the
+    extractor has freed its own and the text is scored, and freed before the SimHash, so
+    one tree is alive at a time (``fulltext`` reads its text from the same tree).
     """
     from focuscrawl.spiders.focused import page_links
 
-    root = parse_tree(html, url)
+    root = None
     if config.extractor == "fulltext":
-        extracted = PageText(full_text_from_tree(root))  # reuses the one parse
+        root, cut = budgeted_tree(html, url, config.text_max_tags)
+        extracted = PageText(full_text_from_tree(root), (TRUNCATED,) if cut else ())
     else:
         try:
             extracted = extract_page(get_extractor(config.extractor), html, config.text_time_limit,
@@ -165,18 +181,25 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
             error = "extraction_timeout" if isinstance(exc, ExtractionTimeout) else "extraction_error"
             return PageAnalysis(TextScore.missing(), [], {}, 0, [], None, error=error, error_detail=str(exc))
     score, sentences = scorer.score_document(extracted.text, config.min_sentence_tokens)
+    notes = extracted.notes
+    del extracted  # its sentences are what is kept of the text
     topic_logit = topic.logit("\n".join(sentences)) if topic is not None and sentences else None
+    if root is None:  # after the extractor's trees and the text's tokens are gone
+        root, cut = budgeted_tree(html, url, config.text_max_tags)
+    if cut and TRUNCATED not in notes:  # a deep page's text is read whole (flat), its links are not
+        notes += (TRUNCATED,)
     links, img_count = page_links(root, base_url)
     images = []
     if config.images:
         page = {"depth": depth, "perplexity": score.perplexity}
         images = image_items(root, url, scorer, config.rules, config.context, page_item=page, base_url=base_url)
+    del root
     fingerprint = None
     if config.ngrams:
-        from focuscrawl.dedup.simhash import simhash
+        from focuscrawl.dedup.simhash import sentences_simhash
 
-        fingerprint = simhash(" ".join(sentences).split(), config.ngrams)
-    return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, extracted.notes)
+        fingerprint = sentences_simhash(sentences, config.ngrams)
+    return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, notes)
 
 
 # -- worker pool ------------------------------------------------------------------------

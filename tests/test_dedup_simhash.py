@@ -6,8 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from focuscrawl.dedup.simhash import (hamming, ngram_hashes, parse_ngrams, simhash, simhash_of_hashes, text_simhash,
-                                      token_hashes)
+from focuscrawl.dedup.simhash import (_BLOCK, hamming, ngram_hashes, parse_ngrams, sentences_simhash, simhash,
+                                      simhash_of_hashes, text_simhash, token_hashes)
 
 TEXT = ("The domestic cat is a small carnivorous mammal. It is the only domesticated species in "
         "the family Felidae and is often referred to as the house cat to distinguish it from the wild "
@@ -56,6 +56,21 @@ def test_simhash_bits_are_weighted_signs():
             expected |= 1 << i
     assert simhash_of_hashes(hashes, tf) == expected == simhash(tokens)
     assert simhash_of_hashes(np.empty(0, dtype=np.uint64), np.empty(0)) is None
+
+
+def test_a_long_text_is_hashed_in_blocks_with_the_same_bits():
+    """More distinct n-grams than one block (a long page): the bit sums are the whole
+    matrix's, and a page's sentences give the fingerprint of their joined tokens."""
+    rng = np.random.default_rng(16)
+    hashes = rng.integers(0, 2 ** 64, size=3 * _BLOCK + 5, dtype=np.uint64)
+    tf = rng.integers(1, 9, size=len(hashes))
+    bits = np.unpackbits(hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    sums = (tf[:, None] * (bits.astype(np.int64) * 2 - 1)).sum(axis=0)  # exact integers
+    expected = sum(1 << i for i in range(64) if sums[i] > 0)
+    assert simhash_of_hashes(hashes, tf) == expected
+    sentences = [f"the cat number {i} sat on mat {i % 7}" for i in range(20_000)]
+    assert sentences_simhash(sentences) == simhash(" ".join(sentences).split())
+    assert sentences_simhash([]) is None
 
 
 @pytest.mark.parametrize("mode", ["3", "5", "3+5"])

@@ -121,11 +121,18 @@ def test_clip_cuts_before_a_tag_and_says_so():
 #: decoded text, the page's tree, trafilatura's three copies of it (docs/extraction.md
 #: "Size"; measured ~10x at most, benchmarks/text_limits.py).
 MEMORY_MULTIPLE = 12
+#: The same for trafilatura on a 2 MB text page (its readability fallback copies the tree
+#: and the text: measured 10-12x; 26x before focuscrawl.text.lean_trim) and for the crawl's
+#: whole page analysis of dense markup at the cap (auto's four copies of the budgeted tree:
+#: 12.4x measured; 26-37x before the analysis read the page under the markup budget).
+FALLBACK_MEMORY_MULTIPLE = 14
 
 
-def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path):
+@pytest.mark.parametrize("extractor", ["auto", "trafilatura"])
+def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path, extractor):
     """The page is read up to the cap only, and its text costs at most MEMORY_MULTIPLE x the
-    cap above a run on a small page (the interpreter and the libraries, ~250 MB)."""
+    cap above a run on a small page (the interpreter and the libraries, ~250 MB); with
+    trafilatura too, whose fallbacks (readability) take the text of this page."""
     cap = 2 * 1024 * 1024
     para = "<p>" + "The cat sat on the mat and looked at the dog. " * 20 + "</p>\n"
     with open(tmp_path / "huge.html", "w") as fh:
@@ -134,16 +141,18 @@ def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path):
             fh.write(para)
         fh.write("</body></html>")
     (tmp_path / "small.html").write_text("<html><body>" + para + "</body></html>")
-    base, base_rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "small.html"), "-o", str(tmp_path / "s"))
+    options = ("--extractor", extractor, "--max-bytes", str(cap))
+    base, base_rss = run_cli("extract", *options, str(tmp_path / "small.html"), "-o", str(tmp_path / "s"))
     assert base.returncode == 0, base.stderr
     start = time.monotonic()
-    proc, rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "huge.html"), "-o", str(tmp_path / "h"))
+    proc, rss = run_cli("extract", *options, str(tmp_path / "huge.html"), "-o", str(tmp_path / "h"))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert f"cut {tmp_path / 'huge.html'}: longer than {cap} bytes" in proc.stderr
     assert "truncated 1" in proc.stderr
     text = (tmp_path / "h" / "huge.txt").read_text()
     assert 0.5 * cap < len(text) < cap
-    assert rss - base_rss < MEMORY_MULTIPLE * cap / 2 ** 20, (rss, base_rss)
+    multiple = MEMORY_MULTIPLE if extractor == "auto" else FALLBACK_MEMORY_MULTIPLE
+    assert rss - base_rss < multiple * cap / 2 ** 20, (rss, base_rss)
     assert time.monotonic() - start < 120
 
 
@@ -192,3 +201,70 @@ def test_warc_keeps_accents_of_a_mislabelled_page_and_counts_it(tmp_path):
     assert stats["focuscrawl/text/charset_fallback"] == 1
     sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode("utf-8")
     assert "café naïve crème brûlée" in sentences
+
+
+# --- the crawl's page analysis: links, images and contexts under the markup budget --------
+_ANALYSE = r"""
+import json, resource, sys
+from focuscrawl.analysis import AnalysisConfig, analyse_page
+from focuscrawl.text.html import markup_budget
+path, cap = sys.argv[1], int(sys.argv[2])
+config = AnalysisConfig(text_max_tags=markup_budget(cap))
+scorer = config.scorer()
+with open(path, encoding="utf-8") as fh:
+    html = fh.read()
+page = analyse_page(html, "http://dense.test/", "http://dense.test/", 0, config, scorer)
+print(json.dumps([list(page.links), page.img_count, [d.src for d in page.images], list(page.notes),
+                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))
+"""
+
+
+def analyse_in_child(path, cap: int) -> tuple[list[str], int, list[str], list[str], float]:
+    """``analyse_page`` (default extractor, images, the bundled model) of a file in a fresh
+    process: links, img count, image sources, notes and the process's peak RSS in MB."""
+    out = subprocess.run([sys.executable, "-c", _ANALYSE, str(path), str(cap)], capture_output=True, text=True,
+                         timeout=300, check=True)
+    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_page_analysis_of_dense_markup_is_parsed_up_to_the_markup_budget(tmp_path):
+    """The crawl's analysis of a page of the cap's size made of linked images (~80,000
+    elements: a tree of ~20x the cap, and an image decision with contexts and scores for
+    each) reads links and images up to the max_bytes/256-th start tag, notes the cut, and
+    costs at most FALLBACK_MEMORY_MULTIPLE x the cap above a small page."""
+    from focuscrawl.text.html import markup_budget
+
+    cap = 2 * 1024 * 1024
+    links = "".join(f'<a href="/p{i}"><img src="/i{i}.jpg" alt="cat {i}">cat {i}</a>\n' for i in range(cap // 50))
+    (tmp_path / "dense.html").write_text(f"<html><body>{links}</body></html>"[:cap])
+    (tmp_path / "small.html").write_text("<html><body>" + "".join(links.splitlines(True)[:20]) + "</body></html>")
+    small_links, small_imgs, _, small_notes, base_rss = analyse_in_child(tmp_path / "small.html", cap)
+    assert len(small_links) == small_imgs == 20 and small_notes == []
+    found, img_count, images, notes, rss = analyse_in_child(tmp_path / "dense.html", cap)
+    n = markup_budget(cap) // 2 - 1  # <html>, <body>, then two start tags per link
+    assert found == [f"http://dense.test/p{i}" for i in range(n)]
+    assert img_count == n and images == [f"http://dense.test/i{i}.jpg" for i in range(n)]
+    assert notes == ["truncated"]
+    assert rss - base_rss < FALLBACK_MEMORY_MULTIPLE * cap / 2 ** 20, (rss, base_rss)
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_crawl_reads_links_and_images_up_to_the_markup_budget_and_counts_the_page_once(tmp_path, workers):
+    """FOCUSCRAWL_TEXT_MAX_BYTES = 64 KiB: 256 start tags. A 20 KB page of 600 links and then
+    images is cut by the markup budget (not by its bytes): its first 253 links are found, the
+    images after them are not parsed, and the page is counted once as truncated."""
+    links = "".join(f'<a href="http://elsewhere.test/p{i}">cat page {i}</a>\n' for i in range(600))
+    images = "".join(f'<img src="/cat{i}.png" alt="a cat" width="640" height="480">' for i in range(5))
+    body = f"<html><head><title>cats</title></head><body><p>{links}</p>{images}</body></html>"
+    site = {("dense.test", "/"): Page(body), ("dense.test", "/robots.txt"): Page(b"", "text/plain")}
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://dense.test/", settings={
+            "FOCUSCRAWL_TEXT_MAX_BYTES": 64 * 1024, "FOCUSCRAWL_ANALYSIS_WORKERS": workers,
+            "FOCUSCRAWL_ALLOWED_DOMAINS": ["dense.test"]}, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stats["focuscrawl/text/truncated"] == 1
+    n = 256 - 4 - 1  # <html>, <head>, <title>, <body>, <p>, then one start tag per link
+    assert stats["focuscrawl/links/found"] == n
+    [page] = [i for i in items(tmp_path) if i.get("url") == "http://dense.test/"]
+    assert page["links"] == n and page["images"] == 0
+    assert not any("/cat" in url for url in web.requests)

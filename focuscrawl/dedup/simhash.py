@@ -10,7 +10,8 @@ n-gram's hash has bit i set. Fingerprints are Python ints in [0, 2**64); bit i i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -40,22 +41,28 @@ def parse_ngrams(mode: str | int | Sequence[int]) -> tuple[int, ...]:
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser (a bijection of uint64 with full avalanche), element-wise."""
-    z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
-    return z ^ (z >> _U64(31))
+    """SplitMix64 finaliser (a bijection of uint64 with full avalanche), element-wise, in
+    place: one temporary at a time (a long page has ~500,000 n-grams, 4 MB an array)."""
+    z ^= z >> _U64(30)
+    z *= _U64(0xBF58476D1CE4E5B9)
+    z ^= z >> _U64(27)
+    z *= _U64(0x94D049BB133111EB)
+    z ^= z >> _U64(31)
+    return z
 
 
-def token_hashes(tokens: Sequence[str]) -> np.ndarray:
-    """BLAKE2b 64-bit hash of each token (little-endian), each distinct token hashed once."""
+def token_hashes(tokens: Iterable[str]) -> np.ndarray:
+    """BLAKE2b 64-bit hash of each token (little-endian), each distinct token hashed once;
+    ``tokens`` may be an iterator (a long text's token strings need not all be alive)."""
     memo: dict[str, bytes] = {}
-    out = []
+    out = bytearray()
     for t in tokens:
         digest = memo.get(t)
         if digest is None:
             digest = memo[t] = hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest()
-        out.append(digest)
-    return np.frombuffer(b"".join(out), dtype="<u8").astype(_U64)
+        out += digest
+    hashes = np.frombuffer(out, dtype="<u8")  # a writable view of the buffer, no copy
+    return hashes if hashes.dtype.isnative else hashes.astype(_U64)
 
 
 def _chain(th: np.ndarray, n: int) -> np.ndarray:
@@ -63,11 +70,12 @@ def _chain(th: np.ndarray, n: int) -> np.ndarray:
     count = len(th) - n + 1
     h = _mix(np.full(count, n, dtype=_U64))
     for j in range(n):
-        h = _mix(h ^ th[j:j + count])
+        h ^= th[j:j + count]
+        _mix(h)
     return h
 
 
-def ngram_hashes(tokens: Sequence[str], sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def ngram_hashes(tokens: Iterable[str], sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """``(distinct n-gram hashes, their term frequencies)`` for each length in ``sizes``.
 
     A text shorter than n contributes itself as one n-gram, so that short texts
@@ -75,25 +83,44 @@ def ngram_hashes(tokens: Sequence[str], sizes: Sequence[int]) -> tuple[np.ndarra
     """
     th = token_hashes(tokens)
     parts = [_chain(th, n if len(th) >= n else len(th)) for n in sizes if len(th)]
+    del th
     if not parts:
         return np.empty(0, dtype=_U64), np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate(parts), return_counts=True)
+    grams = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    del parts
+    return np.unique(grams, return_counts=True)
+
+
+#: Hashes whose ±1 bit matrix is built at once (8 MiB of float64): a 2 MB page has ~400,000
+#: distinct n-grams, whose whole matrix would take 200 MB. The weights are term counts, so
+#: the sums are exact and the same in blocks.
+_BLOCK = 1 << 14
 
 
 def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int | None:
     """SimHash of feature hashes with weights; None when there are none."""
     if not len(hashes):
         return None
-    # bits[j, i] = bit i of hash j (little-endian bytes, little bit order within a byte).
-    bits = np.unpackbits(np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8).reshape(-1, 8),
-                         axis=1, bitorder="little")
-    sums = np.asarray(weights, dtype=np.float64) @ (bits.astype(np.float64) * 2.0 - 1.0)
+    hashes = np.ascontiguousarray(hashes, dtype="<u8")
+    weights = np.asarray(weights, dtype=np.float64)
+    sums = np.zeros(BITS)
+    for start in range(0, len(hashes), _BLOCK):
+        # bits[j, i] = bit i of hash j (little-endian bytes, little bit order within a byte).
+        bits = np.unpackbits(hashes[start:start + _BLOCK].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        sums += weights[start:start + _BLOCK] @ (bits.astype(np.float64) * 2.0 - 1.0)
     return int(np.packbits(sums > 0, bitorder="little").view("<u8")[0])
 
 
-def simhash(tokens: Sequence[str], ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
+def simhash(tokens: Iterable[str], ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
     """SimHash of already normalised tokens; None for an empty token list."""
     return simhash_of_hashes(*ngram_hashes(tokens, parse_ngrams(ngrams)))
+
+
+def sentences_simhash(sentences: Iterable[str],
+                      ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:
+    """SimHash of a page's normalised sentences (the tokens of all, in order), read a
+    sentence at a time: a long page's token strings are never all alive."""
+    return simhash(chain.from_iterable(map(str.split, sentences)), ngrams)
 
 
 def text_simhash(text: str, ngrams: str | Sequence[int] = defaults.FOCUSCRAWL_NEARDUP_NGRAMS) -> int | None:

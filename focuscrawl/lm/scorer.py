@@ -6,15 +6,16 @@ cache of sentence scores (the thesis found the LM to be the crawl's bottleneck).
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from focuscrawl import settings as defaults
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, KeywordList, weighted_perplexity
-from focuscrawl.text.normalize import MIN_SENTENCE_TOKENS, document_tokens, text_tokens
+from focuscrawl.text.normalize import MIN_SENTENCE_TOKENS, iter_document_tokens, text_tokens
 
 
 def perplexity_from_log10(total_log10: float, scored_tokens: int) -> float | None:
@@ -123,10 +124,28 @@ class TopicScorer:
         return self._score_tokenized(list(map(" ".join, tokens)), tokens)
 
     def score_document(self, text: str, min_tokens: int = MIN_SENTENCE_TOKENS) -> tuple[TextScore, list[str]]:
-        """Scores of a page's text over its sentences of ≥ ``min_tokens`` tokens, and those sentences."""
-        tokens = document_tokens(text, min_tokens)
-        sentences = list(map(" ".join, tokens))
-        return self._score_tokenized(sentences, tokens), sentences
+        """Scores of a page's text over its sentences of ≥ ``min_tokens`` tokens, and those sentences.
+
+        ``score_sentences(sentences)``, read a sentence at a time: the keyword sum runs over
+        the tokens as they are made, so a long page's tokens are never all alive (2 MB of
+        text: ~30 MB of token strings, 15x the size cap; issue #16)."""
+        sentences: list[str] = []
+        n_tokens = 0
+
+        def tokens() -> Iterator[list[str]]:
+            nonlocal n_tokens
+            for toks in iter_document_tokens(text, min_tokens):
+                sentences.append(" ".join(toks))
+                n_tokens += len(toks)
+                yield toks
+
+        sentence_tokens = tokens()
+        kw = self.keywords.score_tokens(chain.from_iterable(sentence_tokens))
+        deque(sentence_tokens, maxlen=0)  # without keywords, score_tokens reads none
+        if not sentences:
+            return TextScore.missing(), sentences
+        pp = perplexity_from_log10(sum(map(self._sentence_log10, sentences)), n_tokens + len(sentences))
+        return TextScore._of(pp, kw, weighted_perplexity(pp, kw, self.keyword_weight), n_tokens), sentences
 
     # -- counters --------------------------------------------------------------
     @property

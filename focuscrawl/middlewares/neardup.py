@@ -33,7 +33,7 @@ from scrapy.utils.job import job_dir
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.dedup.index import SimHashIndex
-from focuscrawl.dedup.simhash import parse_ngrams, simhash
+from focuscrawl.dedup.simhash import parse_ngrams, sentences_simhash
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import LineLog, atomic_write_bytes, iter_lines, job_state_dir
 
@@ -171,7 +171,7 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         (the page analysis computed it), else it is computed from the item's sentences."""
         url = item.get("url") or ""
         if fp is None:
-            fp = simhash(" ".join(item.get("sentences") or ()).split(), self.ngrams)
+            fp = sentences_simhash(item.get("sentences") or (), self.ngrams)
         item["near_duplicate_of"] = None
         if fp is None:
             self.stats.inc_value("focuscrawl/neardup/pages_without_text")

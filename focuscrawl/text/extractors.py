@@ -80,13 +80,22 @@ def _boilerpy3(class_name: str) -> Extractor:
     return extract
 
 
+def _trafilatura(extractor: str):
+    """The trafilatura package, with :mod:`~focuscrawl.text.lean_trim` in place (same text,
+    without a per-word list of a long text)."""
+    trafilatura = _require("trafilatura", "trafilatura", extractor)
+    from focuscrawl.text import lean_trim
+    lean_trim.install()
+    return trafilatura
+
+
 def trafilatura_text(html: str) -> str:
     """trafilatura main-text extraction favouring recall (tables kept, comments out).
 
     When trafilatura finds no main text (1.5% of CLEANEVAL pages: link lists, odd
     layouts) the full text is returned instead, so such a page still gets a perplexity.
     """
-    trafilatura = _require("trafilatura", "trafilatura", "trafilatura")
+    trafilatura = _trafilatura("trafilatura")
     if not html.strip():
         return ""
     try:
@@ -118,7 +127,7 @@ def auto_text(html: str) -> str:
     One parse serves both extractors; a page where both find nothing gets its full text.
     """
     from focuscrawl.text import combined
-    _require("trafilatura", "trafilatura", "auto")
+    _trafilatura("auto")
     _require("justext", "justext", "auto")
     page = parse_page(html)
     if page.root is None:

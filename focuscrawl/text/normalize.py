@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Iterator
 
 from focuscrawl import settings as defaults
 
@@ -109,9 +110,15 @@ def split_sentences(text: str) -> list[str]:
 
 
 def document_tokens(text: str, min_tokens: int = MIN_SENTENCE_TOKENS) -> list[list[str]]:
-    """The tokens of each sentence of ``document_sentences`` (what the scorer needs)."""
+    """The tokens of each sentence of ``document_sentences``."""
+    return list(iter_document_tokens(text, min_tokens))
+
+
+def iter_document_tokens(text: str, min_tokens: int = MIN_SENTENCE_TOKENS) -> Iterator[list[str]]:
+    """:func:`document_tokens` one sentence at a time (what the scorer reads): a long
+    page's tokens are never all alive (2 MB of text are ~400,000 token strings, ~30 MB)."""
     min_tokens = max(min_tokens, 1)
-    return [toks for toks in map(str.split, _mapped(text).split("\n")) if len(toks) >= min_tokens]
+    return (toks for toks in map(str.split, _mapped(text).split("\n")) if len(toks) >= min_tokens)
 
 
 def text_tokens(text: str) -> list[list[str]]:
