@@ -378,6 +378,9 @@ CONCURRENT_ITEMS = 16
 #: Scrapy's in-memory stats without the deprecation check Scrapy wraps around every stats
 #: call (~100 a page: ~5% of the crawl process's CPU); same stats.
 STATS_CLASS = "focuscrawl.scrapy_compat.MemoryStatsCollector"
+#: Scrapy's per-response and per-item log messages are not built when no log handler
+#: would write them (~8 a page: ~2% of the crawl process); with DEBUG logging all are.
+LOG_FORMATTER = "focuscrawl.logformatter.LevelLogFormatter"
 
 # --- Request path (issue #14, linkpath) ----------------------------------------------
 #: Scrapy's downloader keeping each host to CONCURRENT_REQUESTS_PER_DOMAIN: Scrapy's own

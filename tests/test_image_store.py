@@ -117,3 +117,24 @@ def test_image_in_flight_at_a_kill_is_recovered(tmp_path):
     assert (job / "focuscrawl" / "images.pending").read_bytes() == b""  # clean close: nothing pending
     rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()[1:]]
     assert sorted(r[-9] for r in rows) == ["http://s.test/done.jpg", "http://s.test/fly.jpg"]
+
+
+def test_prepared_record_file_is_filled_by_commit_and_dropped_at_close(tmp_path):
+    """The download thread makes the record's temp file ahead; commit fills and renames it;
+    a prepared file whose image is never committed is removed at close: no stray files."""
+    run = RunOutput(tmp_path / "out")
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    a, b = item("http://s.test/a.jpg", "http://s.test/1"), item("http://s.test/b.jpg", "http://s.test/1")
+    assert store.first_sighting(a) and store.first_sighting(b)
+    store.prepare_record("http://s.test/a.jpg")
+    store.prepare_record("http://s.test/b.jpg")
+    temps = sorted(p.name for p in (tmp_path / "out" / "records").rglob(".*.tmp*"))
+    assert len(temps) == 2
+    a["final_score"] = 6.0
+    store.commit(a)
+    assert record(run, "http://s.test/a.jpg")["sightings"][0]["page_url"] == "http://s.test/1"
+    assert len(list((tmp_path / "out" / "records").rglob(".*.tmp*"))) == 1  # b's, not yet committed
+    store.close()
+    run.close()
+    assert list((tmp_path / "out" / "records").rglob(".*.tmp*")) == []
+    assert not run.path(record_path("http://s.test/b.jpg")).exists()

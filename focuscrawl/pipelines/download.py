@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from io import BytesIO
 from pathlib import Path
 from typing import Any, Iterable
@@ -58,10 +59,16 @@ def _ignored_reason(exc: IgnoreRequest) -> str:
 class AtomicFSFilesStore(FSFilesStore):
     """Files appear whole or not at all: a killed crawl leaves no truncated image behind."""
 
+    def __init__(self, basedir) -> None:
+        super().__init__(basedir)
+        self._folders: set[str] = set()
+
     def persist_file(self, path, buf, info, meta=None, headers=None) -> None:
-        absolute = Path(self.basedir, path)
-        absolute.parent.mkdir(parents=True, exist_ok=True)  # thread-safe, unlike FSFilesStore's own
-        atomic_write_bytes(absolute, buf.getvalue())
+        folder, _, _ = path.rpartition("/")
+        if folder not in self._folders:  # one mkdir per folder (the images are all in one)
+            os.makedirs(os.path.join(self.basedir, folder), exist_ok=True)  # thread-safe, unlike FSFilesStore's
+            self._folders.add(folder)
+        atomic_write_bytes(os.path.join(self.basedir, path), buf.getvalue())
 
 
 class ImageRejectedFile(ExpectedMediaFailure):
@@ -91,6 +98,13 @@ class ImageDownloadPipeline(FilesPipeline):
         self.max_pixels = max_pixels
         self.formats = allowed_formats(f.lower() for f in formats)
         self.rules = rules
+        #: each image's download request until its item completes: its fingerprint, cached on
+        #: the request by Scrapy's fingerprinter, finds the media cache entry to forget
+        self._requests: dict[str, Request] = {}
+        #: only a run directory that had images when the crawl opened (a resumed crawl, an
+        #: output folder used again) can hold one before this crawl fetches it: the merge
+        #: pipeline sends each URL once, so a new folder needs no look per image
+        self.reuse_stored = Path(store_uri, "images").is_dir()
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod
@@ -108,9 +122,10 @@ class ImageDownloadPipeline(FilesPipeline):
         if not isinstance(item, ImageItem) or not item.get("image_url"):
             return []
         headers = {"Referer": item["page_url"]} if item.get("page_url") else {}
-        return [Request(item["image_url"], callback=NO_CALLBACK, headers=headers,
-                        meta={"download_maxsize": self.max_bytes,
-                              "download_warnsize": 0, "focuscrawl_image": True})]
+        request = Request(item["image_url"], callback=NO_CALLBACK, headers=headers,
+                          meta={"download_maxsize": self.max_bytes, "download_warnsize": 0, "focuscrawl_image": True})
+        self._requests[item["image_url"]] = request
+        return [request]
 
     def file_path(self, request: Request, response=None, info=None, *, item: Any = None) -> str:
         ext = (item.get("extension") if item is not None else None) or Path(request.url).suffix.lstrip(".")
@@ -129,13 +144,17 @@ class ImageDownloadPipeline(FilesPipeline):
                 raise ImageRejected(reason, f"measured {found.width}x{found.height}")
         return found
 
-    def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False):
+    def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False, image_url: str = ""):
         found = self._inspect(data, measured)
         self.store.persist_file(path, BytesIO(data), info)
+        if self.store_images is not None and image_url:  # its record's file, made here off the reactor
+            self.store_images.prepare_record(image_url)
         return found
 
     async def media_to_download(self, request, info, *, item=None):
         """An image already in the run directory (a resumed crawl) is inspected, not fetched."""
+        if not self.reuse_stored:
+            return None
         path = Path(self.store.basedir, self.file_path(request, info=info, item=item))
         if not path.is_file():
             return None
@@ -154,7 +173,8 @@ class ImageDownloadPipeline(FilesPipeline):
             raise ImageRejectedFile(EMPTY)
         path = self.file_path(request, response=response, info=info, item=item)
         try:  # decode and store off the reactor thread
-            found = await run_in_thread(self._inspect_and_store, response.body, path, info, self._measured(item))
+            found = await run_in_thread(self._inspect_and_store, response.body, path, info, self._measured(item),
+                                        item.get("image_url", "") if item is not None else "")
         except ImageRejected as exc:
             raise ImageRejectedFile(exc.reason, exc.detail) from None
         self.inc_stats("downloaded")
@@ -179,7 +199,7 @@ class ImageDownloadPipeline(FilesPipeline):
         if not isinstance(item, ImageItem):
             return item
         # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
-        forget_media_result(self, info, Request(item["image_url"]))
+        forget_media_result(self, info, self._requests.pop(item["image_url"], None) or Request(item["image_url"]))
         ok, value = results[0]
         if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
             self.stats.inc_value(f"focuscrawl/images/size_measured/{'rescued' if ok else 'dropped'}")
