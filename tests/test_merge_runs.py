@@ -116,3 +116,27 @@ def test_a_part_killed_inside_a_page_batch_merges_without_its_orphan_sentences(t
     assert (summary["pages"], summary["orphan_sentences"]) == (2, 2)
     assert gzip.decompress((tmp_path / "merged" / "sentences.txt.gz").read_bytes()).decode().splitlines() == [
         "a one", "a two", "b one"]
+
+
+def test_merged_images_are_linked_and_records_written_as_the_crawl_writes_them(tmp_path):
+    """An image file of a part is hard-linked into the merged run (same file, no copy), and
+    a merged record has the bytes ``ImageStore`` gives a record (compact JSON)."""
+    from focuscrawl.output.images import record_json
+    from focuscrawl.output.merge import merge_runs
+
+    part = tmp_path / "part-0"
+    write_part(part, pages=[(f"{W}/p1", 1.0, ["one"])], images=[(f"{W}/i1", f"{W}/p1", "cat")], links=[])
+    header, line = (part / "images.tsv").read_text().splitlines()
+    cells = line.split("\t")
+    cells[header.split("\t").index("image_path")] = "images/full/i1.jpg"
+    (part / "images.tsv").write_text(header + "\n" + "\t".join(cells) + "\n")
+    (part / "images" / "full").mkdir(parents=True)
+    (part / "images" / "full" / "i1.jpg").write_bytes(b"\xff\xd8 jpeg bytes")
+    out = tmp_path / "merged"
+    merge_runs([part], out)
+    merged_image = out / "images" / "full" / "i1.jpg"
+    assert merged_image.read_bytes() == b"\xff\xd8 jpeg bytes"
+    assert merged_image.stat().st_ino == (part / "images" / "full" / "i1.jpg").stat().st_ino
+    merged_record = (out / record_path(f"{W}/i1")).read_bytes()
+    assert merged_record == record_json(json.loads(merged_record))
+    assert json.loads(merged_record)["sightings"][0]["alt"] == "cat"

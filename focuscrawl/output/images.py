@@ -221,7 +221,7 @@ class ImageStore:
             logger.warning("cannot merge into record %s: %s", path, exc)
             return
         if self._add_sightings(record, [sighting]):
-            atomic_write_bytes(path, _dumps(record))
+            atomic_write_bytes(path, record_json(record))
             self.stats.inc_value("focuscrawl/images/merge/merged")
 
     def _add_sightings(self, record: dict[str, Any], sightings: list[dict[str, Any]]) -> bool:
@@ -252,7 +252,7 @@ class ImageStore:
         record["sightings"] = [sighting_of(item, self.final_context, scored="final_score" in item)]
         if entry.pending:
             self._add_sightings(record, entry.pending)
-        atomic_write_bytes(self._record_file(url), _dumps(record))
+        atomic_write_bytes(self._record_file(url), record_json(record))
         self._prepared.discard(url)
         self.log.write_lines([row(image_row(item, self.max_parents, self.max_siblings))])
         entry.status, entry.pending = WRITTEN, []
@@ -290,7 +290,8 @@ class ImageStore:
             self.run.commit()
 
 
-def _dumps(record: dict[str, Any]) -> bytes:
+def record_json(record: dict[str, Any]) -> bytes:
+    """The bytes of an image record file (compact: the C encoder, no indent)."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")  # C encoder: no indent
 
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
 
 from focuscrawl.output.files import atomic_write_bytes, gzip_complete_size, iter_tsv, parse_float
-from focuscrawl.output.images import record_path, sighting_key
+from focuscrawl.output.images import record_json, record_path, sighting_key
 from focuscrawl.output.stats import read_stats
 
 
@@ -169,11 +170,11 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
                     keys.add(sighting_key(s))
         record["sightings"].sort(key=lambda s: fetched.get(s.get("page_url"), float("inf")))
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(out / rel, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
+        atomic_write_bytes(out / rel, record_json(record))
         image = r[image_header.index("image_path")]
         if image and (part / image).exists() and not (out / image).exists():
             (out / image).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(part / image, out / image)
+            _link_or_copy(part / image, out / image)
     if image_header:
         _write_tsv(out / "images.tsv", image_header, merged_rows)
     # links (those of the kept fetches) and stats
@@ -193,6 +194,15 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
             "duplicate_sightings": duplicate_sightings, "links": len(links), "duplicate_links": duplicate_links,
             "orphan_sentences": orphan_sentences}
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` as a hard link to ``source`` (an image file is never changed once written,
+    and a link costs no copy), or a copy where links cannot be made (another file system)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def register(sub) -> None:
