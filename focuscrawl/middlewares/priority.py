@@ -197,7 +197,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         #: mode ``learning``: judges each page, which labels the link that led to it
         self.judge = judge
         #: links.tsv rows are made (and handed to the page writer with the page's item)
-        self.log = log_links
+        self.log_links = log_links
         self.learner_paths = list(learner_paths)
 
     @classmethod
@@ -272,7 +272,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if isinstance(o, Request):
             return self._decided(o, response, rows)
         if isinstance(o, PageItem) and rows:
-            setattr(o, LINK_ROWS_ATTR, rows[:])
+            setattr(o, LINK_ROWS_ATTR, rows.copy())
             rows.clear()
         return self.get_processed_item(o, response)
 
@@ -306,7 +306,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.stats.inc_value("focuscrawl/links/queued")
         if d.followed:
             request.priority = d.priority
-        if self.log:
+        if self.log_links:
             rows.append(row((response.url, request.url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
                              d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
                              " ".join(d.features) if d.features else None), float_digits=LINKS_LOG_FLOAT_DIGITS))
