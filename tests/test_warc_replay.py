@@ -93,6 +93,26 @@ def _small_warc(tmp_path: Path) -> Path:
     return write_warc(tmp_path / "x.warc.gz", captures)
 
 
+def test_replay_keeps_every_page_of_a_host_past_the_live_crawls_host_limit(tmp_path):
+    """The live crawl stops a host at FOCUSCRAWL_MAX_PAGES_PER_HOST (500, a trap backstop);
+    an archive is already bounded, and its pages are the user's data: all are replayed."""
+    from focuscrawl.settings import FOCUSCRAWL_MAX_PAGES_PER_HOST
+    from tests.support.archives import write_warc
+
+    n = FOCUSCRAWL_MAX_PAGES_PER_HOST + 12
+    captures = [(f"http://a.test/p{i}", [("Content-Type", "text/html")],
+                 f"<html><body><p>{CAT_TEXT} {i}</p></body></html>".encode()) for i in range(n)]
+    archive = write_warc(tmp_path / "big.warc.gz", captures)
+    out = tmp_path / "out"
+    proc = warc_cli(str(archive), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(rows(out / "pages.tsv", "url")) == n
+    # a limit the user sets still holds
+    proc = warc_cli(str(archive), "-o", str(tmp_path / "capped"), "-s", "FOCUSCRAWL_MAX_PAGES_PER_HOST=7")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(rows(tmp_path / "capped" / "pages.tsv", "url")) == 7
+
+
 def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
     """Each log line once (no second root handler), none of Scrapy's DEBUG/INFO chatter
     without -v (there were ~1,400 lines for 16 records), focuscrawl's own progress line."""

@@ -24,9 +24,12 @@ from focuscrawl.items import PageItem
 from focuscrawl.spiders.focused import FocusedSpider, reported
 
 #: settings of a replay: no network, so no politeness delays; robots.txt rules were
-#: applied (or not) by whoever made the archive
+#: applied (or not) by whoever made the archive; every archived page is replayed (the
+#: live crawl's pages-per-host backstop against traps would drop an archive's pages
+#: past 500 a host; ``-s FOCUSCRAWL_MAX_PAGES_PER_HOST=N`` still sets one)
 REPLAY_SETTINGS = {
     "ROBOTSTXT_OBEY": False,
+    "FOCUSCRAWL_MAX_PAGES_PER_HOST": 0,
     "DOWNLOAD_DELAY": 0,
     "AUTOTHROTTLE_ENABLED": False,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
