@@ -88,8 +88,8 @@ class _OwnerSightings:
     """Is a part's sighting of an image on a page the dropped fetch's? Yes when another part owns
     the page (holds its kept fetch) and that part's record has the image on the page too."""
 
-    def __init__(self, owner: dict[str, Path]) -> None:
-        self.owner = owner
+    def __init__(self, owner: dict[str, Path], held: dict[Path, set[str]]) -> None:
+        self.owner, self.held = owner, held
         self._pages: dict[tuple[Path, str], set] = {}  # (owner part, image URL) -> its sighting pages
 
     def duplicate(self, part: Path, image_url: str, page_url: str | None) -> bool:
@@ -97,9 +97,9 @@ class _OwnerSightings:
         if kept == part:
             return False
         if (kept, image_url) not in self._pages:
-            path = kept / record_path(image_url)
-            self._pages[kept, image_url] = {s.get("page_url") for s in _read_record(path)["sightings"]} \
-                if path.exists() else set()
+            rel = record_path(image_url)
+            self._pages[kept, image_url] = {s.get("page_url") for s in _read_record(kept / rel)["sightings"]} \
+                if rel in self.held[kept] else set()
         return page_url in self._pages[kept, image_url]
 
 
@@ -138,7 +138,8 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         atomic_write_bytes(out / "sentences.txt.gz", gzip.compress(text.encode("utf-8"), mtime=0))  # reproducible
     # images: one row per URL, earliest sighting wins
     image_header, best = [], {}
-    sighted = _OwnerSightings(owner)
+    held = {part: _record_files(part) for part in parts}
+    sighted = _OwnerSightings(owner, held)
     for part in parts:
         header, rows = _read_tsv(part / "images.tsv")
         if not header:
@@ -162,7 +163,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         rel = record_path(url)
         record = _read_record(part / rel)
         sources = [(part, record["sightings"])] + [(other, _read_record(other / rel)["sightings"])
-                                                   for other in parts if other != part and (other / rel).exists()]
+                                                   for other in parts if other != part and rel in held[other]]
         record["first_seen"], record["sightings"], keys = n, [], set()
         for other, other_sightings in sources:
             for s in other_sightings:
@@ -219,6 +220,20 @@ class _FileWriter:
                 self._futures.popleft().result()
         finally:
             self._pool.shutdown(cancel_futures=True)
+
+
+def _record_files(part: Path) -> set[str]:
+    """Record paths (``record_path``) a part holds: one directory listing instead of a
+    ``stat`` for every image and part."""
+    held = set()
+    try:
+        folders = list(os.scandir(part / "records"))
+    except FileNotFoundError:
+        return held
+    for folder in folders:
+        if folder.is_dir():
+            held.update(f"records/{folder.name}/{f.name}" for f in os.scandir(folder.path) if f.name.endswith(".json"))
+    return held
 
 
 def _write_image_files(record_file: Path, record: bytes, image: tuple[Path, Path] | None) -> None:
