@@ -525,26 +525,32 @@ def main() -> int:
             # drifts during a round does not always favour the same crawls
             for kind in (args.modes if n % 2 == 0 else reversed(args.modes)):
                 name, _, ab = kind.partition("@")
+                server_cpu = _cpu_of_pid(server.pid)
                 r = crawl_subprocess(name, port, args.pages, profile=args.profile, extra=args.set,
                                      source=args.ab if ab else None)
+                r["server_cpu_seconds"] = _cpu_of_pid(server.pid) - server_cpu
                 r["rate"] = r["pages"] / r["seconds"] if r["seconds"] else 0.0
+                r["response_rate"] = r["responses"] / r["seconds"] if r["seconds"] else 0.0
                 r["cpu_rate"] = r["pages"] / r["cpu_seconds"] if r["cpu_seconds"] else 0.0
                 results[kind] = r
             rounds.append(results)
             print(f"round {n + 1}: " + ", ".join(f"{k} {r['rate']:.1f} p/s" for k, r in results.items()), flush=True)
         if rounds:  # --repeat 0 or no --modes: the memory / Redis crawls alone
-            print(f"{'crawl':<18} {'pages':>6} {'pages/s':>8} {'spread':>13} {'CPU p/s':>8} {'CPU ms/page':>11} {'of it crawl':>11} "
-                  f"{'(kernel)':>8} {'reactor':>7} {'LM queries':>10} {'cache hits':>10} {'peak RSS MB':>11}")
+            print(f"{'crawl':<18} {'pages':>6} {'pages/s':>8} {'spread':>13} {'resp/s':>7} {'CPU p/s':>8} {'CPU ms/page':>11} "
+                  f"{'of it crawl':>11} {'(kernel)':>8} {'reactor':>7} {'server':>6} {'LM queries':>10} {'cache hits':>10} "
+                  f"{'peak RSS MB':>11}")
             for kind in args.modes:
                 rs = [rd[kind] for rd in rounds]
                 rates = [r["rate"] for r in rs]
                 best = max(rs, key=lambda r: r["rate"])
                 cpu_rate = statistics.median(r["cpu_rate"] for r in rs)
                 print(f"{kind:<18} {best['pages']:>6} {statistics.median(rates):>8.1f} "
-                      f"{min(rates):>6.1f}-{max(rates):<6.1f} {cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
+                      f"{min(rates):>6.1f}-{max(rates):<6.1f} {statistics.median(r['response_rate'] for r in rs):>7.1f} "
+                      f"{cpu_rate:>8.1f} {1000 / cpu_rate if cpu_rate else 0:>11.2f} "
                       f"{statistics.median(1000 * r['crawl_cpu_seconds'] / r['pages'] for r in rs):>11.2f} "
                       f"{statistics.median(1000 * r.get('crawl_sys_seconds', 0) / r['pages'] for r in rs):>8.2f} "
                       f"{statistics.median(1000 * r.get('reactor_cpu_seconds', 0) / r['pages'] for r in rs):>7.2f} "
+                      f"{statistics.median(1000 * r['server_cpu_seconds'] / r['pages'] for r in rs):>6.2f} "
                       f"{best['lm_queries'] or 0:>10} {best['lm_cache_hits'] or 0:>10} "
                       f"{max(r['peak_rss_mb'] for r in rs):>11.0f}", flush=True)
             verdicts = []

@@ -49,8 +49,9 @@ def write_archives(directory: Path, files: int, pages: int) -> list[str]:
 
 
 def replay(paths: list[str], out: Path, jobs: int) -> tuple[float, dict]:
-    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", str(jobs),
-           "-s", "LOG_LEVEL=WARNING", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"]
+    """``jobs`` 0: no ``--jobs`` (every file in one process, with its analysis pool)."""
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out),
+           *(["--jobs", str(jobs)] if jobs else []), "-s", "LOG_LEVEL=WARNING", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"]
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
     return time.perf_counter() - t, json.loads(proc.stdout.strip().splitlines()[-1])
@@ -74,21 +75,26 @@ def main() -> int:
         paths = write_archives(tmp, args.files, args.pages)
         print(f"{args.files} WARC files x {args.pages} pages (3 images each); --jobs 1 vs --jobs {args.jobs}, "
               f"{args.repeat} interleaved rounds")
-        speedups, seconds = [], {1: [], args.jobs: []}
+        speedups, seconds = [], {0: [], 1: [], args.jobs: []}
         outs = {}
         for n in range(args.repeat):
-            for jobs in (1, args.jobs):
+            for jobs in (0, 1, args.jobs):
                 out = tmp / f"run-{jobs}-{n}"
                 secs, summary = replay(paths, out, jobs)
                 seconds[jobs].append(secs)
+                summary.setdefault("pages", summary.get("focuscrawl/pages/written"))
+                summary.setdefault("images", summary.get("focuscrawl/images/written"))
                 outs[jobs] = out
-                print(f"  round {n + 1} --jobs {jobs}: {secs:.1f} s, {summary['pages']} pages "
+                print(f"  round {n + 1} {f'--jobs {jobs}' if jobs else 'no --jobs'}: {secs:.1f} s, {summary['pages']} pages "
                       f"({summary['pages'] / secs:.1f} pages/s), {summary['images']} images", flush=True)
             speedups.append(seconds[1][-1] / seconds[args.jobs][-1])
         same = run_files(outs[1]) == run_files(outs[args.jobs])
         med = statistics.median(speedups)
         print(f"speed-up --jobs {args.jobs} / --jobs 1: {med:.2f}x (rounds {min(speedups):.2f}-{max(speedups):.2f}; "
               f"target >= 1.6x: {'OK' if med >= 1.6 else 'BELOW TARGET'}); merged outputs identical: {same}")
+        single = [one / many for one, many in zip(seconds[0], seconds[args.jobs])]
+        print(f"speed-up --jobs {args.jobs} / no --jobs (one process, its analysis pool): "
+              f"{statistics.median(single):.2f}x (rounds {min(single):.2f}-{max(single):.2f})")
     return 0 if same else 1
 
 
