@@ -12,8 +12,11 @@ import argparse
 import json
 import logging
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from contextlib import contextmanager
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
 
@@ -60,11 +63,11 @@ def _focuscrawl_info_and_warnings(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING or record.name.startswith("focuscrawl")
 
 
-def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
-    """One replay in this process (one reactor): the ``archive`` spider over ``index``.
-
-    Logs through the root logger's handlers (the command's, see ``focuscrawl.cli``),
-    filtered to focuscrawl's lines and warnings unless ``verbose``."""
+@contextmanager
+def _crawler_process(settings: dict, verbose: bool) -> Iterator:
+    """A ``CrawlerProcess`` with the project's settings and ``settings``, logging through the
+    root logger's handlers (the command's, see ``focuscrawl.cli``), filtered to focuscrawl's
+    lines and warnings unless ``verbose``; the handlers are restored on exit."""
     from scrapy.crawler import CrawlerProcess
 
     from focuscrawl.resources import project_settings
@@ -83,62 +86,172 @@ def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool 
     if "LOG_LEVEL" in settings:  # -s LOG_LEVEL=...: Scrapy applies it only to its own root handler
         root.setLevel(project.get("LOG_LEVEL"))
     try:
-        process = CrawlerProcess(project)
-        crawler = process.create_crawler("archive")
-        process.crawl(crawler, archives=index, output=output, **spider_args)
-        process.start()
+        yield CrawlerProcess(project)
     finally:
         root.setLevel(root_level)
         for handler in handlers:
             handler.removeFilter(_focuscrawl_info_and_warnings)
+
+
+
+
+def _summary(crawler) -> dict:
     stats = crawler.stats.get_stats() or {}
     return {k: stats.get(k) for k in ("finish_reason", *SUMMARY_STATS)}
 
 
-def cmd_warc(args: argparse.Namespace) -> int:
+def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
+    """One replay in this process (one reactor): the ``archive`` spider over ``index``."""
+    with _crawler_process(settings, verbose) as process:
+        crawler = process.create_crawler("archive")
+        process.crawl(crawler, archives=index, output=output, **spider_args)
+        process.start()
+    return _summary(crawler)
+
+
+def _index(paths: list[str]):
     from focuscrawl.archive.reader import ArchiveIndex
 
+    index = ArchiveIndex(paths)  # a file that is no archive: ArchiveError, exit 2
+    if not index.html_refs():
+        raise ValueError(f"no HTML responses in {', '.join(paths)}")
+    return index
+
+
+def cmd_warc(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such archive: {path}")
     if args.jobs < 0:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    index = ArchiveIndex(args.paths)  # a file that is no archive: ArchiveError, exit 2
-    if not index.html_refs():
-        raise ValueError(f"no HTML responses in {', '.join(args.paths)}")
     settings = _settings(args.set)
     spider_args = {name: getattr(args, name) for name in ("mode", "model", "keywords", "topic")
                    if getattr(args, name)}
     verbose = getattr(args, "verbose", False)
     if not args.jobs:
+        index = _index(args.paths)
         summary = replay(index, args.output, settings, spider_args, verbose)
-    else:
-        summary = replay_jobs(index, Path(args.output), args.jobs, {**JOB_SETTINGS, **settings}, spider_args,
-                              verbose)
+    else:  # the job processes start while this one reads the index
+        jobs = JobProcesses(min(args.jobs, len(args.paths)), {**JOB_SETTINGS, **settings}, spider_args, verbose)
+        try:
+            summary = replay_jobs(_index(args.paths), Path(args.output), jobs)
+        finally:
+            jobs.close()
     print(json.dumps(summary))
     return 0 if summary.get("finish_reason") == "finished" else 1
 
 
-def _job_logging(verbose: bool) -> None:
-    """A job process logs as the command does (``focuscrawl.cli``): a spawned process
-    starts without the command's handler."""
+def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool) -> None:
+    """A job process of ``replay_jobs``: receives the index, then replays one file after
+    another — ``(file, part)`` each, its summary sent back — until ``None``.
+
+    The crawls run one after the other in one reactor (Scrapy's "running multiple spiders in
+    the same process" sequentially), so a process pays its start-up (interpreter, imports,
+    reactor) once, not once a file; each crawl is a new ``Crawler`` with its own spider,
+    components, stats and run directory, as in a process of its own."""
     from focuscrawl.cli import configure_logging
 
-    configure_logging(verbose)
+    configure_logging(verbose)  # a spawned process starts without the command's handler
+    try:
+        index = conn.recv()
+        task = conn.recv()
+    except EOFError:  # the command stopped before it had work (e.g. a file that is no archive)
+        return
+    if task is None:
+        return
+    from twisted.internet import defer, threads  # (neither installs a reactor)
+
+    with _crawler_process(settings, verbose) as process:
+
+        def start(task: tuple[str, str]):
+            path, part = task
+            crawler = process.create_crawler("archive")
+            return crawler, process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
+
+        @defer.inlineCallbacks
+        def run_tasks(crawler, crawl):
+            try:
+                while True:
+                    try:
+                        yield crawl
+                        summary = _summary(crawler)
+                    except Exception as exc:  # this file's crawl failed to start: the others go on
+                        logging.getLogger(__name__).error("%s: %s", crawler.spider or "crawl", exc)
+                        summary = {"finish_reason": f"error: {exc}"}
+                    conn.send(summary)
+                    task = yield threads.deferToThread(conn.recv)
+                    if task is None:
+                        break
+                    crawler, crawl = start(task)
+            except EOFError:  # the command is gone
+                pass
+            finally:
+                process._stop_reactor()
+
+        run_tasks(*start(task))  # the first crawler installs the reactor the settings ask for
+        process.start(stop_after_crawl=False)
 
 
-def replay_jobs(index, output: Path, jobs: int, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
-    """One job per archive file holding pages, ``jobs`` processes at a time, then merged."""
+class JobProcesses:
+    """``n`` job processes (``_job_worker``), started ahead so that their start-up overlaps
+    the command's own (reading the archives' index); ``run`` hands out one file at a time
+    to whichever process is free."""
+
+    def __init__(self, n: int, settings: dict, spider_args: dict, verbose: bool = False) -> None:
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no reactor inherited
+        self.processes = []
+        for i in range(n):
+            conn, child = context.Pipe()
+            process = context.Process(target=_job_worker, args=(child, settings, spider_args, verbose),
+                                      name=f"focuscrawl-warc-job-{i}")
+            process.start()
+            child.close()
+            self.processes.append((process, conn))
+
+    def run(self, index, tasks: list[tuple[str, str]]) -> list[dict]:
+        """The summary of each ``(file, part)`` task, in order."""
+        results: list[dict] = [{"finish_reason": "not run: every job process died"}] * len(tasks)
+        todo = deque(enumerate(tasks))
+        busy: dict[Connection, int] = {}
+
+        def next_task(conn: Connection) -> None:
+            if todo:
+                n, task = todo.popleft()
+                conn.send(task)
+                busy[conn] = n
+            else:
+                conn.send(None)
+
+        for _, conn in self.processes:
+            conn.send(index)
+            next_task(conn)
+        while busy:
+            for conn in wait(list(busy)):
+                n = busy.pop(conn)
+                try:
+                    results[n] = conn.recv()
+                except EOFError:  # the process died (killed, out of memory): its file failed, the others go on
+                    results[n] = {"finish_reason": "job process died"}
+                    continue
+                next_task(conn)
+        return results
+
+    def close(self) -> None:
+        for process, conn in self.processes:
+            conn.close()  # a process still waiting for work gets EOFError and ends
+        for process, _ in self.processes:
+            process.join()
+
+
+def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
+    """One job per archive file holding pages, run on ``processes``, then the parts merged
+    into ``output``."""
     files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
-    # spawn and one job per process: each job needs a fresh reactor
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1,
-                             initializer=_job_logging, initargs=(verbose,)) as pool:
-        futures = [pool.submit(replay, index, str(part), settings, {**spider_args, "seed_files": [path]}, verbose)
-                   for path, part in zip(files, parts)]
-        results = [f.result() for f in futures]
+    results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)])
     counts = merge_runs(parts, output)
-    summary: dict = {"jobs": jobs, "parts": len(parts), "pages": counts["pages"], "images": counts["images"]}
+    summary: dict = {"jobs": len(processes.processes), "parts": len(parts), "pages": counts["pages"],
+                     "images": counts["images"]}
     for key in SUMMARY_STATS:
         values = [r.get(key) for r in results if r.get(key) is not None]
         summary[key] = sum(values) if values else None
