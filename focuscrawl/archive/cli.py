@@ -9,6 +9,7 @@ their capture time as ``fetched_at``, so the merged run is the same for any N.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import multiprocessing
@@ -95,6 +96,16 @@ def _crawler_process(settings: dict, verbose: bool) -> Iterator:
 
 
 
+
+
+def _freeze_heap(**_) -> None:
+    """At the start of each crawl of a job process: the objects alive then (modules, the
+    model, the crawl's components) move out of the collector's generations. Python's cyclic
+    GC otherwise walks them again on each full collection: 10-12% of a job's CPU (perf)."""
+    gc.collect()  # the previous crawl's garbage first, so that none of it is kept for good
+    gc.freeze()
+
+
 def _summary(crawler) -> dict:
     stats = crawler.stats.get_stats() or {}
     return {k: stats.get(k) for k in ("finish_reason", *SUMMARY_STATS)}
@@ -132,7 +143,9 @@ def cmd_warc(args: argparse.Namespace) -> int:
         index = _index(args.paths)
         summary = replay(index, args.output, settings, spider_args, verbose)
     else:  # the job processes start while this one reads the index
-        jobs = JobProcesses(min(args.jobs, len(args.paths)), {**JOB_SETTINGS, **settings}, spider_args, verbose)
+        # every job writes its image files straight into the merged run (named by URL: same name, same bytes)
+        job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
+        jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
         try:
             summary = replay_jobs(_index(args.paths), Path(args.output), jobs)
         finally:
@@ -159,6 +172,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
         return
     if task is None:
         return
+    from scrapy import signals
     from twisted.internet import defer, threads  # (neither installs a reactor)
 
     with _crawler_process(settings, verbose) as process:
@@ -166,6 +180,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
         def start(task: tuple[str, str]):
             path, part = task
             crawler = process.create_crawler("archive")
+            crawler.signals.connect(_freeze_heap, signal=signals.spider_opened)
             return crawler, process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
 
         @defer.inlineCallbacks
