@@ -1,9 +1,10 @@
 """``focuscrawl warc``: run extraction, scoring and the writers over WARC/ARC files.
 
 With ``--jobs N`` every archive file is one job (its pages are the job's seeds; every
-file still answers the job's requests, so an image stored in another file is found),
-N jobs run at a time, each in its own process with its own reactor and run directory
-``OUT/parts/<n>``, and ``focuscrawl merge`` builds ``OUT`` from the parts. Pages carry
+file still answers the job's requests, so an image stored in another file is found).
+N job processes run the jobs, each process one after another in its reactor, each job
+with its own crawler and run directory ``OUT/parts/<n>`` (image files go straight to
+``OUT/images``), and ``focuscrawl merge`` builds ``OUT`` from the parts. Pages carry
 their capture time as ``fetched_at``, so the merged run is the same for any N.
 """
 from __future__ import annotations
