@@ -16,7 +16,7 @@ import logging
 import multiprocessing
 import sys
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Iterator
@@ -185,27 +185,30 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
             path, part = task
             crawler = process.create_crawler("archive")
             crawler.signals.connect(_freeze_heap, signal=signals.spider_opened)
-            return crawler, process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
+            return path, crawler, process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
 
         @defer.inlineCallbacks
-        def run_tasks(crawler, crawl):
+        def run_tasks(path, crawler, crawl):
             try:
                 while True:
                     try:
                         yield crawl
                         summary = _summary(crawler)
                     except Exception as exc:  # this file's crawl failed to start: the others go on
-                        logging.getLogger(__name__).error("%s: %s", crawler.spider or "crawl", exc)
+                        logging.getLogger(__name__).error("%s: %s", path, exc)
                         summary = {"finish_reason": f"error: {exc}"}
                     conn.send(summary)
                     task = yield threads.deferToThread(conn.recv)
                     if task is None:
                         break
-                    crawler, crawl = start(task)
-            except EOFError:  # the command is gone
+                    path, crawler, crawl = start(task)
+            except (EOFError, BrokenPipeError):  # the command is gone (stopped, interrupted)
                 pass
             finally:
-                process._stop_reactor()
+                from twisted.internet import reactor
+
+                with suppress(RuntimeError):  # already stopping (Ctrl-C)
+                    reactor.stop()
 
         run_tasks(*start(task))  # the first crawler installs the reactor the settings ask for
         process.start(stop_after_crawl=False)
