@@ -229,12 +229,12 @@ class JobProcesses:
     the command's own (reading the archives' index); ``run`` hands out one file at a time
     to whichever process is free."""
 
-    def __init__(self, n: int, settings: dict, spider_args: dict, verbose: bool = False) -> None:
+    def __init__(self, n: int, job_settings: dict, spider_args: dict, verbose: bool = False) -> None:
         context = multiprocessing.get_context(_start_method())
         self.processes = []
         for i in range(n):
             conn, child = context.Pipe()
-            process = context.Process(target=_job_worker, args=(child, settings, spider_args, verbose),
+            process = context.Process(target=_job_worker, args=(child, job_settings, spider_args, verbose),
                                       name=f"focuscrawl-warc-job-{i}")
             process.start()
             child.close()
