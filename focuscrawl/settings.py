@@ -196,6 +196,11 @@ FOCUSCRAWL_IMAGE_MAX_PER_PAGE = 200
 #: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
 #: "mark" = extracted with ``near_duplicate_page=True``; "skip" = not extracted.
 FOCUSCRAWL_NEARDUP_IMAGES = "mark"
+#: Folder whose ``images/`` the image files are written to; empty = the run directory.
+#: ``focuscrawl warc --jobs`` points every job at the merged run directory (a file is
+#: named by its URL, so jobs that fetch one image write the same bytes to one name) and
+#: its merge then has no image file to link; ``image_path`` is relative to this folder.
+FOCUSCRAWL_IMAGE_STORE = ""
 #: Largest image file downloaded (bytes, per-request ``download_maxsize``).
 FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
 #: Decompression-bomb guard: images with more pixels are rejected before decoding.

@@ -140,3 +140,69 @@ def test_merged_images_are_linked_and_records_written_as_the_crawl_writes_them(t
     merged_record = (out / record_path(f"{W}/i1")).read_bytes()
     assert merged_record == record_json(json.loads(merged_record))
     assert json.loads(merged_record)["sightings"][0]["alt"] == "cat"
+
+
+KILL_AT = """
+import os, signal, sys
+from pathlib import Path
+import focuscrawl.output.merge as merge
+point, count = sys.argv[1], int(sys.argv[2])
+calls = [0]
+def killing(fn):
+    def wrapper(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] > count:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return fn(*args, **kwargs)
+    return wrapper
+if point == "write":  # SIGKILL before the record file number count + 1 is written
+    merge._NewFolder.write = killing(merge._NewFolder.write)
+else:  # SIGKILL in the swap, between the old folder's rename and the new one's
+    merge.os.rename = killing(os.rename)
+merge.merge_runs([Path(p) for p in sys.argv[4:]], Path(sys.argv[3]))
+"""
+
+
+def _records(run: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.glob("records/*/*.json"))}
+
+
+def test_a_merge_killed_while_writing_records_leaves_none_half_written_and_a_rerun_completes(tmp_path):
+    """SIGKILL inside the records (a merge into a new run directory, then one over a merged
+    run directory, killed while writing and between the two renames of the swap): every record
+    file in ``records/`` is a whole one of one merge, and the next merge gives the same run
+    directory as an undisturbed merge."""
+    from focuscrawl.output.merge import merge_runs
+
+    parts = [tmp_path / "part-0", tmp_path / "part-1"]
+    for n, part in enumerate(parts):
+        write_part(part, pages=[(f"{W}/p{n}-{i}", n + i / 100, [f"text {n} {i}"]) for i in range(40)],
+                   images=[(f"{W}/i{n}-{i}", f"{W}/p{n}-{i}", f"cat {i}") for i in range(40)]
+                   + [(f"{W}/shared", f"{W}/p{n}-{i}", "logo") for i in range(3)], links=[])
+    clean = tmp_path / "clean"
+    merge_runs(parts, clean)
+    assert len(_records(clean)) == 81
+
+    def killed(out: Path, point: str, count: int) -> None:
+        proc = subprocess.run([sys.executable, "-c", KILL_AT, point, str(count), str(out), *map(str, parts)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == -9, proc.stderr[-2000:]
+
+    fresh = tmp_path / "fresh"
+    killed(fresh, "write", 30)  # killed after about 30 of 81 records (written on threads)
+    assert not (fresh / "records").exists()  # nothing half done where a reader looks
+    assert 0 < len(list((fresh / ".records.new").rglob("*.json"))) <= 30
+    merge_runs(parts, fresh)
+    assert _records(fresh) == _records(clean) and not (fresh / ".records.new").exists()
+
+    # over a merged run directory: its records stay whole (the old set) until the new set replaces them
+    again = tmp_path / "again"
+    merge_runs(parts[:1], again)
+    old = _records(again)
+    killed(again, "write", 30)
+    assert _records(again) == old
+    killed(again, "rename", 1)  # the old records moved aside, the new ones not yet in place
+    assert not (again / "records").exists()
+    merge_runs(parts, again)
+    assert _records(again) == _records(clean)
+    assert not (again / ".records.new").exists() and not (again / ".records.old").exists()

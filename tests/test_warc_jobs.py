@@ -88,6 +88,8 @@ def test_jobs_1_and_2_merge_to_the_same_run(tmp_path):
     files_one = run_files(one)
     assert len(files_one) == 3 + 13 + 13
     assert files_one == run_files(two)
+    # the jobs wrote the image files into the merged run (FOCUSCRAWL_IMAGE_STORE), none into their parts
+    assert not list((two / "parts").glob("*/images/*")) and len(list((two / "images").iterdir())) == 13
     # the image stored in another file than its page was found by the page's job
     images = tsv(one / "images.tsv", "image_url")
     assert images["http://site.test/img1-0.png"]["image_path"]

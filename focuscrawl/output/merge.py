@@ -32,8 +32,9 @@ import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Iterator
 
-from focuscrawl.output.files import atomic_write_bytes, gzip_complete_size, iter_tsv, parse_float
+from focuscrawl.output.files import _write_all, atomic_write_bytes, gzip_complete_size, iter_tsv, parse_float
 from focuscrawl.output.images import record_json, record_path, sighting_key
 from focuscrawl.output.stats import read_stats
 
@@ -154,29 +155,38 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
                 best[url] = (key, part, r)
     merged_rows, duplicate_sightings = [], 0
     order = sorted(best.values(), key=lambda v: v[0][1:])
-    writer = _FileWriter()
-    for n, (_, part, r) in enumerate(order, 1):
-        r = list(r)
-        r[image_header.index("first_seen")] = str(n)
-        merged_rows.append(r)
-        url = r[image_header.index("image_url")]
-        rel = record_path(url)
-        record = _read_record(part / rel)
-        sources = [(part, record["sightings"])] + [(other, _read_record(other / rel)["sightings"])
-                                                   for other in parts if other != part and rel in held[other]]
-        record["first_seen"], record["sightings"], keys = n, [], set()
-        for other, other_sightings in sources:
-            for s in other_sightings:
-                if sighted.duplicate(other, url, s.get("page_url")):
-                    duplicate_sightings += 1
-                elif sighting_key(s) not in keys:
-                    record["sightings"].append(s)
-                    keys.add(sighting_key(s))
-        record["sightings"].sort(key=lambda s: fetched.get(s.get("page_url"), float("inf")))
-        image = r[image_header.index("image_path")]
-        writer.submit(_write_image_files, out / rel, record_json(record),
-                      (part / image, out / image) if image else None)
-    writer.close()
+    i_url, i_image = image_header.index("image_url") if image_header else 0, image_header.index("image_path") if image_header else 0
+    stored = {part: _image_files(part) for part in parts}  # none: the images went to a shared store
+    linked = _image_files(out)
+    records = _NewFolder(out / "records")
+    with ThreadPoolExecutor(8, thread_name_prefix="merge-files") as pool:
+        writer = _FileWriter(pool)
+        holders = [[part, *(p for p in parts if p != part and record_path(r[i_url]) in held[p])]
+                   for _, part, r in order]  # the parts with a record of the image, the chosen row's first
+        sources = _prefetch(pool, _read_records, [[p / record_path(r[i_url]) for p in ps]
+                                                  for (_, _, r), ps in zip(order, holders)])
+        for n, ((_, part, r), image_holders, records_read) in enumerate(zip(order, holders, sources), 1):
+            r = list(r)
+            r[image_header.index("first_seen")] = str(n)
+            merged_rows.append(r)
+            url = r[i_url]
+            record, keys = records_read[0], set()
+            sightings = [(other, other_record["sightings"]) for other, other_record in zip(image_holders, records_read)]
+            record["first_seen"], record["sightings"] = n, []
+            for other, other_sightings in sightings:
+                for s in other_sightings:
+                    if sighted.duplicate(other, url, s.get("page_url")):
+                        duplicate_sightings += 1
+                    elif sighting_key(s) not in keys:
+                        record["sightings"].append(s)
+                        keys.add(sighting_key(s))
+            record["sightings"].sort(key=lambda s: fetched.get(s.get("page_url"), float("inf")))
+            image = r[i_image]
+            writer.submit(records.write, record_path(url).partition("/")[2], record_json(record),
+                          (part / image, out / image) if image in stored[part] and image not in linked else None)
+            linked.add(image)
+        writer.close()
+    records.commit()
     if image_header:
         _write_tsv(out / "images.tsv", image_header, merged_rows)
     # links (those of the kept fetches) and stats
@@ -199,13 +209,13 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
 
 
 class _FileWriter:
-    """Runs file writes on a few threads, at most ``pending`` queued, the first error raised.
+    """Runs file writes on ``pool``'s threads, at most ``pending`` queued, the first error raised.
 
     Creating a file is a system call that waits for the file system (0.1-0.6 ms here) with
-    the GIL released: the merge creates two files an image, so threads overlap them."""
+    the GIL released: the merge creates a file an image (and links one), so threads overlap them."""
 
-    def __init__(self, threads: int = 8, pending: int = 256) -> None:
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="merge-files")
+    def __init__(self, pool: ThreadPoolExecutor, pending: int = 256) -> None:
+        self._pool = pool
         self._futures: deque = deque()
         self._pending = pending
 
@@ -219,7 +229,70 @@ class _FileWriter:
             while self._futures:
                 self._futures.popleft().result()
         finally:
-            self._pool.shutdown(cancel_futures=True)
+            for future in self._futures:
+                future.cancel()
+
+
+def _prefetch(pool: ThreadPoolExecutor, fn, items: list, ahead: int = 256) -> Iterator:
+    """``fn(item)`` of each item in order, up to ``ahead`` of them running on ``pool`` before
+    they are asked for (opening a file waits for the file system with the GIL released)."""
+    futures: deque = deque()
+    for item in items:
+        futures.append(pool.submit(fn, item))
+        if len(futures) > ahead:
+            yield futures.popleft().result()
+    while futures:
+        yield futures.popleft().result()
+
+
+def _read_records(paths: list[Path]) -> list[dict]:
+    return [_read_record(path) for path in paths]
+
+
+def _image_files(run: Path) -> set[str]:
+    """Paths (``images/...``) of the image files in ``run``: a listing a folder, no ``stat`` a file."""
+    return {os.path.relpath(os.path.join(folder, name), run) for folder, _, names in os.walk(run / "images")
+            for name in names}
+
+
+class _NewFolder:
+    """``folder`` written anew: files go into a fresh folder beside it, which replaces
+    ``folder`` only once every file is complete (``commit``).
+
+    A merge killed half-way leaves ``folder`` as it was (or, killed between the two renames
+    of ``commit``, absent with the old one beside it): never a half-written file in it; the
+    next merge removes what the killed one left. No temp file and rename a file: the fresh
+    folder is not read by anyone until it is complete."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.new = folder.with_name(f".{folder.name}.new")
+        self.old = folder.with_name(f".{folder.name}.old")
+        for leftover in (self.new, self.old):  # a killed merge's
+            shutil.rmtree(leftover, ignore_errors=True)
+        self.new.mkdir(parents=True)
+        self._subfolders: set[str] = set()
+
+    def write(self, relative: str, data: bytes, image: tuple[Path, Path] | None = None) -> None:
+        """``relative`` (``sub/name``) with ``data``, and ``image`` (source, target) linked."""
+        sub = relative.partition("/")[0]
+        if sub not in self._subfolders:
+            os.makedirs(self.new / sub, exist_ok=True)
+            self._subfolders.add(sub)
+        fd = os.open(self.new / relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        if image:
+            image[1].parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(*image)
+
+    def commit(self) -> None:
+        if self.folder.exists():
+            os.rename(self.folder, self.old)
+        os.rename(self.new, self.folder)
+        shutil.rmtree(self.old, ignore_errors=True)
 
 
 def _record_files(part: Path) -> set[str]:
@@ -234,15 +307,6 @@ def _record_files(part: Path) -> set[str]:
         if folder.is_dir():
             held.update(f"records/{folder.name}/{f.name}" for f in os.scandir(folder.path) if f.name.endswith(".json"))
     return held
-
-
-def _write_image_files(record_file: Path, record: bytes, image: tuple[Path, Path] | None) -> None:
-    """An image's merged record, and its image file from the part that holds it."""
-    record_file.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(record_file, record)
-    if image and image[0].exists() and not image[1].exists():
-        image[1].parent.mkdir(parents=True, exist_ok=True)
-        _link_or_copy(*image)
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

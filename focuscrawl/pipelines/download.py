@@ -90,7 +90,7 @@ class ImageDownloadPipeline(FilesPipeline):
     STORE_SCHEMES = {**FilesPipeline.STORE_SCHEMES, "": AtomicFSFilesStore, "file": AtomicFSFilesStore}
 
     def __init__(self, store_uri: str, *, crawler: Crawler, store: ImageStore | None, max_bytes: int,
-                 max_pixels: int, formats: Iterable[str], rules: ImageRules) -> None:
+                 max_pixels: int, formats: Iterable[str], rules: ImageRules, shared_store: bool = False) -> None:
         super().__init__(store_uri, crawler=crawler)
         self.stats = crawler.stats
         self.store_images = store
@@ -103,8 +103,10 @@ class ImageDownloadPipeline(FilesPipeline):
         self._requests: dict[str, Request] = {}
         #: only a run directory that had images when the crawl opened (a resumed crawl, an
         #: output folder used again) can hold one before this crawl fetches it: the merge
-        #: pipeline sends each URL once, so a new folder needs no look per image
-        self.reuse_stored = Path(store_uri, "images").is_dir()
+        #: pipeline sends each URL once, so a new folder needs no look per image. A store
+        #: shared by several crawls (``FOCUSCRAWL_IMAGE_STORE``) is not looked in: each
+        #: crawl stores what it fetches, as if alone
+        self.reuse_stored = not shared_store and Path(store_uri, "images").is_dir()
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
 
     @classmethod
@@ -113,9 +115,11 @@ class ImageDownloadPipeline(FilesPipeline):
         if run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not downloaded")
         s = crawler.settings
-        return cls(str(run.dir), crawler=crawler, store=image_store(crawler),
+        shared = s.get("FOCUSCRAWL_IMAGE_STORE")
+        return cls(shared or str(run.dir), crawler=crawler, store=image_store(crawler),
                    max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"), max_pixels=s.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"),
-                   formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"), rules=ImageRules.from_settings(s))
+                   formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"), rules=ImageRules.from_settings(s),
+                   shared_store=bool(shared))
 
     # -- requests --------------------------------------------------------------------
     def get_media_requests(self, item: Any, info) -> list[Request]:
