@@ -96,18 +96,12 @@ def _crawler_process(settings: dict, verbose: bool) -> Iterator:
             handler.removeFilter(_focuscrawl_info_and_warnings)
 
 
-
-
-
-
 def _freeze_heap(**_) -> None:
     """At the start of each crawl of a job process: the objects alive then (modules, the
     model, the crawl's components) move out of the collector's generations. Python's cyclic
     GC otherwise walks them again on each full collection: 10-12% of a job's CPU (perf)."""
     gc.collect()  # the previous crawl's garbage first, so that none of it is kept for good
     gc.freeze()
-
-
 
 
 def _summary(crawler) -> dict:
