@@ -36,9 +36,9 @@ def write_part(run: Path, pages: list[tuple[str, float, list[str]]], images: lis
         if image_url in records:
             records[image_url]["sightings"].append(sighting)
             continue
-        records[image_url] = {"image_url": image_url, "first_seen": len(records) + 1, "image_path": "",
-                              "sightings": [sighting]}
-        values = {"first_seen": len(records), "image_url": image_url, "page_url": page_url, "alt": alt,
+        records[image_url] = {"image_url": image_url, "first_seen": len(records), "image_path": "",
+                              "sightings": [sighting]}  # numbered from 0, as a crawl numbers them
+        values = {"first_seen": len(records) - 1, "image_url": image_url, "page_url": page_url, "alt": alt,
                   "record_path": record_path(image_url)}
         image_rows.append(row([values.get(c, "") for c in columns]))
     (run / "images.tsv").write_text("\n".join(["\t".join(columns)] + image_rows) + "\n")
@@ -98,6 +98,24 @@ def test_parts_without_a_page_in_common_are_concatenated(tmp_path):
     assert summary["links"] == 2
     record = json.loads((tmp_path / "merged" / record_path(f"{W}/i")).read_text())
     assert [s["alt"] for s in record["sightings"]] == ["cat", "cat 2"]
+
+
+def test_a_merge_numbers_images_as_a_crawl_does(tmp_path):
+    """first_seen counts from 0 in a crawl (OUTPUT.md) and so in a merge: one part merged
+    alone keeps its numbers; two parts are numbered on in order of first sighting."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_part(a, [(f"{W}/a", 1.0, ["a"])], [(f"{W}/i{k}", f"{W}/a", "cat") for k in range(3)], [])
+    write_part(b, [(f"{W}/b", 2.0, ["b"])], [(f"{W}/j{k}", f"{W}/b", "cat") for k in range(2)], [])
+    from focuscrawl.output.merge import merge_runs
+
+    merge_runs([a], tmp_path / "alone")
+    numbers = {r["image_url"]: r["first_seen"] for r in iter_tsv(a / "images.tsv")}
+    assert {r["image_url"]: r["first_seen"] for r in iter_tsv(tmp_path / "alone" / "images.tsv")} == numbers
+    merge_runs([b, a], tmp_path / "both")
+    merged = [(r["image_url"], r["first_seen"]) for r in iter_tsv(tmp_path / "both" / "images.tsv")]
+    assert merged == [(f"{W}/i{k}", str(k)) for k in range(3)] + [(f"{W}/j{k}", str(3 + k)) for k in range(2)]
+    for url, n in merged:
+        assert json.loads((tmp_path / "both" / record_path(url)).read_text())["first_seen"] == int(n)
 
 
 def test_a_part_killed_inside_a_page_batch_merges_without_its_orphan_sentences(tmp_path):

@@ -165,7 +165,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
                    for _, part, r in order]  # the parts with a record of the image, the chosen row's first
         sources = _prefetch(pool, _read_records, [[p / record_path(r[i_url]) for p in ps]
                                                   for (_, _, r), ps in zip(order, holders)])
-        for n, ((_, part, r), image_holders, records_read) in enumerate(zip(order, holders, sources), 1):
+        for n, ((_, part, r), image_holders, records_read) in enumerate(zip(order, holders, sources)):
             r = list(r)
             r[image_header.index("first_seen")] = str(n)
             merged_rows.append(r)
