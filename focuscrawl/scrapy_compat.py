@@ -26,7 +26,8 @@ try:  # Scrapy >= 2.18: media failures of this type are expected, logged without
 except ImportError:  # Scrapy 2.15-2.17: logged like any FileException
     from scrapy.pipelines.media import FileException as ExpectedMediaFailure
 
-__all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "rerank_queue_top", "wake_engine",
+__all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "seen_record", "rerank_queue_top",
+           "wake_engine",
            "is_decompression_too_big", "is_too_many_redirects", "is_over_download_maxsize",
            "quiet_robots_network_errors", "MemoryStatsCollector", "SlotBoundDownloader"]
 
@@ -52,6 +53,13 @@ def read_seen_fingerprints(path: Path) -> set[bytes]:
         found.add(fingerprint)
         pos += size
     return found
+
+
+def seen_record(fingerprint: bytes) -> bytes:
+    """One fingerprint as ``RFPDupeFilter`` appends it to ``requests.seen`` (and reads it back
+    when it opens the file): the frontier journal rebuilds that file from its fingerprints
+    after a kill instead of rebuilding a request for each and asking the dupefilter."""
+    return len(fingerprint).to_bytes(_SEEN_SIZE_BYTES, "big") + fingerprint
 
 
 def wake_engine(engine: Any) -> bool:

@@ -21,7 +21,7 @@ from twisted.python.failure import Failure
 
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects, read_seen_fingerprints,
-                                      rerank_queue_top)
+                                      rerank_queue_top, seen_record)
 
 
 def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
@@ -38,6 +38,16 @@ def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
         fh.write((20).to_bytes(2, "big") + b"torn")
     assert read_seen_fingerprints(tmp_path / "requests.seen") == expected
     assert read_seen_fingerprints(tmp_path / "absent") == set()
+
+
+def test_rfpdupefilter_reads_a_requests_seen_written_with_seen_record(tmp_path):
+    crawler = get_crawler(settings_dict={"JOBDIR": str(tmp_path)})
+    requests = [Request(f"http://127.0.0.1/{i}") for i in range(5)]
+    (tmp_path / "requests.seen").write_bytes(
+        b"".join(seen_record(crawler.request_fingerprinter.fingerprint(r)) for r in requests[:3]))
+    dupefilter = RFPDupeFilter.from_crawler(crawler)
+    assert [dupefilter.request_seen(r) for r in requests] == [True, True, True, False, False]
+    dupefilter.close("finished")
 
 
 @pytest.mark.parametrize("queue_class", ["scrapy.squeues.FifoMemoryQueue", "scrapy.squeues.PickleFifoDiskQueue"])
