@@ -138,3 +138,20 @@ def test_prepared_record_file_is_filled_by_commit_and_dropped_at_close(tmp_path)
     run.close()
     assert list((tmp_path / "out" / "records").rglob(".*.tmp*")) == []
     assert not run.path(record_path("http://s.test/b.jpg")).exists()
+
+
+def test_many_images_in_flight_at_kills_are_each_recovered_once(tmp_path):
+    """Two kills in a row: images.pending holds the first session's images again after the
+    second (each line once), the ones written since are not recovered."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    urls = [f"http://s.test/{i}.jpg" for i in range(300)]
+    store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)
+    for url in urls:
+        assert store.first_sighting(item(url, "http://s.test/1"))
+    store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)  # kill 1
+    for recovered in store.take_recovered()[:100]:
+        assert store.first_sighting(recovered)  # the same URL goes to images.pending again
+        store.commit(recovered)
+    store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)  # kill 2
+    assert [i["image_url"] for i in store.take_recovered()] == urls[100:]
+    assert (job / "focuscrawl" / "images.pending").read_text().count("\n") == 200

@@ -152,14 +152,15 @@ class ImageStore:
         """
         path = self.run.state_dir / PENDING_FILE
         if path.exists():
-            kept = []
+            kept, recovered_urls = [], set()
             for line in iter_lines(path):
                 try:
                     fields = json.loads(line)
                 except ValueError:
                     continue
                 url = fields.get("image_url")
-                if url and url not in self.entries and url not in {i["image_url"] for i in self.recovered}:
+                if url and url not in self.entries and url not in recovered_urls:
+                    recovered_urls.add(url)
                     self.recovered.append(ImageItem(**{k: v for k, v in fields.items() if k in ImageItem.fields}))
                     kept.append(line)
             atomic_write_bytes(path, "".join(f"{k}\n" for k in kept).encode("utf-8", "replace"))
