@@ -9,6 +9,7 @@ downloader, to ``JOBDIR/focuscrawl/frontier.log``:
     +<TAB>fingerprint<TAB>base64(pickle(request_to_dict))   accepted into the queue
     p<TAB>fingerprint<TAB>url                                a page was downloaded (may get a pages.tsv row)
     -<TAB>fingerprint                                        left the downloader
+    s<TAB>fingerprint                                        accepted and done (written by compaction)
 
 A request whose response is not 2xx, or whose download failed, keeps its ``-`` until
 its outcome is known: the redirect or retry a downloader middleware made of it has
@@ -31,6 +32,14 @@ downloader, plus every page that arrived but whose row is not in the
 checkpointed ``pages.tsv`` (the run directory is cut back to its last commit), is
 queued again. Fingerprints in Scrapy's seen-set that are missing from the journal
 are reported as ``focuscrawl/frontier/unrecovered``.
+
+The recovery reads the journal twice, streamed, and decodes only the requests it
+queues again; with Scrapy's ``RFPDupeFilter`` the seen-set is ``requests.seen``
+rewritten from the journal's fingerprints (another dupefilter is given a
+callback-free request for each ``+`` line). Both the recovery and a clean stop
+compact the journal (``compact_journal``): every accepted request that is done
+becomes an ``s`` line, so the journal holds the pickles of the pending requests
+only and does not grow across restarts with the whole crawl's history.
 """
 from __future__ import annotations
 

@@ -63,6 +63,13 @@ def wait_rows(path, n, timeout=60):
     raise AssertionError(f"{path} never reached {n} rows")
 
 
+def kill_at_rows(proc, out, n: int) -> None:
+    """SIGKILL the crawl once its pages.tsv has ``n`` rows."""
+    wait_rows(out / "pages.tsv", n)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+
+
 def page_fetches(web) -> Counter:
     return Counter(r for r in web.pages_requested() if not r.endswith(".jpg"))
 
@@ -111,9 +118,7 @@ def test_sigkill_then_resume_recovers_the_frontier(tmp_path):
     out, job = tmp_path / "out", tmp_path / "job"
     with LocalWeb(tree_site()) as web:
         proc, stats = start_crawl(web, tmp_path, out, job)
-        wait_rows(out / "pages.tsv", 8)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 8)
         killed_rows = read_tsv(out / "pages.tsv")
         assert (out / "pages.tsv").read_bytes().endswith(b"\n")  # no half-written row
         assert len(killed_rows) < N
@@ -184,9 +189,7 @@ def test_sigkill_with_lagging_checkpoint_recrawls_every_cut_row(tmp_path):
     out, job = tmp_path / "out", tmp_path / "job"
     with LocalWeb(tree_site()) as web:
         proc, stats = start_crawl(web, tmp_path, out, job, extra={"FOCUSCRAWL_CHECKPOINT_INTERVAL": 3600})
-        wait_rows(out / "pages.tsv", 8)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 8)
         killed_rows = len(read_tsv(out / "pages.tsv"))
         checkpoint = json.loads((job / "focuscrawl" / "offsets.json").read_text())["files"]["pages.tsv"]
         kept_rows = (out / "pages.tsv").read_bytes()[:checkpoint].count(b"\n") - 1
@@ -209,9 +212,7 @@ def test_sigterm_resume_then_sigkill_repeats_no_row(tmp_path):
         proc.send_signal(signal.SIGTERM)
         finish(proc, stats)
         proc, stats = start_crawl(web, tmp_path, out, job)
-        wait_rows(out / "pages.tsv", 14)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 14)
         proc, stats = start_crawl(web, tmp_path, out, job)
         third = finish(proc, stats)
     check_complete(out, all_images=False)  # every page exactly once
@@ -231,9 +232,7 @@ def test_sigkill_with_many_fetched_pages_without_rows_recrawls_each_once(tmp_pat
     with LocalWeb(tree_site(n)) as web:
         proc, stats = start_crawl(web, tmp_path, out, job, delay=0,
                                   extra={"FOCUSCRAWL_CHECKPOINT_INTERVAL": 3600, "CONCURRENT_REQUESTS": 8})
-        wait_rows(out / "pages.tsv", 60)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 60)
         proc, stats = start_crawl(web, tmp_path, out, job, delay=0)
         second = finish(proc, stats)
     check_complete(out, all_images=False, n=n)
@@ -247,16 +246,12 @@ def test_the_journal_is_compacted_and_a_later_kill_still_loses_nothing(tmp_path)
     out, job = tmp_path / "out", tmp_path / "job"
     with LocalWeb(tree_site()) as web:
         proc, stats = start_crawl(web, tmp_path, out, job)
-        wait_rows(out / "pages.tsv", 6)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 6)
         journal = job / "focuscrawl" / "frontier.log"
         size, kinds = journal.stat().st_size, journal_kinds(job)
         assert kinds["s"] == 0 and kinds["-"] > 0
         proc, stats = start_crawl(web, tmp_path, out, job)
-        wait_rows(out / "pages.tsv", 14)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 14)
         assert journal_kinds(job)["s"] > 0  # compacted by the first recovery
         proc, stats = start_crawl(web, tmp_path, out, job)
         third = finish(proc, stats)
@@ -298,9 +293,7 @@ def test_a_kill_during_the_compaction_of_a_recovery_loses_nothing(tmp_path):
         out, job = tmp_path / when / "out", tmp_path / when / "job"
         with LocalWeb(tree_site()) as web:
             proc, stats = start_crawl(web, tmp_path, out, job)
-            wait_rows(out / "pages.tsv", 8)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+            kill_at_rows(proc, out, 8)
             proc, stats = start_crawl(web, tmp_path, out, job, extra={**KILL_IN_COMPACTION,
                                                                       "TEST_KILL_IN_COMPACTION": when})
             assert proc.wait(60) == -signal.SIGKILL
