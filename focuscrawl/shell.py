@@ -16,6 +16,7 @@ rank``) and keep/drop reason; computed by the same functions as the crawl and th
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -31,7 +32,7 @@ from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.link_learner import PageJudge
 from focuscrawl.middlewares.priority import LinkDecision, LinkRanker
 from focuscrawl.crawl_scorer import scorer_from_settings, topic_model_from_settings
-from focuscrawl.spiders.focused import page_links, page_text
+from focuscrawl.analysis import AnalysisConfig, analyse_page, budgeted_tree
 from focuscrawl.topic.images import item_logit
 from focuscrawl.topic.model import sigmoid
 from focuscrawl.urls import SurtRules, domain_allowed, repeated_path_segment, too_many_path_segments
@@ -63,21 +64,20 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     scorer = scorer or scorer_from_settings(settings)
     if not isinstance(response, HtmlResponse):
         raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
-    text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")).text
-    doc, _ = scorer.score_document(text, settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"))
-    ranker = LinkRanker.from_settings(settings, scorer, learner=learner)
     topic = topic_model_from_settings(settings) if settings.get("FOCUSCRAWL_LEARNING_JUDGE") == "calibrated" else None
+    depth = response.meta.get("depth", 0) if response.request is not None else 0
+    page = _analysis(response, settings, scorer, depth, topic)
+    doc = page.score
+    ranker = LinkRanker.from_settings(settings, scorer, learner=learner)
     judge = PageJudge.from_settings(settings, topic)
-    topicality = judge.topicality(doc.weighted, topic.logit(text) if topic is not None and text else None)
+    topicality = judge.topicality(doc.weighted, page.topic_logit)
     grand = response.meta.get("parent_topicality") if response.request is not None else None
     reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
     allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
     max_repeats = settings.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
     max_segments = settings.getint("FOCUSCRAWL_MAX_PATH_SEGMENTS")
-    depth = response.meta.get("depth", 0) if response.request is not None else 0
-    links, _ = page_links(response.selector.root, get_base_url(response))
     rows = []
-    for url, anchor in links.items():
+    for url, anchor in page.links.items():
         if allowed and not domain_allowed(url.split("/")[2].split(":")[0], allowed):
             scope = "offsite"
         elif reject.matches(url):
@@ -93,6 +93,13 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     return doc.perplexity, doc.keyword_score, rows
 
 
+def _analysis(response: HtmlResponse, settings: BaseSettings, scorer, depth: int = 0, topic=None):
+    """The page as the crawl reads it (``analysis.analyse_page``: its text extractor and
+    markup budget), without its images (``explain_images`` shows dropped ones too)."""
+    config = dataclasses.replace(AnalysisConfig.from_settings(settings), images=False, ngrams=())
+    return analyse_page(response.text, response.url, get_base_url(response), depth, config, scorer, topic)
+
+
 def _settings(settings: BaseSettings | None) -> BaseSettings:
     if settings is None:
         from focuscrawl.resources import project_settings
@@ -106,7 +113,8 @@ def explain_images(response: HtmlResponse, settings: BaseSettings | None = None,
     settings = _settings(settings)
     scorer = scorer or scorer_from_settings(settings)
     context = ContextSettings.from_settings(settings)
-    decisions = image_items(response.selector.root, response.url, scorer, ImageRules.from_settings(settings),
+    root, _ = budgeted_tree(response.text, response.url, AnalysisConfig.from_settings(settings).text_max_tags)
+    decisions = image_items(root, response.url, scorer, ImageRules.from_settings(settings),
                             context, base_url=get_base_url(response), score_dropped=True)
     rows = []
     for d in decisions:
@@ -130,7 +138,7 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
     print(f"page {response.url}\n  document perplexity {_num(doc_pp)}, keyword score {kw:.4f}, "
           f"{len(rows)} links", file=out)
     if model is not None:
-        text = page_text(response, settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")).text
+        text = "\n".join(_analysis(response, settings, scorer_from_settings(settings)).sentences)
         probs = model.scores(text) or {}
         print(f"  P(on topic) under topic bundle {model.manifest.get('name')!r}: "
               + ", ".join(f"{k} {v:.3f}" for k, v in probs.items())

@@ -100,3 +100,23 @@ def test_explain_shows_the_topic_bundle_probabilities():
     big = next(line.split() for line in text.splitlines() if "big.jpg" in line)
     src = next(i for i, t in enumerate(big) if t.endswith("big.jpg"))
     assert big[0] == "keep" and float(big[src - 1]) > 0.5  # "tabby kitten": the column before src
+
+
+def test_explain_reads_a_page_as_the_crawl_does_up_to_its_markup_budget(settings):
+    """A page past the markup budget (FOCUSCRAWL_TEXT_MAX_BYTES / 256 start tags) is read as
+    the crawl reads it: its links and images past the budget are not there."""
+    from focuscrawl.analysis import AnalysisConfig, analyse_page
+    from focuscrawl.crawl_scorer import scorer_from_settings
+    from focuscrawl.shell import explain_images
+
+    settings.set("FOCUSCRAWL_TEXT_MAX_BYTES", 256 * 40, priority="cmdline")  # a budget of 40 start tags
+    links = "".join(f'<p><a href="/p{i}">tabby {i}</a> <img src="/i{i}.jpg" width="800" height="600" alt="cat {i}"></p>'
+                    for i in range(60))
+    response = HtmlResponse("http://seed.test/", body=f"<html><body>{links}</body></html>".encode(), encoding="utf-8")
+    _, _, rows = explain_links(response, settings, mode="keywords")
+    crawl = analyse_page(response.text, response.url, response.url, 0, AnalysisConfig.from_settings(settings),
+                         scorer_from_settings(settings))
+    assert "truncated" in crawl.notes
+    assert [url for url, _, _, _ in rows] == list(crawl.links) and 10 < len(rows) < 60
+    images = [d.src for d, _, _ in explain_images(response, settings)]
+    assert images == [d.src for d in crawl.images] and 10 < len(images) < 60

@@ -136,20 +136,21 @@ class ImageDownloadPipeline(FilesPipeline):
         return item is not None and needs_measuring(item.get("html_width"), item.get("html_height"), self.rules)
 
     def _inspect(self, data: bytes, measured: bool = False):
-        """Pillow's verdict; an image without HTML size (``measured``) must also pass the size limits."""
+        """Pillow's verdict and the bytes' SHA-1 (in a thread: hashlib lets go of the GIL);
+        an image without HTML size (``measured``) must also pass the size limits."""
         found = inspect_image(data, self.formats, self.max_pixels)
         if measured:
             reason = size_reason(found.width, found.height, self.rules)
             if reason:
                 raise ImageRejected(reason, f"measured {found.width}x{found.height}")
-        return found
+        return found, hashlib.sha1(data).hexdigest()
 
     def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False, image_url: str = ""):
-        found = self._inspect(data, measured)
+        inspected = self._inspect(data, measured)
         self.store.persist_file(path, BytesIO(data), info)
         if self.store_images is not None and image_url:  # its record's file, made here off the reactor
             self.store_images.prepare_record(image_url)
-        return found
+        return inspected
 
     async def media_to_download(self, request, info, *, item=None):
         """An image already in the run directory (a resumed crawl) is inspected, not fetched."""
@@ -160,11 +161,12 @@ class ImageDownloadPipeline(FilesPipeline):
             return None
         try:
             data = path.read_bytes()
-            found = await run_in_thread(self._inspect, data, self._measured(item))
+            found, checksum = await run_in_thread(self._inspect, data, self._measured(item))
         except (OSError, ImageRejected):
             return None  # download again
         self.inc_stats("uptodate")
-        return self._file_info(request, path.relative_to(self.store.basedir).as_posix(), data, found, "uptodate")
+        return self._file_info(request, path.relative_to(self.store.basedir).as_posix(), data, found, checksum,
+                               "uptodate")
 
     async def media_downloaded(self, response, request, info, *, item=None):
         if response.status != 200:
@@ -173,16 +175,17 @@ class ImageDownloadPipeline(FilesPipeline):
             raise ImageRejectedFile(EMPTY)
         path = self.file_path(request, response=response, info=info, item=item)
         try:  # decode and store off the reactor thread
-            found = await run_in_thread(self._inspect_and_store, response.body, path, info, self._measured(item),
-                                        item.get("image_url", "") if item is not None else "")
+            found, checksum = await run_in_thread(self._inspect_and_store, response.body, path, info,
+                                                  self._measured(item),
+                                                  item.get("image_url", "") if item is not None else "")
         except ImageRejected as exc:
             raise ImageRejectedFile(exc.reason, exc.detail) from None
         self.inc_stats("downloaded")
-        return self._file_info(request, path, response.body, found, "downloaded")
+        return self._file_info(request, path, response.body, found, checksum, "downloaded")
 
     @staticmethod
-    def _file_info(request, path: str, data: bytes, found, status: str) -> dict[str, Any]:
-        return {"url": request.url, "path": path, "checksum": hashlib.sha1(data).hexdigest(), "status": status,
+    def _file_info(request, path: str, data: bytes, found, checksum: str, status: str) -> dict[str, Any]:
+        return {"url": request.url, "path": path, "checksum": checksum, "status": status,
                 "width": found.width, "height": found.height, "format": found.format, "size": len(data)}
 
     def media_failed(self, failure, request, info):

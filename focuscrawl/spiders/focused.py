@@ -32,8 +32,8 @@ from focuscrawl.analysis import META_KEY, AnalysisConfig, PageAnalyser
 from focuscrawl.items import PageItem
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
 from focuscrawl.crawl_scorer import page_topic_model, topic_scorer
-from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, PageText, extract_page, get_extractor
-from focuscrawl.text.html import clip_html, fallback_encoding, full_text_from_tree
+from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, get_extractor
+from focuscrawl.text.html import clip_html, fallback_encoding
 from focuscrawl.urls import excerpt, url_problem
 
 logger = logging.getLogger(__name__)
@@ -144,13 +144,6 @@ def readable_response(response: HtmlResponse, max_bytes: int) -> tuple[HtmlRespo
         if encoding:
             response, notes = response.replace(encoding=encoding), notes + (CHARSET_FALLBACK,)
     return response, notes
-
-
-def page_text(response: HtmlResponse, extractor_name: str, extract=None, seconds: float = 0) -> PageText:
-    """The page text by ``FOCUSCRAWL_TEXT_EXTRACTOR``; ``fulltext`` reuses the parsed tree."""
-    if extractor_name == "fulltext":
-        return PageText(full_text_from_tree(response.selector.root))
-    return extract_page(extract or get_extractor(extractor_name), response.text, seconds)
 
 
 class FocusedSpider(scrapy.Spider):
