@@ -66,7 +66,7 @@ from scrapy.utils.request import request_from_dict
 from focuscrawl.lm.link_learner import url_host
 from focuscrawl.output.files import LineLog, complete_lines_size, iter_tsv, job_state_dir
 from focuscrawl.output.run import checkpoint_offsets, run_output
-from focuscrawl.scrapy_compat import read_seen_fingerprints, rerank_queue_top, seen_record
+from focuscrawl.scrapy_compat import read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,9 @@ def scan_journal(path: Path) -> JournalState:
             elif kind == b"-":
                 pending.pop(fp, None)
             elif kind == b"p" and len(parts) == 3:
-                pages[fp] = (parts[2].decode("utf-8", "replace"), pending.get(fp))
+                # a page queued again by a recovery has no "+" of its own since: its first one
+                offset = pending.get(fp, pages[fp][1] if fp in pages else None)
+                pages[fp] = (parts[2].decode("utf-8", "replace"), offset)
     return state
 
 
@@ -339,7 +341,10 @@ class JournaledScheduler(Scheduler):
                         self.crawler.stats.inc_value("focuscrawl/frontier/recovery_errors")
                         logger.warning("frontier: cannot restore a journaled request: %s", exc)
                         continue
-                    self.enqueue_request(request.replace(dont_filter=True))
+                    # its "+" line is in the journal already: queued without journaling it again
+                    request = request.replace(dont_filter=True)
+                    if Scheduler.enqueue_request(self, request):
+                        self._pending.add(self._fp(request))
         return result
 
     def enqueue_request(self, request: Request) -> bool:
@@ -350,7 +355,7 @@ class JournaledScheduler(Scheduler):
         request.meta[PARENT_META] = fp  # before the queue serialises it
         accepted = super().enqueue_request(request)
         if accepted:
-            data = base64.b64encode(pickle.dumps(request.to_dict(spider=self.crawler.spider),
+            data = base64.b64encode(pickle.dumps(request_to_dict(request, self.crawler.spider),
                                                  protocol=4)).decode("ascii")
             self.journal.write_lines([f"+\t{fp}\t{data}"])
             self._pending.add(fp)
