@@ -21,7 +21,11 @@ robots.txt, 16 concurrent requests) and stops after ``--pages`` HTML pages:
 Rounds are interleaved (``--repeat``; every other round in reverse order); ratios are
 taken within each round and printed as median and spread (targets: keywords >= 0.9x
 corpus and >= 0.8x plain by wall time; unfocused and document not slower than
-keywords). CPU time counts the crawl
+keywords). The verdicts are on HTML pages a second; the ratios of responses a second
+(pages and images: the unit of #14's own figures, 176/140/74 "responses/s") are
+printed beside them: a page-only crawl moves one response a page, the corpus crawls
+four on this web. ``--photos`` serves photo-like ~85 KB JPEGs (16 different ones)
+instead of one flat 5 KB JPEG. CPU time counts the crawl
 process and its worker processes, up to the end of the crawl (not the deletion of its
 output); "of it crawl" is the crawl process alone, "(kernel)" that process's system
 time, "reactor" the CPU of its reactor thread alone (the serial part of a crawl). ``--memory-pages N`` then measures the peak RSS
@@ -48,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,8 +105,24 @@ def jpeg_bytes() -> bytes:
     return buf.getvalue()
 
 
-async def _serve(port: int, n_pages: int) -> None:
-    jpeg = jpeg_bytes()
+def photo_jpegs(n: int = 16) -> list[bytes]:
+    """``n`` different 640x480 JPEGs of ~85 KB (blurred colour noise: compresses like a
+    photo, not like a flat colour) for ``--photos``."""
+    import io
+
+    from PIL import Image, ImageFilter
+
+    out = []
+    for _ in range(n):
+        bands = [Image.effect_noise((640, 480), 60).filter(ImageFilter.GaussianBlur(1)) for _ in range(3)]
+        buf = io.BytesIO()
+        Image.merge("RGB", bands).save(buf, "JPEG", quality=85)
+        out.append(buf.getvalue())
+    return out
+
+
+async def _serve(port: int, n_pages: int, photos: bool = False) -> None:
+    jpegs = photo_jpegs() if photos else [jpeg_bytes()]
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -113,7 +134,7 @@ async def _serve(port: int, n_pages: int) -> None:
                 if path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < n_pages:
                     status, ctype, body = b"200 OK", b"text/html; charset=utf-8", page_html(int(path[3:]), n_pages)
                 elif path.startswith("/img/"):
-                    status, ctype, body = b"200 OK", b"image/jpeg", jpeg
+                    status, ctype, body = b"200 OK", b"image/jpeg", jpegs[zlib.crc32(path.encode()) % len(jpegs)]
                 else:
                     status, ctype, body = b"404 Not Found", b"text/plain", b"not found"
                 writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
@@ -130,8 +151,9 @@ async def _serve(port: int, n_pages: int) -> None:
         await server.serve_forever()
 
 
-def start_server(n_pages: int) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(n_pages)], stdout=subprocess.PIPE, text=True)
+def start_server(n_pages: int, photos: bool = False) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(n_pages), *(["--photos"] if photos else [])],
+                            stdout=subprocess.PIPE, text=True)
     port = int(proc.stdout.readline())
     return proc, port
 
@@ -483,13 +505,15 @@ def main() -> int:
     parser.add_argument("--trend-every", type=int, default=0,
                         help="RSS trend sample every N pages of the memory crawl (default: a tenth of "
                              "--memory-pages)")
+    parser.add_argument("--photos", action="store_true",
+                        help="serve photo-like JPEGs of ~85 KB (16 different ones) instead of one flat 5 KB JPEG")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--jobdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        asyncio.run(_serve(0, args.serve))
+        asyncio.run(_serve(0, args.serve, args.photos))
         return 0
     if args.run:
         print(json.dumps(run_crawl(args.run, args.port, args.pages, args.jobdir, args.profile, args.set,
@@ -504,7 +528,7 @@ def main() -> int:
     # the memory crawl's web is 10x its pages: ~20 random links a page keep finding new URLs
     # to the end (on a web only 2x as big the frontier stops growing at ~30% of the crawl)
     web_pages = max(2 * args.pages, 10 * args.memory_pages, 10000)
-    server, port = start_server(web_pages)
+    server, port = start_server(web_pages, args.photos)
     try:
         if args.cprofile:
             for kind in args.modes:
@@ -517,7 +541,7 @@ def main() -> int:
                 pstats.Stats(out).sort_stats("tottime").print_stats(30)
                 pstats.Stats(out).sort_stats("cumulative").print_stats(60)
             return 0
-        print(f"web: {web_pages} pages (~20 links, 3 images each) on 127.0.0.1:{port}; {args.repeat} "
+        print(f"web: {web_pages} pages (~20 links, 3 images each{', photo-like ~85 KB JPEGs' if args.photos else ''}) on 127.0.0.1:{port}; {args.repeat} "
               f"interleaved rounds; focused profile: {args.profile}; settings: {args.set or 'as shipped'}")
         print("pages/s = HTML pages / wall seconds; CPU pages/s = pages / CPU seconds of the crawl process "
               "and its workers")
@@ -565,7 +589,8 @@ def main() -> int:
                         continue
                     wall = [rd[kind]["rate"] / rd[base]["rate"] for rd in rounds]
                     cpu = [rd[kind]["cpu_rate"] / rd[base]["cpu_rate"] for rd in rounds]
-                    line = f"{kind} / {base}: wall {_spread(wall)}, CPU {_spread(cpu)}"
+                    responses = [rd[kind]["response_rate"] / rd[base]["response_rate"] for rd in rounds]
+                    line = f"{kind} / {base}: wall {_spread(wall)}, CPU {_spread(cpu)}, responses/s {_spread(responses)}"
                     if kind == "keywords":
                         ok = statistics.median(wall) >= target
                         line += f" (target >= {target}x wall: {'OK' if ok else 'BELOW TARGET'})"
