@@ -22,15 +22,17 @@ reaches its budget first leaves some of them queued) and the final row count (= 
 
     python benchmarks/resume_scale.py [--pages 10000] [--stop-at 5000] [--stops kill clean] [--ab SRC]
 
-``--ab SRC`` runs every scenario a second time with focuscrawl imported from the
-checkout ``SRC`` (e.g. ``git archive main | tar -x -C SRC``), interleaved, and prints
-this checkout's numbers against it.
+``--ab SRC``: the first session runs focuscrawl from the checkout ``SRC`` (e.g. ``git
+archive main | tar -x -C SRC``), and its stopped state is restarted twice, from a copy
+each time: by this checkout and by ``SRC`` (order alternating by round); this
+checkout's numbers are printed against ``SRC``'s.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -87,23 +89,26 @@ def rows(path: Path) -> int:
     return max(path.read_bytes().count(b"\n") - 1, 0) if path.exists() else 0
 
 
-def scenario(stop: str, port: int, pages: int, stop_at: int, source: str | None, extra: list[str]) -> dict:
-    """One crawl stopped at ``stop_at`` rows by ``stop`` and run to its end on the same JOBDIR."""
+def scenario(stop: str, port: int, pages: int, stop_at: int, restarts: list[tuple[str, str | None]],
+             extra: list[str]) -> list[dict]:
+    """One crawl stopped at ``stop_at`` rows by ``stop``; then each of ``restarts`` (label, checkout)
+    restarts it from a copy of the same stopped state and runs it to its end."""
     with tempfile.TemporaryDirectory(prefix="focuscrawl-resume-scale-") as tmp:
         try:
-            return _scenario(Path(tmp), stop, port, pages, stop_at, source, extra)
+            return _scenario(Path(tmp), stop, port, pages, stop_at, restarts, extra)
         except RuntimeError as exc:
             raise RuntimeError(f"{exc}; crawl log: {(Path(tmp) / 'crawl.log').read_text()[-2000:]}") from None
 
 
-def _scenario(tmp: Path, stop: str, port: int, pages: int, stop_at: int, source: str | None,
-              extra: list[str]) -> dict:
-    """``scenario`` in the folder ``tmp``."""
-    job, out = tmp / "job", tmp / "out"
+def _scenario(tmp: Path, stop: str, port: int, pages: int, stop_at: int, restarts: list[tuple[str, str | None]],
+              extra: list[str]) -> list[dict]:
+    """``scenario`` in the folder ``tmp``; the first session runs the last restart's checkout
+    (with ``--ab``: the baseline, whose state both read)."""
+    job, out, saved = tmp / "job", tmp / "out", tmp / "stopped"
     tsv, journal = out / "pages.tsv", job / "focuscrawl" / "frontier.log"
     settings = [*extra, f"FOCUSCRAWL_OUTPUT_DIR={out}"]
     log = open(tmp / "crawl.log", "w")  # not a pipe: nobody reads it while the crawl runs
-    proc = start_crawl("keywords", port, pages, str(job), extra=settings, source=source, stderr=log)
+    proc = start_crawl("keywords", port, pages, str(job), extra=settings, source=restarts[-1][1], stderr=log)
     watch = Watch(proc, tsv)
     first_row = watch.until(lambda: rows(tsv) >= 1, 600)
     watch.until(lambda: rows(tsv) >= stop_at, 3600)
@@ -113,27 +118,37 @@ def _scenario(tmp: Path, stop: str, port: int, pages: int, stop_at: int, source:
     at_stop = set(page_urls(tsv))
     stopped_rows = rows(tsv)
     journal_mb = journal.stat().st_size / 1024 ** 2
-
     kept = checkpoint(job)
     committed = set(page_urls(tsv, 0, kept))  # the rows a restart keeps
-    proc = start_crawl("keywords", port, pages, str(job), extra=settings, source=source, stderr=log)
-    watch = Watch(proc, tsv)
-    # a page not in pages.tsv at the stop (rows cut back to the checkpoint and crawled again do not count)
-    to_new_row = watch.until(lambda: any(u not in at_stop for u in page_urls(tsv, kept)), 1200)
-    restart_peak = watch.peak
-    result = crawl_result(proc)
-    final = page_urls(tsv)
+    if len(restarts) > 1:  # every restart starts from the same stopped state
+        shutil.copytree(job, saved / "job", symlinks=True)
+        shutil.copytree(out, saved / "out", symlinks=True)
+    results = []
+    for n, (label, source) in enumerate(restarts):
+        if n:
+            shutil.rmtree(job)
+            shutil.rmtree(out)
+            shutil.copytree(saved / "job", job, symlinks=True)
+            shutil.copytree(saved / "out", out, symlinks=True)
+        proc = start_crawl("keywords", port, pages, str(job), extra=settings, source=source, stderr=log)
+        watch = Watch(proc, tsv)
+        # a page not in pages.tsv at the stop (rows cut back to the checkpoint and crawled again do not count)
+        to_new_row = watch.until(lambda: any(u not in at_stop for u in page_urls(tsv, kept)), 1200)
+        restart_peak = watch.peak
+        result = crawl_result(proc)
+        final = page_urls(tsv)
+        results.append({
+            "label": label, "stop": stop, "stopped_rows": stopped_rows, "journal_mb": journal_mb,
+            "journal_mb_after": journal.stat().st_size / 1024 ** 2 if journal.exists() else 0.0,
+            "first_row_s": first_row, "to_new_row_s": to_new_row,
+            "rss_at_stop_mb": rss_at_stop / 1024 ** 2, "restart_peak_mb": restart_peak / 1024 ** 2,
+            "session_peak_mb": result["peak_rss_mb"], "frontier": result.get("frontier", {}),
+            "final_rows": len(final), "repeated": len(final) - len(set(final)),
+            "lost": len(committed - set(final)), "cut": len(at_stop - committed),
+            "cut_not_rewritten": len(at_stop - committed - set(final)),
+        })
     log.close()
-    return {
-        "stop": stop, "stopped_rows": stopped_rows, "journal_mb": journal_mb,
-        "journal_mb_after": journal.stat().st_size / 1024 ** 2 if journal.exists() else 0.0,
-        "first_row_s": first_row, "to_new_row_s": to_new_row,
-        "rss_at_stop_mb": rss_at_stop / 1024 ** 2, "restart_peak_mb": restart_peak / 1024 ** 2,
-        "session_peak_mb": result["peak_rss_mb"], "frontier": result.get("frontier", {}),
-        "final_rows": len(final), "repeated": len(final) - len(set(final)),
-        "lost": len(committed - set(final)), "cut": len(at_stop - committed),
-        "cut_not_rewritten": len(at_stop - committed - set(final)),
-    }
+    return results
 
 
 def report(r: dict, label: str) -> None:
@@ -168,14 +183,15 @@ def main() -> int:
         for n in range(args.repeat):
             variants = [("this", None)] + ([("ab", args.ab)] if args.ab else [])
             for stop in args.stops:
-                for label, source in (variants if n % 2 == 0 else variants[::-1]):
-                    try:
-                        r = scenario(stop, port, args.pages, stop_at, source, args.set)
-                    except RuntimeError as exc:
-                        print(f"{label} {stop}: {exc}", flush=True)
-                        continue
-                    results.setdefault(f"{label} {stop}", []).append(r)
-                    report(r, label)
+                try:  # ABBA: every other round restarts the baseline first
+                    rs = scenario(stop, port, args.pages, stop_at, variants if n % 2 == 0 else variants[::-1],
+                                  args.set)
+                except RuntimeError as exc:
+                    print(f"{stop}: {exc}", flush=True)
+                    continue
+                for r in rs:
+                    results.setdefault(f"{r['label']} {stop}", []).append(r)
+                    report(r, r["label"])
     finally:
         server.terminate()
         server.wait()
@@ -183,8 +199,7 @@ def main() -> int:
         for stop in args.stops:
             pairs = list(zip(results[f"this {stop}"], results[f"ab {stop}"]))
             for key, name in (("to_new_row_s", "restart to first new row"), ("restart_peak_mb", "restart peak RSS"),
-                              ("journal_mb", "frontier.log at the stop"),
-                              ("journal_mb_after", "frontier.log at the end")):
+                                              ("journal_mb_after", "frontier.log at the end")):
                 ratios = [a[key] / b[key] for a, b in pairs if b[key]]
                 if ratios:
                     print(f"{stop}: {name}: this / ab {statistics.median(ratios):.2f}x "
