@@ -302,6 +302,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         "reactor_cpu_seconds": reactor_cpu_seconds_used,
         "peak_rss_mb": peak.peak / 1024 ** 2,
         "rss_trend": peak.trend,
+        "frontier": {k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("focuscrawl/frontier/")},
     }
 
 
@@ -377,9 +378,10 @@ class PeakRss:
 
 def start_crawl(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
                 extra: list[str] = (), cprofile: str | None = None, trend_every: int = 0,
-                source: str | None = None) -> subprocess.Popen:
+                source: str | None = None, stderr=None) -> subprocess.Popen:
     """One crawl in a process of its own (its result: ``crawl_result``); ``source``: import
-    focuscrawl from that checkout (``--ab``) instead of this one."""
+    focuscrawl from that checkout (``--ab``) instead of this one; ``stderr``: a file for its
+    log (default: a pipe read by ``crawl_result``, or this process's with ``trend_every``)."""
     cmd = [sys.executable, __file__, "--run", kind, "--port", str(port), "--pages", str(pages), "--profile", profile]
     if jobdir:
         cmd += ["--jobdir", jobdir]
@@ -391,8 +393,9 @@ def start_crawl(kind: str, port: int, pages: int, jobdir: str | None = None, pro
         cmd += ["-s", item]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH"))))) \
         if source else None
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None if trend_every else subprocess.PIPE, text=True,
-                            env=env)
+    if stderr is None:
+        stderr = None if trend_every else subprocess.PIPE
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
 
 
 def crawl_result(proc: subprocess.Popen) -> dict:

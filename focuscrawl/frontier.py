@@ -9,6 +9,7 @@ downloader, to ``JOBDIR/focuscrawl/frontier.log``:
     +<TAB>fingerprint<TAB>base64(pickle(request_to_dict))   accepted into the queue
     p<TAB>fingerprint<TAB>url                                a page was downloaded (may get a pages.tsv row)
     -<TAB>fingerprint                                        left the downloader
+    s<TAB>fingerprint                                        accepted and done (written by compaction)
 
 A request whose response is not 2xx, or whose download failed, keeps its ``-`` until
 its outcome is known: the redirect or retry a downloader middleware made of it has
@@ -31,17 +32,30 @@ downloader, plus every page that arrived but whose row is not in the
 checkpointed ``pages.tsv`` (the run directory is cut back to its last commit), is
 queued again. Fingerprints in Scrapy's seen-set that are missing from the journal
 are reported as ``focuscrawl/frontier/unrecovered``.
+
+The recovery reads the journal twice, streamed, and decodes only the requests it
+queues again; with Scrapy's ``RFPDupeFilter`` the seen-set is ``requests.seen``
+rewritten from the journal's fingerprints (another dupefilter is given a
+callback-free request for each ``+`` line). Both the recovery and a clean stop
+compact the journal (``compact_journal``): every accepted request that is done
+becomes an ``s`` line, so the journal holds the pickles of the pending requests
+only and does not grow across restarts with the whole crawl's history.
 """
 from __future__ import annotations
 
 import base64
 import logging
+import os
 import pickle
 import shutil
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import Scheduler
+from scrapy.dupefilters import RFPDupeFilter
 from scrapy.pqueues import ScrapyPriorityQueue
 from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse, Response
@@ -50,9 +64,9 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
 from focuscrawl.lm.link_learner import url_host
-from focuscrawl.output.files import LineLog, iter_lines, iter_tsv, job_state_dir
-from focuscrawl.output.run import run_output
-from focuscrawl.scrapy_compat import read_seen_fingerprints, rerank_queue_top
+from focuscrawl.output.files import LineLog, complete_lines_size, iter_tsv, job_state_dir
+from focuscrawl.output.run import checkpoint_offsets, run_output
+from focuscrawl.scrapy_compat import read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record
 
 logger = logging.getLogger(__name__)
 
@@ -61,32 +75,121 @@ CLEAN_MARKER = "frontier.clean"
 PARENT_META = "frontier_fp"  # a request's fingerprint, inherited by its redirects and retries
 
 
-def read_journal(path: Path) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """``(pending fp -> encoded request, every accepted fp -> encoded, page fp -> url)``."""
-    encoded: dict[str, str] = {}
-    pending: set[str] = set()
-    pages: dict[str, str] = {}
-    for line in iter_lines(path):
-        parts = line.split("\t")
-        if len(parts) < 2:
-            continue
-        kind, fp = parts[0], parts[1]
-        if kind == "+" and len(parts) == 3:
-            encoded[fp] = parts[2]
-            pending.add(fp)
-        elif kind == "-":
-            pending.discard(fp)
-        elif kind == "p" and len(parts) == 3:
-            pages[fp] = parts[2]
-    return {fp: encoded[fp] for fp in encoded if fp in pending}, encoded, pages
+@dataclass
+class JournalState:
+    """What a journal says, from one pass: ``pending`` fingerprint -> byte offset of its last
+    ``+`` line (accepted, not left the downloader); ``pages`` fingerprint -> (url, offset of
+    the ``+`` line it was fetched as); ``end``: the journal's whole lines end there."""
+
+    pending: dict[str, int] = field(default_factory=dict)
+    pages: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    end: int = 0
 
 
-def _page_urls_written(run) -> set[str]:
-    return set() if run is None else {row["url"] for row in iter_tsv(run.path("pages.tsv"))}
+def _journal_lines(f: BinaryIO, end: int) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line with its newline)`` of each whole line of an open journal before ``end``."""
+    f.seek(0)
+    pos = 0
+    for raw in f:
+        if pos + len(raw) > end:
+            return
+        yield pos, raw
+        pos += len(raw)
 
 
-def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[LineLog, tuple[list, list], set[str]]:
-    """``(journal, (requests to queue again, requests to mark seen), fingerprints still queued)``."""
+def scan_journal(path: Path) -> JournalState:
+    """The journal's state in one streamed pass (no request is decoded or kept)."""
+    state = JournalState(end=complete_lines_size(path) if path.exists() else 0)
+    if not state.end:
+        return state
+    pending, pages = state.pending, state.pages
+    with open(path, "rb") as f:
+        for offset, raw in _journal_lines(f, state.end):
+            parts = raw[:-1].split(b"\t", 2)
+            if len(parts) < 2:
+                continue
+            kind, fp = parts[0], parts[1].decode("ascii", "replace")
+            if kind == b"+" and len(parts) == 3:
+                pending[fp] = offset
+            elif kind == b"-":
+                pending.pop(fp, None)
+            elif kind == b"p" and len(parts) == 3:
+                # a page queued again by a recovery has no "+" of its own since: its first one
+                offset = pending.get(fp, pages[fp][1] if fp in pages else None)
+                pages[fp] = (parts[2].decode("utf-8", "replace"), offset)
+    return state
+
+
+def compact_journal(path: Path, state: JournalState, written: set[str], fingerprints_only: bool,
+                    seen: Callable[[str], None] | None = None) -> list[int]:
+    """Rewrite the journal with what a recovery still needs; returns the byte offsets, in the
+    new file, of the ``+`` lines of the requests a recovery queues again.
+
+    Kept: the last ``+`` of each pending request; ``+``, ``p``, ``-`` of each fetched page
+    whose row is not in ``written`` (it is crawled again after a kill); every other accepted
+    request as ``s<TAB>fingerprint`` when ``fingerprints_only`` (the dupefilter's seen-set is
+    rebuilt from fingerprints: ``RFPDupeFilter``), else as its ``+`` and ``-`` (a custom
+    dupefilter is given requests). Reading the result gives the same pending requests, pages
+    without rows and seen-set as reading the original. ``seen`` is called with each accepted
+    fingerprint. The new file is written beside the old, synced and renamed over it: a kill
+    during compaction leaves the old journal whole.
+    """
+    lost = {fp for fp, (url, offset) in state.pages.items()
+            if url not in written and fp not in state.pending and offset is not None}
+    tmp = path.with_name(f".{path.name}.compact")
+    requeue: list[int] = []
+    with open(path, "rb") as src, open(tmp, "wb") as out:
+        for offset, raw in _journal_lines(src, state.end):
+            kind = raw[:1]
+            if kind != b"+" and kind != b"s":
+                continue
+            parts = raw[:-1].split(b"\t", 2)
+            if len(parts) < 2:
+                continue
+            fp = parts[1].decode("ascii", "replace")
+            if seen is not None:
+                seen(fp)
+            if kind == b"+" and len(parts) == 3:
+                if state.pending.get(fp) == offset:
+                    requeue.append(out.tell())
+                    out.write(raw)
+                    continue
+                if fp in lost and state.pages[fp][1] == offset:
+                    requeue.append(out.tell())
+                    out.write(raw + f"p\t{fp}\t{state.pages[fp][0]}\n-\t{fp}\n".encode("utf-8", "replace"))
+                    continue
+                if not fingerprints_only:
+                    out.write(raw + f"-\t{fp}\n".encode("ascii"))
+                    continue
+            out.write(f"s\t{fp}\n".encode("ascii"))
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    return requeue
+
+
+def _committed_page_urls(run, jobdir: Path) -> set[str]:
+    """URLs of the pages.tsv rows in the outputs' last checkpoint (what a resume keeps)."""
+    if run is None:
+        return set()
+    end = checkpoint_offsets(jobdir, run.dir).get("pages.tsv")
+    return {row["url"] for row in iter_tsv(run.path("pages.tsv"), end=end)}
+
+
+@dataclass
+class Recovery:
+    """What an unclean stop leaves to do: ``requeue``, the offsets of the journal's ``+`` lines
+    to queue again; ``seen``, callback-free requests for a dupefilter other than
+    ``RFPDupeFilter`` (whose ``requests.seen`` is rewritten from the fingerprints instead)."""
+
+    path: Path | None = None
+    requeue: list[int] = field(default_factory=list)
+    seen: Iterable[Request] = ()
+
+
+def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path,
+                  fingerprints_only: bool) -> tuple[LineLog, Recovery, set[str]]:
+    """``(journal, what an unclean stop left to do, fingerprints still queued)``."""
     state_dir.mkdir(parents=True, exist_ok=True)
     run = run_output(crawler)
     path = state_dir / JOURNAL
@@ -95,67 +198,84 @@ def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path) -> tuple[Line
     # Not cut back to the outputs' checkpoint: a page's row can be committed before
     # its links are queued, so the journal must run ahead; pages whose rows were cut
     # back are found by their "p" lines and crawled again.
-    journal = LineLog(path)  # a torn last line (kill mid-write) is dropped here
-    recovery = _prepare_recovery(crawler, path, run, jobdir) if existed and not clean else ([], [])
+    recovery = _prepare_recovery(crawler, path, run, jobdir, fingerprints_only) if existed and not clean \
+        else Recovery()
     # After a clean stop Scrapy restores its own queue: those requests are still pending
     # in the journal and must get their "p" and "-" when fetched in this session, or a
     # later kill would queue them again although their rows were written.
-    queued = set(read_journal(path)[0]) if existed and clean else set()
+    queued = set(scan_journal(path).pending) if existed and clean else set()
+    journal = LineLog(path)  # a torn last line (kill mid-write) is dropped here
     (state_dir / CLEAN_MARKER).unlink(missing_ok=True)
     return journal, recovery, queued
 
 
-def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path) -> tuple[list[str], list[Request]]:
-    """Unclean stop: drop the stale queue and seen-set; return (requests to queue again,
-    requests to mark as seen) as rebuilt from the journal."""
+def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path, fingerprints_only: bool) -> Recovery:
+    """Unclean stop: compact the journal, rebuild the seen-set from it, drop Scrapy's stale queue."""
+    started = time.monotonic()
     stats = crawler.stats
-    pending, accepted, pages = read_journal(path)
+    size = path.stat().st_size
+    state = scan_journal(path)
     if run is not None:
         run.line_log("pages.tsv")  # cut pages.tsv back to its checkpoint before reading it
-    written = _page_urls_written(run)
-    lost_pages = {fp for fp, url in pages.items() if url not in written and fp not in pending}
+    written = _committed_page_urls(run, jobdir)
     seen_path = jobdir / "requests.seen"
-    unrecovered = len(read_seen_fingerprints(seen_path) - {bytes.fromhex(fp) for fp in accepted})
+    unrecovered = read_seen_fingerprints(seen_path)  # what is left of it is not in the journal
+    seen_tmp = jobdir / ".requests.seen.journal"
+    with open(seen_tmp, "wb") as seen_file:
+        def seen(fp: str) -> None:
+            record = bytes.fromhex(fp)
+            unrecovered.discard(record)
+            if fingerprints_only:
+                seen_file.write(seen_record(record))
+
+        requeue = compact_journal(path, state, written, fingerprints_only, seen)
+    if fingerprints_only:  # RFPDupeFilter reads it when it opens
+        os.replace(seen_tmp, seen_path)
+    else:
+        seen_tmp.unlink()
+        seen_path.unlink(missing_ok=True)
     shutil.rmtree(jobdir / "requests.queue", ignore_errors=True)
-    seen_path.unlink(missing_ok=True)
-    recovery = list(pending.values())
-    recovery += [e for e in (_encoded_for(path, fp) for fp in sorted(lost_pages)) if e]
-    seen = [_fingerprint_request(e) for e in accepted.values()]
-    stats.set_value("focuscrawl/frontier/recovered", len(pending))
-    stats.set_value("focuscrawl/frontier/recovered_pages_without_rows", len(lost_pages))
-    stats.set_value("focuscrawl/frontier/unrecovered", unrecovered)
+    lost_pages = len(requeue) - len(state.pending)
+    stats.set_value("focuscrawl/frontier/recovered", len(state.pending))
+    stats.set_value("focuscrawl/frontier/recovered_pages_without_rows", lost_pages)
+    stats.set_value("focuscrawl/frontier/unrecovered", len(unrecovered))
+    stats.set_value("focuscrawl/frontier/compacted_bytes", size - path.stat().st_size)
+    stats.set_value("focuscrawl/frontier/recovery_seconds", round(time.monotonic() - started, 3))
     logger.warning(
         "frontier: unclean stop detected in %s: %d queued/in-flight requests and %d fetched pages "
         "without committed rows recovered from the journal; %d requests Scrapy had scheduled were "
-        "not in the journal's checkpoint and could not be recovered", jobdir, len(pending),
-        len(lost_pages), unrecovered)
-    return recovery, seen
+        "not in the journal's checkpoint and could not be recovered", jobdir, len(state.pending),
+        lost_pages, len(unrecovered))
+    seen_requests = () if fingerprints_only else _journal_requests(path, path.stat().st_size, stats)
+    return Recovery(path, requeue, seen_requests)
 
 
-def _decode(encoded: str) -> dict:
+def _decode(encoded: bytes | str) -> dict:
     return pickle.loads(base64.b64decode(encoded))
 
 
-def _fingerprint_request(encoded: str) -> Request:
-    """A callback-free copy of a journaled request, enough for the dupefilter's fingerprint."""
-    d = _decode(encoded)
-    return Request(d["url"], method=d.get("method", "GET"), body=d.get("body") or b"",
-                   headers=d.get("headers"))
-
-
-def _encoded_for(path: Path, fp: str) -> str | None:
-    for line in iter_lines(path):
-        if line.startswith(f"+\t{fp}\t"):
-            return line.split("\t")[2]
-    return None
+def _journal_requests(path: Path, end: int, stats) -> Iterator[Request]:
+    """Callback-free copies of the journal's accepted requests, enough for a dupefilter's
+    fingerprint, one at a time; ``s`` lines (fingerprints only) cannot be given to it."""
+    with open(path, "rb") as f:
+        for _, raw in _journal_lines(f, end):
+            parts = raw[:-1].split(b"\t", 2)
+            if parts[0] == b"+" and len(parts) == 3:
+                d = _decode(parts[2])
+                yield Request(d["url"], method=d.get("method", "GET"), body=d.get("body") or b"",
+                              headers=d.get("headers"))
+            elif parts[0] == b"s":
+                stats.inc_value("focuscrawl/frontier/seen_not_restored")
 
 
 class JournaledScheduler(Scheduler):
     """Scrapy's scheduler; with JOBDIR it journals the frontier and recovers it after a kill.
 
     ``journal`` is None without JOBDIR or with ``FOCUSCRAWL_FRONTIER_JOURNAL`` off: then
-    it is Scrapy's scheduler unchanged. ``recovery`` is (encoded requests to queue again,
-    requests to mark as seen); ``queued`` the fingerprints Scrapy's own queue restores.
+    it is Scrapy's scheduler unchanged. ``recovery`` is what an unclean stop left to do
+    (requests to queue again, requests to mark as seen); ``queued`` the fingerprints
+    Scrapy's own queue restores; ``fingerprints_only``: the dupefilter is Scrapy's
+    ``RFPDupeFilter``, whose seen-set the journal restores from fingerprints alone.
 
     ``__init__`` keeps the signature of Scrapy's ``Scheduler`` (``dupefilter, jobdir, ...,
     crawler=``), which needs the crawler; ``from_crawler`` reads the settings and opens the
@@ -163,13 +283,15 @@ class JournaledScheduler(Scheduler):
     """
 
     def __init__(self, dupefilter, jobdir: str | None = None, *, journal: LineLog | None = None,
-                 state_dir: Path | None = None, recovery: tuple[list[str], list[Request]] = ([], []),
-                 queued: set[str] = frozenset(), crawler: Crawler | None = None, **kwargs) -> None:
+                 state_dir: Path | None = None, recovery: Recovery | None = None,
+                 queued: set[str] = frozenset(), fingerprints_only: bool = False,
+                 crawler: Crawler | None = None, **kwargs) -> None:
         super().__init__(dupefilter, jobdir, crawler=crawler, **kwargs)
-        self.journal, self.state_dir = journal, state_dir
-        self._recovery_encoded, seen = list(recovery[0]), recovery[1]
-        for request in seen:  # rebuild requests.seen in the dupefilter's own format
+        self.journal, self.state_dir, self.fingerprints_only = journal, state_dir, fingerprints_only
+        self._recovery = recovery or Recovery()
+        for request in self._recovery.seen:  # a custom dupefilter: it is given the requests
             self.df.request_seen(request)
+        self._recovery.seen = ()
         self._pending: set[str] = set(queued)
         self._statuses: dict[str, int] = {}
         self._awaiting: set[str] = set()
@@ -183,13 +305,15 @@ class JournaledScheduler(Scheduler):
     def from_crawler(cls, crawler: Crawler) -> "JournaledScheduler":
         settings = crawler.settings
         jobdir = job_dir(settings)
-        journal, state_dir, recovery, queued = None, None, ([], []), set()
+        dupefilter_class = load_object(settings["DUPEFILTER_CLASS"])
+        fingerprints_only = dupefilter_class is RFPDupeFilter  # it fingerprints with crawler.request_fingerprinter
+        journal, state_dir, recovery, queued = None, None, None, set()
         if jobdir and settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
             # before Scrapy's dupefilter reads requests.seen and its queue is opened
             state_dir = job_state_dir(jobdir)
-            journal, recovery, queued = _open_journal(crawler, Path(jobdir), state_dir)
+            journal, recovery, queued = _open_journal(crawler, Path(jobdir), state_dir, fingerprints_only)
         return cls(
-            build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler),
+            build_from_crawler(dupefilter_class, crawler),
             jobdir,
             dqclass=load_object(settings["SCHEDULER_DISK_QUEUE"]),
             mqclass=load_object(settings["SCHEDULER_MEMORY_QUEUE"]),
@@ -198,6 +322,7 @@ class JournaledScheduler(Scheduler):
             pqclass=load_object(settings["SCHEDULER_PRIORITY_QUEUE"]),
             crawler=crawler,
             journal=journal, state_dir=state_dir, recovery=recovery, queued=queued,
+            fingerprints_only=fingerprints_only,
         )
 
     def _fp(self, request: Request) -> str:
@@ -205,15 +330,21 @@ class JournaledScheduler(Scheduler):
 
     def open(self, spider: Spider):
         result = super().open(spider)
-        for encoded in self._recovery_encoded:
-            try:
-                request = request_from_dict(_decode(encoded), spider=spider)
-            except Exception as exc:  # a callback renamed since the crawl started, ...
-                self.crawler.stats.inc_value("focuscrawl/frontier/recovery_errors")
-                logger.warning("frontier: cannot restore a journaled request: %s", exc)
-                continue
-            self.enqueue_request(request.replace(dont_filter=True))
-        self._recovery_encoded = []
+        recovery, self._recovery = self._recovery, Recovery()
+        if recovery.requeue:
+            with open(recovery.path, "rb") as f:  # the compacted journal; this session appends after them
+                for offset in recovery.requeue:
+                    f.seek(offset)
+                    try:
+                        request = request_from_dict(_decode(f.readline().split(b"\t", 2)[2]), spider=spider)
+                    except Exception as exc:  # a callback renamed since the crawl started, ...
+                        self.crawler.stats.inc_value("focuscrawl/frontier/recovery_errors")
+                        logger.warning("frontier: cannot restore a journaled request: %s", exc)
+                        continue
+                    # its "+" line is in the journal already: queued without journaling it again
+                    request = request.replace(dont_filter=True)
+                    if Scheduler.enqueue_request(self, request):
+                        self._pending.add(self._fp(request))
         return result
 
     def enqueue_request(self, request: Request) -> bool:
@@ -224,7 +355,7 @@ class JournaledScheduler(Scheduler):
         request.meta[PARENT_META] = fp  # before the queue serialises it
         accepted = super().enqueue_request(request)
         if accepted:
-            data = base64.b64encode(pickle.dumps(request.to_dict(spider=self.crawler.spider),
+            data = base64.b64encode(pickle.dumps(request_to_dict(request, self.crawler.spider),
                                                  protocol=4)).decode("ascii")
             self.journal.write_lines([f"+\t{fp}\t{data}"])
             self._pending.add(fp)
@@ -264,7 +395,17 @@ class JournaledScheduler(Scheduler):
             self.journal.write_lines([f"p\t{fp}\t{response.url}"])
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
-        # Scrapy has saved its queue (close() runs before spider_closed): a clean stop
+        # Scrapy has saved its queue (close() runs before spider_closed): a clean stop. The
+        # journal is compacted first: a kill during it finds no marker and recovers from
+        # the journal, old or new, which say the same.
+        self.journal.close()
+        path = self.state_dir / JOURNAL
+        size = path.stat().st_size
+        jobdir = Path(job_dir(self.crawler.settings))
+        compact_journal(path, scan_journal(path), _committed_page_urls(run_output(self.crawler), jobdir),
+                        self.fingerprints_only)
+        self.crawler.stats.set_value("focuscrawl/frontier/compacted_bytes", size - path.stat().st_size)
+        self.journal = LineLog(path)  # anything said after the close goes to the new file
         (self.state_dir / CLEAN_MARKER).write_text(reason + "\n")
 
 

@@ -138,3 +138,45 @@ def test_prepared_record_file_is_filled_by_commit_and_dropped_at_close(tmp_path)
     run.close()
     assert list((tmp_path / "out" / "records").rglob(".*.tmp*")) == []
     assert not run.path(record_path("http://s.test/b.jpg")).exists()
+
+
+def test_many_images_in_flight_at_kills_are_each_recovered_once(tmp_path):
+    """Two kills in a row: images.pending holds the first session's images again after the
+    second (each line once), the ones written since are not recovered."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    urls = [f"http://s.test/{i}.jpg" for i in range(300)]
+    store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)
+    for url in urls:
+        assert store.first_sighting(item(url, "http://s.test/1"))
+    store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)  # kill 1
+    for recovered in store.take_recovered()[:100]:
+        assert store.first_sighting(recovered)  # the same URL goes to images.pending again
+        store.commit(recovered)
+    store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)  # kill 2
+    assert [i["image_url"] for i in store.take_recovered()] == urls[100:]
+    assert (job / "focuscrawl" / "images.pending").read_text().count("\n") == 200
+
+
+def test_images_pending_is_compacted_at_checkpoints_and_a_kill_still_recovers_the_pending(tmp_path, monkeypatch):
+    from focuscrawl.output import images
+
+    monkeypatch.setattr(images, "PENDING_COMPACT_BYTES", 4000)
+    out, job = tmp_path / "out", tmp_path / "job"
+    store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)
+    accepted = [item(f"http://s.test/{i}.jpg", "http://s.test/1") for i in range(100)]
+    for i in accepted:
+        assert store.first_sighting(i)
+    pending = job / "focuscrawl" / "images.pending"
+    assert pending.read_text().count("\n") == 100
+    for i in accepted[:90]:
+        store.commit(i)
+    store.drop(accepted[90]["image_url"], "download failed")
+    # rewritten at a checkpoint once it was 4 times what the images left then needed (24 images)
+    lines = pending.read_text().splitlines()
+    assert len(lines) < 30
+    assert {i["image_url"] for i in accepted[91:]} <= {json.loads(line)["image_url"] for line in lines}
+    assert store.stats.get_value("focuscrawl/images/pending_compacted") >= 1
+    assert store.first_sighting(item("http://s.test/late.jpg", "http://s.test/1"))  # appended to the new file
+    store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)  # a kill
+    assert [i["image_url"] for i in store.take_recovered()] == \
+        [i["image_url"] for i in accepted[91:]] + ["http://s.test/late.jpg"]

@@ -25,11 +25,11 @@ N = 24
 JPEG = image_bytes("JPEG", (64, 48))
 
 
-def tree_site() -> dict:
+def tree_site(n: int = N) -> dict:
     """p0 links p1..p3, p1 links p4..p6, ... each page with its own image."""
     pages = {}
-    for i in range(N):
-        links = "".join(f'<a href="/p{j}">cat page {j}</a>' for j in range(3 * i + 1, 3 * i + 4) if j < N)
+    for i in range(n):
+        links = "".join(f'<a href="/p{j}">cat page {j}</a>' for j in range(3 * i + 1, 3 * i + 4) if j < n)
         pages[("cats.test", f"/p{i}")] = Page(
             f"<html><body><div><p>{ON_TOPIC} Page {i} is about cats.</p>"
             f'<img src="/u{i}.jpg" alt="cat {i}" width="600" height="400"></div>{links}</body></html>')
@@ -63,18 +63,25 @@ def wait_rows(path, n, timeout=60):
     raise AssertionError(f"{path} never reached {n} rows")
 
 
+def kill_at_rows(proc, out, n: int) -> None:
+    """SIGKILL the crawl once its pages.tsv has ``n`` rows."""
+    wait_rows(out / "pages.tsv", n)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+
+
 def page_fetches(web) -> Counter:
     return Counter(r for r in web.pages_requested() if not r.endswith(".jpg"))
 
 
-def check_complete(out, all_images: bool = True) -> set[str]:
+def check_complete(out, all_images: bool = True, n: int = N) -> set[str]:
     """Every page once, every image at most once; returns the images missing."""
     pages = [r["url"] for r in read_tsv(out / "pages.tsv")]
     images = [r["image_url"] for r in read_tsv(out / "images.tsv")]
     assert len(pages) == len(set(pages)), Counter(pages).most_common(3)
     assert len(images) == len(set(images)), Counter(images).most_common(3)
-    assert sorted(pages) == sorted(f"http://cats.test/p{i}" for i in range(N))
-    expected = {f"http://cats.test/u{i}.jpg" for i in range(N)}
+    assert sorted(pages) == sorted(f"http://cats.test/p{i}" for i in range(n))
+    expected = {f"http://cats.test/u{i}.jpg" for i in range(n)}
     assert set(images) <= expected
     if all_images:
         assert set(images) == expected
@@ -111,9 +118,7 @@ def test_sigkill_then_resume_recovers_the_frontier(tmp_path):
     out, job = tmp_path / "out", tmp_path / "job"
     with LocalWeb(tree_site()) as web:
         proc, stats = start_crawl(web, tmp_path, out, job)
-        wait_rows(out / "pages.tsv", 8)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 8)
         killed_rows = read_tsv(out / "pages.tsv")
         assert (out / "pages.tsv").read_bytes().endswith(b"\n")  # no half-written row
         assert len(killed_rows) < N
@@ -184,9 +189,7 @@ def test_sigkill_with_lagging_checkpoint_recrawls_every_cut_row(tmp_path):
     out, job = tmp_path / "out", tmp_path / "job"
     with LocalWeb(tree_site()) as web:
         proc, stats = start_crawl(web, tmp_path, out, job, extra={"FOCUSCRAWL_CHECKPOINT_INTERVAL": 3600})
-        wait_rows(out / "pages.tsv", 8)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 8)
         killed_rows = len(read_tsv(out / "pages.tsv"))
         checkpoint = json.loads((job / "focuscrawl" / "offsets.json").read_text())["files"]["pages.tsv"]
         kept_rows = (out / "pages.tsv").read_bytes()[:checkpoint].count(b"\n") - 1
@@ -209,13 +212,95 @@ def test_sigterm_resume_then_sigkill_repeats_no_row(tmp_path):
         proc.send_signal(signal.SIGTERM)
         finish(proc, stats)
         proc, stats = start_crawl(web, tmp_path, out, job)
-        wait_rows(out / "pages.tsv", 14)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill_at_rows(proc, out, 14)
         proc, stats = start_crawl(web, tmp_path, out, job)
         third = finish(proc, stats)
     check_complete(out, all_images=False)  # every page exactly once
     assert third["focuscrawl/frontier/unrecovered"] == 0
+
+
+def journal_kinds(job) -> Counter:
+    return Counter(line[:1] for line in (job / "focuscrawl" / "frontier.log").read_text().splitlines())
+
+
+def test_sigkill_with_many_fetched_pages_without_rows_recrawls_each_once(tmp_path):
+    """A lagging checkpoint and a kill late in the crawl: most fetched pages have no
+    committed row and are queued again from the journal (one pass over it, not one per
+    page); every page is written exactly once."""
+    n = 90
+    out, job = tmp_path / "out", tmp_path / "job"
+    with LocalWeb(tree_site(n)) as web:
+        proc, stats = start_crawl(web, tmp_path, out, job, delay=0,
+                                  extra={"FOCUSCRAWL_CHECKPOINT_INTERVAL": 3600, "CONCURRENT_REQUESTS": 8})
+        kill_at_rows(proc, out, 60)
+        proc, stats = start_crawl(web, tmp_path, out, job, delay=0)
+        second = finish(proc, stats)
+    check_complete(out, all_images=False, n=n)
+    assert second["focuscrawl/frontier/recovered_pages_without_rows"] >= 50
+    assert second["focuscrawl/frontier/unrecovered"] == 0
+
+
+def test_the_journal_is_compacted_and_a_later_kill_still_loses_nothing(tmp_path):
+    """Kill, resume (the recovery compacts the journal: done requests become fingerprint
+    lines), kill again, resume: every page exactly once, nothing unrecovered."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    with LocalWeb(tree_site()) as web:
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        kill_at_rows(proc, out, 6)
+        journal = job / "focuscrawl" / "frontier.log"
+        size, kinds = journal.stat().st_size, journal_kinds(job)
+        assert kinds["s"] == 0 and kinds["-"] > 0
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        kill_at_rows(proc, out, 14)
+        assert journal_kinds(job)["s"] > 0  # compacted by the first recovery
+        proc, stats = start_crawl(web, tmp_path, out, job)
+        third = finish(proc, stats)
+    check_complete(out, all_images=False)
+    assert third["focuscrawl/frontier/unrecovered"] == 0
+    assert third["focuscrawl/frontier/compacted_bytes"] > 0
+    # a clean end leaves only fingerprints of done requests: no pickled request, no page line
+    kinds = journal_kinds(job)
+    assert set(kinds) == {"s"} and kinds["s"] >= N
+    assert journal.stat().st_size < size
+
+
+KILL_IN_COMPACTION = {"EXTENSIONS": {**EXTENSIONS, "tests.support.killswitch.KillInJournalCompaction": 0}}
+
+
+def test_a_kill_during_the_compaction_of_a_clean_stop_loses_nothing(tmp_path):
+    """SIGTERM; the crawl dies while compacting its journal at the close (new journal
+    whole but not renamed / renamed but no clean marker), then resumes: every page once."""
+    for when in ("before", "after"):
+        out, job = tmp_path / when / "out", tmp_path / when / "job"
+        with LocalWeb(tree_site()) as web:
+            proc, stats = start_crawl(web, tmp_path, out, job, extra={**KILL_IN_COMPACTION,
+                                                                      "TEST_KILL_IN_COMPACTION": when})
+            wait_rows(out / "pages.tsv", 6)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(60) == -signal.SIGKILL
+            assert not (job / "focuscrawl" / "frontier.clean").exists()
+            assert (job / "focuscrawl" / ".frontier.log.compact").exists() == (when == "before")
+            proc, stats = start_crawl(web, tmp_path, out, job)
+            second = finish(proc, stats)
+        check_complete(out, all_images=False)
+        assert second["focuscrawl/frontier/unrecovered"] == 0
+
+
+def test_a_kill_during_the_compaction_of_a_recovery_loses_nothing(tmp_path):
+    """SIGKILL; the resumed crawl dies while its recovery compacts the journal (before or
+    after the rename); a third start recovers again: every page once, nothing unrecovered."""
+    for when in ("before", "after"):
+        out, job = tmp_path / when / "out", tmp_path / when / "job"
+        with LocalWeb(tree_site()) as web:
+            proc, stats = start_crawl(web, tmp_path, out, job)
+            kill_at_rows(proc, out, 8)
+            proc, stats = start_crawl(web, tmp_path, out, job, extra={**KILL_IN_COMPACTION,
+                                                                      "TEST_KILL_IN_COMPACTION": when})
+            assert proc.wait(60) == -signal.SIGKILL
+            proc, stats = start_crawl(web, tmp_path, out, job)
+            third = finish(proc, stats)
+        check_complete(out, all_images=False)
+        assert third["focuscrawl/frontier/unrecovered"] == 0
 
 
 #: the crawl dies inside the page writer's 6th batch (one page a batch): its sentences

@@ -21,7 +21,7 @@ from twisted.python.failure import Failure
 
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects, read_seen_fingerprints,
-                                      rerank_queue_top)
+                                      request_to_dict, rerank_queue_top, seen_record)
 
 
 def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
@@ -38,6 +38,47 @@ def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
         fh.write((20).to_bytes(2, "big") + b"torn")
     assert read_seen_fingerprints(tmp_path / "requests.seen") == expected
     assert read_seen_fingerprints(tmp_path / "absent") == set()
+
+
+def test_request_to_dict_equals_scrapys_to_dict():
+    from scrapy import FormRequest, Spider
+    from scrapy.utils.request import request_from_dict
+
+    class S(Spider):
+        name = "s"
+
+        def parse_page(self, response):
+            pass
+
+        def failed(self, failure):
+            pass
+
+
+    spider = S()
+    requests = [Request("http://127.0.0.1/a", callback=spider.parse_page, errback=spider.failed,
+                        meta={"m": 1}, priority=3, headers={"X": "1"}, cb_kwargs={"k": 2}),
+                Request("http://127.0.0.1/b"),
+                FormRequest("http://127.0.0.1/c", formdata={"q": "cat"}, callback=spider.parse_page)]
+    for request in requests:
+        assert request_to_dict(request, spider) == request.to_dict(spider=spider)
+    class T(S):
+        alias = S.parse_page  # one method, two names: to_dict says "alias", this "parse_page"
+
+    other = T()
+    aliased = Request("http://127.0.0.1/d", callback=other.alias)
+    assert request_from_dict(request_to_dict(aliased, other), spider=other).callback == other.parse_page
+    with pytest.raises(ValueError):  # not a method of the spider: to_dict's own error
+        request_to_dict(Request("http://127.0.0.1/e", callback=lambda r: None), spider)
+
+
+def test_rfpdupefilter_reads_a_requests_seen_written_with_seen_record(tmp_path):
+    crawler = get_crawler(settings_dict={"JOBDIR": str(tmp_path)})
+    requests = [Request(f"http://127.0.0.1/{i}") for i in range(5)]
+    (tmp_path / "requests.seen").write_bytes(
+        b"".join(seen_record(crawler.request_fingerprinter.fingerprint(r)) for r in requests[:3]))
+    dupefilter = RFPDupeFilter.from_crawler(crawler)
+    assert [dupefilter.request_seen(r) for r in requests] == [True, True, True, False, False]
+    dupefilter.close("finished")
 
 
 @pytest.mark.parametrize("queue_class", ["scrapy.squeues.FifoMemoryQueue", "scrapy.squeues.PickleFifoDiskQueue"])

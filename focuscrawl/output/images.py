@@ -43,6 +43,9 @@ IMAGE_FIELDS = ("image_url", "first_seen", "final_score", "final_context", "imag
 
 PENDING, WRITTEN, DROPPED = "P", "W", "D"
 PENDING_FILE = "images.pending"
+#: ``images.pending`` is rewritten with the images still pending at a checkpoint once it is
+#: this big and 4 times what they need (each accepted image appends its item, ~1 KB)
+PENDING_COMPACT_BYTES = 1 << 20
 
 
 def url_sha1(url: str) -> str:
@@ -127,6 +130,9 @@ class ImageStore:
         self.log = run.line_log("images.tsv", "\t".join(image_columns(max_parents, max_siblings)))
         self.seen = run.state_log("images.seen")
         self.pending_log: LineLog | None = None
+        #: the images.pending line of each image not yet written or dropped (what compaction keeps)
+        self._pending_lines: dict[str, str] = {}
+        self._pending_bytes = 0
         self.recovered: list[ImageItem] = []
         self._run_dir = str(run.dir)
         self._record_dirs: set[str] = set()
@@ -134,6 +140,7 @@ class ImageStore:
         if self.seen is not None:
             self._load_seen()
             self._load_pending()
+            run.checkpoint_listeners.append(self._compact_pending)
 
     def _load_seen(self) -> None:
         for line in self.seen.lines():
@@ -152,22 +159,46 @@ class ImageStore:
         """
         path = self.run.state_dir / PENDING_FILE
         if path.exists():
-            kept = []
+            kept, recovered_urls = [], set()
             for line in iter_lines(path):
                 try:
                     fields = json.loads(line)
                 except ValueError:
                     continue
                 url = fields.get("image_url")
-                if url and url not in self.entries and url not in {i["image_url"] for i in self.recovered}:
+                if url and url not in self.entries and url not in recovered_urls:
+                    recovered_urls.add(url)
                     self.recovered.append(ImageItem(**{k: v for k, v in fields.items() if k in ImageItem.fields}))
                     kept.append(line)
+                    self._pending_line(url, line)
             atomic_write_bytes(path, "".join(f"{k}\n" for k in kept).encode("utf-8", "replace"))
             if self.recovered:
                 self.stats.set_value("focuscrawl/images/recovered_pending", len(self.recovered))
                 logger.warning("%d images accepted before an unclean stop but never written are queued again",
                                len(self.recovered))
         self.pending_log = LineLog(path)
+
+    def _pending_line(self, url: str, line: str | None) -> None:
+        """Remember (``line``) or forget (``None``) the images.pending line of ``url``."""
+        old = self._pending_lines.pop(url, None)
+        if old is not None:
+            self._pending_bytes -= len(old) + 1
+        if line is not None:
+            self._pending_lines[url] = line
+            self._pending_bytes += len(line) + 1
+
+    def _compact_pending(self) -> None:
+        """After a checkpoint every written or dropped image is in the checkpointed images.seen,
+        so images.pending needs only the lines of the images still pending: rewritten with them
+        (temp file + rename: a kill keeps the old file or the new) once it has grown enough."""
+        log = self.pending_log
+        if log is None or log.offset < max(PENDING_COMPACT_BYTES, 4 * self._pending_bytes):
+            return
+        atomic_write_bytes(log.path, "".join(f"{line}\n" for line in self._pending_lines.values())
+                           .encode("utf-8", "replace"))
+        log.close()
+        self.pending_log = LineLog(log.path)
+        self.stats.inc_value("focuscrawl/images/pending_compacted")
 
     def take_recovered(self) -> list[ImageItem]:
         """The recovered first sightings, once (the spider middleware yields them at start)."""
@@ -200,7 +231,9 @@ class ImageStore:
             item["record_path"] = record_path(url)
             self.next_order += 1
             if self.pending_log is not None:  # survives a kill during the download
-                self.pending_log.write_lines([json.dumps(dict(item), ensure_ascii=False, separators=(",", ":"))])
+                line = json.dumps(dict(item), ensure_ascii=False, separators=(",", ":"))
+                self.pending_log.write_lines([line])
+                self._pending_line(url, line)
             return True
         self._merge(url, entry, sighting_of(item, self.final_context))
         return False
@@ -258,6 +291,7 @@ class ImageStore:
         entry.status, entry.pending = WRITTEN, []
         if self.seen is not None:
             self.seen.write_lines([f"{WRITTEN}\t{entry.order}\t{url}"])
+            self._pending_line(url, None)
         self.run.commit()
 
     def prepare_record(self, url: str) -> None:
@@ -287,6 +321,7 @@ class ImageStore:
         entry.status, entry.pending = DROPPED, []
         if self.seen is not None:
             self.seen.write_lines([f"{DROPPED}\t{entry.order}\t{url}\t{reason}"])
+            self._pending_line(url, None)
             self.run.commit()
 
 

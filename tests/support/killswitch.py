@@ -90,3 +90,39 @@ class KillBeforePageRows:
             write_lines(lines)
 
         log.write_lines = write_or_die
+
+
+class _OsKillingAtJournalReplace:
+    """``os`` for ``focuscrawl.frontier``, but SIGKILL just before (``before``) or just after
+    (``after``) the compacted journal is renamed over ``frontier.log``."""
+
+    def __init__(self, when: str) -> None:
+        self.when = when
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def replace(self, src, dst) -> None:
+        journal = str(dst).endswith("frontier.log")
+        if journal and self.when == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        os.replace(src, dst)
+        if journal and self.when == "after":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class KillInJournalCompaction:
+    """Kills the process when the frontier journal is compacted (at a clean stop, or when
+    a crawl recovers from a kill): ``TEST_KILL_IN_COMPACTION`` = ``before`` (the new journal
+    is whole on disk, not yet renamed) or ``after`` (renamed; the clean marker or Scrapy's
+    new seen-set not yet written)."""
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        when = crawler.settings.get("TEST_KILL_IN_COMPACTION")
+        if not when:
+            raise NotConfigured
+        from focuscrawl import frontier
+
+        frontier.os = _OsKillingAtJournalReplace(when)
+        return cls()
