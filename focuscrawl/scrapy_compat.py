@@ -28,10 +28,8 @@ except ImportError:  # Scrapy 2.15-2.17: logged like any FileException
     from scrapy.pipelines.media import FileException as ExpectedMediaFailure
 
 __all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "seen_record", "request_to_dict",
-           "rerank_queue_top",
-           "wake_engine",
-           "is_decompression_too_big", "is_too_many_redirects", "is_over_download_maxsize",
-           "quiet_robots_network_errors", "MemoryStatsCollector", "SlotBoundDownloader"]
+           "rerank_queue_top", "wake_engine", "is_decompression_too_big", "is_too_many_redirects",
+           "is_over_download_maxsize", "quiet_robots_network_errors", "MemoryStatsCollector", "SlotBoundDownloader"]
 
 _SEEN_SIZE_BYTES = 2  # RFPDupeFilter's requests.seen: 2-byte big-endian length + fingerprint
 
