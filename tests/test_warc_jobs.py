@@ -100,6 +100,28 @@ def test_jobs_1_and_2_merge_to_the_same_run(tmp_path):
     assert tsv(one / "pages.tsv", "url") == tsv(single / "pages.tsv", "url")
 
 
+def test_a_job_process_killed_fails_its_file_and_the_others_are_merged(tmp_path):
+    """A job process SIGKILLed inside its crawl (out of memory, a kill): its file is reported
+    failed, the other job process replays every other file, the merge completes and the
+    command exits 1 with the reason, without a traceback."""
+    paths = archives(tmp_path)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", "2",
+           "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "-s", "LOG_LEVEL=INFO",
+           "-s", 'DOWNLOADER_MIDDLEWARES={"tests.support.killswitch.KillInResponseChain": 1}',
+           "-s", "TEST_KILL_AT_RESPONSE_URL=http://site.test/f2/p1"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["finish_reason"] == f"failed: {paths[2]}: job process died"
+    pages = tsv(out / "pages.tsv", "url")
+    others = {f"http://site.test/f{f}/p{i}" for f in (0, 1, 3) for i in range(3)}
+    assert others <= set(pages) and "http://site.test/f2/p1" not in pages
+    for url in others:  # each merged page's images are there
+        assert any(r["page_url"] == url for r in tsv(out / "images.tsv", "image_url").values())
+
+
 def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
     """docs/DEPLOY.md "The same as scrapyd jobs across machines", step by step: one egg
     deployed to two real scrapyd servers, one `archive` job per file scheduled round-robin
