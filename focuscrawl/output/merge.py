@@ -155,19 +155,21 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
                 best[url] = (key, part, r)
     merged_rows, duplicate_sightings = [], 0
     order = sorted(best.values(), key=lambda v: v[0][1:])
-    i_url, i_image = image_header.index("image_url") if image_header else 0, image_header.index("image_path") if image_header else 0
+    i_url, i_image, i_first = (image_header.index(c) if image_header else 0
+                               for c in ("image_url", "image_path", "first_seen"))
     stored = {part: _image_files(part) for part in parts}  # none: the images went to a shared store
     linked = _image_files(out)
     records = _NewFolder(out / "records")
+    rels = [record_path(r[i_url]) for _, _, r in order]
     with ThreadPoolExecutor(8, thread_name_prefix="merge-files") as pool:
         writer = _FileWriter(pool)
-        holders = [[part, *(p for p in parts if p != part and record_path(r[i_url]) in held[p])]
-                   for _, part, r in order]  # the parts with a record of the image, the chosen row's first
-        sources = _prefetch(pool, _read_records, [[p / record_path(r[i_url]) for p in ps]
-                                                  for (_, _, r), ps in zip(order, holders)])
-        for n, ((_, part, r), image_holders, records_read) in enumerate(zip(order, holders, sources)):
+        # the parts with a record of each image, the chosen row's part first
+        holders = [[part, *(p for p in parts if p != part and rel in held[p])]
+                   for (_, part, _), rel in zip(order, rels)]
+        sources = _prefetch(pool, _read_records, [[p / rel for p in ps] for rel, ps in zip(rels, holders)])
+        for n, ((_, part, r), rel, image_holders, records_read) in enumerate(zip(order, rels, holders, sources)):
             r = list(r)
-            r[image_header.index("first_seen")] = str(n)
+            r[i_first] = str(n)
             merged_rows.append(r)
             url = r[i_url]
             record, keys = records_read[0], set()
@@ -182,7 +184,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
                         keys.add(sighting_key(s))
             record["sightings"].sort(key=lambda s: fetched.get(s.get("page_url"), float("inf")))
             image = r[i_image]
-            writer.submit(records.write, record_path(url).partition("/")[2], record_json(record),
+            writer.submit(records.write, rel.partition("/")[2], record_json(record),
                           (part / image, out / image) if image in stored[part] and image not in linked else None)
             linked.add(image)
         writer.close()
