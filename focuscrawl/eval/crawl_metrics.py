@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import parse_float, read_tsv
+from focuscrawl.output.images import SIGHTINGS_LOG, read_sightings_log, with_logged
 from focuscrawl.output.stats import read_stats
 from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank, rank_run
 from focuscrawl.topic.model import DEFAULT_SCORER
@@ -79,10 +80,12 @@ class Run:
         stats = read_stats(folder / "stats.json") if (folder / "stats.json").exists() else {}
         sentences = folder / "sentences.txt.gz"
         sightings = []
+        logged = read_sightings_log(folder / SIGHTINGS_LOG)  # a crawl killed before its fold
         for r in images:
             record = folder / r["record_path"] if r.get("record_path") else None
             if record is not None and record.exists():
-                for sight in json.loads(record.read_text()).get("sightings", []):
+                rec = with_logged(json.loads(record.read_text()), logged.get(r["record_path"], []))
+                for sight in rec.get("sightings", []):
                     if not budget or sight.get("page_url") in kept:
                         sightings.append((r["image_url"], _float(sight.get("final_score"))))
             else:
