@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -37,7 +38,7 @@ from scrapy.crawler import Crawler
 from focuscrawl import settings as defaults
 from focuscrawl.images.final import final_score
 from focuscrawl.items import ImageItem
-from focuscrawl.output.files import LineLog, atomic_write_bytes, iter_lines, temp_path
+from focuscrawl.output.files import FileWriter, LineLog, atomic_write_bytes, iter_lines, prefetch, temp_path
 from focuscrawl.output.run import RunOutput, run_output
 from focuscrawl.output.tsv import row
 
@@ -289,26 +290,35 @@ class ImageStore:
 
     def fold(self) -> None:
         """Merge the sightings log into the records, each touched record read and written once
-        (atomically), then empty the log (its checkpoint first: docs/OUTPUT.md)."""
+        (atomically; the files on threads, as a merge does), then empty the log (its checkpoint
+        first: docs/OUTPUT.md)."""
         if not self.sightings.offset:
             return
-        for rel, lines in read_sightings_log(self.sightings.path, self.sightings.offset).items():
-            path = self.run.path(rel)
-            try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                self.stats.inc_value("focuscrawl/images/merge/record_missing")
-                logger.warning("cannot merge into record %s: %s", path, exc)
-                continue
-            if self._add_sightings(record, [line["sighting"] for line in lines if "sighting" in line],
-                                   sum(line.get("over_limit", 0) for line in lines)):
-                atomic_write_bytes(path, record_json(record))
-                self.stats.inc_value("focuscrawl/images/merge/merged")
-            entry = self.entries.get(record.get("image_url"))
-            if entry is not None:
-                entry.count = len(record["sightings"])
+        by_record = read_sightings_log(self.sightings.path, self.sightings.offset)
+        with ThreadPoolExecutor(4, thread_name_prefix="fold-records") as pool:
+            writer = FileWriter(pool)
+            for (rel, lines), record in zip(by_record.items(), prefetch(pool, self._read_record, list(by_record))):
+                if record is None:
+                    continue
+                if self._add_sightings(record, [line["sighting"] for line in lines if "sighting" in line],
+                                       sum(line.get("over_limit", 0) for line in lines)):
+                    writer.submit(atomic_write_bytes, self.run.path(rel), record_json(record))
+                    self.stats.inc_value("focuscrawl/images/merge/merged")
+                entry = self.entries.get(record.get("image_url"))
+                if entry is not None:
+                    entry.count = len(record["sightings"])
+            writer.close()
         self.run.empty_log(SIGHTINGS_LOG)
         self.stats.inc_value("focuscrawl/images/merge/folds")
+
+    def _read_record(self, rel: str) -> dict[str, Any] | None:
+        path = self.run.path(rel)
+        try:
+            return json.loads(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            self.stats.inc_value("focuscrawl/images/merge/record_missing")
+            logger.warning("cannot merge into record %s: %s", path, exc)
+            return None
 
     def _add_sightings(self, record: dict[str, Any], sightings: list[dict[str, Any]], over_limit: int = 0) -> bool:
         keys = {sighting_key(s) for s in record["sightings"]}

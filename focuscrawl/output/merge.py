@@ -29,12 +29,11 @@ import json
 import os
 import shutil
 import sys
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
 
-from focuscrawl.output.files import _write_all, atomic_write_bytes, gzip_complete_size, iter_tsv, parse_float
+from focuscrawl.output.files import (FileWriter, _write_all, atomic_write_bytes, gzip_complete_size, iter_tsv,
+                                     parse_float, prefetch)
 from focuscrawl.output.images import SIGHTINGS_LOG, read_sightings_log, record_json, record_path, sighting_key, with_logged
 from focuscrawl.output.stats import read_stats
 
@@ -175,11 +174,11 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     records = _NewFolder(out / "records")
     rels = [record_path(r[i_url]) for _, _, r in order]
     with ThreadPoolExecutor(8, thread_name_prefix="merge-files") as pool:
-        writer = _FileWriter(pool)
+        writer = FileWriter(pool)
         # the parts with a record of each image, the chosen row's part first
         holders = [[part, *(p for p in parts if p != part and rel in held[p])]
                    for (_, part, _), rel in zip(order, rels)]
-        sources = _prefetch(pool, records_of.read_all, [[(p, rel) for p in ps] for rel, ps in zip(rels, holders)])
+        sources = prefetch(pool, records_of.read_all, [[(p, rel) for p in ps] for rel, ps in zip(rels, holders)])
         for n, ((_, part, r), rel, image_holders, records_read) in enumerate(zip(order, rels, holders, sources)):
             r = list(r)
             r[i_first] = str(n)
@@ -222,43 +221,6 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
             "duplicate_sightings": duplicate_sightings, "links": len(links), "duplicate_links": duplicate_links,
             "orphan_sentences": orphan_sentences}
-
-
-class _FileWriter:
-    """Runs file writes on ``pool``'s threads, at most ``pending`` queued, the first error raised.
-
-    Creating a file is a system call that waits for the file system (0.1-0.6 ms here) with
-    the GIL released: the merge creates a file an image (and links one), so threads overlap them."""
-
-    def __init__(self, pool: ThreadPoolExecutor, pending: int = 256) -> None:
-        self._pool = pool
-        self._futures: deque = deque()
-        self._pending = pending
-
-    def submit(self, fn, *args) -> None:
-        self._futures.append(self._pool.submit(fn, *args))
-        while len(self._futures) > self._pending:
-            self._futures.popleft().result()
-
-    def close(self) -> None:
-        try:
-            while self._futures:
-                self._futures.popleft().result()
-        finally:
-            for future in self._futures:
-                future.cancel()
-
-
-def _prefetch(pool: ThreadPoolExecutor, fn, items: list, ahead: int = 256) -> Iterator:
-    """``fn(item)`` of each item in order, up to ``ahead`` of them running on ``pool`` before
-    they are asked for (opening a file waits for the file system with the GIL released)."""
-    futures: deque = deque()
-    for item in items:
-        futures.append(pool.submit(fn, item))
-        if len(futures) > ahead:
-            yield futures.popleft().result()
-    while futures:
-        yield futures.popleft().result()
 
 
 def _image_files(run: Path) -> set[str]:
