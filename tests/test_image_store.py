@@ -45,7 +45,7 @@ def test_sightings_merge_pending_written_repeated_and_limited(tmp_path):
     assert run.path(record_path("http://s.test/a.jpg")).read_bytes() == written
     assert st.get_value("focuscrawl/images/merge/logged") == 3
     store.fold()  # (at close, or once the log is big): each record read and written once
-    assert (tmp_path / "out" / "sightings.jsonl").read_bytes() == b""
+    assert (tmp_path / "out" / "sightings.log").read_bytes() == b""
     rec = record(run, "http://s.test/a.jpg")
     assert [s["page_url"] for s in rec["sightings"]] == ["http://s.test/1", "http://s.test/2", "http://s.test/3"]
     assert rec["sightings_over_limit"] == 1
@@ -53,8 +53,8 @@ def test_sightings_merge_pending_written_repeated_and_limited(tmp_path):
     assert st.get_value("focuscrawl/images/merge/merged") == 1  # one rewrite for pages 3 and 4
     # the record is full: a later sighting is only counted, in a short line
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/5"))
-    assert json.loads((tmp_path / "out" / "sightings.jsonl").read_text()) == {
-        "record_path": record_path("http://s.test/a.jpg"), "over_limit": 1}
+    rel, _, line = (tmp_path / "out" / "sightings.log").read_text().partition("\t")
+    assert rel == record_path("http://s.test/a.jpg") and json.loads(line) == {"over_limit": 1}
     store.close()
     assert record(run, "http://s.test/a.jpg")["sightings_over_limit"] == 2
     # a dropped image: later sightings are counted, not kept
@@ -113,9 +113,9 @@ def test_sightings_log_after_a_kill_is_cut_to_the_checkpoint_and_folded_on_resum
     store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
     assert [s["page_url"] for s in record(run, "http://s.test/a.jpg")["sightings"]] == \
         ["http://s.test/1", "http://s.test/2"]
-    assert (out / "sightings.jsonl").read_bytes() == b""
+    assert (out / "sightings.log").read_bytes() == b""
     offsets = json.loads((job / "focuscrawl" / "offsets.json").read_text())["files"]
-    assert offsets["sightings.jsonl"] == 0  # a kill now cuts nothing folded back in
+    assert offsets["sightings.log"] == 0  # a kill now cuts nothing folded back in
     store.first_sighting(item("http://s.test/a.jpg", "http://s.test/3"))  # the page crawled again
     # killed again; then opened without JOBDIR: every whole line is folded
     run = RunOutput(out)

@@ -15,7 +15,7 @@ Record (``records/<sha1[:2]>/<sha1>.json``, written atomically when its image is
                     contexts, extra_contexts, final_score, final_context}, ...],
      "sightings_over_limit": n}
 
-A later sighting of a written image is one line appended to ``sightings.jsonl`` (a log
+A later sighting of a written image is one line appended to ``sightings.log`` (a log
 checkpointed like the others), not a rewrite of its record: a record holds up to
 ``FOCUSCRAWL_IMAGE_MAX_SIGHTINGS`` sightings of ~5 KB each (contexts with their texts),
 and a logo on every page would rewrite that whole record on every page. The log is
@@ -55,7 +55,7 @@ PENDING_FILE = "images.pending"
 #: ``images.pending`` is rewritten with the images still pending at a checkpoint once it is
 #: this big and 4 times what they need (each accepted image appends its item, ~1 KB)
 PENDING_COMPACT_BYTES = 1 << 20
-SIGHTINGS_LOG = "sightings.jsonl"
+SIGHTINGS_LOG = "sightings.log"
 #: the sightings log is folded into the records at the first checkpoint after it reaches this
 #: size (and always at close): each fold rewrites every record it touches once
 SIGHTINGS_FOLD_BYTES = 64 << 20
@@ -271,11 +271,8 @@ class ImageStore:
             entry.count = self._record_count(rel)
         # a full record (as last written: logged sightings may be repeats the fold drops) only
         # counts it: a short line
-        if entry.count >= self.max_sightings:
-            line = {"record_path": rel, "over_limit": 1}
-        else:
-            line = {"record_path": rel, "sighting": sighting}
-        self.sightings.write_lines([json.dumps(line, ensure_ascii=False, separators=(",", ":"))])
+        line = {"over_limit": 1} if entry.count >= self.max_sightings else {"sighting": sighting}
+        self.sightings.write_lines([f"{rel}\t{json.dumps(line, ensure_ascii=False, separators=(',', ':'))}"])
         self.stats.inc_value("focuscrawl/images/merge/logged")
 
     def _record_count(self, rel: str) -> int:
@@ -297,9 +294,10 @@ class ImageStore:
         by_record = read_sightings_log(self.sightings.path, self.sightings.offset)
         with ThreadPoolExecutor(4, thread_name_prefix="fold-records") as pool:
             writer = FileWriter(pool)
-            for (rel, lines), record in zip(by_record.items(), prefetch(pool, self._read_record, list(by_record))):
+            for (rel, raw), record in zip(by_record.items(), prefetch(pool, self._read_record, list(by_record))):
                 if record is None:
                     continue
+                lines = parse_logged(raw)
                 if self._add_sightings(record, [line["sighting"] for line in lines if "sighting" in line],
                                        sum(line.get("over_limit", 0) for line in lines)):
                     writer.submit(atomic_write_bytes, self.run.path(rel), record_json(record))
@@ -391,29 +389,43 @@ class ImageStore:
             self.run.commit()
 
 
-def read_sightings_log(path: str | os.PathLike, end: int | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The lines of a sightings log (whole lines up to ``end``) by record path, in log order:
-    ``{"record_path", "sighting"}`` or ``{"record_path", "over_limit": n}``."""
-    by_record: dict[str, list[dict[str, Any]]] = {}
-    if not os.path.exists(path):
-        return by_record
+def read_sightings_log(path: str | os.PathLike, end: int | None = None) -> dict[str, list[str]]:
+    """The whole lines of a sightings log (up to ``end``) by record path, in log order, their JSON
+    unparsed (``parse_logged``): a fold holds up to ``SIGHTINGS_FOLD_BYTES`` of them at once.
+
+    A line is ``<record path><TAB>{"sighting": {...}}`` or ``<record path><TAB>{"over_limit": n}``.
+    """
+    by_record: dict[str, list[str]] = {}
     for text in iter_lines(path, end, errors="replace"):
-        try:
-            line = json.loads(text)
-            by_record.setdefault(line["record_path"], []).append(line)
-        except (ValueError, KeyError, TypeError):
-            logger.warning("%s: a line that is not a sighting, skipped", path)
+        rel, tab, payload = text.partition("\t")
+        if tab:
+            by_record.setdefault(rel, []).append(payload)
     return by_record
 
 
-def with_logged(record: dict[str, Any], lines: list[dict[str, Any]]) -> dict[str, Any]:
+def parse_logged(payloads: list[str]) -> list[dict[str, Any]]:
+    """The logged lines of one record (``read_sightings_log``) as dicts; a line that is not one is skipped."""
+    lines = []
+    for payload in payloads:
+        try:
+            line = json.loads(payload)
+        except ValueError:
+            line = None
+        if isinstance(line, dict):
+            lines.append(line)
+        else:
+            logger.warning("a sightings log line that is not a sighting, skipped: %.80s", payload)
+    return lines
+
+
+def with_logged(record: dict[str, Any], payloads: list[str]) -> dict[str, Any]:
     """``record`` as its fold would leave it, for readers of a run directory whose crawl was
     killed before folding its sightings log (``read_sightings_log``): the logged sightings it
     does not hold yet appended, the counted ones added to ``sightings_over_limit``."""
     keys = {sighting_key(s) for s in record["sightings"]}
-    for line in lines:
+    for line in parse_logged(payloads):
         s = line.get("sighting")
-        if s is not None and sighting_key(s) not in keys:
+        if isinstance(s, dict) and sighting_key(s) not in keys:
             record["sightings"].append(s)
             keys.add(sighting_key(s))
         elif line.get("over_limit"):
