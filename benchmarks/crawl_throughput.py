@@ -147,6 +147,8 @@ def real_pages(data: Path) -> list[bytes]:
     docs = [p.read_bytes() for p in sorted((data / "cleaneval" / "final" / "input").glob("*.html"))]
     docs += [gzip.decompress(p.read_bytes()) for p in sorted((data / "article-extraction-benchmark" / "html")
                                                                  .glob("*.html.gz"))]
+    if not docs:
+        raise SystemExit(f"{data} holds no CLEANEVAL or article-benchmark pages: give the shared data folder with --data")
     href = re.compile(rb"\shref\s*=", re.I)
     src = re.compile(rb"(<img\b[^>]*?\s)src\s*=\s*([\"']?)([^\"'\s>]*)", re.I)
     return [src.sub(lambda m: m.group(1) + b"src=" + m.group(2) + b"/img/r-%d.jpg" % zlib.crc32(m.group(3)),
@@ -646,6 +648,8 @@ def main() -> int:
                                    args.cprofile, args.trend_every, args.window)))
         return 0
 
+    if "real" in args.shapes and not (Path(args.data) / "cleaneval").is_dir():
+        parser.error(f"--data {args.data}: not the shared data folder (no cleaneval/): shape real needs it")
     if args.modes is None:
         args.modes = ["keywords"] if args.cprofile else list(ALL_MODES)
     if args.ab:
