@@ -124,6 +124,27 @@ def test_sightings_log_after_a_kill_is_cut_to_the_checkpoint_and_folded_on_resum
         ["http://s.test/1", "http://s.test/2", "http://s.test/3"]
 
 
+def test_sightings_log_is_folded_at_the_checkpoint_after_it_grows_big(tmp_path, monkeypatch):
+    """A long crawl does not wait for its close: the first checkpoint after the log reaches
+    SIGHTINGS_FOLD_BYTES folds it, and the checkpoint then records it empty."""
+    import focuscrawl.output.images as images
+
+    monkeypatch.setattr(images, "SIGHTINGS_FOLD_BYTES", 1)
+    out, job = tmp_path / "out", tmp_path / "job"
+    run = RunOutput(out, job)
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    first = item("http://s.test/a.jpg", "http://s.test/1")
+    store.first_sighting(first)
+    store.commit(first)
+    store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2"))
+    assert (out / "sightings.log").stat().st_size > 0
+    run.commit(force=True)
+    assert (out / "sightings.log").read_bytes() == b""
+    assert json.loads((job / "focuscrawl" / "offsets.json").read_text())["files"]["sightings.log"] == 0
+    assert [s["page_url"] for s in record(run, "http://s.test/a.jpg")["sightings"]] == \
+        ["http://s.test/1", "http://s.test/2"]
+
+
 def test_jobdir_of_another_run_directory_is_refused(tmp_path):
     run = RunOutput(tmp_path / "out", tmp_path / "job")
     run.line_log("pages.tsv", "url").write_lines(["http://s.test/"])
