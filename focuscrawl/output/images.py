@@ -59,6 +59,9 @@ SIGHTINGS_LOG = "sightings.log"
 #: the sightings log is folded into the records at the first checkpoint after it reaches this
 #: size (and always at close): each fold rewrites every record it touches once
 SIGHTINGS_FOLD_BYTES = 64 << 20
+#: records a fold reads ahead and writes behind on its threads (their memory, not the log's, is
+#: what a fold holds besides the log's lines)
+FOLD_RECORDS_AHEAD = 8
 
 
 def url_sha1(url: str) -> str:
@@ -293,8 +296,10 @@ class ImageStore:
             return
         by_record = read_sightings_log(self.sightings.path, self.sightings.offset)
         with ThreadPoolExecutor(4, thread_name_prefix="fold-records") as pool:
-            writer = FileWriter(pool)
-            for (rel, raw), record in zip(by_record.items(), prefetch(pool, self._read_record, list(by_record))):
+            # a few records ahead only: a full one is ~0.5 MB of JSON and several times that parsed
+            writer = FileWriter(pool, pending=FOLD_RECORDS_AHEAD)
+            records = prefetch(pool, self._read_record, list(by_record), ahead=FOLD_RECORDS_AHEAD)
+            for (rel, raw), record in zip(by_record.items(), records):
                 if record is None:
                     continue
                 lines = parse_logged(raw)
