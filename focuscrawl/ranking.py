@@ -33,6 +33,8 @@ FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
 THESIS = "thesis"
 #: ``thesis`` = SPEC's ranking; the others are topic bundle scorers (focuscrawl.topic.model.SCORERS)
 SCORING_CHOICES = (THESIS,) + SCORERS
+#: a pair text shorter than this says too little to call two images duplicates by their texts
+DUPLICATE_TEXT_MIN_WORDS = 4
 #: Fixed export columns, in order; the scores follow as ``score:<name>``.
 BASE_COLUMNS = ("rank", "final_score", "image_url", "image_path", "page_url", "alt", "title",
                 "final_context", "context_text", "first_seen", "width", "height")
@@ -243,8 +245,11 @@ def near_duplicate_collapser(run_dir: str | Path, stats: RankStats | None = None
     (``focuscrawl.dedup.collapse``); the better-ranked stays, in ranking order. The pair text, not
     the page context, so that gallery images sharing one parent element are not taken for
     duplicates. Flat one-colour pictures (placeholders, the synthetic test web) have no pHash
-    (``phash_bytes`` gives None): compared by text only. Damaged info records met on the way are
-    counted in ``stats``."""
+    (``phash_bytes`` gives None): compared by text only. Texts that say nothing of the picture
+    (an auto-generated ALT such as ``wp-content-uploads-2012-09-img_1082`` or ``Photo``, or fewer
+    than ``DUPLICATE_TEXT_MIN_WORDS`` words) are shared by different pictures: those images are
+    compared by picture only. Damaged info records met on the way are counted in ``stats``."""
+    from focuscrawl.altfilter import is_generated_alt
     from focuscrawl.corpus import fill_context
     from focuscrawl.dedup.collapse import collapse_near_duplicates
     from focuscrawl.dedup.image_hash import ImageHashError, phash_bytes
@@ -258,6 +263,11 @@ def near_duplicate_collapser(run_dir: str | Path, stats: RankStats | None = None
         except (ImageHashError, OSError):
             return None
 
+    def descriptive(text: str) -> str | None:
+        if len(text.split()) < DUPLICATE_TEXT_MIN_WORDS or is_generated_alt(text):
+            return None
+        return text
+
     def collapse(entries: list[CorpusEntry]) -> tuple[list[CorpusEntry], int]:
         damaged = fill_context((e for e in entries if not (e.alt or e.title)), run_dir)
         if stats is not None:
@@ -265,7 +275,7 @@ def near_duplicate_collapser(run_dir: str | Path, stats: RankStats | None = None
         # the entries come best first (ascending SPEC scores, descending probabilities): the
         # position is the score the collapse keeps the lowest of
         rows = [{"entry": e, "final_score": i, "image_phash": phash(e),
-                 "context_text": pair_text(e)} for i, e in enumerate(entries)]
+                 "context_text": descriptive(pair_text(e))} for i, e in enumerate(entries)]
         kept, collapsed = collapse_near_duplicates(rows)
         return [r["entry"] for r in kept], collapsed
 

@@ -18,7 +18,8 @@ from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import parse_float, read_tsv
 from focuscrawl.output.stats import read_stats
-from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, near_duplicate_collapser, rank, rank_run
+from focuscrawl.ranking import (DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, RankStats, near_duplicate_collapser, rank,
+                                rank_run)
 from focuscrawl.topic.model import DEFAULT_SCORER
 
 SCORE_RANGE = (DEFAULT_SCORE_MIN, DEFAULT_SCORE_MAX)
@@ -226,19 +227,20 @@ def score_cut_by_truth(run: Run, truth: Truth, score_range: tuple[float, float] 
 
 
 def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE, bundle: str | Path | None = None,
-                  collapse: bool = False) -> list[CorpusEntry]:
+                  collapse: bool = False, stats: RankStats | None = None) -> list[CorpusEntry]:
     """The run's images ranked as ``focuscrawl rank`` does: without ``bundle`` as the thesis
     did (score cut, unique by URL (first seen), final score ascending); with a topic bundle by
     its default scorer's P(on topic), cut at its calibrated probability, high to low;
-    ``collapse``: near-duplicates collapsed (``rank``'s default). Only images of the run's pages."""
+    ``collapse``: near-duplicates collapsed (``rank``'s default); ``stats``: the ranking's funnel.
+    Only images of the run's pages."""
     if not (run.folder / "images.tsv").exists():
         return []
     kept = {p["url"] for p in run.pages}
     entries = (e for e in iter_entries(run.folder, with_context=False) if e.page_url in kept)
-    collapser = near_duplicate_collapser(run.folder) if collapse else None
+    collapser = near_duplicate_collapser(run.folder, stats) if collapse else None
     if bundle is None:
-        return rank(entries, score_min=score_range[0], score_max=score_range[1], collapse=collapser)
-    return rank_run(run.folder, DEFAULT_SCORER, str(bundle), entries=entries, collapse=collapser)[0]
+        return rank(entries, score_min=score_range[0], score_max=score_range[1], stats=stats, collapse=collapser)
+    return rank_run(run.folder, DEFAULT_SCORER, str(bundle), stats=stats, entries=entries, collapse=collapser)[0]
 
 
 def top_n_shares(ranked: list[CorpusEntry], truth: Truth, n: int) -> dict:
