@@ -66,15 +66,15 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
          score_min: float = DEFAULT_SCORE_MIN, score_max: float = DEFAULT_SCORE_MAX,
          filters: dict[str, Callable[[CorpusEntry], bool]] | None = None,
          stats: RankStats | None = None,
-         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None,
+         collapse: Callable[[list[CorpusEntry], int | None], tuple[list[CorpusEntry], int]] | None = None,
          descending: bool = False) -> list[CorpusEntry]:
     """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort
     (``descending`` for probabilities: higher = more on topic), optional near-duplicate
     collapse, top N.
 
     ``filters`` maps a name to a predicate that returns True for entries to *drop*;
-    their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and
-    returns ``(kept, number collapsed)``. Ties keep crawl order.
+    their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and the top N
+    and returns ``(kept, number collapsed)``. Ties keep crawl order.
     """
     stats = stats if stats is not None else RankStats()
     kept: list[CorpusEntry] = []
@@ -102,7 +102,7 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
     sign = -1.0 if descending else 1.0
     unique.sort(key=lambda e: (sign * e.final_score, e.first_seen))
     if collapse is not None:
-        unique, stats.collapsed = collapse(unique)
+        unique, stats.collapsed = collapse(unique, top)
     ranked = unique[:top] if top is not None else unique
     stats.ranked = len(ranked)
     return ranked
@@ -239,7 +239,7 @@ def pair_text(entry: CorpusEntry) -> str:
 
 
 def near_duplicate_collapser(run_dir: str | Path, stats: RankStats | None = None
-                             ) -> Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]]:
+                             ) -> Callable[[list[CorpusEntry], int | None], tuple[list[CorpusEntry], int]]:
     """A ``collapse`` for ``rank`` (its default): same picture by perceptual hash of the
     downloaded file, or the same or near-identical pair text (``pair_text``) by SimHash
     (``focuscrawl.dedup.collapse``); the better-ranked stays, in ranking order. The pair text, not
@@ -263,21 +263,21 @@ def near_duplicate_collapser(run_dir: str | Path, stats: RankStats | None = None
         except (ImageHashError, OSError):
             return None
 
-    def descriptive(text: str) -> str | None:
+    def descriptive(entry: CorpusEntry) -> str | None:
+        if not (entry.alt or entry.title):  # the context is the pair text: read only for entries visited
+            damaged = fill_context([entry], run_dir)
+            if stats is not None:
+                stats.damaged_records += damaged
+        text = pair_text(entry)
         if len(text.split()) < DUPLICATE_TEXT_MIN_WORDS or is_generated_alt(text):
             return None
         return text
 
-    def collapse(entries: list[CorpusEntry]) -> tuple[list[CorpusEntry], int]:
-        damaged = fill_context((e for e in entries if not (e.alt or e.title)), run_dir)
-        if stats is not None:
-            stats.damaged_records += damaged
-        # the entries come best first (ascending SPEC scores, descending probabilities): the
-        # position is the score the collapse keeps the lowest of
-        rows = [{"entry": e, "final_score": i, "image_phash": phash(e),
-                 "context_text": descriptive(pair_text(e))} for i, e in enumerate(entries)]
-        kept, collapsed = collapse_near_duplicates(rows)
-        return [r["entry"] for r in kept], collapsed
+    def collapse(entries: list[CorpusEntry], limit: int | None = None) -> tuple[list[CorpusEntry], int]:
+        # the entries come best first (ascending SPEC scores, descending probabilities): one score
+        # for all keeps their order (ties keep input order); hashes only of the entries visited
+        # before the top N is full
+        return collapse_near_duplicates(entries, score=lambda _: 0, image_hash=phash, text=descriptive, limit=limit)
 
     return collapse
 
