@@ -66,7 +66,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"by the cats bundle's\n  topic-vs-background LM cross-entropy and word n-gram classifier, calibrated "
           f"on held-out text; kept {cats_kept} of the {cats_found} images that show a cat "
           f"(SPEC's perplexity cut [{SCORE_RANGE[0]:g}, {SCORE_RANGE[1]:g}] keeps {cut['on_topic']['kept']})")
-    print(f"near-duplicates: {ranking.collapsed} images collapsed into a better-ranked twin (the same or a "
+    print(f"near-duplicates: {ranking.collapsed} collapsed into a better-ranked twin (the same or a "
           f"near-identical ALT text, or the same picture; `focuscrawl rank --keep-duplicates` keeps them)")
     if shares["n"]:
         print(f"top {shares['n']} ranked images: {shares['on_topic']:.0%} show a cat "

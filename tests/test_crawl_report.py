@@ -143,6 +143,9 @@ def test_funnel_from_stats_and_records(tmp_path):
     assert image_funnel(Run.load(run_dir)) == {"initial": 10, "format": 8, "score": 1, "unique": 1}
     only_first = Run.load(run_dir, budget=1)
     assert only_first.sightings == [("http://c.test/a.jpg", 10.0)]
+    for damaged in ("[]", '{"sightings": 5}', '{"sightings": [5]}', '{"sight'):  # crashed the report
+        (rec / "b.json").write_text(damaged)  # the images.tsv row's score stands in
+        assert Run.load(run_dir).sightings[-1] == ("http://c.test/b.jpg", 1.0)
 
 
 # -- the report stands on its own (issue #27) -----------------------------------------------

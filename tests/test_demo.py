@@ -36,4 +36,4 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     assert f"[2, 70000] keeps {on_topic['kept']})" in out
     assert summary["ranking"] == "combined" and "top_thesis" in summary
     # near-duplicates are collapsed as `focuscrawl rank` does by default, and the demo says so
-    assert f"near-duplicates: {summary['collapsed']} images collapsed into a better-ranked twin" in out
+    assert f"near-duplicates: {summary['collapsed']} collapsed into a better-ranked twin" in out

@@ -81,15 +81,29 @@ class Run:
         sentences = folder / "sentences.txt.gz"
         sightings = []
         for r in images:
-            record = folder / r["record_path"] if r.get("record_path") else None
-            if record is not None and record.exists():
-                for sight in json.loads(record.read_text()).get("sightings", []):
-                    if not budget or sight.get("page_url") in kept:
-                        sightings.append((r["image_url"], _float(sight.get("final_score"))))
-            else:
+            record_sightings = _record_sightings(folder, r.get("record_path"))
+            if record_sightings is None:  # no record, or a damaged one: the images.tsv row
                 sightings.append((r["image_url"], _score(r)))
+                continue
+            for sight in record_sightings:
+                if not budget or sight.get("page_url") in kept:
+                    sightings.append((r["image_url"], _float(sight.get("final_score"))))
         return cls(name or folder.name, folder, pages, images, stats, sentences if sentences.exists() else None,
                    sightings)
+
+
+def _record_sightings(folder: Path, record_path: str | None) -> list[dict] | None:
+    """The sightings of an info record, None when it is missing or not of the writer's shape."""
+    if not record_path:
+        return None
+    try:
+        record = json.loads((folder / record_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    sightings = record.get("sightings") if isinstance(record, dict) else None
+    if not isinstance(sightings, list) or not all(isinstance(s, dict) for s in sightings):
+        return None
+    return sightings
 
 
 # -- harvest rate ----------------------------------------------------------------------
