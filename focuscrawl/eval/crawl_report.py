@@ -143,8 +143,13 @@ def _mode_style(mode: str, n_points: int) -> dict:
     return style | {"markevery": max(1, n_points // 8), "markersize": 5, "linewidth": 1.8, "zorder": 3}
 
 
-def _legend_outside(ax, **kwargs) -> None:
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize="small", **kwargs)
+def _legend_outside(ax) -> None:
+    """The legend beside the axes (it covers no line); an empty plot says so instead."""
+    if not ax.get_legend_handles_labels()[0]:
+        ax.text(0.5, 0.5, "no data: no mode has anything to plot here", ha="center", va="center",
+                transform=ax.transAxes)
+        return
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize="small")
 
 
 def _ranking_name(summary: dict) -> str:
