@@ -385,3 +385,22 @@ def test_rank_prints_a_short_summary_for_people(run_dir, tmp_path, capsys, monke
                      "  8 images in images.tsv -> 5 within the cut -> 4 distinct URLs -> 0 near-duplicates collapsed "
                      "-> 3 ranked",
                      "  1 images without a score (no words to score) were left out"]
+
+
+def test_rank_over_the_damaged_run_corpus_never_crashes(tmp_path, capsys, monkeypatch):
+    """Every damaged run directory: exit 0 with the damaged records counted, or exit 2 with one
+    clear line; never a traceback, never a half-written export."""
+    from tests.support.damaged_runs import damaged_run_corpus
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    for name, case in damaged_run_corpus(tmp_path / "runs").items():
+        out = tmp_path / f"{name}.jsonl"
+        assert main(["rank", "--json", str(case["path"]), "--format", "jsonl", "-o", str(out)]) == case["exit"], name
+        captured = capsys.readouterr()
+        if case["exit"] == 0:
+            assert json.loads(captured.out)["damaged_records"] == case["damaged"], name
+        else:
+            lines = captured.err.strip().splitlines()
+            errors = [line for line in lines if "error" in line]
+            assert errors == lines[-1:] and errors[0].startswith("focuscrawl rank: error: "), (name, lines)
+            assert "Traceback" not in captured.err and not out.exists(), name
