@@ -5,8 +5,11 @@ repeated image URLs keeping the first seen, sort ascending (lower = more on topi
 take the top N. With a topic bundle (``--topic``, or the one the crawl used) the final
 score is first replaced by the bundle's calibrated P(on topic) (``focuscrawl.topic.images``),
 cut at the calibrated probability and sorted high to low; ``--scoring thesis`` (or
-``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's ranking exactly. Exporters write the ranked entries as TSV, JSON lines, Parquet or
-WebDataset tar shards.
+``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's score and cut. Near-duplicates (same picture, same
+or near-identical text) are collapsed before the top N unless ``--keep-duplicates``. A scorer
+asked for that cannot run, or a run that cannot say which bundle it was crawled with, is an
+error rather than a silent SPEC ranking. Exporters write the ranked entries as TSV, JSON
+lines, Parquet or WebDataset tar shards.
 """
 from __future__ import annotations
 
