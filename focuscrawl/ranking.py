@@ -286,8 +286,9 @@ def near_duplicate_collapser(run_dir: str | Path, stats: RankStats | None = None
 
 
 def add_ranking_arguments(p) -> None:
-    """``--min --max --topic --scoring``: how a run's images are scored and cut, the same for
-    ``rank`` and ``annotate serve`` (``resolve_scoring`` and ``rank_run`` read them)."""
+    """``--min --max --topic --scoring --keep-duplicates``: how a run's images are scored, cut and
+    collapsed, the same for ``rank`` and ``annotate serve`` (``resolve_scoring``, ``rank_run`` and
+    ``near_duplicate_collapser`` read them)."""
     p.add_argument("--min", type=float, default=None, dest="score_min",
                    help=f"lowest final score kept (thesis: {DEFAULT_SCORE_MIN:g}; a topic scorer: a probability, "
                         "default the bundle's calibrated cut)")
@@ -298,6 +299,9 @@ def add_ranking_arguments(p) -> None:
     p.add_argument("--scoring", default=None, choices=SCORING_CHOICES,
                    help="thesis = SPEC's weighted perplexity and cut; otherwise a bundle scorer's P(on topic) "
                         "(default: $FOCUSCRAWL_SCORING, else the FOCUSCRAWL_SCORING setting)")
+    p.add_argument("--keep-duplicates", action="store_true",
+                   help="keep near-duplicates (by default only the best-ranked of images with the same picture "
+                        "by perceptual hash, or the same or near-identical text by SimHash, is kept)")
 
 
 def register(sub) -> None:
@@ -307,9 +311,6 @@ def register(sub) -> None:
     add_ranking_arguments(p)
     p.add_argument("--drop-generated-alt", action="store_true",
                    help="drop images whose ALT text looks auto-generated (file names, paths, camera names)")
-    p.add_argument("--keep-duplicates", action="store_true",
-                   help="keep near-duplicates (by default only the best-ranked of images with the same picture "
-                        "by perceptual hash, or the same or near-identical text by SimHash, is kept)")
     p.add_argument("--format", choices=FORMATS, default="tsv", help="export format (default %(default)s)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="output file; for webdataset X.tar (shards X-000000.tar, X-000001.tar, ... beside it), "
