@@ -1,6 +1,6 @@
 """Speed of ``focuscrawl rank`` on a thesis-sized image log, against a pandas baseline in the same run.
 
-Usage: python benchmarks/rank_speed.py [--rows 50000] [--top 2500] [--workdir DIR]
+Usage: python benchmarks/rank_speed.py [--rows 50000] [--top 2500] [--jobs 1 2] [--workdir DIR]
 
 (50,000 rows take ~350 MB of records; a temporary work directory is removed at the end.)
 
@@ -8,11 +8,16 @@ Writes a synthetic run directory with the crawl's own writer functions (images.t
 rows and info records; image files for the top rows only), then times
 (a) the baseline: pandas read_csv + score cut + drop_duplicates + sort + head, no
 context texts; (b) ``rank`` + export in each format, which also reads the info record
-of every exported image. Prints seconds and the ratio to the baseline.
+of every exported image; the formats with image bytes (WebDataset, Parquet
+``--embed-images``) re-encode every image (a 400 x 300 photo-like JPEG) on ``--jobs``
+worker processes, as downloaded and at ``--image-size 256``. Prints seconds and the ratio
+to the baseline.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import random
 import sys
@@ -34,15 +39,15 @@ def build(run: Path, rows: int, top: int, seed: int = 1) -> None:
     rng = random.Random(seed)
     run.mkdir(parents=True, exist_ok=True)
     (run / "images").mkdir(exist_ok=True)
-    png = b"\x89PNG\r\n\x1a\n" + bytes(200)  # bytes only; the export copies them as they are
+    jpeg = photo_jpeg()
     lines = ["\t".join(image_columns(5, 5))]
     for i in range(rows):
         url = f"http://host{rng.randrange(2000)}.example/img/{rng.randrange(rows * 2)}.jpg"  # some repeats
         score = 10 ** rng.uniform(0, 5.5)
         item = image_item(url, score, alt=f"a cat picture number {i} sitting on a chair", first_seen=i,
-                          image_path=f"images/{i}.png")
+                          image_path=f"images/{i}.jpg")
         if score < 3000:
-            (run / item["image_path"]).write_bytes(png)
+            (run / item["image_path"]).write_bytes(jpeg)
         record = {f: item.get(f) for f in IMAGE_FIELDS}
         record["sightings"] = [sighting_of(item)]
         path = run / item["record_path"]
@@ -50,6 +55,19 @@ def build(run: Path, rows: int, top: int, seed: int = 1) -> None:
         path.write_text(json.dumps(record))
         lines.append(tsv_row(image_row(item, 5, 5)))
     (run / "images.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def photo_jpeg(size=(400, 300)) -> bytes:
+    """A smooth gradient with noise: decodes and encodes like a photo, not like a flat placeholder."""
+    import numpy as np
+    from PIL import Image
+
+    y, x = np.mgrid[0:size[1], 0:size[0]]
+    noise = np.random.default_rng(1).integers(0, 40, (size[1], size[0], 3))
+    pixels = np.stack([x * 255 // size[0], y * 255 // size[1], (x + y) * 255 // sum(size)], axis=-1) + noise
+    buf = io.BytesIO()
+    Image.fromarray(np.clip(pixels, 0, 255).astype("uint8"), "RGB").save(buf, "JPEG", quality=90)
+    return buf.getvalue()
 
 
 def baseline(run: Path, top: int) -> int:
@@ -63,6 +81,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=50000)
     ap.add_argument("--top", type=int, default=2500)
+    ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="worker processes of the image exports")
     ap.add_argument("--workdir")
     args = ap.parse_args()
     if args.workdir:
@@ -81,12 +100,18 @@ def measure(work: Path, args: argparse.Namespace) -> int:
     n = baseline(run, args.top)
     base = time.perf_counter() - t
     print(f"baseline pandas rank (no contexts): {base:.2f}s, {n} rows")
-    for fmt in ("tsv", "jsonl", "parquet", "webdataset"):
-        out = work / f"out.{fmt}"
+    runs = [["--format", fmt] for fmt in ("tsv", "jsonl", "parquet")]
+    for jobs in args.jobs:
+        for images in (["--format", "webdataset"], ["--format", "parquet", "--embed-images"]):
+            runs += [images + ["--jobs", str(jobs)], images + ["--jobs", str(jobs), "--image-size", "256"]]
+    for i, options in enumerate(runs):
+        out = work / f"out{i}"
         t = time.perf_counter()
-        cli(["rank", str(run), "--top", str(args.top), "--format", fmt, "-o", str(out)])
+        with contextlib.redirect_stdout(io.StringIO()) as summary:
+            cli(["rank", str(run), "--top", str(args.top), *options, "-o", str(out)])
         took = time.perf_counter() - t
-        print(f"rank --format {fmt:10s} {took:.2f}s  ratio to baseline {took / base:.2f}")
+        written = json.loads(summary.getvalue())["written"]
+        print(f"rank {' '.join(options):52s} {took:6.2f}s  ratio to baseline {took / base:5.2f}  {written} written")
     return 0
 
 

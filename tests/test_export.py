@@ -227,6 +227,12 @@ def test_option_errors_are_one_line_and_write_nothing(mixed_run, tmp_path, capsy
     assert not out.exists()
 
 
+def test_webdataset_into_an_existing_file_is_one_line(mixed_run, tmp_path, capsys):
+    (tmp_path / "out").write_text("a file")
+    assert main(["rank", str(mixed_run), "--format", "webdataset", "-o", str(tmp_path / "out")]) == 2
+    assert "is a file: webdataset writes shards into a folder" in capsys.readouterr().err
+
+
 def test_encode_image_refuses_a_bomb_from_its_header():
     from focuscrawl.images.inspect import DECOMPRESSION_BOMB, ImageRejected
 

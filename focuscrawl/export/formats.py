@@ -66,6 +66,10 @@ class ExportOptions:
             raise ValueError("--embed-images is for --format parquet (webdataset shards hold the images anyway)")
         if self.shard_size < 1:
             raise ValueError("--shard-size must be at least 1")
+        if (self.fmt == "webdataset" and "%" not in str(self.output) and self.output.suffix != ".tar"
+                and self.output.exists() and not self.output.is_dir()):
+            raise ValueError(f"-o {self.output} is a file: webdataset writes shards into a folder, "
+                             "beside X.tar, or by a pattern such as out-%06d.tar")
 
     @property
     def with_images(self) -> bool:

@@ -25,6 +25,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from itertools import islice
 from typing import Iterable, Iterator
 
 from PIL import Image, ImageOps
@@ -180,24 +181,37 @@ def export_image(path: str | None, options: ImageOptions) -> ExportedImage:
                          hashlib.sha256(encoded).hexdigest())
 
 
-def export_images(paths: Iterable[str | None], options: ImageOptions, jobs: int) -> Iterator[ExportedImage]:
-    """``export_image`` of each path, in order, on ``jobs`` worker processes; at most
-    ``2 * jobs`` images are in flight, so memory does not grow with the export."""
+def _batches(items: Iterable, n: int) -> Iterator[list]:
+    """Lists of ``n`` items (the last may be shorter): ``itertools.batched`` before Python 3.12."""
+    it = iter(items)
+    while chunk := list(islice(it, n)):
+        yield chunk
+
+
+def _export_batch(paths: list[str | None], options: ImageOptions) -> list[ExportedImage]:
+    return [export_image(path, options) for path in paths]
+
+
+def export_images(paths: Iterable[str | None], options: ImageOptions, jobs: int,
+                  batch: int = 16) -> Iterator[ExportedImage]:
+    """``export_image`` of each path, in order, on ``jobs`` worker processes, ``batch`` images
+    a task (one task per image costs more in inter-process traffic than a small image's
+    encoding); at most ``2 * jobs`` tasks are in flight, so memory does not grow with the export."""
     if jobs < 1:
         raise ValueError("--jobs must be at least 1")
     # spawn: a fresh interpreter per worker (no copy of the parent's threads, e.g. pyarrow's pools)
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending: deque[Future] = deque()
         try:
-            for path in paths:
-                pending.append(pool.submit(export_image, path, options))
+            for chunk in _batches(paths, batch):
+                pending.append(pool.submit(_export_batch, chunk, options))
                 if len(pending) >= 2 * jobs:
-                    yield pending.popleft().result()
+                    yield from pending.popleft().result()
             while pending:
-                yield pending.popleft().result()
+                yield from pending.popleft().result()
         except BrokenProcessPool:
             raise CommandError("an image worker process died (killed from outside, or out of memory); "
-                               "no partial shard was kept") from None
+                               "no half-written file was kept") from None
         finally:
             for future in pending:
                 future.cancel()
