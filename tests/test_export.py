@@ -241,3 +241,14 @@ def test_encode_image_refuses_a_bomb_from_its_header():
     assert exc.value.reason == DECOMPRESSION_BOMB
     data, size, original = encode_image(image_bytes("PNG", (600, 400)), ImageOptions(10**6, 60, "keep_ratio"))
     assert (size, original) == ((90, 60), (600, 400)) and Image.open(io.BytesIO(data)).size == (90, 60)
+
+
+def test_every_row_has_the_declared_columns_in_order(mixed_run):
+    """A column added to export_row must be declared in ROW_TYPES (TSV header, Parquet schema)."""
+    from focuscrawl.corpus import iter_entries, score_names
+    from focuscrawl.export.formats import columns, export_row
+    from focuscrawl.export.images import ExportedImage
+
+    scores = score_names(mixed_run)
+    entry = next(iter_entries(mixed_run))
+    assert list(export_row(1, entry, scores, ExportedImage("success"))) == columns(scores)

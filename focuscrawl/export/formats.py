@@ -4,8 +4,9 @@ Every format carries the same row per image (``export_row``), so a WebDataset sa
 ``.json`` is its Parquet row and its TSV line. Field names are img2dataset's where they
 mean the same (``url``, ``caption``, ``key``, ``status``, ``error_message``, ``width``,
 ``height``, ``original_width``, ``original_height``, ``sha256``): loaders written for
-img2dataset output read these. ``ROW_TYPES`` types the fixed columns; a column added to
-``export_row`` and not listed there is exported as text, the run's scores follow as
+img2dataset output read these. ``ROW_TYPES`` lists the fixed columns in order with their types
+(``str`` = text): a new column goes there and into ``export_row``
+(``tests/test_export.py`` checks they agree); the run's scores follow as
 ``score:<name>`` (float).
 
 Formats with image bytes (``webdataset``; ``parquet`` with ``embed_images``) resize and
@@ -174,7 +175,7 @@ def write_jsonl(rows: Iterable[tuple[dict, ExportedImage]], out: Path, names: li
 
 
 def parquet_schema(names: list[str], embed_images: bool):
-    """The Parquet schema of ``names`` (``ROW_TYPES``, ``score:*`` float64, any other column text) and,
+    """The Parquet schema of ``names`` (``ROW_TYPES``, ``score:*`` float64) and,
     with ``embed_images``, the ``image`` column as Hugging Face's ``Image`` feature stores it
     (struct of ``bytes`` and ``path``), declared in the ``huggingface`` schema metadata so
     ``datasets.load_dataset("parquet", ...)`` decodes it to a picture."""
@@ -182,7 +183,7 @@ def parquet_schema(names: list[str], embed_images: bool):
 
     arrow = {int: pa.int64(), float: pa.float64(), str: pa.string()}
     hf = {int: "int64", float: "float64", str: "string"}
-    kinds = [ROW_TYPES.get(name, float if name.startswith("score:") else str) for name in names]
+    kinds = [ROW_TYPES.get(name, float) for name in names]  # score:<name> columns are floats
     fields = [pa.field(name, arrow[kind]) for name, kind in zip(names, kinds)]
     features = {name: {"dtype": hf[kind], "_type": "Value"} for name, kind in zip(names, kinds)}
     if embed_images:
@@ -193,8 +194,9 @@ def parquet_schema(names: list[str], embed_images: bool):
 
 
 def write_parquet(rows: Iterable[tuple[dict, ExportedImage]], out: Path, names: list[str],
-                  embed_images: bool = False, encode_format: str = "jpg", batch_rows: int = 256) -> int:
-    """Row groups of ``batch_rows`` rows, so an export with image bytes never holds them all."""
+                  embed_images: bool = False, encode_format: str = "jpg", batch_rows: int = 100) -> int:
+    """Row groups of ``batch_rows`` rows (img2dataset's and Hugging Face's size for image data),
+    so an export with image bytes never holds them all."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
