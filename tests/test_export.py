@@ -201,6 +201,19 @@ def test_shards_of_n_samples_each_with_its_stats(mixed_run, tmp_path):
     assert keys == [f"{i:09d}" for i in range(1, 6)]
 
 
+def test_a_failed_write_is_one_line_and_leaves_no_partial_file(mixed_run, tmp_path, capsys):
+    """The second shard cannot be put in place (a folder has its name): shard 0 is whole,
+    shard 1's temp file is gone, one error line."""
+    (tmp_path / "c-000001.tar").mkdir()
+    assert main(["rank", str(mixed_run), "--format", "webdataset", "--shard-size", "2", "--jobs", "1",
+                 "-o", str(tmp_path / "c.tar")]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(err) == 1 and "cannot write the export" in err[0] and "c-000001.tar" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c-000000.tar", "c-000000_stats.json", "c-000001.tar",
+                                                          "run"]
+    assert len(list(wds.WebDataset([str(tmp_path / "c-000000.tar")], shardshuffle=False))) == 2
+
+
 def test_worker_processes_give_the_same_bytes(mixed_run, tmp_path):
     """--jobs 2 (two workers, images out of order) writes exactly what --jobs 1 writes."""
     for jobs in ("1", "2"):

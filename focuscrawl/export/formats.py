@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from focuscrawl.cli import CommandError
 from focuscrawl.corpus import CorpusEntry, pair_text, score_names
 from focuscrawl.export.images import (FAILED_TO_DOWNLOAD, FAILED_TO_RESIZE, STATUSES, SUCCESS, ExportedImage,
                                       ImageOptions, export_images)
@@ -165,7 +166,7 @@ def write_tsv(rows: Iterable[tuple[dict, ExportedImage]], out: Path, names: list
     return written
 
 
-def write_jsonl(rows: Iterable[tuple[dict, ExportedImage]], out: Path, names: list[str]) -> int:
+def write_jsonl(rows: Iterable[tuple[dict, ExportedImage]], out: Path) -> int:
     written = 0
     with _replacing(out, "w", encoding="utf-8") as fh:
         for row, _ in rows:
@@ -298,9 +299,12 @@ def export(entries: list[CorpusEntry], run_dir: str | Path, options: ExportOptio
             stats.written = write_webdataset(rows, out, options)
         elif options.fmt == "parquet":
             stats.written = write_parquet(rows, out, names, options.embed_images, options.images.encode_format)
+        elif options.fmt == "tsv":
+            stats.written = write_tsv(rows, out, names)
         else:
-            writer = write_tsv if options.fmt == "tsv" else write_jsonl
-            stats.written = writer(rows, out, names)
+            stats.written = write_jsonl(rows, out)
+    except OSError as exc:  # disk full, a folder where a file goes, no permission: one line, no traceback
+        raise CommandError(f"cannot write the export: {exc}") from None
     finally:
         rows.close()  # stops the image workers at once if a writer failed
     if options.with_images and stats.status[SUCCESS] < len(entries):

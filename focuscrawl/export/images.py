@@ -130,15 +130,12 @@ def _rgb(img: Image.Image) -> Image.Image:
     return img if img.mode == "RGB" else img.convert("RGB")
 
 
-def _resized(img: Image.Image, options: ImageOptions) -> Image.Image:
-    n, mode = options.image_size, options.resize_mode
-    if mode == "no" or not n:
-        return img
-    if mode == "center_crop":
-        return ImageOps.fit(img, (n, n), RESAMPLE)
-    if mode == "border":
-        return ImageOps.pad(img, (n, n), RESAMPLE, color=BACKGROUND)
-    size = target_size(img.width, img.height, options)
+def _resized(img: Image.Image, size: tuple[int, int], options: ImageOptions) -> Image.Image:
+    """``img`` (maybe decoded at a reduced scale) at ``size``, ``target_size`` of the original."""
+    if options.resize_mode == "center_crop":
+        return ImageOps.fit(img, size, RESAMPLE)
+    if options.resize_mode == "border":
+        return ImageOps.pad(img, size, RESAMPLE, color=BACKGROUND)
     return img if size == img.size else img.resize(size, RESAMPLE)
 
 
@@ -154,7 +151,7 @@ def encode_image(data: bytes, options: ImageOptions) -> tuple[bytes, tuple[int, 
             img.draft(img.mode, draft if (width, height) == img.size else draft[::-1])
         load_pixels(img)
         upright = ImageOps.exif_transpose(img)
-        out = _resized(_rgb(upright), options)
+        out = _resized(_rgb(upright), target_size(width, height, options), options)
         buf = io.BytesIO()
         fmt = ENCODE_FORMATS[options.encode_format]
         params = {"compress_level": options.quality} if fmt == "PNG" else {"quality": options.quality}
