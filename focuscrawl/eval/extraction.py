@@ -39,7 +39,7 @@ from rapidfuzz.distance import LCSseq, Levenshtein
 
 from focuscrawl.eval.progress import Progress
 from focuscrawl.text.extractors import EXTRACTORS, ExtractionError, get_extractor
-from focuscrawl.text.html import decode_html
+from focuscrawl.text.html import decode_html, full_text
 
 #: Third-party loggers that warn once per odd page.
 QUIET_LOGGERS = ("boilerpy3", "trafilatura", "justext")
@@ -184,7 +184,23 @@ def aeb_pages(path: str | Path) -> Iterator[Page]:
             yield Page(page_id, gzip.decompress(html_path.read_bytes()), gold)
 
 
-DATASETS = {"cleaneval": cleaneval_pages, "aeb": aeb_pages}
+def readability_pages(path: str | Path) -> Iterator[Page]:
+    """Mozilla Readability's test pages: ``<name>/source.html`` with the text of
+    ``<name>/expected.html`` (the article Readability keeps: main content) as gold."""
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: expected <name>/source.html and <name>/expected.html folders "
+                                "(Mozilla Readability test pages)")
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        source, expected = folder / "source.html", folder / "expected.html"
+        if not (source.is_file() and expected.is_file()):
+            continue
+        gold = full_text(decode_html(expected.read_bytes()))
+        if words(gold):
+            yield Page(folder.name, source.read_bytes(), gold)
+
+
+DATASETS = {"cleaneval": cleaneval_pages, "aeb": aeb_pages, "readability": readability_pages}
 
 
 @dataclass
@@ -258,7 +274,8 @@ def format_table(results: Sequence[ExtractorResult], baseline: str = "trafilatur
 def register(eval_sub: argparse._SubParsersAction) -> None:
     p = eval_sub.add_parser("extraction", help="CLEANEVAL-style score, token P/R/F1 and speed per text extractor")
     p.add_argument("--dataset", choices=sorted(DATASETS), required=True,
-                   help="cleaneval: input/ + gold/ folders; aeb: article-extraction-benchmark folder")
+                   help="cleaneval: input/ + gold/ folders; aeb: article-extraction-benchmark folder; "
+                        "readability: Mozilla Readability test pages (<name>/source.html, expected.html)")
     p.add_argument("--extractors", default=",".join(EXTRACTORS),
                    help="comma-separated extractor names (default: all)")
     p.add_argument("--limit", type=int, default=0, help="use only the first N pages (0 = all)")
