@@ -271,6 +271,18 @@ def format_table(results: Sequence[ExtractorResult], baseline: str = "trafilatur
     return "\n".join(lines)
 
 
+#: What the columns mean, printed under the table (docs/extraction.md has the details).
+LEGEND = """\
+score: CLEANEVAL-style similarity of output and gold as word sequences, 1 - word edit distance / \
+length of the longer (1 = the gold words in the gold order; boilerplate kept and content lost both cost)
+LCS-F1: F1 of the longest common word subsequence (P = common / output words, R = common / gold words)
+P / R / F1: bag-of-words precision, recall, F1 (order ignored); aeb P / R / F1: the article \
+benchmark's own 4-gram shingle measure
+failed: pages where the extractor raised an error (scored as empty output); empty: pages with no \
+output word (failed ones included)
+all columns are means over pages; time vs trafilatura is the robust speed figure on a loaded machine"""
+
+
 def register(eval_sub: argparse._SubParsersAction) -> None:
     p = eval_sub.add_parser("extraction", help="CLEANEVAL-style score, token P/R/F1 and speed per text extractor")
     p.add_argument("--dataset", choices=sorted(DATASETS), required=True,
@@ -300,4 +312,5 @@ def cmd_eval_extraction(args: argparse.Namespace) -> int:
     results = evaluate(pages, names, progress)
     print(f"{args.dataset}: {len(pages)} pages\n")
     print(format_table(results, benchmark_columns=args.dataset == "aeb"))
+    print("\n" + LEGEND)
     return 0

@@ -119,6 +119,31 @@ def trafilatura_recall_text(html: str) -> str:
                                      favor_recall=True, deduplicate=False, with_metadata=False)
 
 
+#: The page facts ``focuscrawl extract --format json`` writes besides the text.
+METADATA_FIELDS = ("title", "author", "date", "url", "language")
+
+
+def page_metadata(html: str, url: str | None = None) -> dict[str, str | None]:
+    """Title, author, date (ISO), URL and language of a page where it states them (None
+    where not): trafilatura's metadata extraction (``<meta>``, JSON-LD, byline and date
+    heuristics; ``url`` when the page names no canonical URL), the language from
+    ``<html lang>`` or a ``content-language`` ``<meta>``."""
+    _trafilatura("page metadata")
+    from trafilatura.metadata import extract_metadata
+    from trafilatura.utils import load_html
+    tree = load_html(html) if html.strip() else None
+    if tree is None:
+        return dict.fromkeys(METADATA_FIELDS) | {"url": url}
+    try:
+        found = extract_metadata(tree, default_url=url)
+    except Exception as exc:  # trafilatura's date/author heuristics on pathological markup
+        raise ExtractionError(f"metadata failed ({_reason(exc)})") from exc
+    language = tree.get("lang") or next(iter(tree.xpath(
+        "//meta[translate(@http-equiv, 'CONTENTLAGU-', 'contentlagu-')='content-language']/@content")), None)
+    return {"title": found.title, "author": found.author, "date": found.date,
+            "url": url or found.url, "language": language.strip() if language else None}
+
+
 def justext_text(html: str) -> str:
     """jusText paragraphs classified good (language-independent: no stoplist, like SPEC §1)."""
     justext = _require("justext", "justext", "justext")
