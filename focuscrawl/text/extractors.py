@@ -4,12 +4,15 @@ Every extractor is a function ``html str -> text str`` with blocks on their own 
 
 * ``fulltext`` keeps all body text (thesis: JSoup);
 * the boilerpy3 extractors remove boilerplate (thesis: boilerpipe, ArticleExtractor);
-* ``trafilatura`` and ``justext`` are the strongest maintained alternatives. They are
-  optional extras: imported on first use, with a clear :class:`ExtractorUnavailable`
-  error naming the package to install when missing.
+* ``trafilatura`` (the library's defaults: the crawl's default), ``trafilatura-recall``
+  and ``justext`` are the strongest maintained alternatives; ``auto`` chooses between
+  trafilatura and its union with jusText per page. They are optional extras: imported on
+  first use, with a clear :class:`ExtractorUnavailable` error naming the package to
+  install when missing.
 
-Measured on CLEANEVAL and the article-extraction benchmark by
-``focuscrawl eval extraction`` (docs/extraction.md).
+Measured on CLEANEVAL, the article-extraction benchmark and Mozilla Readability's test
+pages by ``focuscrawl eval extraction``; the default chosen by leave-one-set-out
+(``benchmarks/extraction_loso.py``, docs/extraction.md).
 """
 from __future__ import annotations
 
