@@ -44,7 +44,7 @@ FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
 #: page is cut (stat focuscrawl/text/truncated). 2 MiB is above every real page of the
 #: evaluation sets (largest 1.6 MB) and bounds the C part of extraction. Text extraction
 #: also parses at most cap/256 start tags (8,192; the evaluation pages have at most ~3,000
-#: elements; stat focuscrawl/text/truncated), which bounds its memory (~10× the cap over
+#: elements; stat focuscrawl/text/truncated), which bounds its memory (~11× the cap over
 #: the process's base with the default extractor); benchmarks/text_limits.py measures the
 #: worst pages of this size (docs/extraction.md). 0 = no cap.
 FOCUSCRAWL_TEXT_MAX_BYTES = 2 * 1024 * 1024
