@@ -160,12 +160,13 @@ def test_extract_urls_politely_as_json(tmp_path, capsys):
     out = tmp_path / "o"
     with LocalWeb(pages) as web:
         rc = cli.main(["extract", "--format", "json", "--delay", "0", f"{web.base}/news/katze.html",
-                       f"{web.base}/private/secret.html", "-o", str(out)])
+                       f"{web.base}/private/secret.html", f"{web.base}/gone.html", "-o", str(out)])
         requested = web.requests
     assert rc == 1  # one input skipped
     assert not any("/private/" in r for r in requested)
     err = capsys.readouterr().err
-    assert "secret.html: disallowed by robots.txt" in err and "Traceback" not in err
+    assert f"skipped {web.base}/private/secret.html: disallowed by robots.txt\n" in err and "Traceback" not in err
+    assert f"skipped {web.base}/gone.html: HTTP 404" in err
     assert [p.name for p in out.iterdir()] == ["katze.json"]
     doc = json.loads((out / "katze.json").read_text())
     assert doc["url"] == f"{web.base}/news/katze.html"

@@ -143,7 +143,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
             with time_limit(args.time_limit):
                 content = render(page, html, url, args.format, args.extractor)
         except (OSError, EOFError, gzip.BadGzipFile, ValueError) as exc:  # ExtractionError, fetch errors
-            print(f"skipped {src}: {exc}", file=sys.stderr)
+            reason = str(exc).removeprefix(f"{src}: ")  # the fetcher's messages start with the URL
+            print(f"skipped {src}: {reason}", file=sys.stderr)
             failed += 1
             continue
         if TRUNCATED in page.notes:
