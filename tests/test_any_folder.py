@@ -121,7 +121,7 @@ def test_warc_then_run_directory_commands(tmp_path, empty):
         ("http://a.test/cat.png", [("Content-Type", "image/png")], png_bytes(640, 480)),
     ])
     run_dir = tmp_path / "out"
-    proc = run(empty, "warc", str(warc), "-o", str(run_dir))
+    proc = run(empty, "warc", str(warc), "-o", str(run_dir), "--json")
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["finish_reason"] == "finished" and summary["focuscrawl/pages/written"] == 1
     run(empty, "rank", str(run_dir), "--min", "0", "--max", "1e9", "--format", "jsonl",
