@@ -79,12 +79,18 @@ class RobotsRules:
     host, parsed by ``ROBOTSTXT_PARSER``, matched with ``ROBOTSTXT_USER_AGENT`` or
     ``USER_AGENT``; a robots.txt that cannot be fetched forbids nothing."""
 
-    def __init__(self, settings: BaseSettings, fetch: Callable[[str, str], bytes | None] = fetch_robots) -> None:
-        self.obey = settings.getbool("ROBOTSTXT_OBEY")
-        self.parser = load_object(settings["ROBOTSTXT_PARSER"])
-        self.user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
+    def __init__(self, obey: bool, parser: type, user_agent: str,
+                 fetch: Callable[[str, str], bytes | None] = fetch_robots) -> None:
+        self.obey = obey
+        self.parser = parser
+        self.user_agent = user_agent
         self.fetch = fetch
         self.parsers: dict[str, object] = {}
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings, fetch: Callable[[str, str], bytes | None] = fetch_robots):
+        return cls(settings.getbool("ROBOTSTXT_OBEY"), load_object(settings["ROBOTSTXT_PARSER"]),
+                   settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"), fetch)
 
     def allowed(self, url: str) -> bool:
         if not self.obey:
@@ -123,7 +129,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
     max_repeats = settings.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
     max_segments = settings.getint("FOCUSCRAWL_MAX_PATH_SEGMENTS")
-    robots = robots or RobotsRules(settings)
+    robots = robots or RobotsRules.from_settings(settings)
     rows = []
     for url, anchor in page.links.items():
         if allowed and not domain_allowed(url.split("/")[2].split(":")[0], allowed):
