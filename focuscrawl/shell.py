@@ -11,7 +11,8 @@ calibrated P(on topic) under every scorer), then every out-link with anchor perp
 anchor keyword score, link score, bucket, priority and whether the crawl follows it
 (with a link learner, or in mode ``learning``: the learned score next to the thesis's,
 and the priority the learning crawl gives) — ``follow`` only for a link the crawl would
-request: links out of scope (``offsite``, ``rejected``, ``path trap``, ``too long``) and
+request: links out of scope (``offsite``, ``rejected``, ``path trap``, ``too long``, ``too
+deep`` past ``DEPTH_LIMIT``) and
 links the host's robots.txt forbids (``robots.txt``; fetched once per host, as the crawl
 does, when ``ROBOTSTXT_OBEY``) say so; drops that depend on what the crawl has seen before
 (duplicates, a host's page cap, query variants) are not shown — then every ``<img>`` with its
@@ -140,6 +141,8 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
             scope = "path trap"
         elif len(url) > settings.getint("URLLENGTH_LIMIT"):
             scope = "too long"
+        elif 0 < settings.getint("DEPTH_LIMIT") < depth + 1:  # Scrapy's DepthMiddleware
+            scope = "too deep"
         else:
             scope = ""
         decision = ranker.decide(doc.perplexity, anchor, depth + 1, url=url, parent_url=response.url,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from scrapy import Request
 from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.project import get_project_settings
 
@@ -140,3 +141,14 @@ def test_explain_says_robots_txt_for_the_links_the_crawl_drops_for_it(settings):
     settings.set("ROBOTSTXT_OBEY", False, priority="cmdline")  # the crawl with -s ROBOTSTXT_OBEY=False
     _, _, rows = explain_links(response, settings, mode="keywords")
     assert {url: scope for url, _, _, scope in rows} == {f"{web.base}/private/kit": "", f"{web.base}/kit": ""}
+
+
+def test_explain_says_too_deep_past_depth_limit(settings):
+    """With ``-s DEPTH_LIMIT=N`` Scrapy's DepthMiddleware drops links deeper than N."""
+    settings.set("DEPTH_LIMIT", 1, priority="cmdline")
+    request = Request("http://seed.test/", meta={"depth": 1})
+    response = HtmlResponse("http://seed.test/", body=page().body, encoding="utf-8", request=request)
+    _, _, rows = explain_links(response, settings, mode="keywords")
+    assert {url: scope for url, _, _, scope in rows}["http://seed.test/kit"] == "too deep"
+    _, _, rows = explain_links(page(), settings, mode="keywords")  # a seed (depth 0): its links are depth 1
+    assert {url: scope for url, _, _, scope in rows}["http://seed.test/kit"] == ""
