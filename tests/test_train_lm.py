@@ -559,10 +559,9 @@ def test_a_long_phase_says_where_it_is_while_it_runs(caplog):
 
     caplog.set_level(logging.INFO, logger="focuscrawl.lm.external")
     progress = _Progress(every=0.05)
-    progress.start("interpolate", "sorting the 4 orders by context (on disk)")
-    progress.step("interpolating order 3 of 5")
-    time.sleep(0.5)
-    progress.stop()
+    with progress.phase("interpolate", "sorting the 4 orders by context (on disk)"):
+        progress.step("interpolating order 3 of 5")
+        time.sleep(0.5)
     assert "train-lm interpolate: interpolating order 3 of 5 (" in caplog.text
     lines = len(caplog.records)
     time.sleep(0.2)

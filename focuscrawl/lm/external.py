@@ -29,7 +29,6 @@ result does not depend on the budget: a tiny budget (many runs) writes the same 
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
@@ -37,6 +36,7 @@ import shutil
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -372,19 +372,18 @@ def budget_warning(rows: int, budget: int, jobs: int, order: int) -> str | None:
     return (f"memory budget {format_size(budget)} is far too small for {rows:,} rows: each of the {sorts} sorts "
             f"on disk splits into ~{runs:,} runs merged ~{max(1, share // runs)} rows a run at a time, "
             f"~{sorts * runs * runs:,} small reads in all (~{sorts * _RUNS_ENOUGH ** 2:,} with --memory "
-            f"{format_size(enough)}): expect it to take many times longer than with that budget (the same model either way)")
+            f"{format_size(enough)}): expect it to take many times longer than with that budget (the same model "
+            f"either way)")
 
 
 class _Progress:
-    """Phase, elapsed time and tokens/s on the log (stderr from the CLI); inside a long
-    phase (``start``) a line every ``every`` seconds says where it is."""
+    """Phase, elapsed time and tokens/s on the log (stderr from the CLI); while a long
+    phase runs (``phase``) a line at least every ``every`` seconds says where it is."""
 
     def __init__(self, tokens: int = 0, every: float = 10.0) -> None:
         self.t0 = self.last = time.perf_counter()
         self.tokens, self.every = tokens, every
-        self.phase, self.detail, self.phase_t0 = "", "", self.t0
-        self._stop = threading.Event()
-        self._beat: threading.Thread | None = None
+        self.detail = ""
 
     def __call__(self, phase: str, detail: str = "", periodic: bool = False) -> None:
         now = time.perf_counter()
@@ -395,30 +394,32 @@ class _Progress:
         rate = f", {self.tokens / dt / 1e3:.0f}K tokens/s overall" if self.tokens and dt > 0 else ""
         logger.info("train-lm %s%s (%.1fs%s)", phase, f": {detail}" if detail else "", dt, rate)
 
-    def start(self, phase: str, detail: str = "") -> None:
-        """A long phase begins: until the next one, or ``stop``, a line at least every
-        ``every`` seconds (the phase, its step, the time in it)."""
-        self.phase, self.detail, self.phase_t0 = phase, detail, time.perf_counter()
-        if self._beat is None and self.every > 0:
-            self._beat = threading.Thread(target=self._heartbeat, name="train-lm-progress", daemon=True)
-            self._beat.start()
+    @contextmanager
+    def phase(self, name: str, detail: str = "") -> Iterator[None]:
+        """A long phase: until it ends, a line whenever ``every`` seconds passed without one
+        (the phase, its step, the time in it)."""
+        self.detail = detail
+        done = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(name, done, time.perf_counter()),
+                                name="train-lm-progress", daemon=True)
+        beat.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beat.join()
 
     def step(self, detail: str) -> None:
-        """Where the current phase is (said by the next heartbeat line)."""
+        """Where the current phase is (said by its next heartbeat line)."""
         self.detail = detail
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._beat is not None:
-            self._beat.join()
-
-    def _heartbeat(self) -> None:
-        while not self._stop.wait(min(1.0, self.every)):
+    def _heartbeat(self, name: str, done: threading.Event, start: float) -> None:
+        while not done.wait(min(1.0, self.every)):
             now = time.perf_counter()
             if now - self.last >= self.every:
                 self.last = now
-                logger.info("train-lm %s: %s (%.0fs in this phase, %.1fs)", self.phase,
-                            self.detail or "working", now - self.phase_t0, now - self.t0)
+                logger.info("train-lm %s: %s (%.0fs in this phase, %.1fs)", name, self.detail or "working",
+                            now - start, now - self.t0)
 
 
 def _read_corpus(sentences: Iterable[str], work: Path, chunk_tokens: int,
@@ -662,9 +663,8 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
     # two sorts alive at once while interpolating.
     block = max(_MIN_ROWS, budget // 8 // _BYTES_PER_ENTRY)
     progress = _Progress()
-    progress.start("read")
     output = Path(output)
-    with tempfile.TemporaryDirectory(prefix="train-lm-", dir=tmpdir) as tmp, _stopping(progress):
+    with tempfile.TemporaryDirectory(prefix="train-lm-", dir=tmpdir) as tmp:
         work = Path(tmp)
         vocab, n_tokens, n_sent = _read_corpus(sentences, work, max(_MIN_ROWS, budget // _BYTES_PER_TOKEN),
                                                progress)
@@ -676,10 +676,10 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
         chunk = min(chunk, max(_MIN_ROWS, -(-rows // jobs)))  # at least one chunk per worker
         if V * (rows + V) >= 2 ** 62:
             raise ValueError("corpus too large for 64-bit n-gram keys")
-        progress("read", f"{n_sent:,} sentences, {n_tokens:,} tokens, vocabulary {V:,}")
         warning = budget_warning(rows, budget, jobs, order)
         if warning:
             logger.warning("train-lm: %s", warning)
+        progress("read", f"{n_sent:,} sentences, {n_tokens:,} tokens, vocabulary {V:,}")
         pool: Executor = (ProcessPoolExecutor(jobs, initializer=_set_vocab, initargs=(vocab,))
                           if jobs > 1 else _Serial())
         _set_vocab(vocab)
@@ -689,34 +689,25 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
                 uni_raw += np.bincount(b, minlength=V)
             tables: list[OrderFiles | None] = [None]  # order 1 is the vocabulary
             n_runs = 1
-            progress.start("count")
             for k in range(2, order + 1):
-                progress.step(f"order {k} of {order}")
-                files, nr = _count_order(pool, work, k, V, rows, chunk, block, last=k == order)
+                with progress.phase("count", f"order {k} of {order}"):
+                    files, nr = _count_order(pool, work, k, V, rows, chunk, block, last=k == order)
                 tables.append(files)
                 n_runs += nr
                 progress("count", f"order {k}: {len(files):,} n-grams from {nr} sorted run(s)")
             sizes = [V] + [len(t) for t in tables[1:]]
-            progress.start("adjust")
-            discounts, fallback = _adjust_and_discount(work, tables, uni_raw, V, sizes, block,
-                                                       discount_fallback)
+            with progress.phase("adjust"):
+                discounts, fallback = _adjust_and_discount(work, tables, uni_raw, V, sizes, block,
+                                                           discount_fallback)
             progress("adjust", "discounts " + " ".join("%.3f/%.3f/%.3f" % d for d in discounts))
-            progress.start("interpolate", f"sorting the {order - 1} orders by context (on disk)")
-            _probabilities(pool, work, tables, discounts, V, sizes, block, jobs, thresholds, progress)
+            with progress.phase("interpolate", f"sorting the {order - 1} orders by context (on disk)"):
+                _probabilities(pool, work, tables, discounts, V, sizes, block, jobs, thresholds, progress)
             progress("interpolate")
-            progress.start("write")
-            kept = [V] + [_kept_count(t, thresholds[k - 1], block) for k, t in enumerate(tables[1:], start=2)]
-            _write_arpa(pool, work, output, sizes, kept, thresholds, block, jobs)
+            with progress.phase("write"):
+                kept = [V] + [_kept_count(t, thresholds[k - 1], block) for k, t in enumerate(tables[1:], start=2)]
+                _write_arpa(pool, work, output, sizes, kept, thresholds, block, jobs)
             progress("write", f"{output} ({output.stat().st_size / 1e6:.1f} MB)")
     return ExternalModel(vocab, kept, discounts, fallback, n_tokens, n_sent, n_runs)
-
-
-@contextlib.contextmanager
-def _stopping(progress: _Progress) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        progress.stop()
 
 
 def _kept_count(files: OrderFiles, threshold: int, block: int) -> int:
