@@ -307,11 +307,11 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
     results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)])
     counts = merge_runs(parts, output)
-    summary: dict = {"files": len(index.paths), "jobs": len(processes.processes), "parts": len(parts),
-                     "files_without_part": files_without_part(index), "pages": counts["pages"],
+    summary: dict = {"jobs": len(processes.processes), "parts": len(parts), "pages": counts["pages"],
                      "images": counts["images"]}
     for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
         summary[key] = sum(r.get(key) or 0 for r in results)
+    summary.update(files=len(index.paths), files_without_part=files_without_part(index))
     failed = [f"{path}: {r.get('finish_reason')}" for path, r in zip(files, results) if r.get("finish_reason") != "finished"]
     summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
     return summary
