@@ -128,32 +128,6 @@ def _index(paths: list[str]):
     return index
 
 
-def cmd_warc(args: argparse.Namespace) -> int:
-    for path in args.paths:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"no such archive: {path}")
-    if args.jobs < 0:
-        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    settings = _settings(args.set)
-    spider_args = {name: getattr(args, name) for name in ("mode", "model", "keywords", "topic")
-                   if getattr(args, name)}
-    verbose = getattr(args, "verbose", False)
-    if not args.jobs:
-        index = _index(args.paths)
-        summary = {"files": len(index.paths), **replay(index, args.output, settings, spider_args, verbose)}
-    else:  # the job processes start while this one reads the index
-        # every job writes its image files straight into the merged run (named by URL: same name, same bytes)
-        job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
-        jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
-        try:
-            index = _index(args.paths)
-            summary = replay_jobs(index, Path(args.output), jobs)
-        finally:
-            jobs.close()
-    print(json.dumps(summary) if args.json else human_summary(summary, args.output))
-    return 0 if summary.get("finish_reason") == "finished" else 1
-
-
 def files_without_part(index) -> dict[str, str]:
     """Each archive file that gets no job with ``--jobs`` (its pages are its job's seeds), and why."""
     pages = {ref.path for ref in index.html_refs()}
@@ -181,6 +155,32 @@ def human_summary(summary: dict, output: str) -> str:
                  f"{summary['focuscrawl/archive/missing']:,} requests for URLs they do not hold")
     lines.append(f"  {summary['finish_reason']} (stats.json holds every counter; --json for this summary as JSON)")
     return "\n".join(lines)
+
+
+def cmd_warc(args: argparse.Namespace) -> int:
+    for path in args.paths:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no such archive: {path}")
+    if args.jobs < 0:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    settings = _settings(args.set)
+    spider_args = {name: getattr(args, name) for name in ("mode", "model", "keywords", "topic")
+                   if getattr(args, name)}
+    verbose = getattr(args, "verbose", False)
+    if not args.jobs:
+        index = _index(args.paths)
+        summary = {"files": len(index.paths), **replay(index, args.output, settings, spider_args, verbose)}
+    else:  # the job processes start while this one reads the index
+        # every job writes its image files straight into the merged run (named by URL: same name, same bytes)
+        job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
+        jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
+        try:
+            index = _index(args.paths)
+            summary = replay_jobs(index, Path(args.output), jobs)
+        finally:
+            jobs.close()
+    print(json.dumps(summary) if args.json else human_summary(summary, args.output))
+    return 0 if summary.get("finish_reason") == "finished" else 1
 
 
 def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool) -> None:
