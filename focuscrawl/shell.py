@@ -14,7 +14,8 @@ and the priority the learning crawl gives) — ``follow`` only for a link the cr
 request: links out of scope (``offsite``, ``rejected``, ``path trap``, ``too long``, ``too
 deep`` past ``DEPTH_LIMIT``) and
 links the host's robots.txt forbids (``robots.txt``; fetched once per host, as the crawl
-does, when ``ROBOTSTXT_OBEY``) say so; drops that depend on what the crawl has seen before
+does, when ``ROBOTSTXT_OBEY``) say so, and so do kept images whose download robots.txt
+or the allowed domains refuse; drops that depend on what the crawl has seen before
 (duplicates, a host's page cap, query variants) are not shown — then every ``<img>`` with its
 ALT/title/context scores, final score, P(on topic) (the ranking's score, ``focuscrawl
 rank``) and keep/drop reason; computed by the same functions as the crawl and the ranking.
@@ -186,6 +187,14 @@ def explain_images(response: HtmlResponse, settings: BaseSettings | None = None,
     return rows
 
 
+def _download_verdict(src: str, robots: RobotsRules, allowed: list[str]) -> str:
+    """What the image download does with an image the HTML rules keep: it obeys robots.txt
+    and the allowed domains too (``images/failed/filtered``, OUTPUT.md)."""
+    if allowed and not domain_allowed(urlsplit(src).hostname or "", allowed):
+        return "offsite"
+    return "keep" if robots.allowed(src) else "robots.txt"
+
+
 def explain(response: Response, settings: BaseSettings | None = None, mode: str | None = None,
             out: TextIO | None = None, learner=None, robots: RobotsRules | None = None) -> None:
     """Print the document perplexity, every link's score (and learned score), bucket and
@@ -195,6 +204,7 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
     scope included); ``robots``: the robots.txt rules (default: fetched per host)."""
     out = out or sys.stdout
     settings = _settings(settings)
+    robots = robots or RobotsRules.from_settings(settings)
     doc_pp, kw, rows = explain_links(response, settings, mode, learner=learner, robots=robots)
     model = topic_model_from_settings(settings)
     print(f"page {response.url}\n  document perplexity {_num(doc_pp)}, keyword score {kw:.4f}, "
@@ -213,6 +223,7 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
               f"{d.priority if d.followed else '':>5} {_num(d.anchor_perplexity):>10} "
               f"{_num(d.anchor_keyword_score):>9}  {url}  [{anchor[:60]}]", file=out)
     images = explain_images(response, settings)
+    allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
     print(f"  {len(images)} images", file=out)
     print(f"  {'decision':<16} {'final':>9} {'from':<14} {'ALT PP':>9} {'ALT wPP':>9} {'parent-1 wPP':>12} "
           f"{'P(topic)':>8}  src  [alt]", file=out)
@@ -223,6 +234,6 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
         parent = (parents[0].get("scores") or {}).get("weighted") if parents else None
         value = item_logit(model, item) if model is not None and item else None
         prob = None if value is None else sigmoid(value)
-        print(f"  {d.reason or 'keep':<16} {_num(score):>9} {label or '-':<14} {_num(alt.get('perplexity')):>9} "
+        print(f"  {d.reason or _download_verdict(d.src, robots, allowed):<16} {_num(score):>9} {label or '-':<14} {_num(alt.get('perplexity')):>9} "
               f"{_num(alt.get('weighted')):>9} {_num(parent):>12} {_num(prob):>8}  {d.src}  "
               f"[{(item.get('alt') or '')[:50]}]", file=out)

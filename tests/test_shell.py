@@ -130,7 +130,10 @@ def test_explain_says_robots_txt_for_the_links_the_crawl_drops_for_it(settings):
     drops them. The host's real robots.txt (a local server) decides, as in the crawl."""
     robots = Page(b"User-agent: *\nDisallow: /private/\n", "text/plain")
     with LocalWeb({"/robots.txt": robots}) as web:
-        body = html("seed", NORMAL, [(f"{web.base}/private/kit", "tabby"), (f"{web.base}/kit", "tabby")])
+        images = (f'<p>tabby kitten <img src="{web.base}/private/cat.jpg" width="800" height="600" alt="tabby"></p>'
+                  f'<p>tabby kitten <img src="{web.base}/cat.jpg" width="800" height="600" alt="tabby"></p>')
+        body = html("seed", NORMAL, [(f"{web.base}/private/kit", "tabby"), (f"{web.base}/kit", "tabby")],
+                    extra=images)
         response = HtmlResponse(f"{web.base}/", body=body.encode(), encoding="utf-8")
         settings.set("ROBOTSTXT_OBEY", True, priority="cmdline")
         out = io.StringIO()
@@ -138,6 +141,9 @@ def test_explain_says_robots_txt_for_the_links_the_crawl_drops_for_it(settings):
         assert web.requests.count("127.0.0.1/robots.txt") == 1  # once per host
     decisions = {line.split()[-2]: line.split()[0] for line in out.getvalue().splitlines() if "/kit" in line}
     assert decisions == {f"{web.base}/private/kit": "robots.txt", f"{web.base}/kit": "follow"}
+    # the image download obeys robots.txt too (images/failed/filtered in the crawl)
+    images = {line.split()[-2]: line.split()[0] for line in out.getvalue().splitlines() if "cat.jpg" in line}
+    assert images == {f"{web.base}/private/cat.jpg": "robots.txt", f"{web.base}/cat.jpg": "keep"}
     settings.set("ROBOTSTXT_OBEY", False, priority="cmdline")  # the crawl with -s ROBOTSTXT_OBEY=False
     _, _, rows = explain_links(response, settings, mode="keywords")
     assert {url: scope for url, _, _, scope in rows} == {f"{web.base}/private/kit": "", f"{web.base}/kit": ""}
@@ -152,3 +158,16 @@ def test_explain_says_too_deep_past_depth_limit(settings):
     assert {url: scope for url, _, _, scope in rows}["http://seed.test/kit"] == "too deep"
     _, _, rows = explain_links(page(), settings, mode="keywords")  # a seed (depth 0): its links are depth 1
     assert {url: scope for url, _, _, scope in rows}["http://seed.test/kit"] == ""
+
+
+def test_explain_says_offsite_for_a_kept_image_outside_the_allowed_domains(settings):
+    settings.set("FOCUSCRAWL_ALLOWED_DOMAINS", ["seed.test"], priority="cmdline")
+    body = html("seed", NORMAL, [], extra='<p>tabby <img src="http://cdn.test/cat.jpg" width="800" height="600" '
+                                          'alt="tabby kitten"></p>' + IMAGES)
+    out = io.StringIO()
+    explain(HtmlResponse("http://seed.test/", body=body.encode(), encoding="utf-8"), settings, mode="keywords",
+            out=out)
+    verdicts = {next(t for t in line.split() if t.endswith(".jpg")): line.split()[0]
+                for line in out.getvalue().splitlines() if ".jpg" in line}
+    assert verdicts == {"http://cdn.test/cat.jpg": "offsite", "http://seed.test/big.jpg": "keep",
+                        "http://seed.test/small.jpg": "too_small"}
