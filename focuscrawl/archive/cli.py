@@ -14,6 +14,7 @@ import gc
 import json
 import logging
 import multiprocessing
+import os
 import sys
 from collections import deque
 from contextlib import contextmanager, suppress
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
+from focuscrawl.processes import worker_process
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
 SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
@@ -152,9 +154,12 @@ def cmd_warc(args: argparse.Namespace) -> int:
     return 0 if summary.get("finish_reason") == "finished" else 1
 
 
-def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool) -> None:
+def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool, parent: int,
+                inherited: list[Connection]) -> None:
     """A job process of ``replay_jobs``: receives the index, then replays one file after
-    another — ``(file, part)`` each, its summary sent back — until ``None``.
+    another — ``(file, part)`` each, its summary sent back — until ``None`` or EOF. It dies
+    with the command (``focuscrawl.processes``) and closes the command's pipe ends a fork
+    copied into it (``inherited``): holding them, it would never see EOF and wait for ever.
 
     The crawls run one after the other in one reactor (Scrapy's "running multiple spiders in
     the same process" sequentially), so a process pays its start-up (interpreter, imports,
@@ -162,6 +167,9 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
     components, stats and run directory, as in a process of its own."""
     from focuscrawl.cli import configure_logging
 
+    for end in inherited:
+        end.close()
+    worker_process(parent, ignore=())  # the group's Ctrl-C stops its crawl cleanly (Scrapy's handler)
     configure_logging(verbose)  # a spawned process starts without the command's handler (a forked one has it)
     try:
         index = conn.recv()
@@ -224,12 +232,14 @@ class JobProcesses:
     to whichever process is free."""
 
     def __init__(self, n: int, job_settings: dict, spider_args: dict, verbose: bool = False) -> None:
-        context = multiprocessing.get_context(_start_method())
+        method = _start_method()
+        context = multiprocessing.get_context(method)
         self.processes = []
         for i in range(n):
             conn, child = context.Pipe()
-            process = context.Process(target=_job_worker, args=(child, job_settings, spider_args, verbose),
-                                      name=f"focuscrawl-warc-job-{i}")
+            inherited = [c for _, c in self.processes] + [conn] if method == "fork" else []
+            process = context.Process(target=_job_worker, name=f"focuscrawl-warc-job-{i}",
+                                      args=(child, job_settings, spider_args, verbose, os.getpid(), inherited))
             process.start()
             child.close()
             self.processes.append((process, conn))
@@ -275,7 +285,9 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
     files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
     results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)])
-    counts = merge_runs(parts, output)
+    # a file whose job did not finish (its process killed, the crawl stopped) is left out whole:
+    # its part may hold image rows whose pages' rows were never written
+    counts = merge_runs([part for part, r in zip(parts, results) if r.get("finish_reason") == "finished"], output)
     summary: dict = {"jobs": len(processes.processes), "parts": len(parts), "pages": counts["pages"],
                      "images": counts["images"]}
     for key in SUMMARY_STATS:

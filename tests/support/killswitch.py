@@ -5,7 +5,8 @@
 Scrapy's ``request_left_downloader`` signal, before ``response_received``, the window
 in which an unlucky ``kill -9`` used to lose the page (focuscrawl.frontier).
 ``KillBeforePageRows`` (an extension) kills it inside the page writer's batch, after
-the batch's sentences (and links) were written and before its ``pages.tsv`` rows.
+the batch's sentences (and links) were written and before its ``pages.tsv`` rows;
+``KillAfterImageRow`` just after a given image's ``images.tsv`` row.
 """
 from __future__ import annotations
 
@@ -126,3 +127,33 @@ class KillInJournalCompaction:
 
         frontier.os = _OsKillingAtJournalReplace(when)
         return cls()
+
+
+class KillAfterImageRow:
+    """Kills the process just after the ``images.tsv`` row of ``TEST_KILL_AFTER_IMAGE_URL`` is
+    written (its page's row, still in the page writer's batch, is not). Wraps the
+    ``write_lines`` of the run's one ``images.tsv`` log, which the image writer shares."""
+
+    def __init__(self, crawler, url: str) -> None:
+        self.crawler = crawler
+        self.url = url
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        url = crawler.settings.get("TEST_KILL_AFTER_IMAGE_URL")
+        if not url:
+            raise NotConfigured
+        ext = cls(crawler, url)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        return ext
+
+    def spider_opened(self, spider=None) -> None:
+        log = run_output(self.crawler).line_log("images.tsv")
+        write_lines = log.write_lines
+
+        def write_then_die(lines):
+            write_lines(lines)
+            if any(self.url + "\t" in line for line in lines):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        log.write_lines = write_then_die
