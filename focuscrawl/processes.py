@@ -10,6 +10,9 @@ processes) belongs to the command that started it:
 * A parent killed with SIGKILL cannot shut its pool down, and a worker blocked on its
   task queue (whose both ends it holds) would wait for ever: on Linux the kernel kills it
   with its parent (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread polls the parent.
+
+A command that owns temporary files stops on SIGTERM as on Ctrl-C (``exit_on_sigterm``):
+its ``finally`` blocks remove them, where the default action would end it on the spot.
 """
 from __future__ import annotations
 
@@ -51,3 +54,13 @@ def _exit_with_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(0.5)
     os._exit(1)
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM raises ``SystemExit(143)`` in the main thread (the shell's code for it), so
+    that context managers and ``finally`` blocks run as they do on Ctrl-C."""
+    signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum, frame) -> None:
+    raise SystemExit(128 + signum)

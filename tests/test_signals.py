@@ -11,11 +11,15 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from tests.support.crawl import start_focused
+import pytest
+
+from tests.support.crawl import ROOT, start_focused
 from tests.support.imagesite import image_bytes
 from tests.support.localweb import LocalWeb, Page
 from tests.support.processes import descendants, wait_children, wait_gone
@@ -130,3 +134,60 @@ def test_no_process_outlives_a_crawl_killed_while_its_worker_starts(tmp_path):
         children |= descendants(proc.pid)
         left = wait_gone(children, 10)
     assert not left, left
+
+
+def corpus(path: Path, sentences: int = 12000) -> Path:
+    rnd = random.Random(7)
+    words = [f"w{i}" for i in range(2000)]
+    path.write_text("".join(" ".join(rnd.choice(words) for _ in range(12)) + "\n" for _ in range(sentences)))
+    return path
+
+
+def start_train_lm(tmp: Path, text: Path, log) -> subprocess.Popen:
+    """``train-lm`` with two pool workers and runs spilled to ``tmp/T``, in a group of its own."""
+    (tmp / "T").mkdir(exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "train-lm", str(text), "-o", str(tmp / "out.arpa"),
+                             "--normalized", "--order", "3", "--jobs", "2", "--memory", "20M", "-T", str(tmp / "T")],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_train_lm_stopped_by_a_group_signal_leaves_no_file_and_no_process(tmp_path, signum):
+    """Ctrl-C or SIGTERM to ``train-lm``'s group while it writes the ARPA: it exits without a
+    traceback, its temporary folder and ``OUT.part`` are gone, so are its workers (before,
+    SIGTERM left both files: 69-285 MB and 59-77 MB in the issue)."""
+    text = corpus(tmp_path / "corpus.txt")
+    with open(tmp_path / "train.log", "w") as log:
+        proc = start_train_lm(tmp_path, text, log)
+        try:
+            wait_for(lambda: (tmp_path / "out.arpa.part").exists(), timeout=120)
+            workers = descendants(proc.pid)
+            os.killpg(proc.pid, signum)
+            code = proc.wait(60)
+        finally:
+            proc.kill()
+    err = (tmp_path / "train.log").read_text()
+    assert code == 128 + signum and "Traceback" not in err, err[-3000:]
+    assert workers and not wait_gone(workers, 10)
+    assert not list((tmp_path / "T").iterdir())
+    assert not (tmp_path / "out.arpa.part").exists() and not (tmp_path / "out.arpa").exists()
+
+
+def test_train_lm_killed_its_workers_follow_and_the_next_run_reclaims_its_folder(tmp_path):
+    """SIGKILL to ``train-lm`` alone: its two pool workers end within seconds (before, they
+    stayed for good), and the next run in the same ``-T`` folder removes the temporary
+    folder the killed one left (before, nothing did)."""
+    text = corpus(tmp_path / "corpus.txt")
+    with open(tmp_path / "train.log", "w") as log:
+        proc = start_train_lm(tmp_path, text, log)
+        try:
+            workers = wait_children(proc.pid, 2, timeout=120)
+        finally:
+            proc.kill()
+            proc.wait(10)
+        assert not wait_gone(workers, 10)
+        left = list((tmp_path / "T").iterdir())
+        assert len(left) == 1 and left[0].name.startswith("train-lm-")
+        again = start_train_lm(tmp_path, corpus(tmp_path / "small.txt", 200), log)
+        assert again.wait(120) == 0
+    assert not list((tmp_path / "T").iterdir()) and (tmp_path / "out.arpa").exists()
