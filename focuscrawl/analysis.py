@@ -30,7 +30,7 @@ from focuscrawl import settings as defaults
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import TextScore, TopicScorer
-from focuscrawl.processes import worker_process
+from focuscrawl.processes import signals_held, worker_process
 from focuscrawl.text.extractors import (TRUNCATED, ExtractionError, ExtractionTimeout, PageText, extract_page,
                                         get_extractor)
 from focuscrawl.text.html import clip_markup, full_text_from_tree, markup_budget
@@ -264,8 +264,9 @@ class PageAnalyser:
                                          initializer=_init_worker, initargs=(self.config, self.topic, os.getpid()))
         # start the workers now (the pool would spawn them at the first page): they load
         # while the crawl sets up and fetches its seeds, instead of holding up the first pages
-        for _ in range(self.workers):
-            self._pool.submit(_worker_ready)
+        with signals_held():
+            for _ in range(self.workers):
+                self._pool.submit(_worker_ready)
 
     def _replace_pool(self, broken: ProcessPoolExecutor) -> None:
         if self._pool is not broken:  # another page of the same pool replaced it already

@@ -23,16 +23,35 @@ import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 _PR_SET_PDEATHSIG = 1
 
 
-def worker_process(parent: int, ignore: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> None:
+GROUP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Start child processes inside: the group's SIGINT and SIGTERM are held (blocked) in the
+    meantime, so a child inherits them blocked and ``worker_process`` ignores them before it
+    lets them through (a Ctrl-C while it imports would kill it otherwise); this process gets
+    a signal that came meanwhile when the block ends."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, GROUP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def worker_process(parent: int, ignore: tuple[int, ...] = GROUP_SIGNALS) -> None:
     """Call first in a child process: ignore the group's ``ignore`` signals and die with
     ``parent`` (the pid of the process that started this one, read in the parent: a parent
     that died before this call is noticed too)."""
     for signum in ignore:
         signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, GROUP_SIGNALS)  # held by ``signals_held`` until now
     if not _kill_with_parent():
         threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="parent-watch").start()
     if os.getppid() != parent:  # the parent died before the kernel was asked

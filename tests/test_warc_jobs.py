@@ -13,15 +13,18 @@ import gzip
 import os
 import json
 import random
+import signal
 import subprocess
 import sys
+import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 
 from focuscrawl.settings import EXTENSIONS
 from tests.support.archives import write_warc
-from tests.support.processes import wait_children, wait_gone
+from tests.support.processes import descendants, wait_children, wait_gone
 from tests.support.localweb import png_bytes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -219,3 +222,29 @@ def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
     merged, one = run_files(tmp_path / "cc1"), run_files(tmp_path / "one")
     assert len(merged) == 3 + 13 + 13
     assert merged == one
+
+
+@pytest.mark.parametrize("after", [0.0, 0.5, 1.5, 4.0])
+def test_a_group_ctrl_c_at_any_moment_ends_the_command(tmp_path, after):
+    """Ctrl-C to the command's group ``after`` seconds after its job processes exist (while
+    they start, open their crawl, replay): it ends within a minute, no traceback, no job
+    process left. Before, a Ctrl-C while a job's first crawl started (before Scrapy's handler
+    was installed) failed that crawl, the job stopped its reactor before it ran, and then
+    waited for ever."""
+    paths = archives(tmp_path)
+    with open(tmp_path / "err.log", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
+                                 "--jobs", "2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+        try:
+            children = wait_children(proc.pid, 2)
+            time.sleep(after)
+            children |= descendants(proc.pid)
+            os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(60)
+        finally:
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    log = (tmp_path / "err.log").read_text()
+    assert code in (0, 1, 130) and "Traceback" not in log, log[-3000:]
+    assert not wait_gone(children, 10)

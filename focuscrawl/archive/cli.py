@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
-from focuscrawl.processes import worker_process
+from focuscrawl.processes import signals_held, worker_process
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
 SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
@@ -169,7 +169,9 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
 
     for end in inherited:
         end.close()
-    worker_process(parent, ignore=())  # the group's Ctrl-C stops its crawl cleanly (Scrapy's handler)
+    # the group's Ctrl-C and SIGTERM stop its crawl cleanly once Scrapy's handlers are installed
+    # (``process.start``); before, half-way through imports or a crawl's start, they are ignored
+    worker_process(parent)
     configure_logging(verbose)  # a spawned process starts without the command's handler (a forked one has it)
     try:
         index = conn.recv()
@@ -209,8 +211,10 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
             finally:
                 from twisted.internet import reactor
 
+                # the reactor may not run yet (a first crawl that failed at once): stopping it
+                # now would be a no-op, and the process would then wait for ever
                 with suppress(RuntimeError):  # already stopping (Ctrl-C)
-                    reactor.stop()
+                    reactor.callWhenRunning(reactor.stop)
 
         run_tasks(*start(task))  # the first crawler installs the reactor the settings ask for
         process.start(stop_after_crawl=False)
@@ -240,7 +244,8 @@ class JobProcesses:
             inherited = [c for _, c in self.processes] + [conn] if method == "fork" else []
             process = context.Process(target=_job_worker, name=f"focuscrawl-warc-job-{i}",
                                       args=(child, job_settings, spider_args, verbose, os.getpid(), inherited))
-            process.start()
+            with signals_held():
+                process.start()
             child.close()
             self.processes.append((process, conn))
 
@@ -251,16 +256,17 @@ class JobProcesses:
         busy: dict[Connection, int] = {}
 
         def next_task(conn: Connection) -> None:
-            if todo:
-                n, task = todo.popleft()
-                conn.send(task)
-                busy[conn] = n
-            else:
-                conn.send(None)
+            with suppress(BrokenPipeError):  # the process died: its next file goes to another
+                if todo:
+                    conn.send(todo[0][1])
+                    busy[conn] = todo.popleft()[0]
+                else:
+                    conn.send(None)
 
         for _, conn in self.processes:
-            conn.send(index)
-            next_task(conn)
+            with suppress(BrokenPipeError):
+                conn.send(index)
+                next_task(conn)
         while busy:
             for conn in wait(list(busy)):
                 n = busy.pop(conn)
