@@ -138,3 +138,26 @@ def test_single_query_with_many_matches_in_tables_and_tail():
     got = index.query(q)
     assert got == brute(np.array(fps, dtype=np.uint64), q, 3)
     assert len(got) >= 50 and len({i for i, _ in got}) == len(got)
+
+
+def test_numba_caches_in_the_user_cache_not_in_the_installed_package(tmp_path):
+    """numba wrote its cache into the installed package (``focuscrawl/dedup/__pycache__``:
+    read-only or shared installs); it goes to ``$XDG_CACHE_HOME/focuscrawl/numba``."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import focuscrawl.dedup.index as module
+
+    package_cache = Path(module.__file__).parent / "__pycache__"
+    before = set(package_cache.glob("index.*.nb*")) if package_cache.exists() else set()
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    code = ("from focuscrawl.dedup.index import SimHashIndex\n"
+            "index = SimHashIndex(3, 4)\nindex.add(11)\nindex.merge()\nprint(index.query(11)[0])")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "(0, 0)", proc.stderr[-2000:]
+    assert list((tmp_path / "cache" / "focuscrawl" / "numba").rglob("index.*.nbi"))
+    after = set(package_cache.glob("index.*.nb*")) if package_cache.exists() else set()
+    assert after == before

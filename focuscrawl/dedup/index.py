@@ -23,13 +23,23 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import os
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-import numba
-import numpy as np
-
 from focuscrawl import settings as defaults
+from focuscrawl.resources import user_cache_dir
+
+# numba's compiled functions go to the user's cache, not beside this module (numba's
+# default: the installed package's __pycache__, read-only or shared in a real install);
+# set before numba reads its config (also in processes this one starts), and in numba's
+# config in case it was imported already. NUMBA_CACHE_DIR set by the user wins.
+os.environ.setdefault("NUMBA_CACHE_DIR", str(user_cache_dir() / "numba"))
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+
+numba.config.CACHE_DIR = numba.config.CACHE_DIR or os.environ["NUMBA_CACHE_DIR"]
 
 BITS = 64
 _U64 = np.uint64
@@ -37,10 +47,9 @@ _distance_then_id = operator.itemgetter(1, 0)
 
 
 def _jit(func: Callable) -> Callable:
-    """numba-compile ``func``, cached on disk beside this module when numba finds a place.
-
-    Inside a zipped scrapyd egg there is none (``cache=True`` raises at decoration);
-    there it compiles once per process instead (~3.5 s at the first query).
+    """numba-compile ``func``, cached on disk in ``NUMBA_CACHE_DIR`` (above) when numba can
+    write there; when it cannot (``cache=True`` raises at decoration) it compiles once per
+    process instead (~3.5 s at the first query).
     """
     try:
         return numba.njit(cache=True, nogil=True)(func)
