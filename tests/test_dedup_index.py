@@ -68,6 +68,19 @@ def test_empty_index_and_oldest_first():
     assert index.query(0b1011) == [(0, 0), (1, 0), (2, 1)]
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+@pytest.mark.parametrize("k,blocks", [(3, 4), (2, 5), (6, 7)])
+def test_a_tiny_merged_index_reports_each_match_once(n, k, blocks):
+    """With few fingerprints the directory is coarse; a bucket must still hold one table only
+    (one fingerprint merged into a (3, 4) index was reported twice)."""
+    fps = [0x0123_4567_89AB_CDEF + i for i in range(n)]
+    index = SimHashIndex.from_fingerprints(fps, k, blocks)
+    for q in fps:
+        assert index.query(q) == brute(np.array(fps, dtype=np.uint64), q, k)
+        batch = index.query_many([q])
+        assert list(zip(batch.ids.tolist(), batch.distances.tolist())) == brute(np.array(fps, dtype=np.uint64), q, k)
+
+
 def test_extreme_values_and_from_fingerprints():
     fps = [0, 2**64 - 1, 2**63, 1]
     index = SimHashIndex.from_fingerprints(fps, 3, 4)

@@ -257,8 +257,12 @@ class SimHashIndex:
 
         A bucket may hold keys that differ below the top D bits; they are verified
         like every candidate, so the directory can only add candidates, never lose one.
+        D covers at least the table prefix, so that a bucket never spans two tables: the
+        compiled query skips a match already reported by an earlier table's bucket, and
+        a bucket holding two tables' entries of one fingerprint reported it twice.
         """
-        d = min(self._totalbits, max(1, math.ceil(math.log2(max(len(self._keys), 2))) - 1))
+        table_bits = self._totalbits - self._keybits
+        d = min(self._totalbits, max(1, table_bits, math.ceil(math.log2(max(len(self._keys), 2))) - 1))
         self._shift = self._totalbits - d
         counts = np.bincount((self._keys >> _U64(self._shift)).astype(np.int64), minlength=1 << d)
         self._dir = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
