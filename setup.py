@@ -30,12 +30,13 @@ setup(
     # folders missing from ``packages``); their files are listed statically below
     packages=find_packages(include=["focuscrawl", "focuscrawl.*"]) + [
         "focuscrawl.models", "focuscrawl.models.cats",
-        "focuscrawl.annotate.static", "focuscrawl.annotate.templates"],
+        "focuscrawl.annotate.static", "focuscrawl.annotate.templates", "focuscrawl.eval.templates"],
     package_dir={"focuscrawl.models": "models", "focuscrawl.models.cats": "models/cats"},
     package_data={"focuscrawl.models": ["*.txt", "*.txt.gz", "*.md", "*.json"],
                   "focuscrawl.models.cats": ["*.json", "*.txt", "*.npy", "*.arpa.gz", "*.binary"],
                   "focuscrawl.annotate.static": ["*.css", "*.js"],
                   "focuscrawl.annotate.templates": ["*.html"],
+                  "focuscrawl.eval.templates": ["*.html"],
                   "focuscrawl.testweb": ["*.json.gz"]},
     zip_safe=False,
 )
