@@ -95,17 +95,23 @@ def test_jobdir_state_survives_and_rolls_back_to_checkpoint(tmp_path):
     assert len(record(RunOutput(out), "http://s.test/1.jpg")["sightings"]) == 2
 
 
-def test_sightings_log_after_a_kill_is_cut_to_the_checkpoint_and_folded_on_resume(tmp_path):
-    """Later sightings logged before the last checkpoint reach the record on resume; those
-    after it are cut back with the pages that carried them (crawled again). Without JOBDIR
-    every whole logged line is folded when the run directory is opened again."""
-    out, job = tmp_path / "out", tmp_path / "job"
+def seen_on_two_pages(out, job):
+    """A JOBDIR run whose image a.jpg was written from page 1 and seen again on page 2."""
     run = RunOutput(out, job)
     store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
     first = item("http://s.test/a.jpg", "http://s.test/1")
     store.first_sighting(first)
     store.commit(first)
     store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2"))
+    return run, store
+
+
+def test_sightings_log_after_a_kill_is_cut_to_the_checkpoint_and_folded_on_resume(tmp_path):
+    """Later sightings logged before the last checkpoint reach the record on resume; those
+    after it are cut back with the pages that carried them (crawled again). Without JOBDIR
+    every whole logged line is folded when the run directory is opened again."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    run, store = seen_on_two_pages(out, job)
     run.commit(force=True)
     store.first_sighting(item("http://s.test/a.jpg", "http://s.test/3"))  # after the checkpoint
     # SIGKILL: no fold, no close
@@ -131,12 +137,7 @@ def test_sightings_log_is_folded_at_the_checkpoint_after_it_grows_big(tmp_path, 
 
     monkeypatch.setattr(images, "SIGHTINGS_FOLD_BYTES", 1)
     out, job = tmp_path / "out", tmp_path / "job"
-    run = RunOutput(out, job)
-    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
-    first = item("http://s.test/a.jpg", "http://s.test/1")
-    store.first_sighting(first)
-    store.commit(first)
-    store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2"))
+    run, store = seen_on_two_pages(out, job)
     assert (out / "sightings.log").stat().st_size > 0
     run.commit(force=True)
     assert (out / "sightings.log").read_bytes() == b""
