@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from focuscrawl.archive.reader import ArchiveIndex, iter_responses, read_response
-from tests.support.hostile import archive_corpus
+from tests.support.hostile import archive_corpus, bad_length_archives
 
 REPO = Path(__file__).resolve().parents[1]
 HUGE = 64 * 1024 * 1024  # zeros and header lines of 64 MiB (~70 KB on disk each)
@@ -62,7 +62,8 @@ def test_bad_records_are_counted_skips_and_the_rest_is_used(tmp_path, corpus):
     # is over DOWNLOAD_MAXSIZE: cancelled as a live download would be, not cut
     assert set(pages) == keep - {"http://ok.test/zeros"}
     assert stats["focuscrawl/archive/over_max_size"] == 1
-    assert stats["focuscrawl/archive/resynced"] == 1  # the records a lying Content-Length swallowed are read
+    # the records after a Content-Length too large (lying_length) or too small (short_length) are read
+    assert stats["focuscrawl/archive/resynced"] == 2
     assert not {"http://ok.test/cut", "http://ok.test/liar", "http://ok.test/short"} & set(pages)
 
 
@@ -81,6 +82,21 @@ def test_reader_keeps_exactly_the_valid_records(corpus, name):
     assert {k: v for k, v in stats.items() if not k.startswith("records/") and k != "resynced"} == skips
     for url in c["keep"]:  # random access by the indexed offsets
         assert read_response(index.get(url), 1024 * 1024).url == url
+
+
+def test_a_bad_content_length_loses_only_its_record(tmp_path):
+    """Too small, zero, negative, not a number, empty (issue #31): reading goes on at the next
+    record (``WARC/1.`` line or gzip member), plain and gzip per record; before, every later
+    record of the file was lost."""
+    for name, keep in bad_length_archives(tmp_path).items():
+        path = tmp_path / name
+        index = ArchiveIndex([path])
+        assert [r.url for r in index.html_refs()] == keep, name
+        assert index.stats["resynced"] == 1 and "unreadable_rest" not in index.stats, (name, index.stats)
+        stats: dict = {}
+        assert [r.url for r in iter_responses(path, 1024 * 1024, stats)] == keep, name
+        for url in keep:
+            assert read_response(index.get(url), 1024 * 1024).url == url
 
 
 def test_an_archive_of_zeros_is_one_line_of_error(tmp_path, corpus):

@@ -127,6 +127,26 @@ def archive_corpus(root: Path, huge: int = 128 * 1024 * 1024) -> dict[str, dict]
     return corpus
 
 
+#: Content-Length values that break a record's framing without running past the end of the file
+BAD_LENGTHS = ("0", "60", "5", "-5", "-100", "abc", "12x", "")
+
+
+def bad_length_archives(root: Path) -> dict[str, list[str]]:
+    """One file per bad ``Content-Length`` (``BAD_LENGTHS``), plain and gzip per record: a good
+    record, the bad one, two good ones. -> {file name: the page URLs the reader must keep}."""
+    root.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for n, length in enumerate(BAD_LENGTHS):
+        bad = warc_record("http://ok.test/bad", http_response(page("bad")), content_length=0)
+        bad = bad.replace(b"Content-Length: 0\r\n", f"Content-Length: {length}\r\n".encode())
+        recs = [good("http://ok.test/1", 1), bad, good("http://ok.test/2", 2), good("http://ok.test/3", 3)]
+        for gz in (False, True):
+            name = f"bad_length_{n}.warc" + (".gz" if gz else "")
+            write_records(root / name, recs, gz=gz)
+            files[name] = ["http://ok.test/1", "http://ok.test/2", "http://ok.test/3"]
+    return files
+
+
 # -- hostile sites -----------------------------------------------------------------------
 class _Routes:
     """A ``LocalWeb`` page table computed per request: ``get(path)`` -> ``Page`` or ``None``."""
