@@ -158,6 +158,28 @@ class _Routes:
         return None if isinstance(key, tuple) else self.route(key)
 
 
+class SubdomainTrap:
+    """A ``LocalWeb`` page table (through the proxy) of a subdomain trap: ``http://N.sub.example.test/``
+    links to hosts N+1 and N+2 for ever, each host one page (a per-host cap never ends it);
+    the seed ``0.sub.example.test`` also links to ``cats.test``'s three pages."""
+
+    DOMAIN = "sub.example.test"
+
+    def get(self, key):
+        if not isinstance(key, tuple):
+            return None
+        host, path = key
+        if host == "cats.test" and path in ("/", "/a", "/b"):
+            return Page(_html(PAGE_TEXT, ["http://cats.test/a", "http://cats.test/b"]))
+        number = host[:-len(self.DOMAIN) - 1] if host.endswith("." + self.DOMAIN) else ""
+        if not number.isdigit() or path != "/":
+            return None
+        n = int(number)
+        links = [f"http://{n + 1}.{self.DOMAIN}/", f"http://{n + 2}.{self.DOMAIN}/"] + (
+            ["http://cats.test/"] if n == 0 else [])
+        return Page(_html(f"{PAGE_TEXT} Host {n}.", links))
+
+
 def _html(text: str, links: list[str], extra: str = "") -> bytes:
     anchors = "".join(f'<a href="{h}">cat link {i}</a> ' for i, h in enumerate(links))
     return f"<html><body><p>{text}</p>{extra}<div>{anchors}</div></body></html>".encode()
