@@ -137,6 +137,23 @@ def test_user_names_are_normalised_and_look_alikes_refused(tmp_path):
     assert [u["name"] for u in db.users()] == ["ace", "admin", "борис"]
 
 
+def test_accented_and_dotless_look_alikes_and_punctuation_names_refused(tmp_path):
+    """Issue #31: 'ālice' (a with macron) and 'alıce' (dotless i) were accepted next to 'alice',
+    and so were the names '-' and '.'."""
+    db = AnnotationDB(tmp_path / "u.sqlite3")
+    db.add_user("alice", "alice-password")
+    for twin in ["\u0101lice", "al\u0131ce", "a\u0301lice", "ALICE"]:
+        with pytest.raises(UserExists):
+            db.add_user(twin, "other-password")
+    for bad in ["-", ".", "_", "..", "-alice", "bob."]:
+        with pytest.raises(InvalidUserName):
+            db.add_user(bad, "other-password")
+    db.add_user("jo.ann-2", "joann-password")  # punctuation inside a name is fine
+    db.add_user("łukasz", "lukasz-password")
+    with pytest.raises(UserExists):
+        db.add_user("lukasz", "other-password")
+
+
 def test_admin_page_names_the_refusal(app):
     db, port, _ = app
     boss = logged_in(port, "boss")

@@ -57,7 +57,8 @@ MESSAGES = {  # fixed texts selected by code: nothing from the request is reflec
     "login": "Wrong user name or password.",
     "throttled": "Too many failed logins for this user; try again in 15 minutes.",
     "user-added": "User added.",
-    "user-name": "User not added: a name is 1-64 letters of one script, digits, '.', '_' or '-'.",
+    "user-name": "User not added: a name is 1-64 letters of one script, digits, '.', '_' or '-', "
+                 "starting and ending with a letter or digit.",
     "user-exists": "User not added: that name, or one that looks like it, exists already.",
     "user-password": "User not added: the password needs 8 or more characters.",
 }
