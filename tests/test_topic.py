@@ -9,30 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from focuscrawl.testweb.textpool import TextPool
+from tests.support.toymodel import write_topic_corpora
 
 CAT_TEXTS = ["A grey cat sleeping on the sofa", "the kitten plays with a ball of yarn", "cat sitting on a laptop"]
 OTHER_TEXTS = ["A man riding a surfboard on a wave", "a plate of pasta with tomato sauce",
                "two buses parked in front of the station"]
 
 
-def _write_corpora(folder: Path) -> tuple[Path, Path]:
-    """Cat captions (positive) and other captions (neutral) of the demo pool shipped in the package."""
-    from focuscrawl.lm.demo_corpus import topic_pattern
-
-    pool = TextPool.from_bundle()
-    cat = topic_pattern("cat")
-    positive = [c for p in pool.topic_photos("cat") for c in p.captions if cat.search(c)]
-    neutral = [c for p in pool.other_photos("cat", "dog") for c in p.captions][:1500]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "pos.txt").write_text("\n".join(positive) + "\n")
-    (folder / "neu.txt").write_text("\n".join(neutral) + "\n")
-    return folder / "pos.txt", folder / "neu.txt"
-
-
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory) -> tuple[Path, Path]:
-    return _write_corpora(tmp_path_factory.mktemp("corpora"))
+    return write_topic_corpora(tmp_path_factory.mktemp("corpora"))
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import gzip
 import re
+import signal
+import subprocess
 import threading
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -145,6 +148,35 @@ def bad_length_archives(root: Path) -> dict[str, list[str]]:
             write_records(root / name, recs, gz=gz)
             files[name] = ["http://ok.test/1", "http://ok.test/2", "http://ok.test/3"]
     return files
+
+
+@contextmanager
+def full_disk(folder: Path, size: str = "64k"):
+    """``folder`` as a tmpfs of ``size`` (root in a container may mount one): writes past it
+    fail with ENOSPC, as on a full disk. Skips the test where mounting is not allowed."""
+    import pytest
+
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def file_size_limit(max_bytes: int):
+    """A ``preexec_fn``: files of the child larger than ``max_bytes`` fail to grow (EFBIG, as a
+    quota or a full disk would; SIGXFSZ ignored so the write fails instead of killing it)."""
+    import resource
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+    return limit
 
 
 # -- hostile sites -----------------------------------------------------------------------
