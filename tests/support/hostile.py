@@ -11,6 +11,8 @@ images answer slowly, for resume starvation).
 from __future__ import annotations
 
 import gzip
+import json
+import os
 import re
 import signal
 import subprocess
@@ -177,6 +179,129 @@ def file_size_limit(max_bytes: int):
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
 
     return limit
+
+
+# -- damaged topic bundles, run directories and `warc --jobs` inputs (issue #31) ----------------
+#: the first line of a file outside a bundle: no error message may show it
+SECRET = "root:x:0:0:the-secret-first-line"
+
+
+def _set(path: list, value):
+    def change(data):
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        return data
+    return change
+
+
+def _classifier_arrays(indices, weights):
+    def change(folder: Path) -> None:
+        import numpy as np
+
+        meta = json.loads((folder / "bundle.json").read_text())["classifier"]
+        if indices is not None:
+            np.save(folder / meta["indices"], np.asarray(indices))
+        if weights is not None:
+            np.save(folder / meta["weights"], np.asarray(weights))
+    return change
+
+
+def _symlink(name: str, target: str):
+    def change(folder: Path) -> None:
+        (folder / name).unlink()
+        os.symlink(folder.parent / target, folder / name)
+    return change
+
+
+def _write(name: str, data: bytes):
+    def change(folder: Path) -> None:
+        (folder / name).write_bytes(data)
+    return change
+
+
+def _classifier_entry(key: str, value):
+    return ("bundle.json", lambda m: {**m, "classifier": {**m["classifier"], key: value}})
+
+
+#: name -> (what is changed: (json file, function of its data) or function of the folder, a
+#: text the one line of error must hold)
+BUNDLE_DAMAGE = {
+    "keywords /etc/passwd": (("bundle.json", _set(["keywords"], "/etc/passwd")), "outside the bundle"),
+    "keywords ../secret.txt": (("bundle.json", _set(["keywords"], "../secret.txt")), "outside the bundle"),
+    "topic_lm absolute": (("bundle.json", _set(["topic_lm"], "/etc/passwd")), "outside the bundle"),
+    "classifier indices outside": (_classifier_entry("indices", "../secret.txt"), "outside the bundle"),
+    "keywords a number": (("bundle.json", _set(["keywords"], 7)), "not a valid topic bundle"),
+    "background_lm empty": (("bundle.json", _set(["background_lm"], "")), "not a valid topic bundle"),
+    "manifest a list": (("bundle.json", lambda m: [m]), "not a valid topic bundle"),
+    "keywords symlink out": (_symlink("keywords.txt", "secret.txt"), "outside the bundle"),
+    "calibration symlink out": (_symlink("calibration.json", "secret.txt"), "outside the bundle"),
+    "calibration a list": (("calibration.json", lambda c: [c]), "not a valid calibration"),
+    "calibration {}": (("calibration.json", lambda c: {}), "not a valid calibration"),
+    "scorers a string": (("calibration.json", _set(["scorers"], "combined")), "not a valid calibration"),
+    "a a string": (("calibration.json", _set(["scorers", "combined", "a"], "1.5")), "not a valid calibration"),
+    "b null": (("calibration.json", _set(["scorers", "xent", "b"], None)), "not a valid calibration"),
+    "a scorer missing": (("calibration.json", lambda c: {**c, "scorers": {
+        k: v for k, v in c["scorers"].items() if k != "classifier"}}), "not a valid calibration"),
+    "cut 7": (("calibration.json", _set(["thresholds", "combined", "cut"], 7)), "not a valid calibration"),
+    "razor negative": (("calibration.json", _set(["thresholds", "combined", "razor"], -0.5)),
+                       "not a valid calibration"),
+    "quantiles too short": (("calibration.json", _set(["scorers", "combined", "quantiles", "positive", "alt"],
+                                                      [0.1])), "not a valid calibration"),
+    "quantile a string": (("calibration.json", _set(["scorers", "combined", "quantiles", "neutral", "sentence", 0],
+                                                    "x")), "not a valid calibration"),
+    "levels a dict": (("calibration.json", _set(["quantile_levels"], {"0.5": 1})), "not a valid calibration"),
+    "average precision true": (("calibration.json", _set(["scorers", "combined", "average_precision", "alt"],
+                                                         True)), "not a valid calibration"),
+    "calibration NaN": (_write("calibration.json", b'{"scorers": NaN}'), "not a valid calibration"),
+    "calibration empty file": (_write("calibration.json", b""), "not a valid calibration"),
+    "calibration cut JSON": (_write("calibration.json", b"[1, 2"), "not a valid calibration"),
+    "calibration not UTF-8": (_write("calibration.json", b"\xff\xfe\x00"), "not a valid calibration"),
+    "calibration missing": (lambda folder: (folder / "calibration.json").unlink(), "has no calibration.json"),
+    "indices out of range": (_classifier_arrays([1, 2 ** 31 - 1], [0.5, 0.5]), "classifier"),
+    "indices negative": (_classifier_arrays([-3], [0.5]), "classifier"),
+    "indices floats": (_classifier_arrays([1.5], [0.5]), "classifier"),
+    "weights NaN": (_classifier_arrays([1, 2], [float("nan"), 0.5]), "classifier"),
+    "weights of another shape": (_classifier_arrays([1, 2], [0.5, 0.5, 0.5]), "classifier"),
+    "intercept a string": (_classifier_entry("intercept", "1"), "classifier"),
+    "indices not numpy": (lambda folder: _write(json.loads((folder / "bundle.json").read_text())["classifier"]
+                                                ["indices"], b"not numpy")(folder), "classifier"),
+}
+
+
+def damaged_bundles(good: Path, root: Path) -> dict[str, tuple[Path, str]]:
+    """A copy of the good bundle ``good`` per ``BUNDLE_DAMAGE`` case, next to ``root/secret.txt``
+    (``SECRET``): {case: (folder, a text its one line of error must hold)}."""
+    import shutil
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "secret.txt").write_text(SECRET + "\n")
+    bundles = {}
+    for n, (case, (damage, expected)) in enumerate(BUNDLE_DAMAGE.items()):
+        folder = Path(shutil.copytree(good, root / f"b{n}"))
+        if isinstance(damage, tuple):
+            path = folder / damage[0]
+            path.write_text(json.dumps(damage[1](json.loads(path.read_text()))))
+        else:
+            damage(folder)
+        bundles[case] = (folder, expected)
+    return bundles
+
+
+def warc_jobs_inputs(root: Path) -> dict[str, list[Path]]:
+    """Input sets for ``focuscrawl warc --jobs 2``: a good archive with a file that is not one
+    (random bytes, empty, a gzip of zeros, HTML), or with a damaged one. -> {case: files}."""
+    root.mkdir(parents=True, exist_ok=True)
+    ok = write_records(root / "ok.warc.gz", [good(f"http://ok.test/{i}", i) for i in range(3)], gz=True)
+    (root / "garbage.warc.gz").write_bytes(bytes(range(256)) * 20)
+    (root / "empty.warc").write_bytes(b"")
+    write_gzip_stream(root / "zeros.warc.gz", b"", b"\0", 1024 * 1024)
+    (root / "page.warc").write_bytes(page("html"))
+    bad_length = bad_length_archives(root / "bad_length")
+    return {"garbage": [ok, root / "garbage.warc.gz"], "empty": [ok, root / "empty.warc"],
+            "zeros": [ok, root / "zeros.warc.gz"], "html": [ok, root / "page.warc"],
+            "bad lengths": [ok] + [root / "bad_length" / name for name in list(bad_length)[:4]]}
 
 
 # -- hostile sites -----------------------------------------------------------------------
