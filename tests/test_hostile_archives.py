@@ -4,6 +4,8 @@ presented as a whole page, memory bounded however large a "line" or body claims 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from focuscrawl.archive.reader import ArchiveIndex, iter_responses, read_response
-from tests.support.hostile import archive_corpus, bad_length_archives
+from tests.support.hostile import archive_corpus, bad_length_archives, warc_jobs_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 HUGE = 64 * 1024 * 1024  # zeros and header lines of 64 MiB (~70 KB on disk each)
@@ -116,3 +118,31 @@ def test_archive_spider_on_an_unreadable_file_is_one_error_line(corpus):
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
     assert len(errors) == 1 and "cannot start the crawl" in errors[0] and len(errors[0]) < 600, errors
+
+
+def run_bounded(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in its own process group; on a hang the whole group is killed and the test fails."""
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"hung for {timeout:.0f} s: {' '.join(cmd[-8:])}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("case", ["garbage", "empty", "zeros", "html", "bad lengths"])
+def test_warc_jobs_over_bad_inputs_ends_without_a_traceback(tmp_path, case):
+    """``warc --jobs 2`` with a good archive and a file that is not one (issue #31 point 2: it hung
+    for ever with 0 bytes of stderr) or a damaged one: it ends, with a clear line naming the
+    file that is not an archive, never a traceback."""
+    files = warc_jobs_inputs(tmp_path / "in")[case]
+    proc = run_bounded([sys.executable, "-m", "focuscrawl.cli", "warc", *map(str, files), "--jobs", "2",
+                        "-o", str(tmp_path / "out"), *FAST], timeout=90)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    if case == "bad lengths":
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    else:
+        assert proc.returncode != 0 and files[-1].name in proc.stderr, proc.stderr[-3000:]
