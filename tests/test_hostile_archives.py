@@ -142,7 +142,7 @@ def test_warc_jobs_over_bad_inputs_ends_without_a_traceback(tmp_path, case):
     proc = run_bounded([sys.executable, "-m", "focuscrawl.cli", "warc", *map(str, files), "--jobs", "2",
                         "-o", str(tmp_path / "out"), *FAST], timeout=90)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    if case == "bad lengths":
+    if case in ("bad lengths", "html"):  # HTML reads as one ARC record with a bad URL: a counted skip
         assert proc.returncode == 0, proc.stderr[-3000:]
     else:
         assert proc.returncode != 0 and files[-1].name in proc.stderr, proc.stderr[-3000:]
