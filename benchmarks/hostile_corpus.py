@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.hostile import (TrapSite, archive_corpus, damaged_bundles, damaged_runs,  # noqa: E402
                                    warc_jobs_inputs)
-from tests.support.toymodel import write_topic_corpora  # noqa: E402
+from tests.support.toymodel import build_topic_bundle, write_topic_corpora  # noqa: E402
 
 CLI = [sys.executable, "-m", "focuscrawl.cli"]
 SECTIONS = ("archives", "bundles", "runs", "jobs")
@@ -76,11 +76,8 @@ def run_all(cases: dict[str, list[str]], timeout: float) -> list[dict]:
 
 
 def bundle_cases(tmp: Path) -> dict[str, list[str]]:
-    from focuscrawl.topic.build import build_bundle
-
     pos, neu = write_topic_corpora(tmp / "corpora")
-    good = tmp / "good"
-    build_bundle([pos], [neu], good, order=2, background_order=2, progress=lambda *_: None, binary=False)
+    good = build_topic_bundle((pos, neu), tmp / "good")
     cases = {}
     for case, (folder, _) in damaged_bundles(good, tmp / "damaged").items():
         cases[f"topic show: {case}"] = CLI + ["topic", "show", str(folder)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.toymodel import write_topic_corpora
+from tests.support.toymodel import build_topic_bundle, write_topic_corpora
 
 CAT_TEXTS = ["A grey cat sleeping on the sofa", "the kitten plays with a ball of yarn", "cat sitting on a laptop"]
 OTHER_TEXTS = ["A man riding a surfboard on a wave", "a plate of pasta with tomato sauce",
@@ -23,13 +23,8 @@ def corpora(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def bundle(corpora, tmp_path_factory) -> Path:
-    from focuscrawl.topic.build import build_bundle
-
-    out = tmp_path_factory.mktemp("bundle") / "cats"
     # ARPA, so that the scale-invariance test can rescale the models' text
-    build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2, progress=lambda *_: None,
-                 binary=False)
-    return out
+    return build_topic_bundle(corpora, tmp_path_factory.mktemp("bundle") / "cats", order=3)
 
 
 def test_bundle_lms_are_kenlm_binaries_where_build_binary_is_installed(bundle, corpora, tmp_path):

@@ -14,7 +14,8 @@ import pytest
 from focuscrawl.cli import main
 from tests.support.crawl import ROOT
 from tests.support.hostile import BUNDLE_DAMAGE, SECRET, damaged_bundles, file_size_limit, full_disk
-from tests.support.toymodel import write_topic_corpora
+from tests.support.toymodel import build_topic_bundle, write_topic_corpora
+
 
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory) -> tuple[Path, Path]:
@@ -23,12 +24,7 @@ def corpora(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def built(corpora, tmp_path_factory) -> Path:
-    from focuscrawl.topic.build import build_bundle
-
-    out = tmp_path_factory.mktemp("bundle") / "cats"
-    build_bundle([corpora[0]], [corpora[1]], out, order=2, background_order=2, progress=lambda *_: None,
-                 binary=False)
-    return out
+    return build_topic_bundle(corpora, tmp_path_factory.mktemp("bundle") / "cats")
 
 
 @pytest.fixture(scope="module")

@@ -73,3 +73,13 @@ def write_topic_corpora(folder: Path) -> tuple[Path, Path]:
     (folder / "pos.txt").write_text("\n".join(positive) + "\n")
     (folder / "neu.txt").write_text("\n".join(neutral) + "\n")
     return folder / "pos.txt", folder / "neu.txt"
+
+
+def build_topic_bundle(corpora: tuple[Path, Path], out: Path, order: int = 2) -> Path:
+    """A topic bundle at ``out`` from ``write_topic_corpora``'s files: LMs as ARPA (tests read and
+    rescale their text), background order 2, in seconds."""
+    from focuscrawl.topic.build import build_bundle
+
+    build_bundle([corpora[0]], [corpora[1]], out, order=order, background_order=2, progress=lambda *_: None,
+                 binary=False)
+    return out
