@@ -142,3 +142,6 @@ def test_a_subdomain_trap_ends_at_the_registered_domain_cap(tmp_path):
     assert {"cats.test/", "cats.test/a", "cats.test/b"} <= set(pages)
     assert stats["focuscrawl/scope/domain_limit"] > 0
     assert stats["finish_reason"] == "finished"  # ended by the cap, not by the safety net
+    # robots.txt is fetched per host before the cap is checked: once per page and per refused link
+    robots = sum(r.endswith("/robots.txt") for r in web.requests)
+    assert robots <= 15 + 1 + stats["focuscrawl/scope/domain_limit"]
