@@ -253,7 +253,7 @@ def test_a_header_that_never_ends_is_closed_at_the_header_deadline(tmp_path):
 
 
 def test_a_huge_header_line_is_refused_without_reading_it(app):
-    """One header line of (here up to) 8 MiB: the server answers 431 and closes after its
+    """One header line of (here up to) 8 MiB: the server answers 413 and closes after its
     header bound (64 KiB) instead of reading (and keeping) the whole line (issue #31: a
     300 MiB line grew the server from 278 MB to 1.18 GB)."""
     _, port, _ = app
@@ -274,6 +274,6 @@ def test_a_huge_header_line_is_refused_without_reading_it(app):
     except OSError:
         pass
     sock.close()
-    assert answer.startswith((b"HTTP/1.1 431", b"HTTP/1.1 413")), answer[:200]
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert sent < 8 * 1024 * 1024  # cut off long before the whole line
     assert Client(port).get("/login")[0] == 200

@@ -70,7 +70,7 @@ USER_REFUSALS: dict[type[AnnotationError], str] = {
 #: cheroot worker threads (each keeps one SQLite connection) and the listen backlog.
 SERVER_THREADS = 16
 SERVER_BACKLOG = 1024
-#: A request's header block: at most this many bytes (cheroot answers 431 past it), all of it
+#: A request's header block: at most this many bytes (cheroot answers 413 past it), all of it
 #: within HEADER_TIMEOUT seconds of its first byte; a connection that sends nothing is closed
 #: after IDLE_TIMEOUT seconds (cheroot's ``timeout``, also the longest wait for one read).
 MAX_HEADER_BYTES = 64 * 1024
@@ -291,7 +291,7 @@ def create_app(db: AnnotationDB, run_dir: str | Path, secure_cookies: bool = Fal
 class _HeaderFirstServer(wsgi.Server):
     """cheroot's WSGI server that hands a connection to a worker thread only once the whole
     header block of its next request is there (or its size bound is passed, which cheroot
-    answers with 431). Until then the connection waits in cheroot's selector and what
+    answers with 413). Until then the connection waits in cheroot's selector and what
     arrives is read without blocking, so slow or silent clients hold no worker thread
     (slowloris): one whose header block takes longer than ``header_timeout`` seconds is
     closed, and so is a silent one after cheroot's ``timeout``. No TLS here (raw reads of
