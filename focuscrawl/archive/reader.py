@@ -308,8 +308,8 @@ class _RecordScanner:
         found = self._next_record_start()
         if found is None:
             return False
-        logger.warning("archive: %s: reading goes on at byte %d, the next record after the damaged one "
-                       "at byte %d", self.path, found, self.start)
+        logger.warning("archive: %s: reading goes on at byte %d, the next record after byte %d", self.path,
+                       found, self.start)
         self.resync_at, self.resynced = found, True
         return True
 
@@ -325,7 +325,8 @@ class _RecordScanner:
         message = str(exc) if isinstance(exc, HeaderTooLong) else excerpt(" ".join(str(exc).split()), 160)
         if not self.records:
             raise ArchiveError(f"{self.path}: not a readable WARC/ARC file: {type(exc).__name__}: {message}")
-        logger.warning("archive: %s: damaged record at byte %s (%s)", self.path, self.start, message)
+        logger.warning("archive: %s: damaged framing in or after the record at byte %s (%s)", self.path, self.start,
+                       message)
         if self._resync():
             return
         self.done = True
