@@ -1,8 +1,9 @@
 """Hostile inputs at full size (issues #16, #31): peak RSS and time of `focuscrawl warc` over the
 generated bad-input corpus; damaged topic bundles (`topic show`, `score --topic`), bad
-`topic build` inputs, damaged run directories (`rank`), `warc --jobs 2` with a file that is not
-an archive; and a crawl of the trap site with every trap default. Every command runs in its
-own process group with a time limit: a hang is counted and the group killed.
+`topic build` inputs, damaged run directories (`rank`, tests/support/damaged_runs.py),
+`warc --jobs 2` with a file that is not an archive; and a crawl of the trap site with every
+trap default. Every command runs in its own process group with a time limit: a hang is
+counted and the group killed.
 
     python benchmarks/hostile_corpus.py [--huge-mib 1024] [--skip-trap] [--only archives,bundles,runs,jobs]
 
@@ -26,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.hostile import (TrapSite, archive_corpus, damaged_bundles, damaged_runs,  # noqa: E402
-                                   warc_jobs_inputs)
+from tests.support.damaged_runs import damaged_run_corpus  # noqa: E402
+from tests.support.hostile import TrapSite, archive_corpus, damaged_bundles, warc_jobs_inputs  # noqa: E402
 from tests.support.toymodel import build_topic_bundle, write_topic_corpora  # noqa: E402
 
 CLI = [sys.executable, "-m", "focuscrawl.cli"]
@@ -123,8 +124,10 @@ def main() -> int:
         if "bundles" in only:
             section("bundles", run_all(bundle_cases(tmp / "bundles"), args.timeout))
         if "runs" in only:
-            section("runs", run_all({f"rank: {case}": CLI + ["rank", str(run), "-o", str(run / "ranked.tsv")]
-                                     for case, run in damaged_runs(tmp / "runs").items()}, args.timeout))
+            runs = damaged_run_corpus(tmp / "runs")
+            results = run_all({name: CLI + ["rank", str(c["path"]), "-o", str(tmp / f"{name}.tsv")]
+                               for name, c in runs.items()}, args.timeout)
+            section("runs", [{**r, "expected_exit": runs[r["case"]]["exit"]} for r in results])
         if "jobs" in only:
             section("jobs", run_all({f"warc --jobs 2: {case}": CLI + ["warc", *map(str, files), "--jobs", "2", "-o",
                                                                       str(tmp / f"jobs-{n}")]

@@ -289,33 +289,6 @@ def damaged_bundles(good: Path, root: Path) -> dict[str, tuple[Path, str]]:
     return bundles
 
 
-def damaged_runs(root: Path) -> dict[str, Path]:
-    """Run directories of three images with one thing broken each (issue #31 point 9: a record
-    of the wrong shape, a truncated record, ``stats.json`` missing, invalid or naming a bundle
-    that is gone, ``images.tsv`` cut or empty). -> {case: run directory}."""
-    from tests.support.runfixture import make_run_dir
-
-    rows = [{"url": f"http://a.org/{i}.jpg", "score": 10 + i, "alt": f"cat number {i}"} for i in range(3)]
-    runs = {}
-
-    def run(case: str) -> Path:
-        runs[case] = make_run_dir(root / f"r{len(runs)}", rows)
-        return runs[case]
-
-    for case, text in [("record []", "[]"), ("record {sightings: 5}", '{"sightings": 5}'),
-                       ("record truncated", None), ("record not JSON", "\x00\x01")]:
-        record = sorted((run(case) / "records").rglob("*.json"))[0]
-        record.write_text(text if text is not None else record.read_text()[:40])
-    (run("stats.json invalid") / "stats.json").write_text("{not json")
-    (run("stats.json names a missing bundle") / "stats.json").write_text(
-        json.dumps({"focuscrawl/topic": str(root / "gone")}))
-    tsv = run("images.tsv cut") / "images.tsv"
-    tsv.write_text(tsv.read_text()[:-30])
-    (run("images.tsv empty") / "images.tsv").write_text("")
-    run("intact")
-    return runs
-
-
 def warc_jobs_inputs(root: Path) -> dict[str, list[Path]]:
     """Input sets for ``focuscrawl warc --jobs 2``: a good archive with a file that is not one
     (random bytes, empty, a gzip of zeros, HTML), or with a damaged one. -> {case: files}."""
