@@ -133,6 +133,13 @@ DEPTH_LIMIT = 0
 #: The backstop against traps no URL rule sees (link generators, session ids): a
 #: focused crawl wants many topical hosts, not one host's every page.
 FOCUSCRAWL_MAX_PAGES_PER_HOST = 500
+#: Pages fetched per registered domain at most, all its hosts together (public-suffix
+#: aware, tldextract's bundled list, no download: ``a.b.example.co.uk`` counts for
+#: ``example.co.uk``, ``x.github.io`` is its own); 0 = unlimited. The backstop against
+#: subdomain traps (``n.example.com`` for ever), which the per-host cap never ends.
+#: **Choice**: 4 per-host caps, so a site with a few busy hosts (www, blog, shop) keeps
+#: its pages.
+FOCUSCRAWL_MAX_PAGES_PER_DOMAIN = 2000
 #: Longest URL (Scrapy's UrlLengthMiddleware), a path segment repeated more often than
 #: this (/a/b/a/b/a/b), more path segments than this (paths that grow without
 #: repeating, /x1/x2/x3/...; Heritrix rejects over 20), distinct query strings per host+path.
