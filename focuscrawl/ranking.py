@@ -35,7 +35,7 @@ THESIS = "thesis"
 SCORING_CHOICES = (THESIS,) + SCORERS
 #: Fixed export columns, in order; the scores follow as ``score:<name>``.
 BASE_COLUMNS = ("rank", "final_score", "image_url", "image_path", "page_url", "alt", "title",
-                "final_context", "context_text", "first_seen", "width", "height")
+                "final_context", "context_text", "language", "first_seen", "width", "height")
 
 
 @dataclass
@@ -108,8 +108,8 @@ def export_row(rank_no: int, entry: CorpusEntry, scores: list[str]) -> dict:
     row = {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
            "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
            "title": entry.title, "final_context": entry.final_context,
-           "context_text": entry.context_text, "first_seen": entry.first_seen, "width": entry.width,
-           "height": entry.height}
+           "context_text": entry.context_text, "language": entry.language, "first_seen": entry.first_seen,
+           "width": entry.width, "height": entry.height}
     for name in scores:
         row[f"score:{name}"] = entry.scores.get(name)
     return row
@@ -129,7 +129,7 @@ def _json_record(rank_no: int, entry: CorpusEntry) -> dict:
     return {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
             "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
             "title": entry.title, "final_context": entry.final_context,
-            "context_text": entry.context_text, "first_seen": entry.first_seen,
+            "context_text": entry.context_text, "language": entry.language, "first_seen": entry.first_seen,
             "width": entry.width, "height": entry.height, "scores": entry.scores}
 
 

@@ -201,8 +201,9 @@ def _html(summary: dict) -> str:
     stats_cols = ["sentences", "tokens", "hosts", "uris", "volume_bytes", "uris_per_s", "kb_per_s"]
     parts.append(_table("Crawl statistics (thesis Table 5.1)", ["mode"] + stats_cols,
                         [[m] + [r["statistics"][c] for c in stats_cols] for m, r in runs.items()]))
-    parts.append(_table("Image funnel (thesis Table 5.2)", ["mode", "initial", "format filter", "score cut", "unique"],
-                        [[m] + [r["funnel"][c] for c in ("initial", "format", "score", "unique")]
+    parts.append(_table("Image funnel (thesis Table 5.2)", ["mode", "initial", "language filter", "format filter",
+                                                            "score cut", "unique"],
+                        [[m] + [r["funnel"].get(c) for c in ("initial", "language", "format", "score", "unique")]
                          for m, r in runs.items()]))
     if summary["ground_truth"]:
         parts.append(_table(f"Top-{summary['top_n']} ranked images", [

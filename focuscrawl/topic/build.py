@@ -27,6 +27,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, learn_keywords, write_keywords
+from focuscrawl.text.language import corpus_language
 from focuscrawl.text.normalize import text_sentences
 from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, SCORERS, TopicModel
 
@@ -44,6 +45,8 @@ QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 #: positive ALT-like texts' probabilities ... capped at 0.5: it removes what looks like the
 #: background, never what the calibration calls on topic
 CUT_POSITIVE_QUANTILE = 0.02
+#: the bundle's language is the most frequent one of this many positive sentences
+LANGUAGE_SAMPLE = 2000
 
 
 def stable_fraction(text: str) -> int:
@@ -228,6 +231,8 @@ def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] |
         "topic_lm": topic_lm, "background_lm": background_lm, "keywords": "keywords.txt",
         "keyword_weight": KEYWORD_WEIGHT, "classifier": classifier.save(out),
         "calibration": CALIBRATION_FILE,
+        # the crawl's default FOCUSCRAWL_LANGUAGES (focuscrawl.text.language)
+        "language": corpus_language(pos[:LANGUAGE_SAMPLE]),
         "sources": {"positive": [_source_name(p) for p in positive], "neutral": neutral_source},
         "sentences": {"positive_train": len(pos_train), "positive_heldout": len(pos_held),
                       "neutral_train": len(neu_train), "neutral_heldout": len(neu_held),
