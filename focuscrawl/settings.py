@@ -339,9 +339,10 @@ FOCUSCRAWL_LANGUAGES = ""
 #: English ALT texts and captions and 84% of ALT-length non-English snippets
 #: (benchmarks/language_id.py, docs/CORPUS.md).
 FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE = 0.5
-#: The first characters of a page's text its language is identified from (the time grows
-#: with the length; 500 characters already identified every benchmark page).
-FOCUSCRAWL_LANGUAGE_TEXT_CHARS = 1000
+#: The first characters of a page's text its language is identified from: py3langid's
+#: time grows with the length (~0.4 ms at 500 characters on a quiet core, ~2.5% of a
+#: page's CPU in a crawl); 500 identified every benchmark page (docs/CORPUS.md).
+FOCUSCRAWL_LANGUAGE_TEXT_CHARS = 500
 
 # --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
 #: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
