@@ -206,7 +206,7 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
     links, img_count = page_links(root, base_url)
     images = []
     if config.images:
-        page = {"depth": depth, "perplexity": score.perplexity}
+        page = {"depth": depth, "perplexity": score.perplexity, "language": language}
         images = image_items(root, url, scorer, config.rules, config.context, page_item=page, base_url=base_url,
                              language=config.language)
     del root

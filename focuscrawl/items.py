@@ -63,4 +63,4 @@ class ImageItem(scrapy.Item):
     record_path = scrapy.Field()
     first_seen = scrapy.Field()  # order of first sighting in the crawl
     near_duplicate_page = scrapy.Field()  # page is a near-duplicate (images marked, not skipped)
-    language = scrapy.Field()  # of its ALT text, else title, else context ("": unknown)
+    language = scrapy.Field()  # of its ALT text, else title, else parent-0 context, else page ("": unknown)

@@ -328,7 +328,7 @@ FOCUSCRAWL_FRONTIER_JOURNAL = True
 #: The corpus's languages (ISO 639-1 codes, comma-separated, e.g. "en,de"). A page whose
 #: text is in another language is crawled through (its links are followed, with the score
 #: of the link that led to it) but its text is not scored; an image whose ALT (or title)
-#: text, else context, is in another language is dropped (`other_language`). "" = the
+#: text, else parent-0 context, else page, is in another language is dropped (`other_language`). "" = the
 #: topic bundle's language (recorded at `topic build`: FOCUSCRAWL_TOPIC, else the bundled
 #: cats bundle when no FOCUSCRAWL_MODEL is set; no filter for a bundle without one or a
 #: custom model without a bundle); "any" = no filter. Languages are identified (columns
@@ -340,9 +340,9 @@ FOCUSCRAWL_LANGUAGES = ""
 #: (benchmarks/language_id.py, docs/CORPUS.md).
 FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE = 0.5
 #: The first characters of a page's text its language is identified from: py3langid's
-#: time grows with the length (~0.4 ms at 500 characters on a quiet core, ~2.5% of a
-#: page's CPU in a crawl); 500 identified every benchmark page (docs/CORPUS.md).
-FOCUSCRAWL_LANGUAGE_TEXT_CHARS = 500
+#: time grows with the length (a pure-Python walk over the bytes); from 300, 72 of the 73
+#: benchmark pages were identified and 1 left unknown, none wrong (docs/CORPUS.md).
+FOCUSCRAWL_LANGUAGE_TEXT_CHARS = 300
 
 # --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
 #: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and

@@ -63,7 +63,7 @@ def test_wanted_languages_setting_and_bundle_language(tmp_path):
     assert LanguageFilter.from_settings(Settings({"FOCUSCRAWL_MODEL": "x.arpa", "FOCUSCRAWL_TOPIC": "",
                                                    "FOCUSCRAWL_LANGUAGES": "",
                                                    "FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE": 0.5,
-                                                   "FOCUSCRAWL_LANGUAGE_TEXT_CHARS": 1000})).wanted == frozenset()
+                                                   "FOCUSCRAWL_LANGUAGE_TEXT_CHARS": 300})).wanted == frozenset()
     assert corpus_language([EN, FR, EN.lower(), "12 34"]) == "en"
 
 
@@ -79,18 +79,22 @@ def test_images_in_another_language_are_dropped_with_a_reason(tmp_path):
       <img src="/en.jpg" alt="a tabby cat asleep on a red sofa" width="600" height="400">
       <img src="/fr.jpg" alt="un chat tigré qui dort sur le canapé rouge" width="600" height="400">
       <figure><img src="/name.jpg" alt="Jane Smith" width="600" height="400"><figcaption>{FR}</figcaption></figure>
+      <section><a href="/x"><img src="/name2.jpg" alt="Jane Smith" width="600" height="400"></a>
+      <span>12.05.2024</span></section>
       </div></body></html>"""
     root = parse_tree(html, "http://x.test/")
     scorer = _scorer(tmp_path)
-    decisions = image_items(root, "http://x.test/", scorer, language=LanguageFilter(frozenset({"en"})))
+    decisions = image_items(root, "http://x.test/", scorer, page_item={"language": "de"},
+                            language=LanguageFilter(frozenset({"en"})))
     assert [(d.src, d.reason) for d in decisions] == [
         ("http://x.test/en.jpg", None), ("http://x.test/fr.jpg", OTHER_LANGUAGE),
-        # a name says nothing: the context (its figure, in French) decides
-        ("http://x.test/name.jpg", OTHER_LANGUAGE)]
-    assert decisions[0].item["language"] == "en"
+        # a name says nothing: the element around it (a figure with a French caption) decides,
+        # else (a date around it) the page's language
+        ("http://x.test/name.jpg", OTHER_LANGUAGE), ("http://x.test/name2.jpg", OTHER_LANGUAGE)]
+    assert decisions[0].item["language"] == "en" and decisions[3].item["language"] == "de"
     # without wanted languages every image is kept, with its language
-    kept = image_items(root, "http://x.test/", scorer, language=LanguageFilter())
-    assert [(d.reason, d.item["language"]) for d in kept] == [(None, "en"), (None, "fr"), (None, "fr")]
+    kept = image_items(root, "http://x.test/", scorer, page_item={"language": "en"}, language=LanguageFilter())
+    assert [(d.reason, d.item["language"]) for d in kept] == [(None, "en"), (None, "fr"), (None, "fr"), (None, "en")]
 
 
 def test_a_page_in_another_language_is_not_scored_but_keeps_links_and_sentences(tmp_path):
