@@ -1,5 +1,6 @@
 """Hostile inputs at full size (issue #16): peak RSS and time of `focuscrawl warc` over the
-generated bad-input corpus, and a crawl of the trap site with every trap default.
+generated bad-input corpus, `focuscrawl rank` over damaged run directories (issue #31), and
+a crawl of the trap site with every trap default.
 
     python benchmarks/hostile_corpus.py [--huge-mib 1024] [--skip-trap]
 
@@ -20,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.damaged_runs import damaged_run_corpus  # noqa: E402
 from tests.support.hostile import TrapSite, archive_corpus  # noqa: E402
 
 def measured(cmd: list[str], err: Path) -> tuple[int, float, float, int]:
@@ -50,6 +52,12 @@ def main() -> int:
             text = (tmp / f"{name}.err").read_text(errors="replace")
             print(json.dumps({"warc": name, "exit": rc, "seconds": round(secs, 1), "peak_rss_mb": round(rss),
                               "stderr_bytes": err, "tracebacks": text.count("Traceback")}))
+        rank = [sys.executable, "-m", "focuscrawl.cli", "rank"]
+        for name, c in damaged_run_corpus(tmp / "runs").items():
+            rc, secs, rss, err = measured(rank + [str(c["path"]), "-o", str(tmp / f"{name}.tsv")], tmp / f"{name}.err")
+            text = (tmp / f"{name}.err").read_text(errors="replace")
+            print(json.dumps({"rank": name, "exit": rc, "expected_exit": c["exit"], "seconds": round(secs, 1),
+                              "stderr_lines": len(text.splitlines()), "tracebacks": text.count("Traceback")}))
         if not args.skip_trap:
             with TrapSite() as site:
                 settings = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0"]

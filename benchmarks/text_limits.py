@@ -1,6 +1,6 @@
 """Worst-case time and memory of each text extractor on generated hostile pages.
 
-    python benchmarks/text_limits.py [--mb 2] [--extractors auto,trafilatura,justext,article,fulltext]
+    python benchmarks/text_limits.py [--mb 2] [--extractors trafilatura,trafilatura-recall,auto,justext,article,fulltext]
         [--time-limit 30] [--pages img_links,paragraphs,tiny_divs,table,deep_nest] [--analysis]
 
 Pages of ``--mb`` MB (the size cap, FOCUSCRAWL_TEXT_MAX_BYTES): 20k+ linked images, long
@@ -41,7 +41,7 @@ if analysis:  # the crawl's page analysis: the demo model's scorer, loaded befor
     from focuscrawl.analysis import AnalysisConfig, analyse_page
     config = AnalysisConfig(extractor=name, text_time_limit=limit, text_max_tags=markup_budget(cap))
     scorer = config.scorer()
-if name == "trafilatura":  # one-time caches, loaded at trafilatura's first jusText fallback
+if name.startswith("trafilatura"):  # one-time caches, loaded at trafilatura's first jusText fallback
     from justext.core import define_stoplist
     from trafilatura.external import jt_stoplist_init
     define_stoplist(jt_stoplist_init())
@@ -94,7 +94,7 @@ def run(path: str, cap: int, name: str, limit: float, analysis: bool = False) ->
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=2.0, help="page size and cap in MB (default: the 2 MiB cap)")
-    ap.add_argument("--extractors", default="auto,trafilatura,justext,article,fulltext")
+    ap.add_argument("--extractors", default="trafilatura,trafilatura-recall,auto,justext,article,fulltext")
     ap.add_argument("--pages", default=",".join(PAGES))
     ap.add_argument("--time-limit", type=float, default=30.0, help="per-page limit in seconds")
     ap.add_argument("--analysis", action="store_true",

@@ -15,6 +15,7 @@ import sys
 
 #: subcommand -> the module that registers it
 COMMANDS = {
+    "crawl": "focuscrawl.crawl_cli",
     "score": "focuscrawl.lm.cli",
     "keywords": "focuscrawl.lm.cli",
     "train-lm": "focuscrawl.lm.cli",
@@ -70,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     # the subcommand is the first word that is no option (the only global option, -v, takes no value)
     parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
     args = parser.parse_args(argv)
-    configure_logging(args.verbose)
+    if not getattr(args, "scrapy_logging", False):  # `crawl` logs as Scrapy does (its own root handler)
+        configure_logging(args.verbose)
     try:
         return int(args.func(args) or 0)
     except (CommandError, FileNotFoundError, ValueError) as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, image_funnel, ranked_images,
                                            score_cut_by_truth, top_n_shares)
 from focuscrawl.eval.crawls import run_crawl
+from focuscrawl.ranking import RankStats
 from focuscrawl.resources import default_topic_path
 from focuscrawl.testweb.cli import write_truth
 from focuscrawl.testweb.server import TestWebServer
@@ -49,7 +50,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     truth = Truth.load(out / "web")
     on_topic = sum(truth.page_on_topic(p["url"]) for p in run.pages)
     funnel = image_funnel(run)
-    ranked = ranked_images(run, bundle=bundle)
+    ranking = RankStats()
+    ranked = ranked_images(run, bundle=bundle, collapse=True, stats=ranking)  # as `focuscrawl rank` by default
     shares = top_n_shares(ranked, truth, 20)
     cut = score_cut_by_truth(run, truth)
     thesis_top = top_n_shares(ranked_images(run), truth, 20)
@@ -66,6 +68,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"by the cats bundle's\n  topic-vs-background LM cross-entropy and word n-gram classifier, calibrated "
           f"on held-out text; kept {cats_kept} of the {cats_found} images that show a cat "
           f"(SPEC's perplexity cut [{SCORE_RANGE[0]:g}, {SCORE_RANGE[1]:g}] keeps {cut['on_topic']['kept']})")
+    print(f"near-duplicates: {ranking.collapsed} collapsed into a better-ranked twin (the same or a "
+          f"near-identical ALT text, or the same picture; `focuscrawl rank --keep-duplicates` keeps them)")
     if shares["n"]:
         print(f"top {shares['n']} ranked images: {shares['on_topic']:.0%} show a cat "
               f"(SPEC's ranking: {thesis_top['on_topic'] or 0:.0%}), "
@@ -77,6 +81,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     (out / "demo.json").write_text(json.dumps({"pages": len(run.pages), "on_topic_pages": on_topic,
                                                 "funnel": funnel, "score_cut": cut, "top": shares,
                                                 "top_thesis": thesis_top, "ranking": DEFAULT_SCORER,
+                                                "collapsed": ranking.collapsed,
                                                 "seconds": seconds}, indent=2))
     return 0
 

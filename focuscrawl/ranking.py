@@ -5,23 +5,25 @@ repeated image URLs keeping the first seen, sort ascending (lower = more on topi
 take the top N. With a topic bundle (``--topic``, or the one the crawl used) the final
 score is first replaced by the bundle's calibrated P(on topic) (``focuscrawl.topic.images``),
 cut at the calibrated probability and sorted high to low; ``--scoring thesis`` (or
-``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's ranking exactly. Exporters write the ranked entries as TSV, JSON lines, Parquet or
-WebDataset tar shards.
+``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's score and cut. Near-duplicates (same picture, same
+or near-identical text) are collapsed before the top N unless ``--keep-duplicates``. A scorer
+asked for that cannot run, or a run that cannot say which bundle it was crawled with, is an
+error rather than a silent SPEC ranking. ``focuscrawl.export`` writes the ranked entries as
+TSV, JSON lines, Parquet or WebDataset tar shards.
 """
 from __future__ import annotations
 
-import io
 import json
 import logging
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from focuscrawl import settings as defaults
-from focuscrawl.corpus import CorpusEntry, score_names
+from focuscrawl.corpus import CorpusEntry, check_run_dir, pair_text
+from focuscrawl.export.cli import add_export_arguments, export_options
+from focuscrawl.export.formats import export, shard_pattern
 from focuscrawl.output.stats import read_stats
-from focuscrawl.output.tsv import row as tsv_row
 from focuscrawl.topic.images import rescored_score_names
 from focuscrawl.topic.model import SCORERS
 
@@ -29,13 +31,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SCORE_MIN = float(defaults.FOCUSCRAWL_SCORE_MIN)
 DEFAULT_SCORE_MAX = float(defaults.FOCUSCRAWL_SCORE_MAX)
-FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
 THESIS = "thesis"
 #: ``thesis`` = SPEC's ranking; the others are topic bundle scorers (focuscrawl.topic.model.SCORERS)
 SCORING_CHOICES = (THESIS,) + SCORERS
-#: Fixed export columns, in order; the scores follow as ``score:<name>``.
-BASE_COLUMNS = ("rank", "final_score", "image_url", "image_path", "page_url", "alt", "title",
-                "final_context", "context_text", "language", "first_seen", "width", "height")
+#: a pair text shorter than this says too little to call two images duplicates by their texts
+DUPLICATE_TEXT_MIN_WORDS = 4
 
 
 @dataclass
@@ -47,12 +47,14 @@ class RankStats:
     cut: int = 0  # within [min, max]
     unique: int = 0  # after dropping repeated image URLs
     filtered: dict[str, int] = field(default_factory=dict)  # dropped by optional filters
-    collapsed: int | None = None  # near-duplicates collapsed (None: not asked for)
+    collapsed: int | None = None  # near-duplicates collapsed (None: kept, --keep-duplicates)
     ranked: int = 0  # after top N
+    damaged_records: int = 0  # info records unreadable or of the wrong shape (context unknown)
 
     def as_dict(self) -> dict:
         result = {"initial": self.initial, "no_score": self.no_score, "score_cut": self.cut,
-                  "unique": self.unique, "filtered": dict(self.filtered), "ranked": self.ranked}
+                  "unique": self.unique, "filtered": dict(self.filtered), "ranked": self.ranked,
+                  "damaged_records": self.damaged_records}
         if self.collapsed is not None:
             result["collapsed"] = self.collapsed
         return result
@@ -62,20 +64,21 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
          score_min: float = DEFAULT_SCORE_MIN, score_max: float = DEFAULT_SCORE_MAX,
          filters: dict[str, Callable[[CorpusEntry], bool]] | None = None,
          stats: RankStats | None = None,
-         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None,
+         collapse: Callable[[list[CorpusEntry], int | None], tuple[list[CorpusEntry], int]] | None = None,
          descending: bool = False) -> list[CorpusEntry]:
     """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort
     (``descending`` for probabilities: higher = more on topic), optional near-duplicate
     collapse, top N.
 
     ``filters`` maps a name to a predicate that returns True for entries to *drop*;
-    their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and
-    returns ``(kept, number collapsed)``. Ties keep crawl order.
+    their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and the top N
+    and returns ``(kept, number collapsed)``. Ties keep crawl order.
     """
     stats = stats if stats is not None else RankStats()
     kept: list[CorpusEntry] = []
     for entry in entries:
         stats.initial += 1
+        stats.damaged_records += bool(entry.record_error)  # read by a rescoring before the cut
         if entry.final_score is None:
             stats.no_score += 1
             continue
@@ -97,148 +100,24 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
     sign = -1.0 if descending else 1.0
     unique.sort(key=lambda e: (sign * e.final_score, e.first_seen))
     if collapse is not None:
-        unique, stats.collapsed = collapse(unique)
+        unique, stats.collapsed = collapse(unique, top)
     ranked = unique[:top] if top is not None else unique
     stats.ranked = len(ranked)
     return ranked
 
 
-def export_row(rank_no: int, entry: CorpusEntry, scores: list[str]) -> dict:
-    """One flat export row (scores as ``score:<name>``)."""
-    row = {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
-           "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
-           "title": entry.title, "final_context": entry.final_context,
-           "context_text": entry.context_text, "language": entry.language, "first_seen": entry.first_seen,
-           "width": entry.width, "height": entry.height}
-    for name in scores:
-        row[f"score:{name}"] = entry.scores.get(name)
-    return row
-
-
-def write_tsv(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
-    columns = list(BASE_COLUMNS) + [f"score:{s}" for s in scores]
-    with open(out, "w", encoding="utf-8", newline="") as fh:
-        fh.write("\t".join(columns) + "\n")
-        for i, entry in enumerate(entries, 1):
-            row = export_row(i, entry, scores)
-            fh.write(tsv_row((row[c] for c in columns), squeeze=True) + "\n")
-    return len(entries)
-
-
-def _json_record(rank_no: int, entry: CorpusEntry) -> dict:
-    return {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
-            "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
-            "title": entry.title, "final_context": entry.final_context,
-            "context_text": entry.context_text, "language": entry.language, "first_seen": entry.first_seen,
-            "width": entry.width, "height": entry.height, "scores": entry.scores}
-
-
-def write_jsonl(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
-    with open(out, "w", encoding="utf-8") as fh:
-        for i, entry in enumerate(entries, 1):
-            record = _json_record(i, entry) | {"scores": {name: entry.scores.get(name) for name in scores}}
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return len(entries)
-
-
-def write_parquet(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [export_row(i, e, scores) for i, e in enumerate(entries, 1)]
-    fields = [pa.field("rank", pa.int64()), pa.field("final_score", pa.float64())]
-    fields += [pa.field(c, pa.string()) for c in BASE_COLUMNS[2:-3]]
-    fields += [pa.field(c, pa.int64()) for c in ("first_seen", "width", "height")]
-    fields += [pa.field(f"score:{s}", pa.float64()) for s in scores]
-    schema = pa.schema(fields)
-    table = pa.Table.from_pylist(rows, schema=schema)
-    pq.write_table(table, out)
-    return len(entries)
-
-
-def shard_pattern(out: Path) -> str:
-    """Where the WebDataset shards go: ``X.tar`` -> ``X-000000.tar``, ``X-000001.tar``, ...
-    beside it; a path with ``%`` is the pattern itself (``out-%06d.tar``); any other path
-    is a directory of ``corpus-000000.tar``, ..."""
-    text = str(out)
-    if "%" in text:
-        return text
-    if out.suffix == ".tar":
-        return str(out.with_name(f"{out.stem}-%06d.tar"))
-    out.mkdir(parents=True, exist_ok=True)
-    return str(out / "corpus-%06d.tar")
-
-
-def write_webdataset(entries: list[CorpusEntry], out: Path, run_dir: Path,
-                     shard_size: int = 1000) -> int:
-    """Tar shards, per sample ``<key>.<ext>`` (image bytes), ``<key>.txt`` (ALT, else context), ``<key>.json``.
-
-    Entries whose image file is missing are skipped (logged and counted).
-    """
-    pattern = shard_pattern(out)
-    written = skipped = 0
-    tar = None
-    shard = 0
-    try:
-        for i, entry in enumerate(entries, 1):
-            image = entry.image_file(run_dir)
-            if image is None:
-                skipped += 1
-                continue
-            if tar is None or written % shard_size == 0:
-                if tar is not None:
-                    tar.close()
-                path = Path(pattern % shard)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tar = tarfile.open(path, "w", format=tarfile.USTAR_FORMAT)
-                shard += 1
-            key = f"{i:09d}"
-            ext = image.suffix.lstrip(".").lower() or "img"
-            text = pair_text(entry)
-            members = [(f"{key}.{ext}", image.read_bytes()),
-                       (f"{key}.txt", text.encode("utf-8")),
-                       (f"{key}.json", json.dumps(_json_record(i, entry), ensure_ascii=False).encode("utf-8"))]
-            for name, data in members:
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                info.mode = 0o644
-                tar.addfile(info, io.BytesIO(data))
-            written += 1
-    finally:
-        if tar is not None:
-            tar.close()
-    if skipped:
-        logger.warning("webdataset: %d ranked images have no downloaded file and were skipped", skipped)
-    return written
-
-
-def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str | Path,
-           extra_scores: Iterable[str] = ()) -> int:
-    """Write ``entries`` in ``fmt``; returns the number of samples written. The score
-    columns are the run's (images.tsv) and ``extra_scores`` (added by a rescoring), so an
-    export has the same schema whether it holds images or none."""
-    out = Path(out)
-    if fmt == "webdataset":
-        return write_webdataset(entries, out, Path(run_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    writer = {"tsv": write_tsv, "jsonl": write_jsonl, "parquet": write_parquet}.get(fmt)
-    if writer is None:
-        raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
-    scores = score_names(run_dir)
-    return writer(entries, out, scores + [name for name in extra_scores if name not in scores])
-
-
-def pair_text(entry: CorpusEntry) -> str:
-    """The text of an image-text pair: its ALT, else its title, else the chosen context."""
-    return entry.alt or entry.title or entry.context_text
-
-
-def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]]:
-    """A ``collapse`` for ``rank``: same picture by perceptual hash of the downloaded file, or
-    near-identical pair text (``pair_text``) by SimHash (``focuscrawl.dedup.collapse``); the
-    best-scored stays. The pair text, not the page context, so that gallery images sharing one
-    parent element are not taken for duplicates. Flat one-colour pictures (placeholders,
-    the synthetic test web) have no pHash (``phash_bytes`` gives None): compared by text only."""
+def near_duplicate_collapser(run_dir: str | Path, stats: RankStats | None = None
+                             ) -> Callable[[list[CorpusEntry], int | None], tuple[list[CorpusEntry], int]]:
+    """A ``collapse`` for ``rank`` (its default): same picture by perceptual hash of the
+    downloaded file, or the same or near-identical pair text (``pair_text``) by SimHash
+    (``focuscrawl.dedup.collapse``); the better-ranked stays, in ranking order. The pair text, not
+    the page context, so that gallery images sharing one parent element are not taken for
+    duplicates. Flat one-colour pictures (placeholders, the synthetic test web) have no pHash
+    (``phash_bytes`` gives None): compared by text only. Texts that say nothing of the picture
+    (an auto-generated ALT such as ``wp-content-uploads-2012-09-img_1082`` or ``Photo``, or fewer
+    than ``DUPLICATE_TEXT_MIN_WORDS`` words) are shared by different pictures: those images are
+    compared by picture only. Damaged info records met on the way are counted in ``stats``."""
+    from focuscrawl.altfilter import is_generated_alt
     from focuscrawl.corpus import fill_context
     from focuscrawl.dedup.collapse import collapse_near_duplicates
     from focuscrawl.dedup.image_hash import ImageHashError, phash_bytes
@@ -252,19 +131,29 @@ def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]
         except (ImageHashError, OSError):
             return None
 
-    def collapse(entries: list[CorpusEntry]) -> tuple[list[CorpusEntry], int]:
-        fill_context((e for e in entries if not (e.alt or e.title)), run_dir)
-        rows = [{"entry": e, "final_score": e.final_score, "image_phash": phash(e),
-                 "context_text": pair_text(e)} for e in entries]
-        kept, collapsed = collapse_near_duplicates(rows)
-        return [r["entry"] for r in kept], collapsed
+    def descriptive(entry: CorpusEntry) -> str | None:
+        if not (entry.alt or entry.title):  # the context is the pair text: read only for entries visited
+            damaged = fill_context([entry], run_dir)
+            if stats is not None:
+                stats.damaged_records += damaged
+        text = pair_text(entry)
+        if len(text.split()) < DUPLICATE_TEXT_MIN_WORDS or is_generated_alt(text):
+            return None
+        return text
+
+    def collapse(entries: list[CorpusEntry], limit: int | None = None) -> tuple[list[CorpusEntry], int]:
+        # the entries come best first (ascending SPEC scores, descending probabilities): one score
+        # for all keeps their order (ties keep input order); hashes only of the entries visited
+        # before the top N is full
+        return collapse_near_duplicates(entries, score=lambda _: 0, image_hash=phash, text=descriptive, limit=limit)
 
     return collapse
 
 
 def add_ranking_arguments(p) -> None:
-    """``--min --max --topic --scoring``: how a run's images are scored and cut, the same for
-    ``rank`` and ``annotate serve`` (``resolve_scoring`` and ``rank_run`` read them)."""
+    """``--min --max --topic --scoring --keep-duplicates``: how a run's images are scored, cut and
+    collapsed, the same for ``rank`` and ``annotate serve`` (``resolve_scoring``, ``rank_run`` and
+    ``near_duplicate_collapser`` read them)."""
     p.add_argument("--min", type=float, default=None, dest="score_min",
                    help=f"lowest final score kept (thesis: {DEFAULT_SCORE_MIN:g}; a topic scorer: a probability, "
                         "default the bundle's calibrated cut)")
@@ -275,6 +164,9 @@ def add_ranking_arguments(p) -> None:
     p.add_argument("--scoring", default=None, choices=SCORING_CHOICES,
                    help="thesis = SPEC's weighted perplexity and cut; otherwise a bundle scorer's P(on topic) "
                         "(default: $FOCUSCRAWL_SCORING, else the FOCUSCRAWL_SCORING setting)")
+    p.add_argument("--keep-duplicates", action="store_true",
+                   help="keep near-duplicates (by default only the best-ranked of images with the same picture "
+                        "by perceptual hash, or the same or near-identical text by SimHash, is kept)")
 
 
 def register(sub) -> None:
@@ -284,13 +176,8 @@ def register(sub) -> None:
     add_ranking_arguments(p)
     p.add_argument("--drop-generated-alt", action="store_true",
                    help="drop images whose ALT text looks auto-generated (file names, paths, camera names)")
-    p.add_argument("--collapse-near-duplicates", action="store_true",
-                   help="keep only the best-scored of near-duplicate pairs (same picture by perceptual hash, "
-                        "or near-identical context text by SimHash)")
-    p.add_argument("--format", choices=FORMATS, default="tsv", help="export format (default %(default)s)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output file; for webdataset X.tar (shards X-000000.tar, X-000001.tar, ... beside it), "
-                        "a shard pattern like out-%%06d.tar, or a directory (corpus-000000.tar, ...)")
+    add_export_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line (for scripts)")
     p.set_defaults(func=cmd_rank)
 
 
@@ -319,26 +206,51 @@ def _crawl_drops_text(run_dir: Path, top: int = 3) -> str:
 
 
 def run_topic_bundle(run_dir: str | Path) -> str | None:
-    """The topic bundle a crawl used (``focuscrawl/topic/bundle`` in its stats.json), if any."""
+    """The topic bundle a crawl used (``focuscrawl/topic/bundle`` in its stats.json, or in every
+    part's of a merged run), None if it used none. Raises ``ValueError`` when the run cannot say
+    (stats.json missing or not readable) or names a bundle that is gone: ranking such a run by
+    SPEC would silently give another corpus than the crawl's bundle would."""
+    path = Path(run_dir) / "stats.json"
+    advice = "give --topic DIR, or --scoring thesis for SPEC's ranking"
     try:
-        stats = read_stats(Path(run_dir) / "stats.json")
-    except (OSError, ValueError):
+        stats = read_stats(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path} is missing, so whether the crawl used a topic bundle is unknown; {advice}") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path} is not readable ({str(exc).splitlines()[0][:120]}); {advice}") from None
+    parts = stats.get("parts")
+    named = {part.get("focuscrawl/topic/bundle") for part in parts.values() if isinstance(part, dict)} \
+        if isinstance(parts, dict) else {stats.get("focuscrawl/topic/bundle")}
+    named.discard(None)
+    if len(named) > 1:
+        raise ValueError(f"{path}: the merged parts used different topic bundles ({', '.join(sorted(map(str, named)))}); "
+                         f"{advice}")
+    if not named:
         return None
-    value = stats.get("focuscrawl/topic/bundle")
-    return value if value and (Path(value) / "bundle.json").is_file() else None
+    value = str(named.pop())
+    if not (Path(value) / "bundle.json").is_file():
+        raise ValueError(f"the crawl's topic bundle {value} (in {path}) is gone; {advice}")
+    return value
 
 
 def resolve_scoring(scoring: str | None, topic: str | None, run_dir: str | Path) -> tuple[str, str | None]:
-    """``(scoring, bundle)``: ``thesis`` without a bundle (said on stderr when a scorer was asked for)."""
+    """``(scoring, bundle)``. A run crawled without a bundle is ranked by SPEC (said on stderr)
+    unless a topic scorer was asked for (``--scoring`` or $FOCUSCRAWL_SCORING): that cannot
+    run, so it is an error, as is a run that cannot say which bundle it used."""
     import os
     import sys
 
-    scoring = scoring or os.environ.get("FOCUSCRAWL_SCORING") or defaults.FOCUSCRAWL_SCORING
+    asked = scoring or os.environ.get("FOCUSCRAWL_SCORING")
+    scoring = asked or defaults.FOCUSCRAWL_SCORING
     if scoring not in SCORING_CHOICES:
         raise ValueError(f"unknown scoring {scoring!r} (choose from {', '.join(SCORING_CHOICES)})")
     if scoring == THESIS:
         return THESIS, None
+    check_run_dir(run_dir)  # not a run directory: say so, not that its stats.json is missing
     bundle = topic or run_topic_bundle(run_dir)
+    if bundle is None and asked:
+        raise ValueError(f"scoring {scoring!r} needs a topic bundle and the crawl used none (stats.json): "
+                         f"give --topic DIR, or --scoring thesis")
     if bundle is None:
         print(f"focuscrawl rank: no topic bundle (--topic DIR, or a crawl with -a topic=DIR): "
               f"ranking by SPEC's weighted perplexity and cut [{DEFAULT_SCORE_MIN:g}, {DEFAULT_SCORE_MAX:g}]",
@@ -382,23 +294,52 @@ def cmd_rank(args) -> int:
 
     if args.top is not None and args.top < 1:
         raise ValueError("--top must be at least 1")
+    options = export_options(args)  # option errors before any work
     scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
     filters = {}
     if args.drop_generated_alt:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
     stats = RankStats()
-    collapse = near_duplicate_collapser(args.run_dir) if args.collapse_near_duplicates else None
+    collapse = None if args.keep_duplicates else near_duplicate_collapser(args.run_dir, stats)
     ranked, (score_min, score_max) = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min,
                                               args.score_max, filters, stats, collapse)
-    fill_context(ranked, args.run_dir)
+    stats.damaged_records += fill_context(ranked, args.run_dir)
     extra_scores = [] if scoring == THESIS else rescored_score_names(scoring)
-    written = export(ranked, args.format, args.output, args.run_dir, extra_scores)
+    exported = export(ranked, args.run_dir, options, extra_scores)
+    if stats.damaged_records:
+        logger.warning("rank: skipped %d damaged info record(s) (unreadable or of the wrong shape); their images "
+                       "were ranked without context text", stats.damaged_records)
     if not ranked:
         logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
                        _crawl_drops_text(Path(args.run_dir)))
     summary = {"scoring": scoring, "topic": bundle, "score_range": [score_min, score_max]} | stats.as_dict() \
-        | {"written": written}
-    if args.format == "webdataset":
-        summary["shards"] = shard_pattern(Path(args.output))
-    print(json.dumps(summary))
+        | {"written": exported.written, "status": dict(exported.status)}
+    if options.with_images:
+        summary["images"] = options.images.as_dict()
+    if options.fmt == "webdataset":
+        summary["shards"] = shard_pattern(options.output)
+    print(json.dumps(summary) if args.json else rank_summary_text(summary, options.fmt, str(options.output)))
     return 0
+
+
+def rank_summary_text(summary: dict, fmt: str, output: str) -> str:
+    """What ``rank`` did, for a person: where the corpus went, by what it was ranked, the funnel."""
+    lo, hi = summary["score_range"]
+    if summary["scoring"] == THESIS:
+        how = f"SPEC's weighted perplexity, ascending, cut [{lo:g}, {hi:g}]"
+    else:
+        how = f"P(on topic) under the {summary['scoring']} scorer of {summary['topic']}, high to low, cut at P >= {lo:.3g}"
+    steps = [f"{summary['initial']:,} images in images.tsv", f"{summary['score_cut']:,} within the cut",
+             f"{summary['unique']:,} distinct URLs"]
+    steps += [f"{n:,} dropped as {name.replace('_', ' ')}" for name, n in summary["filtered"].items()]
+    if "collapsed" in summary:
+        steps.append(f"{summary['collapsed']:,} near-duplicates collapsed")
+    steps.append(f"{summary['ranked']:,} ranked")
+    lines = [f"rank: {summary['written']:,} images written to {summary.get('shards', output)} ({fmt})",
+             f"  ranked by {how}", "  " + " -> ".join(steps)]
+    if summary["no_score"]:
+        lines.append(f"  {summary['no_score']:,} images without a score (no words to score) were left out")
+    if summary["written"] < summary["ranked"]:
+        why = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in summary["status"].items() if k != "success" and v)
+        lines.append(f"  {summary['ranked'] - summary['written']:,} ranked images not written" + (f": {why}" if why else ""))
+    return "\n".join(lines)

@@ -30,19 +30,21 @@ FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 
 # --- Text (SPEC §2) ----------------------------------------------------------------
-#: Page-text extractor by name: "auto", "trafilatura", "justext", "fulltext" (all body text)
-#: or a boilerpy3 one ("article", "default", "keepeverything", ...); see focuscrawl.text.extractors.
-#: Default "auto" (trafilatura or trafilatura ∪ jusText, chosen per page by a small shipped
-#: forest): at least the best single extractor on both measured sets (docs/extraction.md):
-#: CLEANEVAL final score 0.854 (jusText 0.851, trafilatura 0.823), article benchmark
-#: 0.937 cross-validated (trafilatura 0.930), at 1.0–1.2× trafilatura's time. "trafilatura"
-#: (favor_recall, full text when it finds no main text) was the default before.
-FOCUSCRAWL_TEXT_EXTRACTOR = "auto"
+#: Page-text extractor by name: "trafilatura", "trafilatura-recall", "auto", "justext",
+#: "fulltext" (all body text) or a boilerpy3 one ("article", "default", ...); see
+#: focuscrawl.text.extractors. Default "trafilatura": trafilatura.extract(html) with the
+#: library's own defaults (the full text when it finds none), chosen by leave-one-set-out
+#: over CLEANEVAL, the article benchmark and Mozilla Readability's pages (docs/extraction.md):
+#: the per-page chooser of "auto" and every other tuned rule fell below it on a held-out
+#: set (article benchmark: 0.922 vs 0.947 LCS-F1), so no tuned rule is the default.
+#: "trafilatura-recall" is what "trafilatura" meant before issue #25 (favor_recall,
+#: comments out); "auto" was the default of #18.
+FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
 #: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
 #: page is cut (stat focuscrawl/text/truncated). 2 MiB is above every real page of the
 #: evaluation sets (largest 1.6 MB) and bounds the C part of extraction. Text extraction
 #: also parses at most cap/256 start tags (8,192; the evaluation pages have at most ~3,000
-#: elements; stat focuscrawl/text/truncated), which bounds its memory (~10× the cap over
+#: elements; stat focuscrawl/text/truncated), which bounds its memory (~11× the cap over
 #: the process's base with the default extractor); benchmarks/text_limits.py measures the
 #: worst pages of this size (docs/extraction.md). 0 = no cap.
 FOCUSCRAWL_TEXT_MAX_BYTES = 2 * 1024 * 1024
@@ -213,6 +215,11 @@ FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
 #: sentences.txt.gz is written as one gzip member per batch of this many bytes of
 #: text (with the batch's pages.tsv and links.tsv rows); 0 = one member per page.
 FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
+#: ... or once its first page waited this many seconds (0 = no time limit): pages with little
+#: text are still committed every few seconds, so a crawl killed again and again (with
+#: JOBDIR) commits new pages in every session (issue #31: before, a trap site's short pages
+#: never filled a batch between two kills, and no session after the first committed a row).
+FOCUSCRAWL_SENTENCES_BATCH_SECONDS = 5.0
 #: With JOBDIR: images a killed crawl had accepted but not written are downloaded again
 #: after the seeds, at most this many at a time, so that slow ones cannot fill every
 #: per-host download slot ahead of new pages (issue #16, resume starvation).

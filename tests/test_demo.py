@@ -35,3 +35,5 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     assert f"of the {on_topic['images']} images that show a cat" in out
     assert f"[2, 70000] keeps {on_topic['kept']})" in out
     assert summary["ranking"] == "combined" and "top_thesis" in summary
+    # near-duplicates are collapsed as `focuscrawl rank` does by default, and the demo says so
+    assert f"near-duplicates: {summary['collapsed']} collapsed into a better-ranked twin" in out

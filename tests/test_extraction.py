@@ -9,7 +9,8 @@ from focuscrawl import cli
 from focuscrawl import settings as default_settings
 from focuscrawl.eval import extraction as ev
 from focuscrawl.text import extractors
-from focuscrawl.text.cli import output_stem, read_html_bytes
+from focuscrawl.text.cli import output_stem, read_html_bytes, url_stem
+from tests.support.localweb import LocalWeb, Page
 
 ARTICLE = """<html><head><title>t</title><script>var x = 1;</script></head><body>
 <div class="nav"><a href="/">Home</a> | <a href="/a">About</a> | <a href="/c">Contact</a></div>
@@ -114,12 +115,69 @@ def test_extract_skips_bad_inputs_and_keeps_going(tmp_path, capsys):
     (tmp_path / "good.html").write_text(ARTICLE)
     (tmp_path / "bad.html.gz").write_bytes(b"not gzip at all")
     out = tmp_path / "o"
-    rc = cli.main(["extract", str(tmp_path / "bad.html.gz"), str(tmp_path / "missing.html"),
-                   str(tmp_path / "good.html"), "-o", str(out)])
+    rc = cli.main(["extract", str(tmp_path / "bad.html.gz"), str(tmp_path / "good.html"), "-o", str(out)])
     assert rc == 1
     assert [p.name for p in out.iterdir()] == ["good.txt"]  # no half-written files
     err = capsys.readouterr().err
-    assert "skipped" in err and "bad.html.gz" in err and "missing.html" in err
+    assert "skipped" in err and "bad.html.gz" in err
+
+
+def test_extract_checks_its_inputs_before_it_creates_anything(tmp_path, capsys):
+    """A mistyped input name is a usage error (exit 2) found before the output folder is
+    made (it once left an empty folder and exited 1)."""
+    (tmp_path / "good.html").write_text(ARTICLE)
+    out = tmp_path / "o"
+    rc = cli.main(["extract", str(tmp_path / "good.html"), str(tmp_path / "missing.html"), "-o", str(out)])
+    assert rc == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such input file" in err and "missing.html" in err
+    assert "Traceback" not in err
+
+
+def test_extract_markdown_and_json_of_files(tmp_path):
+    page = ARTICLE.replace("<html><head><title>t</title>", '<html lang="en"><head><title>The domestic cat</title>'
+                           '<meta name="author" content="Ann Smith"><meta property="article:published_time" '
+                           'content="2021-03-04">')
+    (tmp_path / "a.html").write_text(page)
+    assert cli.main(["extract", "--format", "markdown", str(tmp_path / "a.html"), "-o", str(tmp_path / "md")]) == 0
+    md = (tmp_path / "md" / "a.md").read_text()
+    assert md.startswith("# The domestic cat\n\n") and "\n\nCats are valued" in md
+    assert cli.main(["extract", "--format", "json", "--gzip", str(tmp_path / "a.html"),
+                     "-o", str(tmp_path / "js")]) == 0
+    doc = json.loads(gzip.decompress((tmp_path / "js" / "a.json.gz").read_bytes()))
+    assert {k: doc[k] for k in extractors.METADATA_FIELDS} == {
+        "title": "The domestic cat", "author": "Ann Smith", "date": "2021-03-04", "url": None, "language": "en"}
+    assert doc["extractor"] == default_settings.FOCUSCRAWL_TEXT_EXTRACTOR and "night vision" in doc["text"]
+
+
+def test_extract_urls_politely_as_json(tmp_path, capsys):
+    """URLs are fetched with robots.txt obeyed: the forbidden page is never requested."""
+    page = ('<html lang="de"><head><title>Die Hauskatze</title><meta name="author" content="Jo Berg">'
+            '<link rel="canonical" href="http://example.org/katze"></head><body>'
+            + ARTICLE.split("<body>")[1])
+    pages = {"/robots.txt": Page(b"User-agent: *\nDisallow: /private/\n", "text/plain"),
+             "/news/katze.html": Page(page), "/private/secret.html": Page(ARTICLE)}
+    out = tmp_path / "o"
+    with LocalWeb(pages) as web:
+        rc = cli.main(["extract", "--format", "json", "--delay", "0", f"{web.base}/news/katze.html",
+                       f"{web.base}/private/secret.html", f"{web.base}/gone.html", "-o", str(out)])
+        requested = web.requests
+    assert rc == 1  # one input skipped
+    assert not any("/private/" in r for r in requested)
+    err = capsys.readouterr().err
+    assert f"skipped {web.base}/private/secret.html: disallowed by robots.txt\n" in err and "Traceback" not in err
+    assert f"skipped {web.base}/gone.html: HTTP 404" in err
+    assert [p.name for p in out.iterdir()] == ["katze.json"]
+    doc = json.loads((out / "katze.json").read_text())
+    assert doc["url"] == f"{web.base}/news/katze.html"
+    # the title is trafilatura's choice: the page's only <h1> over its <title>
+    assert (doc["title"], doc["author"], doc["language"]) == ("The domestic cat", "Jo Berg", "de")
+    assert "night vision" in doc["text"] and "Privacy" not in doc["text"]
+
+
+def test_extract_url_stem():
+    assert url_stem("http://h.test/news/cat.html?page=2") == "cat"
+    assert url_stem("https://h.test/") == "h.test"
 
 
 def test_gzip_bomb_is_read_only_up_to_the_cap(tmp_path):
@@ -178,6 +236,35 @@ def test_cleaneval_eval_table(tmp_path, capsys):
             or line.startswith("| a")}
     assert set(rows) == {"fulltext", "article"}
     assert float(rows["fulltext"][5]) == pytest.approx(1.0)  # recall: fulltext keeps every gold word
+
+
+def test_eval_extraction_explains_its_columns(tmp_path, capsys):
+    _cleaneval_fixture(tmp_path / "ce")
+    assert cli.main(["eval", "extraction", "--dataset", "cleaneval", "--extractors", "fulltext",
+                     str(tmp_path / "ce")]) == 0
+    legend = {line.split(":")[0] for line in capsys.readouterr().out.splitlines() if ": " in line}
+    assert {"score", "failed", "LCS-F1", "P / R / F1"} <= legend
+
+
+def test_readability_pages_gold_is_the_text_of_expected_html(tmp_path):
+    page = tmp_path / "rd" / "ars-1"
+    page.mkdir(parents=True)
+    (page / "source.html").write_text(ARTICLE)
+    (page / "expected.html").write_text('<div id="readability-page-1"><h1>The domestic cat</h1>'
+                                        "<p>The cat is a small domesticated <b>carnivorous</b> mammal.</p></div>")
+    (tmp_path / "rd" / "empty").mkdir()  # no source.html: skipped
+    [p] = ev.readability_pages(tmp_path / "rd")
+    assert p.page_id == "ars-1"
+    assert ev.words(p.gold) == "the domestic cat the cat is a small domesticated carnivorous mammal".split()
+    [res] = ev.evaluate([p], ["fulltext"])
+    assert res.mean("recall") == pytest.approx(1.0)
+
+
+def test_trafilatura_extractors_are_the_library_defaults_and_favor_recall():
+    import trafilatura
+    assert extractors.get_extractor("trafilatura")(ARTICLE) == trafilatura.extract(ARTICLE)
+    assert extractors.get_extractor("trafilatura-recall")(ARTICLE) == trafilatura.extract(
+        ARTICLE, include_comments=False, favor_recall=True)
 
 
 def test_aeb_pages(tmp_path):

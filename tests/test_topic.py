@@ -246,7 +246,7 @@ def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, caps
 
     monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
     out = tmp_path / "r.tsv"
-    assert main(["rank", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["scoring"] == "combined" and 0 < summary["score_range"][0] <= 0.5
     ranked = _ranked(out)
@@ -259,7 +259,7 @@ def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, caps
 
     # FOCUSCRAWL_SCORING=thesis: SPEC's ranking exactly (ascending weighted PP, cut [2, 70000])
     monkeypatch.setenv("FOCUSCRAWL_SCORING", "thesis")
-    assert main(["rank", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["scoring"] == "thesis" and summary["score_range"] == [2.0, 70000.0]
     assert _ranked(out) == ["http://a.org/bus.jpg", "http://a.org/pasta.jpg"]
@@ -269,13 +269,13 @@ def test_rank_without_a_bundle_says_it_uses_spec(rank_run, tmp_path, capsys, mon
     from focuscrawl.cli import main
 
     monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
-    assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
+    assert main(["rank", "--json", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["scoring"] == "thesis" and "no topic bundle" in captured.err
     stats = rank_run / "stats.json"  # a crawl with -a topic=DIR records its bundle
     from focuscrawl.resources import default_topic_path
     stats.write_text(json.dumps({"focuscrawl/topic/bundle": str(default_topic_path())}))
-    assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
+    assert main(["rank", "--json", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
     assert json.loads(capsys.readouterr().out)["topic"] == str(default_topic_path())
 
 

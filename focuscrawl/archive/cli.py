@@ -14,6 +14,7 @@ import gc
 import json
 import logging
 import multiprocessing
+import os
 import sys
 from collections import deque
 from contextlib import contextmanager, suppress
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
+from focuscrawl.processes import signals_held, worker_process
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
 SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
@@ -47,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Scrapy/focuscrawl setting (repeatable)")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                    help="Scrapy's INFO and DEBUG log too (default: focuscrawl's INFO lines, warnings, progress)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object (for machines)")
     p.set_defaults(func=cmd_warc)
 
 
@@ -106,7 +109,7 @@ def _freeze_heap(**_) -> None:
 
 def _summary(crawler) -> dict:
     stats = crawler.stats.get_stats() or {}
-    return {k: stats.get(k) for k in ("finish_reason", *SUMMARY_STATS)}
+    return {"finish_reason": stats.get("finish_reason"), **{k: stats.get(k, 0) for k in SUMMARY_STATS}}
 
 
 def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
@@ -127,6 +130,35 @@ def _index(paths: list[str]):
     return index
 
 
+def files_without_part(index) -> dict[str, str]:
+    """Each archive file that gets no job with ``--jobs`` (its pages are its job's seeds), and why."""
+    pages = {ref.path for ref in index.html_refs()}
+    captures: dict[str, int] = {}
+    for ref in index.order:
+        if ref.status == 200 and "html" in ref.content_type.lower():
+            captures[ref.path] = captures.get(ref.path, 0) + 1
+    return {path: (f"its {captures[path]} HTML pages are all captured in an earlier file too (the first capture "
+                   f"is replayed)" if captures.get(path) else "it holds no HTML page (images or other records only; "
+                                                               "they still answer the other files' requests)")
+            for path in index.paths if path not in pages}
+
+
+def human_summary(summary: dict, output: str) -> str:
+    """The replay in a few lines (``--json`` prints ``summary`` itself)."""
+    lines = [f"warc: {summary['files']} archive files, {summary['focuscrawl/archive/html_pages']:,} HTML pages "
+             f"replayed into {output}"]
+    if "parts" in summary:
+        lines.append(f"  {summary['parts']} jobs (one per file with pages of its own) on {summary['jobs']} processes; "
+                     f"their parts merged: {summary['pages']:,} pages, {summary['images']:,} images")
+        for path, why in summary["files_without_part"].items():
+            lines.append(f"  {path}: no job of its own: {why}")
+    lines.append(f"  written: {summary['focuscrawl/pages/written']:,} pages, {summary['focuscrawl/images/written']:,} "
+                 f"images; {summary['focuscrawl/archive/responses']:,} responses served from the archives, "
+                 f"{summary['focuscrawl/archive/missing']:,} requests for URLs they do not hold")
+    lines.append(f"  {summary['finish_reason']} (stats.json holds every counter; --json for this summary as JSON)")
+    return "\n".join(lines)
+
+
 def cmd_warc(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not Path(path).is_file():
@@ -139,22 +171,26 @@ def cmd_warc(args: argparse.Namespace) -> int:
     verbose = getattr(args, "verbose", False)
     if not args.jobs:
         index = _index(args.paths)
-        summary = replay(index, args.output, settings, spider_args, verbose)
+        summary = {"files": len(index.paths), **replay(index, args.output, settings, spider_args, verbose)}
     else:  # the job processes start while this one reads the index
         # every job writes its image files straight into the merged run (named by URL: same name, same bytes)
         job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
         jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
         try:
-            summary = replay_jobs(_index(args.paths), Path(args.output), jobs)
+            index = _index(args.paths)
+            summary = replay_jobs(index, Path(args.output), jobs)
         finally:
             jobs.close()
-    print(json.dumps(summary))
+    print(json.dumps(summary) if args.json else human_summary(summary, args.output))
     return 0 if summary.get("finish_reason") == "finished" else 1
 
 
-def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool) -> None:
+def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool, parent: int,
+                inherited: list[Connection]) -> None:
     """A job process of ``replay_jobs``: receives the index, then replays one file after
-    another — ``(file, part)`` each, its summary sent back — until ``None``.
+    another — ``(file, part)`` each, its summary sent back — until ``None`` or EOF. It dies
+    with the command (``focuscrawl.processes``) and closes the command's pipe ends a fork
+    copied into it (``inherited``): holding them, it would never see EOF and wait for ever.
 
     The crawls run one after the other in one reactor (Scrapy's "running multiple spiders in
     the same process" sequentially), so a process pays its start-up (interpreter, imports,
@@ -162,6 +198,11 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
     components, stats and run directory, as in a process of its own."""
     from focuscrawl.cli import configure_logging
 
+    for end in inherited:
+        end.close()
+    # the group's Ctrl-C and SIGTERM stop its crawl cleanly once Scrapy's handlers are installed
+    # (``process.start``); before, half-way through imports or a crawl's start, they are ignored
+    worker_process(parent)
     configure_logging(verbose)  # a spawned process starts without the command's handler (a forked one has it)
     try:
         index = conn.recv()
@@ -201,8 +242,10 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
             finally:
                 from twisted.internet import reactor
 
+                # the reactor may not run yet (a first crawl that failed at once): stopping it
+                # now would be a no-op, and the process would then wait for ever
                 with suppress(RuntimeError):  # already stopping (Ctrl-C)
-                    reactor.stop()
+                    reactor.callWhenRunning(reactor.stop)
 
         run_tasks(*start(task))  # the first crawler installs the reactor the settings ask for
         process.start(stop_after_crawl=False)
@@ -224,13 +267,16 @@ class JobProcesses:
     to whichever process is free."""
 
     def __init__(self, n: int, job_settings: dict, spider_args: dict, verbose: bool = False) -> None:
-        context = multiprocessing.get_context(_start_method())
+        method = _start_method()
+        context = multiprocessing.get_context(method)
         self.processes = []
         for i in range(n):
             conn, child = context.Pipe()
-            process = context.Process(target=_job_worker, args=(child, job_settings, spider_args, verbose),
-                                      name=f"focuscrawl-warc-job-{i}")
-            process.start()
+            inherited = [c for _, c in self.processes] + [conn] if method == "fork" else []
+            process = context.Process(target=_job_worker, name=f"focuscrawl-warc-job-{i}",
+                                      args=(child, job_settings, spider_args, verbose, os.getpid(), inherited))
+            with signals_held():
+                process.start()
             child.close()
             self.processes.append((process, conn))
 
@@ -241,16 +287,17 @@ class JobProcesses:
         busy: dict[Connection, int] = {}
 
         def next_task(conn: Connection) -> None:
-            if todo:
-                n, task = todo.popleft()
-                conn.send(task)
-                busy[conn] = n
-            else:
-                conn.send(None)
+            with suppress(BrokenPipeError):  # the process died: its next file goes to another
+                if todo:
+                    conn.send(todo[0][1])
+                    busy[conn] = todo.popleft()[0]
+                else:
+                    conn.send(None)
 
         for _, conn in self.processes:
-            conn.send(index)
-            next_task(conn)
+            with suppress(BrokenPipeError):
+                conn.send(index)
+                next_task(conn)
         while busy:
             for conn in wait(list(busy)):
                 n = busy.pop(conn)
@@ -275,12 +322,14 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
     files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
     results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)])
-    counts = merge_runs(parts, output)
+    # a file whose job did not finish (its process killed, the crawl stopped) is left out whole:
+    # its part may hold image rows whose pages' rows were never written
+    counts = merge_runs([part for part, r in zip(parts, results) if r.get("finish_reason") == "finished"], output)
     summary: dict = {"jobs": len(processes.processes), "parts": len(parts), "pages": counts["pages"],
                      "images": counts["images"]}
-    for key in SUMMARY_STATS:
-        values = [r.get(key) for r in results if r.get(key) is not None]
-        summary[key] = sum(values) if values else None
+    for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
+        summary[key] = sum(r.get(key) or 0 for r in results)
+    summary.update(files=len(index.paths), files_without_part=files_without_part(index))
     failed = [f"{path}: {r.get('finish_reason')}" for path, r in zip(files, results) if r.get("finish_reason") != "finished"]
     summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
     return summary

@@ -411,21 +411,34 @@ class ArchiveIndex:
 
     def __init__(self, paths: list[str | os.PathLike]):
         self.paths = [str(p) for p in paths]
-        self.stats: dict[str, int] = {}
+        self.file_stats: dict[str, dict[str, int]] = {}  # path -> its records' counts
         self.refs: dict[str, RecordRef] = {}
         self.order: list[RecordRef] = []
         for path in self.paths:
             if not Path(path).is_file():
                 raise FileNotFoundError(f"archive {path} does not exist")
-            before = sum(v for k, v in self.stats.items() if k.startswith("records/"))
-            for ref in iter_refs(path, self.stats):
+            stats = self.file_stats.setdefault(path, {})
+            for ref in iter_refs(path, stats):
                 self.order.append(ref)
-                if ref.url in self.refs:
-                    self.stats["records/duplicate_url"] = self.stats.get("records/duplicate_url", 0) + 1
+                if ref.url in self.refs:  # an earlier capture (this file or an earlier one) wins
+                    _count(stats, "records/duplicate_url")
                     continue
                 self.refs[ref.url] = ref
-            if sum(v for k, v in self.stats.items() if k.startswith("records/")) == before:
+            if not any(k.startswith("records/") for k in stats):
                 raise ArchiveError(f"{path}: no WARC or ARC records (not an archive?)")
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The records' counts over every file."""
+        return self.stats_of(self.paths)
+
+    def stats_of(self, paths) -> dict[str, int]:
+        """The records' counts of ``paths`` (each file counted once, as in one job's part)."""
+        total: dict[str, int] = {}
+        for path in dict.fromkeys(paths):
+            for key, value in self.file_stats.get(path, {}).items():
+                total[key] = total.get(key, 0) + value
+        return total
 
     def __len__(self) -> int:
         return len(self.refs)

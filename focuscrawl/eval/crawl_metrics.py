@@ -18,7 +18,8 @@ from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import parse_float, read_tsv
 from focuscrawl.output.stats import read_stats
-from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank, rank_run
+from focuscrawl.ranking import (DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, RankStats, near_duplicate_collapser, rank,
+                                rank_run)
 from focuscrawl.text.language import OTHER_LANGUAGE
 from focuscrawl.topic.model import DEFAULT_SCORER
 
@@ -81,15 +82,29 @@ class Run:
         sentences = folder / "sentences.txt.gz"
         sightings = []
         for r in images:
-            record = folder / r["record_path"] if r.get("record_path") else None
-            if record is not None and record.exists():
-                for sight in json.loads(record.read_text()).get("sightings", []):
-                    if not budget or sight.get("page_url") in kept:
-                        sightings.append((r["image_url"], _float(sight.get("final_score"))))
-            else:
+            record_sightings = _record_sightings(folder, r.get("record_path"))
+            if record_sightings is None:  # no record, or a damaged one: the images.tsv row
                 sightings.append((r["image_url"], _score(r)))
+                continue
+            for sight in record_sightings:
+                if not budget or sight.get("page_url") in kept:
+                    sightings.append((r["image_url"], _float(sight.get("final_score"))))
         return cls(name or folder.name, folder, pages, images, stats, sentences if sentences.exists() else None,
                    sightings)
+
+
+def _record_sightings(folder: Path, record_path: str | None) -> list[dict] | None:
+    """The sightings of an info record, None when it is missing or not of the writer's shape."""
+    if not record_path:
+        return None
+    try:
+        record = json.loads((folder / record_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    sightings = record.get("sightings") if isinstance(record, dict) else None
+    if not isinstance(sightings, list) or not all(isinstance(s, dict) for s in sightings):
+        return None
+    return sightings
 
 
 # -- harvest rate ----------------------------------------------------------------------
@@ -231,19 +246,21 @@ def score_cut_by_truth(run: Run, truth: Truth, score_range: tuple[float, float] 
     return counts
 
 
-def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE, bundle: str | Path | None = None
-                  ) -> list[CorpusEntry]:
+def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE, bundle: str | Path | None = None,
+                  collapse: bool = False, stats: RankStats | None = None) -> list[CorpusEntry]:
     """The run's images ranked as ``focuscrawl rank`` does: without ``bundle`` as the thesis
     did (score cut, unique by URL (first seen), final score ascending); with a topic bundle by
-    its default scorer's P(on topic), cut at its calibrated probability, high to low. Only
-    images of the run's pages."""
+    its default scorer's P(on topic), cut at its calibrated probability, high to low;
+    ``collapse``: near-duplicates collapsed (``rank``'s default); ``stats``: the ranking's funnel.
+    Only images of the run's pages."""
     if not (run.folder / "images.tsv").exists():
         return []
     kept = {p["url"] for p in run.pages}
     entries = (e for e in iter_entries(run.folder, with_context=False) if e.page_url in kept)
+    collapser = near_duplicate_collapser(run.folder, stats) if collapse else None
     if bundle is None:
-        return rank(entries, score_min=score_range[0], score_max=score_range[1])
-    return rank_run(run.folder, DEFAULT_SCORER, str(bundle), entries=entries)[0]
+        return rank(entries, score_min=score_range[0], score_max=score_range[1], stats=stats, collapse=collapser)
+    return rank_run(run.folder, DEFAULT_SCORER, str(bundle), stats=stats, entries=entries, collapse=collapser)[0]
 
 
 def top_n_shares(ranked: list[CorpusEntry], truth: Truth, n: int) -> dict:

@@ -39,7 +39,7 @@ from rapidfuzz.distance import LCSseq, Levenshtein
 
 from focuscrawl.eval.progress import Progress
 from focuscrawl.text.extractors import EXTRACTORS, ExtractionError, get_extractor
-from focuscrawl.text.html import decode_html
+from focuscrawl.text.html import decode_html, full_text
 
 #: Third-party loggers that warn once per odd page.
 QUIET_LOGGERS = ("boilerpy3", "trafilatura", "justext")
@@ -184,7 +184,23 @@ def aeb_pages(path: str | Path) -> Iterator[Page]:
             yield Page(page_id, gzip.decompress(html_path.read_bytes()), gold)
 
 
-DATASETS = {"cleaneval": cleaneval_pages, "aeb": aeb_pages}
+def readability_pages(path: str | Path) -> Iterator[Page]:
+    """Mozilla Readability's test pages: ``<name>/source.html`` with the text of
+    ``<name>/expected.html`` (the article Readability keeps: main content) as gold."""
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: expected <name>/source.html and <name>/expected.html folders "
+                                "(Mozilla Readability test pages)")
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        source, expected = folder / "source.html", folder / "expected.html"
+        if not (source.is_file() and expected.is_file()):
+            continue
+        gold = full_text(decode_html(expected.read_bytes()))
+        if words(gold):
+            yield Page(folder.name, source.read_bytes(), gold)
+
+
+DATASETS = {"cleaneval": cleaneval_pages, "aeb": aeb_pages, "readability": readability_pages}
 
 
 @dataclass
@@ -255,10 +271,23 @@ def format_table(results: Sequence[ExtractorResult], baseline: str = "trafilatur
     return "\n".join(lines)
 
 
+#: What the columns mean, printed under the table (docs/extraction.md has the details).
+LEGEND = """\
+score: CLEANEVAL-style similarity of output and gold as word sequences, 1 - word edit distance / \
+length of the longer (1 = the gold words in the gold order; boilerplate kept and content lost both cost)
+LCS-F1: F1 of the longest common word subsequence (P = common / output words, R = common / gold words)
+P / R / F1: bag-of-words precision, recall, F1 (order ignored); aeb P / R / F1: the article \
+benchmark's own 4-gram shingle measure
+failed: pages where the extractor raised an error (scored as empty output); empty: pages with no \
+output word (failed ones included)
+all columns are means over pages; time vs trafilatura is the robust speed figure on a loaded machine"""
+
+
 def register(eval_sub: argparse._SubParsersAction) -> None:
     p = eval_sub.add_parser("extraction", help="CLEANEVAL-style score, token P/R/F1 and speed per text extractor")
     p.add_argument("--dataset", choices=sorted(DATASETS), required=True,
-                   help="cleaneval: input/ + gold/ folders; aeb: article-extraction-benchmark folder")
+                   help="cleaneval: input/ + gold/ folders; aeb: article-extraction-benchmark folder; "
+                        "readability: Mozilla Readability test pages (<name>/source.html, expected.html)")
     p.add_argument("--extractors", default=",".join(EXTRACTORS),
                    help="comma-separated extractor names (default: all)")
     p.add_argument("--limit", type=int, default=0, help="use only the first N pages (0 = all)")
@@ -283,4 +312,5 @@ def cmd_eval_extraction(args: argparse.Namespace) -> int:
     results = evaluate(pages, names, progress)
     print(f"{args.dataset}: {len(pages)} pages\n")
     print(format_table(results, benchmark_columns=args.dataset == "aeb"))
+    print("\n" + LEGEND)
     return 0

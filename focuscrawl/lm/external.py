@@ -29,12 +29,15 @@ result does not depend on the budget: a tiny budget (many runs) writes the same 
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import re
 import shutil
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +48,7 @@ import pandas as pd
 
 from focuscrawl.lm.train import (BOS_ID, DISCOUNT_FALLBACK, SPECIAL_WORDS, count_of_counts, format_log10,
                                  discounts_from_count_of_counts, prune_thresholds)
+from focuscrawl.processes import worker_process
 
 logger = logging.getLogger(__name__)
 
@@ -338,12 +342,50 @@ class ExternalModel:
         return list(self.ngram_counts)
 
 
+#: An on-disk sort of more runs than this merges a few rows of each run at a time: the
+#: merge work grows with the square of the runs (``budget_warning``).
+_RUNS_SLOW = 64
+#: Runs per sort of a budget that is large enough.
+_RUNS_ENOUGH = 16
+
+
+def format_size(n: float) -> str:
+    """``2.5M``-style size, as ``--memory`` takes it."""
+    for unit in ("", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            return f"{n:.0f}" if not unit else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}G"
+
+
+def budget_warning(rows: int, budget: int, jobs: int, order: int) -> str | None:
+    """The warning for a budget far too small for ``rows`` rows (tokens and sentence ends),
+    else None. The context and suffix sorts of each order (``_probabilities``) get
+    ``block * 2 / (jobs + 1)`` rows a run; past ``_RUNS_SLOW`` runs their merges read a
+    few rows of every run a round, ~runs² small reads a sort: the same model, many times
+    slower (4.6M tokens: 5:36 at 5M, 0:09 at 200M)."""
+    block = max(_MIN_ROWS, budget // 8 // _BYTES_PER_ENTRY)
+    share = max(_MIN_ROWS, block * 2 // (jobs + 1))
+    runs = -(-rows // share)
+    if runs <= _RUNS_SLOW:
+        return None
+    enough = -(-rows // _RUNS_ENOUGH) * (jobs + 1) // 2 * 8 * _BYTES_PER_ENTRY
+    sorts = 2 * (order - 1)
+    return (f"memory budget {format_size(budget)} is far too small for {rows:,} rows: each of the {sorts} sorts "
+            f"on disk splits into ~{runs:,} runs merged ~{max(1, share // runs)} rows a run at a time, "
+            f"~{sorts * runs * runs:,} small reads in all (~{sorts * _RUNS_ENOUGH ** 2:,} with --memory "
+            f"{format_size(enough)}): expect it to take many times longer than with that budget (the same model "
+            f"either way)")
+
+
 class _Progress:
-    """Phase, elapsed time and tokens/s on the log (stderr from the CLI)."""
+    """Phase, elapsed time and tokens/s on the log (stderr from the CLI); while a long
+    phase runs (``phase``) a line at least every ``every`` seconds says where it is."""
 
     def __init__(self, tokens: int = 0, every: float = 10.0) -> None:
         self.t0 = self.last = time.perf_counter()
         self.tokens, self.every = tokens, every
+        self.detail = ""
 
     def __call__(self, phase: str, detail: str = "", periodic: bool = False) -> None:
         now = time.perf_counter()
@@ -353,6 +395,33 @@ class _Progress:
         dt = now - self.t0
         rate = f", {self.tokens / dt / 1e3:.0f}K tokens/s overall" if self.tokens and dt > 0 else ""
         logger.info("train-lm %s%s (%.1fs%s)", phase, f": {detail}" if detail else "", dt, rate)
+
+    @contextmanager
+    def phase(self, name: str, detail: str = "") -> Iterator[None]:
+        """A long phase: until it ends, a line whenever ``every`` seconds passed without one
+        (the phase, its step, the time in it)."""
+        self.detail = detail
+        done = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(name, done, time.perf_counter()),
+                                name="train-lm-progress", daemon=True)
+        beat.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beat.join()
+
+    def step(self, detail: str) -> None:
+        """Where the current phase is (said by its next heartbeat line)."""
+        self.detail = detail
+
+    def _heartbeat(self, name: str, done: threading.Event, start: float) -> None:
+        while not done.wait(min(1.0, self.every)):
+            now = time.perf_counter()
+            if now - self.last >= self.every:
+                self.last = now
+                logger.info("train-lm %s: %s (%.0fs in this phase, %.1fs)", name, self.detail or "working",
+                            now - start, now - self.t0)
 
 
 def _read_corpus(sentences: Iterable[str], work: Path, chunk_tokens: int,
@@ -597,8 +666,8 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
     block = max(_MIN_ROWS, budget // 8 // _BYTES_PER_ENTRY)
     progress = _Progress()
     output = Path(output)
-    with tempfile.TemporaryDirectory(prefix="train-lm-", dir=tmpdir) as tmp:
-        work = Path(tmp)
+    _remove_stale_part(output)
+    with _work_folder(tmpdir) as work:
         vocab, n_tokens, n_sent = _read_corpus(sentences, work, max(_MIN_ROWS, budget // _BYTES_PER_TOKEN),
                                                progress)
         progress.tokens = n_tokens
@@ -609,30 +678,39 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
         chunk = min(chunk, max(_MIN_ROWS, -(-rows // jobs)))  # at least one chunk per worker
         if V * (rows + V) >= 2 ** 62:
             raise ValueError("corpus too large for 64-bit n-gram keys")
+        warning = budget_warning(rows, budget, jobs, order)
+        if warning:
+            logger.warning("train-lm: %s", warning)
         progress("read", f"{n_sent:,} sentences, {n_tokens:,} tokens, vocabulary {V:,}")
-        pool: Executor = (ProcessPoolExecutor(jobs, initializer=_set_vocab, initargs=(vocab,))
+        pool: Executor = (ProcessPoolExecutor(jobs, initializer=_init_pool_worker, initargs=(vocab, os.getpid()))
                           if jobs > 1 else _Serial())
         _set_vocab(vocab)
-        with pool:
+        try:
             uni_raw = np.zeros(V, np.int64)
             for b in Column(work / "words", np.int32).blocks(block):
                 uni_raw += np.bincount(b, minlength=V)
             tables: list[OrderFiles | None] = [None]  # order 1 is the vocabulary
             n_runs = 1
             for k in range(2, order + 1):
-                files, nr = _count_order(pool, work, k, V, rows, chunk, block, last=k == order)
+                with progress.phase("count", f"order {k} of {order}"):
+                    files, nr = _count_order(pool, work, k, V, rows, chunk, block, last=k == order)
                 tables.append(files)
                 n_runs += nr
                 progress("count", f"order {k}: {len(files):,} n-grams from {nr} sorted run(s)")
             sizes = [V] + [len(t) for t in tables[1:]]
-            discounts, fallback = _adjust_and_discount(work, tables, uni_raw, V, sizes, block,
-                                                       discount_fallback)
+            with progress.phase("adjust"):
+                discounts, fallback = _adjust_and_discount(work, tables, uni_raw, V, sizes, block,
+                                                           discount_fallback)
             progress("adjust", "discounts " + " ".join("%.3f/%.3f/%.3f" % d for d in discounts))
-            _probabilities(pool, work, tables, discounts, V, sizes, block, jobs, thresholds)
+            with progress.phase("interpolate", f"sorting the {order - 1} orders by context (on disk)"):
+                _probabilities(pool, work, tables, discounts, V, sizes, block, jobs, thresholds, progress)
             progress("interpolate")
-            kept = [V] + [_kept_count(t, thresholds[k - 1], block) for k, t in enumerate(tables[1:], start=2)]
-            _write_arpa(pool, work, output, sizes, kept, thresholds, block, jobs)
+            with progress.phase("write"):
+                kept = [V] + [_kept_count(t, thresholds[k - 1], block) for k, t in enumerate(tables[1:], start=2)]
+                _write_arpa(pool, work, output, sizes, kept, thresholds, block, jobs)
             progress("write", f"{output} ({output.stat().st_size / 1e6:.1f} MB)")
+        finally:  # stopped (Ctrl-C, SIGTERM, an error): the chunks not started are dropped
+            pool.shutdown(wait=True, cancel_futures=True)
     return ExternalModel(vocab, kept, discounts, fallback, n_tokens, n_sent, n_runs)
 
 
@@ -735,7 +813,7 @@ def _uninterpolated(work: str, k: int, V: int, n_lower: int, d: tuple[float, flo
 
 
 def _probabilities(pool: Executor, work: Path, tables: list, discounts: list, V: int, sizes: list[int],
-                   block: int, jobs: int, thresholds: Sequence[int]) -> None:
+                   block: int, jobs: int, thresholds: Sequence[int], progress: _Progress | None = None) -> None:
     """``logp{k}`` (log10 p) of every order and ``logb{k}`` (log10 γ) below the top."""
     order = len(tables)
     c1 = Column(work / "count1", np.int64).read(0, V)
@@ -751,9 +829,13 @@ def _probabilities(pool: Executor, work: Path, tables: list, discounts: list, V:
     futures = [pool.submit(_uninterpolated, str(work), k, V, sizes[k - 2], discounts[k - 1], share,
                            thresholds[k - 1])
                for k in range(2, order + 1)]
-    for f in futures:
+    for k, f in enumerate(futures, start=2):
         f.result()
+        if progress is not None:
+            progress.step(f"orders 2-{k} of {order} sorted by context and back")
     for k in range(2, order + 1):
+        if progress is not None:
+            progress.step(f"interpolating order {k} of {order}")
         t = tables[k - 1]
         lower = Gather(Column(work / f"prob{k - 1}", np.float64).blocks(block))
         probs = Column(work / f"prob{k}", np.float64)
@@ -786,6 +868,51 @@ _VOCAB: np.ndarray | None = None
 def _set_vocab(vocab: np.ndarray) -> None:
     global _VOCAB
     _VOCAB = vocab
+
+
+def _init_pool_worker(vocab: np.ndarray, parent: int) -> None:
+    """A pool worker leaves Ctrl-C and SIGTERM to the command, which stops the pool (a worker
+    killed under a busy pool can hang Python's ``ProcessPoolExecutor`` at shutdown), and dies
+    with it."""
+    worker_process(parent)
+    _set_vocab(vocab)
+
+
+# -- temporary files of killed runs -----------------------------------------------------
+_WORK_PREFIX = "train-lm-"
+_LOCK = ".lock"
+
+
+@contextmanager
+def _work_folder(tmpdir: str | Path | None) -> Iterator[Path]:
+    """A temporary folder for the sorted runs, removed at the end (also on Ctrl-C and SIGTERM:
+    ``focuscrawl.processes.exit_on_sigterm``) and locked while this run lives: a run killed
+    with SIGKILL leaves it unlocked, and the next run in the same ``tmpdir`` removes it."""
+    base = Path(tmpdir or tempfile.gettempdir())
+    for folder in base.glob(_WORK_PREFIX + "*"):
+        try:
+            with open(folder / _LOCK, "rb") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(folder, ignore_errors=True)
+            logger.info("removed %s, left by a train-lm that was killed", folder)
+        except OSError:  # a live run's (locked), or no folder of ours (no lock file)
+            continue
+    with tempfile.TemporaryDirectory(prefix=_WORK_PREFIX, dir=base, ignore_cleanup_errors=True) as tmp:
+        with open(Path(tmp) / _LOCK, "wb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield Path(tmp)
+
+
+def _remove_stale_part(output: Path) -> None:
+    """``OUT.part`` of a killed run (unlocked: ``_write_arpa`` locks it while it writes)."""
+    part = output.with_name(output.name + ".part")
+    try:
+        with open(part, "rb") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            part.unlink()
+        logger.info("removed %s, left by a train-lm that was killed", part)
+    except OSError:  # none, or another run is writing it
+        pass
 
 
 def _word_ids(work: Path, k: int, lo: int, hi: int, step: int) -> Iterator[np.ndarray]:
@@ -837,6 +964,7 @@ def _write_arpa(pool: Executor, work: Path, output: Path, sizes: list[int], kept
     step = max(_MIN_ROWS, min(block, 1 << 16))
     try:
         with open(tmp, "wb") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)  # not a killed run's: _remove_stale_part leaves it alone
             fh.write(b"\\data\\\n")
             for k, n in enumerate(kept, start=1):
                 fh.write(f"ngram {k}={n}\n".encode())

@@ -109,6 +109,8 @@ class ArchiveSpider(FocusedSpider):
             yield obj
 
     def _archive_stats(self, spider=None) -> None:
-        for key, value in self.archive_index.stats.items():
+        """The records of the files this crawl replays (a job's own file, not every file's)."""
+        files = self.archive_index.paths if self.seed_files is None else self.seed_files
+        for key, value in self.archive_index.stats_of(files).items():
             self.stats.set_value(f"focuscrawl/archive/{key}", value)
         self.stats.set_value("focuscrawl/archive/html_pages", len(self.seed_urls))

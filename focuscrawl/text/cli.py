@@ -1,18 +1,21 @@
-"""``focuscrawl extract``: page text of HTML files with a named extractor."""
+"""``focuscrawl extract``: page text of HTML files or URLs with a named extractor, as text, JSON or Markdown."""
 from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import logging
 import os
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from focuscrawl import settings as default_settings
-from focuscrawl.text.extractors import (EXTRACTORS, TRUNCATED, Extractor, ExtractionError, PageText, decode_head,
-                                        get_extractor, page_text_from_html)
+from focuscrawl.text.extractors import (EXTRACTORS, TRUNCATED, Extractor, PageText, decode_head, get_extractor,
+                                        page_metadata, page_text_from_html, time_limit)
+from focuscrawl.text.sources import PoliteFetcher, is_url
 
 logger = logging.getLogger(__name__)
 
@@ -26,13 +29,22 @@ def read_html_bytes(path: str | Path, max_bytes: int) -> bytes:
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
-        return fh.read(max_bytes + 1)
+        return fh.read(max_bytes + 1 if max_bytes > 0 else -1)
+
+
+def read_page(src: str, max_bytes: int, fetcher: PoliteFetcher | None = None) -> tuple[str, tuple[str, ...]]:
+    """The decoded first ``max_bytes`` of a file (gunzipped for ``.gz``) or of a URL fetched
+    politely, and the notes (:func:`~focuscrawl.text.extractors.decode_head`); the raw
+    bytes are freed before any extractor builds its trees."""
+    if is_url(src):
+        body, content_type = (fetcher or PoliteFetcher()).fetch(src)
+        return decode_head(body, content_type, max_bytes)
+    return decode_head(read_html_bytes(src, max_bytes), None, max_bytes)
 
 
 def page_text_from_file(path: str | Path, extract: Extractor, max_bytes: int, seconds: float) -> PageText:
-    """The text of an HTML file (gunzipped for ``.gz``) read up to ``max_bytes``; the raw
-    bytes are freed before the extractor builds its trees."""
-    html, notes = decode_head(read_html_bytes(path, max_bytes), None, max_bytes)
+    """The text of an HTML file (gunzipped for ``.gz``) read up to ``max_bytes``."""
+    html, notes = read_page(str(path), max_bytes)
     return page_text_from_html(html, extract, notes, max_bytes, seconds)
 
 
@@ -54,48 +66,92 @@ def _write_atomically(path: Path, text: str, compress: bool) -> None:
     os.replace(tmp, path)
 
 
+def url_stem(url: str) -> str:
+    """``http://host/news/cat.html?x`` -> ``cat``; a URL without a file name -> its host."""
+    parts = urlsplit(url)
+    return output_stem(parts.path.rstrip("/").rsplit("/", 1)[-1]) or parts.hostname or "page"
+
+
+def as_markdown(text: str, title: str | None) -> str:
+    """The page text as Markdown: the title as a heading, each block a paragraph."""
+    blocks = [line.strip() for line in text.splitlines() if line.strip()]
+    return "\n\n".join(([f"# {title.strip()}"] if title and title.strip() else []) + blocks) + "\n"
+
+
+def render(page: PageText, html: str, url: str | None, fmt: str, extractor: str) -> str:
+    """The output file's content in ``fmt`` (txt, json, markdown)."""
+    if fmt == "txt":
+        return page.text
+    meta = page_metadata(html, url)
+    if fmt == "markdown":
+        return as_markdown(page.text, meta["title"])
+    return json.dumps({**meta, "extractor": extractor, "text": page.text}, ensure_ascii=False, indent=1) + "\n"
+
+
+_SUFFIX = {"txt": ".txt", "json": ".json", "markdown": ".md"}
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("extract", help="write the page text of HTML files (.gz allowed) with a named extractor")
+    p = sub.add_parser("extract", help="write the page text of HTML files (.gz allowed) or URLs with a named extractor")
     p.add_argument("--extractor", default=default_settings.FOCUSCRAWL_TEXT_EXTRACTOR,
                    help=f"one of {', '.join(sorted(EXTRACTORS))} (default: the crawl's, %(default)s)")
-    p.add_argument("--gzip", action="store_true", help="write <stem>.txt.gz instead of <stem>.txt")
+    p.add_argument("--format", choices=sorted(_SUFFIX), default="txt",
+                   help="txt: the text; json: title, author, date, url, language (null where the page "
+                        "states none), extractor and text; markdown: the title as a heading, blocks as "
+                        "paragraphs (default %(default)s)")
+    p.add_argument("--gzip", action="store_true", help="gzip each output file (<stem>.txt.gz, ...)")
     p.add_argument("--max-bytes", type=int, default=default_settings.FOCUSCRAWL_TEXT_MAX_BYTES,
                    help="read at most this many bytes of a page (after gunzip); longer pages are "
                         "cut and counted (default: the crawl's, %(default)s)")
     p.add_argument("--time-limit", type=float, default=default_settings.FOCUSCRAWL_TEXT_TIME_LIMIT,
                    help="seconds per page before it is skipped (0 = none; default %(default)s)")
+    p.add_argument("--delay", type=float, default=1.0,
+                   help="seconds between requests to one host, for URL inputs (default %(default)s)")
     p.add_argument("-o", "--output", required=True, help="output directory (created)")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="HTML files, optionally gzipped")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="HTML files, optionally gzipped, or http(s) URLs (fetched politely: robots.txt "
+                        "obeyed, one request per --delay seconds per host)")
     p.set_defaults(func=cmd_extract)
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
     extract = get_extractor(args.extractor)
-    for noisy in ("trafilatura", "justext", "boilerpy3"):  # per-page library warnings
+    missing = [src for src in args.inputs if not is_url(src) and not Path(src).is_file()]
+    if missing:  # before anything is created: no empty output folder for a mistyped name
+        raise FileNotFoundError(f"no such input file{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+    if args.delay < 0:
+        raise ValueError(f"--delay must be >= 0, got {args.delay}")
+    for noisy in ("trafilatura", "justext", "boilerpy3", "htmldate", "courlan"):  # per-page library warnings
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
+    fetcher = PoliteFetcher(delay=args.delay)
     out_dir = Path(args.output)
     out_dir.mkdir(parents=True, exist_ok=True)
-    suffix = ".txt.gz" if args.gzip else ".txt"
+    suffix = _SUFFIX[args.format] + (".gz" if args.gzip else "")
     written, failed, seen, notes = 0, 0, set(), Counter()
     start = time.perf_counter()
     for src in args.inputs:
-        stem = output_stem(src)
+        url = src if is_url(src) else None
+        stem = url_stem(src) if url else output_stem(src)
         if stem in seen:
             print(f"skipped {src}: another input already wrote {stem}{suffix}", file=sys.stderr)
             failed += 1
             continue
         seen.add(stem)
         try:
-            page = page_text_from_file(src, extract, args.max_bytes, args.time_limit)
-        except (OSError, EOFError, gzip.BadGzipFile, ExtractionError) as exc:
-            print(f"skipped {src}: {exc}", file=sys.stderr)
+            html, decode_notes = read_page(src, args.max_bytes, fetcher)
+            page = page_text_from_html(html, extract, decode_notes, args.max_bytes, args.time_limit)
+            with time_limit(args.time_limit):
+                content = render(page, html, url, args.format, args.extractor)
+        except (OSError, EOFError, gzip.BadGzipFile, ValueError) as exc:  # ExtractionError, fetch errors
+            reason = str(exc).removeprefix(f"{src}: ")  # the fetcher's messages start with the URL
+            print(f"skipped {src}: {reason}", file=sys.stderr)
             failed += 1
             continue
         if TRUNCATED in page.notes:
             print(f"cut {src}: longer than {args.max_bytes} bytes, its first {args.max_bytes} read",
                   file=sys.stderr)
         notes.update(page.notes)
-        _write_atomically(out_dir / f"{stem}{suffix}", page.text, args.gzip)
+        _write_atomically(out_dir / f"{stem}{suffix}", content, args.gzip)
         written += 1
     elapsed = time.perf_counter() - start
     noted = "".join(f", {name.replace('_', ' ')} {n}" for name, n in sorted(notes.items()))

@@ -4,12 +4,15 @@ Every extractor is a function ``html str -> text str`` with blocks on their own 
 
 * ``fulltext`` keeps all body text (thesis: JSoup);
 * the boilerpy3 extractors remove boilerplate (thesis: boilerpipe, ArticleExtractor);
-* ``trafilatura`` and ``justext`` are the strongest maintained alternatives. They are
-  optional extras: imported on first use, with a clear :class:`ExtractorUnavailable`
-  error naming the package to install when missing.
+* ``trafilatura`` (the library's defaults: the crawl's default), ``trafilatura-recall``
+  and ``justext`` are the strongest maintained alternatives; ``auto`` chooses between
+  trafilatura and its union with jusText per page. They are optional extras: imported on
+  first use, with a clear :class:`ExtractorUnavailable` error naming the package to
+  install when missing.
 
-Measured on CLEANEVAL and the article-extraction benchmark by
-``focuscrawl eval extraction`` (docs/extraction.md).
+Measured on CLEANEVAL, the article-extraction benchmark and Mozilla Readability's test
+pages by ``focuscrawl eval extraction``; the default chosen by leave-one-set-out
+(``benchmarks/extraction_loso.py``, docs/extraction.md).
 """
 from __future__ import annotations
 
@@ -89,21 +92,59 @@ def _trafilatura(extractor: str):
     return trafilatura
 
 
-def trafilatura_text(html: str) -> str:
-    """trafilatura main-text extraction favouring recall (tables kept, comments out).
-
-    When trafilatura finds no main text (1.5% of CLEANEVAL pages: link lists, odd
-    layouts) the full text is returned instead, so such a page still gets a perplexity.
-    """
-    trafilatura = _trafilatura("trafilatura")
+def _trafilatura_or_full_text(html: str, extractor: str, **options) -> str:
+    """trafilatura's main text with ``options``; the full text when it finds none (link
+    lists, odd layouts), so such a page still gets a perplexity in the crawl."""
+    trafilatura = _trafilatura(extractor)
     if not html.strip():
         return ""
     try:
-        text = trafilatura.extract(html, include_comments=False, include_tables=True,
-                                   favor_recall=True, deduplicate=False, with_metadata=False)
+        text = trafilatura.extract(html, **options)
     except Exception as exc:  # lxml/trafilatura internals on pathological markup
-        raise ExtractionError(f"trafilatura failed ({_reason(exc)})") from exc
+        raise ExtractionError(f"{extractor} failed ({_reason(exc)})") from exc
     return text or full_text(html)
+
+
+def trafilatura_text(html: str) -> str:
+    """``trafilatura.extract(html)`` with the library's own defaults (main text, comments
+    and tables kept, its fallback extractors on); the full text when it finds none.
+
+    The crawl's default: it holds on pages none of our tuning saw (docs/extraction.md,
+    leave-one-set-out over three sets).
+    """
+    return _trafilatura_or_full_text(html, "trafilatura")
+
+
+def trafilatura_recall_text(html: str) -> str:
+    """trafilatura favouring recall (``favor_recall``, tables kept, comments out); the full
+    text when it finds none. The default before ``auto`` (#18)."""
+    return _trafilatura_or_full_text(html, "trafilatura-recall", include_comments=False, include_tables=True,
+                                     favor_recall=True, deduplicate=False, with_metadata=False)
+
+
+#: The page facts ``focuscrawl extract --format json`` writes besides the text.
+METADATA_FIELDS = ("title", "author", "date", "url", "language")
+
+
+def page_metadata(html: str, url: str | None = None) -> dict[str, str | None]:
+    """Title, author, date (ISO), URL and language of a page where it states them (None
+    where not): trafilatura's metadata extraction (``<meta>``, JSON-LD, byline and date
+    heuristics; ``url`` when the page names no canonical URL), the language from
+    ``<html lang>`` or a ``content-language`` ``<meta>``."""
+    _trafilatura("page metadata")
+    from trafilatura.metadata import extract_metadata
+    from trafilatura.utils import load_html
+    tree = load_html(html) if html.strip() else None
+    if tree is None:
+        return dict.fromkeys(METADATA_FIELDS) | {"url": url}
+    try:
+        found = extract_metadata(tree, default_url=url)
+    except Exception as exc:  # trafilatura's date/author heuristics on pathological markup
+        raise ExtractionError(f"metadata failed ({_reason(exc)})") from exc
+    language = tree.get("lang") or next(iter(tree.xpath(
+        "//meta[translate(@http-equiv, 'CONTENTLAGU-', 'contentlagu-')='content-language']/@content")), None)
+    return {"title": found.title, "author": found.author, "date": found.date,
+            "url": url or found.url, "language": language.strip() if language else None}
 
 
 def justext_text(html: str) -> str:
@@ -153,6 +194,7 @@ EXTRACTORS: dict[str, Extractor] = {
     "articlesentences": _boilerpy3("ArticleSentencesExtractor"),
     "numwordsrules": _boilerpy3("NumWordsRulesExtractor"),
     "trafilatura": trafilatura_text,
+    "trafilatura-recall": trafilatura_recall_text,
     "justext": justext_text,
 }
 
@@ -162,6 +204,7 @@ REQUIRES: dict[str, tuple[str, str]] = {
     **{name: ("boilerpy3.extractors", "boilerpy3") for name in EXTRACTORS if name not in ("fulltext", "auto")},
     "auto": ("justext", "justext"),
     "trafilatura": ("trafilatura", "trafilatura"),
+    "trafilatura-recall": ("trafilatura", "trafilatura"),
     "justext": ("justext", "justext"),
 }
 
