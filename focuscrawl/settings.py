@@ -338,6 +338,26 @@ SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
 #: loses the requests it had queued).
 FOCUSCRAWL_FRONTIER_JOURNAL = True
 
+# --- Language (issue #30; docs/CORPUS.md "Language", focuscrawl.text.language) ----------
+#: The corpus's languages (ISO 639-1 codes, comma-separated, e.g. "en,de"). A page whose
+#: text is in another language is crawled through (its links are followed, with the score
+#: of the link that led to it) but its text is not scored; an image whose ALT (or title)
+#: text, else parent-0 context, else page, is in another language is dropped (`other_language`). "" = the
+#: topic bundle's language (recorded at `topic build`: FOCUSCRAWL_TOPIC, else the bundled
+#: cats bundle when no FOCUSCRAWL_MODEL is set; no filter for a bundle without one or a
+#: custom model without a bundle); "any" = no filter. Languages are identified (columns
+#: `language` of pages.tsv, images.tsv and the exports) either way.
+FOCUSCRAWL_LANGUAGES = ""
+#: py3langid's normalised probability under which a text's language is unknown (an empty
+#: `language` cell; an unknown language is never filtered). 0.5 dropped none of 2,800 real
+#: English ALT texts and captions and 84% of ALT-length non-English snippets
+#: (benchmarks/language_id.py, docs/CORPUS.md).
+FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE = 0.5
+#: The first characters of a page's text its language is identified from: py3langid's
+#: time grows with the length (a pure-Python walk over the bytes); from 300, 72 of the 73
+#: benchmark pages were identified and 1 left unknown, none wrong (docs/CORPUS.md).
+FOCUSCRAWL_LANGUAGE_TEXT_CHARS = 300
+
 # --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
 #: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
 #: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is

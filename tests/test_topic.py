@@ -51,6 +51,7 @@ def test_bundle_files_manifest_and_calibration(bundle):
         assert (bundle / manifest[key]).is_file()
     assert (bundle / manifest["classifier"]["indices"]).is_file()
     assert manifest["sources"] == {"positive": ["pos.txt"], "neutral": ["neu.txt"]}
+    assert manifest["language"] == "en"  # the crawl's default FOCUSCRAWL_LANGUAGES (issue #30)
     held = manifest["sentences"]
     assert held["positive_heldout"] > 0 and held["neutral_heldout"] > 0
     cal = json.loads((bundle / "calibration.json").read_text())

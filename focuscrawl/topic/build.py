@@ -29,6 +29,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, learn_keywords, write_keywords
+from focuscrawl.text.language import corpus_language
 from focuscrawl.text.normalize import text_sentences
 from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, KINDS, SCORERS, TopicModel
 
@@ -48,6 +49,8 @@ CUT_POSITIVE_QUANTILE = 0.02
 #: a bundle's own calibration must separate held-out topic sentences from neutral ones at least
 #: this far from chance to 1 (average precision of the default scorer; ``check_separation``)
 MIN_SEPARATION = 0.5
+#: the bundle's language is the most frequent one of this many positive sentences
+LANGUAGE_SAMPLE = 2000
 
 
 def stable_fraction(text: str) -> int:
@@ -281,6 +284,8 @@ def _build(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None,
         "topic_lm": topic_lm, "background_lm": background_lm, "keywords": "keywords.txt",
         "keyword_weight": KEYWORD_WEIGHT, "classifier": classifier.save(out),
         "calibration": CALIBRATION_FILE,
+        # the crawl's default FOCUSCRAWL_LANGUAGES (focuscrawl.text.language)
+        "language": corpus_language(pos[:LANGUAGE_SAMPLE]),
         "sources": {"positive": [_source_name(p) for p in positive], "neutral": neutral_source},
         "sentences": {"positive_train": len(pos_train), "positive_heldout": len(pos_held),
                       "neutral_train": len(neu_train), "neutral_heldout": len(neu_held),
