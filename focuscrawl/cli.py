@@ -78,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     except (CommandError, FileNotFoundError, ValueError) as exc:
         print(f"focuscrawl {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a folder where a file is expected, no permission: one line
+        where = f": {exc.filename}" if exc.filename else ""
+        # a write cut short (a full disk, a file size limit) can come without an errno (numpy, io buffers)
+        reason = f"a write was cut short ({exc}): disk full or file size limit?" \
+            if exc.errno is None or isinstance(exc, BlockingIOError) else exc.strerror or exc
+        print(f"focuscrawl {args.command}: error: {reason}{where}", file=sys.stderr)
+        return 1
     except ModuleNotFoundError as exc:
         advice = missing_extra(exc)
         if advice is None:

@@ -9,7 +9,7 @@ Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``):
 * ``images.tsv``: tab-separated, one header line, one row per unique image in crawl
   order. Columns used by name: ``image_url``, ``page_url``, ``alt``, ``title``,
   ``final_score``, ``final_context`` (a label such as ``alt+parent-1``), ``image_path``,
-  ``record_path``, ``first_seen``, ``width``, ``height``. Every other numeric column
+  ``record_path``, ``first_seen``, ``width``, ``height``, ``language``. Every other numeric column
   (``alt_pp``, ``alt_wpp``, ``parent_1_wpp``, ...) except the size and flag columns in
   ``NON_SCORE_COLUMNS`` is a score and is carried through as it is.
 * ``records/<sha1[:2]>/<sha1>.json``: the info record, read only for the text of the
@@ -34,7 +34,7 @@ NON_SCORE_COLUMNS = frozenset({
     "image_url", "page_url", "alt", "title", "src_guess", "final_score", "final_context",
     "final_context_text", "image_path", "record_path", "image_sha1", "image_format", "extension",
     "css_class", "style", "host", "near_duplicate_page", "first_seen", "width", "height", "image_size",
-    "html_width", "html_height",
+    "html_width", "html_height", "language",
 })
 
 class RunDirError(ValueError):
@@ -57,6 +57,7 @@ class CorpusEntry:
     width: int | None = None  # real size after download
     height: int | None = None
     record_path: str = ""  # relative to the run directory
+    language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run before issue #30)
     #: why the info record could not be used ("" = fine or not read yet); it is not read again
     record_error: str = ""
     #: the images.tsv cells and the (name, index) of its score columns (shared by all rows);
@@ -220,7 +221,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
                 final_context=get(row, "final_context"), context_text=get(row, "final_context_text"),
                 image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
                 width=_int(get(row, "width")), height=_int(get(row, "height")),
-                record_path=get(row, "record_path"),
+                record_path=get(row, "record_path"), language=get(row, "language"),
                 row=row, score_columns=score_columns)
         except ValueError as exc:
             logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)

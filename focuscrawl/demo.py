@@ -58,8 +58,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"\ncrawled {len(run.pages)} pages in {seconds:.0f}s ({served} requests served): "
           f"{on_topic} on topic ({on_topic / max(1, len(run.pages)):.0%}; the whole web: "
           f"{info['on_topic_pages'] / info['pages']:.0%})")
-    print(f"images: {funnel['initial']} candidates -> {funnel['format']} format -> {len(ranked)} kept by the "
-          f"ranking's cut")
+    print(f"languages (column language of pages.tsv, images.tsv, the exports; the cats bundle's: en): pages "
+          f"{_counts(p.get('language') for p in run.pages)}; ranked images {_counts(e.language for e in ranked)}")
+    print(f"images: {funnel['initial']} candidates -> {funnel['language']} in the corpus's language -> "
+          f"{funnel['format']} format -> {len(ranked)} kept by the ranking's cut")
     cats_found = cut["on_topic"]["images"]
     cats_kept = sum(truth.image(e.image_url)[0] for e in ranked)
     print(f"ranking ({DEFAULT_SCORER}, the default): each image's P(cat) from its ALT text and its context, "
@@ -73,7 +75,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"(SPEC's ranking: {thesis_top['on_topic'] or 0:.0%}), "
               f"{shares['alt_describes']:.0%} have an ALT text that describes them")
         for entry in ranked[:5]:
-            print(f"  P(cat) {entry.final_score:.3f}  {entry.alt or entry.image_url}")
+            print(f"  P(cat) {entry.final_score:.3f}  [{entry.language or '?'}] {entry.alt or entry.image_url}")
     print(f"\noutputs in {out / 'run'}: " + ", ".join(sorted(p.name for p in (out / 'run').iterdir())))
     print(f"ground truth of the demo web in {out / 'web'}")
     (out / "demo.json").write_text(json.dumps({"pages": len(run.pages), "on_topic_pages": on_topic,
@@ -82,6 +84,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
                                                 "collapsed": ranking.collapsed,
                                                 "seconds": seconds}, indent=2))
     return 0
+
+
+def _counts(languages) -> str:
+    """``en 290, ? 10``: how many of each language (``?``: unknown), most first."""
+    from collections import Counter
+
+    return ", ".join(f"{lang or '?'} {n}" for lang, n in Counter(languages).most_common()) or "none"
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -61,7 +61,7 @@ def evaldir(tmp_path: Path) -> Path:
 def test_funnel_ranking_and_shares(evaldir):
     truth = Truth.load(evaldir / "web")
     run = Run.load(evaldir / "runs" / "keywords")
-    assert image_funnel(run) == {"initial": 4, "format": 4, "score": 3, "unique": 2}
+    assert image_funnel(run) == {"initial": 4, "language": 4, "format": 4, "score": 3, "unique": 2}
     ranked = ranked_images(run)
     assert [e.image_url for e in ranked] == ["http://c.test/a.jpg", "http://c.test/b.png"]
     assert top_n_shares(ranked, truth, 10) == {"n": 2, "on_topic": 1.0, "alt_describes": 0.5,
@@ -138,9 +138,11 @@ def test_funnel_from_stats_and_records(tmp_path):
         ["http://c.test/a.jpg", "http://c.test/1", "cat", "jpg", 10.0, "records/ab/a.json"],
         ["http://c.test/b.jpg", "http://c.test/2", "cat", "jpg", 1.0, "records/ab/b.json"]])
     (run_dir / "stats.json").write_text(json.dumps({
-        "focuscrawl/images/seen": 20, "focuscrawl/images/dropped/no_alt_title": 6, "focuscrawl/images/dropped/size_unspecified": 4,
-        "focuscrawl/images/dropped/format": 2, "focuscrawl/images/kept": 8}))
-    assert image_funnel(Run.load(run_dir)) == {"initial": 10, "format": 8, "score": 1, "unique": 1}
+        "focuscrawl/images/seen": 23, "focuscrawl/images/dropped/no_alt_title": 6, "focuscrawl/images/dropped/size_unspecified": 4,
+        "focuscrawl/images/dropped/other_language": 3, "focuscrawl/images/dropped/format": 2,
+        "focuscrawl/images/kept": 8}))
+    # the language filter (issue #30) between the HTML rules and the format filter
+    assert image_funnel(Run.load(run_dir)) == {"initial": 13, "language": 10, "format": 8, "score": 1, "unique": 1}
     only_first = Run.load(run_dir, budget=1)
     assert only_first.sightings == [("http://c.test/a.jpg", 10.0)]
     for damaged in ("[]", '{"sightings": 5}', '{"sightings": [5]}', '{"sight'):  # crashed the report

@@ -9,41 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from focuscrawl.testweb.textpool import TextPool
+from tests.support.toymodel import build_topic_bundle, write_topic_corpora
 
 CAT_TEXTS = ["A grey cat sleeping on the sofa", "the kitten plays with a ball of yarn", "cat sitting on a laptop"]
 OTHER_TEXTS = ["A man riding a surfboard on a wave", "a plate of pasta with tomato sauce",
                "two buses parked in front of the station"]
 
 
-def _write_corpora(folder: Path) -> tuple[Path, Path]:
-    """Cat captions (positive) and other captions (neutral) of the demo pool shipped in the package."""
-    from focuscrawl.lm.demo_corpus import topic_pattern
-
-    pool = TextPool.from_bundle()
-    cat = topic_pattern("cat")
-    positive = [c for p in pool.topic_photos("cat") for c in p.captions if cat.search(c)]
-    neutral = [c for p in pool.other_photos("cat", "dog") for c in p.captions][:1500]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "pos.txt").write_text("\n".join(positive) + "\n")
-    (folder / "neu.txt").write_text("\n".join(neutral) + "\n")
-    return folder / "pos.txt", folder / "neu.txt"
-
-
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory) -> tuple[Path, Path]:
-    return _write_corpora(tmp_path_factory.mktemp("corpora"))
+    return write_topic_corpora(tmp_path_factory.mktemp("corpora"))
 
 
 @pytest.fixture(scope="module")
 def bundle(corpora, tmp_path_factory) -> Path:
-    from focuscrawl.topic.build import build_bundle
-
-    out = tmp_path_factory.mktemp("bundle") / "cats"
     # ARPA, so that the scale-invariance test can rescale the models' text
-    build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2, progress=lambda *_: None,
-                 binary=False)
-    return out
+    return build_topic_bundle(corpora, tmp_path_factory.mktemp("bundle") / "cats", order=3)
 
 
 def test_bundle_lms_are_kenlm_binaries_where_build_binary_is_installed(bundle, corpora, tmp_path):
@@ -70,6 +51,7 @@ def test_bundle_files_manifest_and_calibration(bundle):
         assert (bundle / manifest[key]).is_file()
     assert (bundle / manifest["classifier"]["indices"]).is_file()
     assert manifest["sources"] == {"positive": ["pos.txt"], "neutral": ["neu.txt"]}
+    assert manifest["language"] == "en"  # the crawl's default FOCUSCRAWL_LANGUAGES (issue #30)
     held = manifest["sentences"]
     assert held["positive_heldout"] > 0 and held["neutral_heldout"] > 0
     cal = json.loads((bundle / "calibration.json").read_text())

@@ -21,6 +21,7 @@ from focuscrawl.output.images import SIGHTINGS_LOG, read_sightings_log, with_log
 from focuscrawl.output.stats import read_stats
 from focuscrawl.ranking import (DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, RankStats, near_duplicate_collapser, rank,
                                 rank_run)
+from focuscrawl.text.language import OTHER_LANGUAGE
 from focuscrawl.topic.model import DEFAULT_SCORER
 
 SCORE_RANGE = (DEFAULT_SCORE_MIN, DEFAULT_SCORE_MAX)
@@ -187,6 +188,7 @@ def crawl_statistics(run: Run) -> dict:
         elapsed = (max(times) - min(times)) if len(times) > 1 else None
     return {"sentences": sentences, "tokens": tokens, "hosts": len(hosts), "pages": len(run.pages),
             "uris": uris, "volume_bytes": volume, "seconds": elapsed,
+            "pages_other_language": int(run.stats.get("focuscrawl/pages/other_language", 0)),
             "uris_per_s": uris / elapsed if elapsed else None,
             "pages_per_s": len(run.pages) / elapsed if elapsed else None,
             "kb_per_s": volume / 1024 / elapsed if elapsed else None}
@@ -201,10 +203,12 @@ HTML_RULE_DROPS = ("no_alt_title", "no_src", "bad_src", "size_unspecified", "too
 
 
 def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> dict[str, int]:
-    """initial -> format filter -> score cut -> unique, as thesis Table 5.2.
+    """initial -> language filter -> format filter -> score cut -> unique, as thesis Table 5.2
+    with the language filter (issue #30).
 
-    *initial*: image sightings that passed the HTML rules (ALT/title, size), *format*:
-    those with a kept format. Both come from the crawl's stats (``focuscrawl/images/seen``,
+    *initial*: image sightings that passed the HTML rules (ALT/title, size), *language*:
+    those whose texts are not in an unwanted language (``focuscrawl/images/dropped/other_language``),
+    *format*: those with a kept format. Both come from the crawl's stats (``focuscrawl/images/seen``,
     ``focuscrawl/images/dropped/<reason>``, ``focuscrawl/images/kept``; a few pages in flight
     after the budget closed the crawl may be counted); without them both are the logged sightings. *score*:
     sightings (every page an image was found on, from the records) whose final score is
@@ -215,11 +219,13 @@ def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> di
     if "focuscrawl/images/seen" in st:
         initial = int(st["focuscrawl/images/seen"]) - sum(int(st.get(f"focuscrawl/images/dropped/{r}", 0))
                                                           for r in HTML_RULE_DROPS)
+        language = initial - int(st.get(f"focuscrawl/images/dropped/{OTHER_LANGUAGE}", 0))
         formatted = int(st.get("focuscrawl/images/kept", 0))
     else:
-        initial = formatted = len(run.sightings)
+        initial = language = formatted = len(run.sightings)
     scored = [(url, s) for url, s in run.sightings if s is not None and lo <= s <= hi]
-    return {"initial": initial, "format": formatted, "score": len(scored), "unique": len({u for u, _ in scored})}
+    return {"initial": initial, "language": language, "format": formatted, "score": len(scored),
+            "unique": len({u for u, _ in scored})}
 
 
 def score_cut_by_truth(run: Run, truth: Truth, score_range: tuple[float, float] = SCORE_RANGE) -> dict:

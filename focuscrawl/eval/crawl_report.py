@@ -279,9 +279,11 @@ def _html(summary: dict) -> str:
                          [[m] + [r["statistics"][c] for c, _ in stats_cols] for m, r in runs.items()]))
     lo, hi = summary["score_range"]
     tables.append(_table("Image funnel, all images on or off topic (thesis Table 5.2)", [
-        "mode", "sightings passing the HTML rules", "with a kept format (jpg, jpeg, png, gif)",
+        "mode", "sightings passing the HTML rules", "in the corpus's language (FOCUSCRAWL_LANGUAGES)",
+        "with a kept format (jpg, jpeg, png, gif)",
         f"within SPEC's score cut [{lo:g}, {hi:g}]", "distinct image URLs"],
-        [[m] + [r["funnel"][c] for c in ("initial", "format", "score", "unique")] for m, r in runs.items()],
+        [[m] + [r["funnel"].get(c) for c in ("initial", "language", "format", "score", "unique")]
+         for m, r in runs.items()],
         "Counts every image the crawl logged, whatever its topic; the harvest table below counts on-topic images."))
     if summary["ground_truth"]:
         tables.append(_table(f"Top-N ranked images (ranking: {_ranking_name(summary)})", [
