@@ -179,8 +179,8 @@ def test_image_in_flight_at_a_kill_is_recovered(tmp_path):
     store.close()
     run.close()
     assert (job / "focuscrawl" / "images.pending").read_bytes() == b""  # clean close: nothing pending
-    rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()[1:]]
-    assert sorted(r[-9] for r in rows) == ["http://s.test/done.jpg", "http://s.test/fly.jpg"]
+    header, *rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()]
+    assert sorted(r[header.index("image_url")] for r in rows) == ["http://s.test/done.jpg", "http://s.test/fly.jpg"]
 
 
 def test_prepared_record_file_is_filled_by_commit_and_dropped_at_close(tmp_path):
