@@ -32,6 +32,12 @@ def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
     assert summary["oracle"]["page_classifier"]["pages"] == 15
     assert summary["runs"]["unfocused"]["bounds"]["breadth_first"]["page_harvest"] == 1.0
     assert set(summary["runs"]["keywords"]["bounds"]["link_oracle"]) == {"image_harvest", "page_harvest"}
+    # the upper bound no crawl order beats: every run and every simulated policy at or below it
+    ub = summary["upper_bound"]
+    assert ub["budget"] == 15 and ub["on_topic_pages"] <= 15
+    assert all(b["on_topic_pages"] <= ub["on_topic_pages"] and b["on_topic_images"] <= ub["on_topic_images"]
+               for b in summary["oracle"].values())
+    assert all(0 <= f <= 1 for r in summary["runs"].values() for f in r["upper_bound"].values() if f is not None)
     assert (tmp_path / "a" / "report" / "report.html").exists()
     # same seed and settings, one request at a time: the same crawl
     assert main(["eval", "run", *args, "--modes", "keywords", "-o", str(tmp_path / "b")]) == 0
