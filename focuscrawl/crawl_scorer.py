@@ -89,8 +89,12 @@ def topic_scorer(crawler: Crawler) -> TopicScorer:
 
 def crawl_topic_model(crawler: Crawler):
     """The crawler's shared ``TopicModel`` when ``FOCUSCRAWL_CRAWL_SCORING = "calibrated"`` (page
-    and link scores in calibrated log-odds), else ``None`` (SPEC's perplexity rules)."""
-    if crawler.settings.get("FOCUSCRAWL_CRAWL_SCORING") != "calibrated":
+    and link scores in calibrated log-odds) or in mode ``document`` (the page's calibrated
+    probability orders its links: SPEC's perplexity lets a look-alike topic capture the
+    crawl, docs/EVALUATION.md), else ``None`` (SPEC's perplexity rules; also with no bundle or
+    ``FOCUSCRAWL_SCORING = "thesis"``)."""
+    s = crawler.settings
+    if s.get("FOCUSCRAWL_CRAWL_SCORING") != "calibrated" and s.get("FOCUSCRAWL_MODE") != "document":
         return None
     return _shared_topic_model(crawler)
 

@@ -342,6 +342,9 @@ FOCUSCRAWL_SCORING = "combined"
 #: anchor (anchor blended 0.7/0.3 when at least as topical as the page), buckets at
 #: P = 0.9/0.5/0.1, razor at the bundle's calibrated razor probability. Chosen by
 #: measurement (docs/EVALUATION.md); FOCUSCRAWL_SCORING = "thesis" forces SPEC here too.
+#: Mode "document" always orders by the page's calibrated probability when there is a
+#: topic model (a bundle, or the bundled cats one without FOCUSCRAWL_MODEL): SPEC's page
+#: perplexity is captured by look-alike topics; FOCUSCRAWL_SCORING = "thesis" gives SPEC's.
 FOCUSCRAWL_CRAWL_SCORING = "thesis"
 
 # --- Crawl mode "learning": online link learning (issue #13, docs/CRAWL.md) -----------
