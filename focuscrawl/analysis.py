@@ -22,15 +22,15 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import threading
-import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from focuscrawl import settings as defaults
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import TextScore, TopicScorer
+from focuscrawl.processes import signals_held, worker_process
 from focuscrawl.text.extractors import (TRUNCATED, ExtractionError, ExtractionTimeout, PageText, extract_page,
                                         get_extractor)
 from focuscrawl.text.html import clip_markup, full_text_from_tree, markup_budget
@@ -206,13 +206,14 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
 _worker: tuple[AnalysisConfig, TopicScorer, object] | None = None
 
 
-def _init_worker(config: AnalysisConfig, topic) -> None:
+def _init_worker(config: AnalysisConfig, topic, parent: int) -> None:
     """Load the models and the text extractor once per worker process (``topic``, a
-    ``TopicModel``, arrives pickled as its folder and loads here); exit when the crawl
-    process dies."""
+    ``TopicModel``, arrives pickled as its folder and loads here). The worker ignores the
+    group's Ctrl-C and SIGTERM (the crawl stops cleanly and still needs it for the pages in
+    flight) and dies with the crawl process (``focuscrawl.processes``)."""
     global _worker
+    worker_process(parent)
     _worker = (config, config.scorer(), topic)
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     if config.extractor != "fulltext":  # its imports and lazy models now, not on the first page
         extract_page(get_extractor(config.extractor), _WARM_UP_HTML)
 
@@ -225,19 +226,14 @@ def _worker_ready() -> int:
     return os.getpid()
 
 
-def _exit_with_parent(parent: int) -> None:
-    """A SIGKILLed crawl cannot shut its pool down, and a worker holds both ends of its
-    task queue, so it would wait forever (holding the crawl's stdout open): it goes
-    when it is reparented."""
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)
-
-
 def _analyse_in_worker(html: str, url: str, base_url: str, depth: int) -> tuple[PageAnalysis, int, int, int]:
     config, scorer, topic = _worker
     result = analyse_page(html, url, base_url, depth, config, scorer, topic)
     return result, os.getpid(), scorer.queries, scorer.cache_hits
+
+
+class AnalysisFailed(Exception):
+    """A page's analysis broke its worker twice (the worker died on it: out of memory, a crash)."""
 
 
 class PageAnalyser:
@@ -245,7 +241,10 @@ class PageAnalyser:
 
     ``analyse`` returns the ``PageAnalysis`` directly in-process, or a Deferred that
     fires on the reactor thread with the worker's result. The LM counters of the
-    workers are summed into ``counters()``.
+    workers are summed into ``counters()``. A worker that dies (killed, out of memory)
+    breaks the pool under every page in flight: a new pool replaces it (one warning) and
+    analyses those pages again; a page that breaks the new pool too fails with
+    ``AnalysisFailed``.
     """
 
     def __init__(self, config: AnalysisConfig, scorer: TopicScorer, workers: int = 0, topic=None) -> None:
@@ -253,16 +252,38 @@ class PageAnalyser:
         self.scorer = scorer
         self.topic = topic
         self.workers = workers
+        self.restarts = 0
         self._pool: ProcessPoolExecutor | None = None
         self._worker_counters: dict[int, tuple[int, int]] = {}
         if workers > 0:
-            # spawn: a fresh interpreter per worker, no copy of the reactor's threads and sockets
-            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_init_worker, initargs=(config, topic))
-            # start the workers now (the pool would spawn them at the first page): they load
-            # while the crawl sets up and fetches its seeds, instead of holding up the first pages
-            for _ in range(workers):
+            self._start_pool()
+
+    def _start_pool(self) -> None:
+        # spawn: a fresh interpreter per worker, no copy of the reactor's threads and sockets
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_init_worker, initargs=(self.config, self.topic, os.getpid()))
+        # start the workers now (the pool would spawn them at the first page): they load
+        # while the crawl sets up and fetches its seeds, instead of holding up the first pages
+        with signals_held():
+            for _ in range(self.workers):
                 self._pool.submit(_worker_ready)
+
+    def _replace_pool(self, broken: ProcessPoolExecutor) -> None:
+        if self._pool is not broken:  # another page of the same pool replaced it already
+            return
+        self.restarts += 1
+        logger.warning("an analysis worker died (killed or out of memory); a new worker pool analyses "
+                       "the pages it held again")
+        broken.shutdown(wait=False, cancel_futures=True)
+        self._start_pool()
+
+    def _submit(self, *page) -> tuple[ProcessPoolExecutor, Future]:
+        pool = self._pool
+        try:
+            return pool, pool.submit(_analyse_in_worker, *page)
+        except BrokenProcessPool:
+            self._replace_pool(pool)
+            return self._pool, self._pool.submit(_analyse_in_worker, *page)
 
     def analyse(self, html: str, url: str, base_url: str, depth: int):
         if self._pool is None:
@@ -271,26 +292,36 @@ class PageAnalyser:
         from twisted.internet.defer import Deferred
 
         d: Deferred = Deferred()
-        future = self._pool.submit(_analyse_in_worker, html, url, base_url, depth)
+        page = (html, url, base_url, depth)
 
-        def fire(f: Future) -> None:
+        def submit(retry: bool) -> None:
+            pool, future = self._submit(*page)
+            future.add_done_callback(lambda f: reactor.callFromThread(fire, pool, f, retry))
+
+        def fire(pool: ProcessPoolExecutor, f: Future, retry: bool) -> None:
             exc = f.exception()
-            if exc is not None:
+            if isinstance(exc, BrokenProcessPool) and retry and self._pool is not None:
+                self._replace_pool(pool)
+                submit(retry=False)
+            elif isinstance(exc, BrokenProcessPool):
+                d.errback(AnalysisFailed(f"its analysis worker died twice on {url}"))
+            elif exc is not None:
                 d.errback(exc)
-                return
-            result, pid, queries, hits = f.result()
-            self._worker_counters[pid] = (queries, hits)  # cumulative per worker
-            d.callback(result)
+            else:
+                result, pid, queries, hits = f.result()
+                self._worker_counters[pid] = (queries, hits)  # cumulative per worker
+                d.callback(result)
 
-        future.add_done_callback(lambda f: reactor.callFromThread(fire, f))
+        submit(retry=True)
         return d
 
     def worker_counters(self) -> dict[str, int]:
-        """LM queries and cache hits of the workers (the crawl process's scorer counts its own)."""
+        """LM queries and cache hits of the workers (the crawl process's scorer counts its own)
+        and the pools that replaced a broken one."""
         queries = sum(q for q, _ in self._worker_counters.values())
         hits = sum(h for _, h in self._worker_counters.values())
         return {"focuscrawl/lm/queries": queries, "focuscrawl/lm/cache_hits": hits,
-                "focuscrawl/lm/cache_misses": queries - hits}
+                "focuscrawl/lm/cache_misses": queries - hits, "focuscrawl/analysis/pool_restarts": self.restarts}
 
     def close(self) -> None:
         if self._pool is not None:

@@ -139,6 +139,11 @@ def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> None:
                 entry.context_text = _context_from_record(record, name)
 
 
+def pair_text(entry: CorpusEntry) -> str:
+    """The text of an image-text pair (an export's ``caption``): its ALT, else its title, else the chosen context."""
+    return entry.alt or entry.title or entry.context_text
+
+
 def is_score_column(name: str) -> bool:
     return name not in NON_SCORE_COLUMNS
 

@@ -5,23 +5,22 @@ repeated image URLs keeping the first seen, sort ascending (lower = more on topi
 take the top N. With a topic bundle (``--topic``, or the one the crawl used) the final
 score is first replaced by the bundle's calibrated P(on topic) (``focuscrawl.topic.images``),
 cut at the calibrated probability and sorted high to low; ``--scoring thesis`` (or
-``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's ranking exactly. Exporters write the ranked entries as TSV, JSON lines, Parquet or
-WebDataset tar shards.
+``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's ranking exactly. ``focuscrawl.export`` writes
+the ranked entries as TSV, JSON lines, Parquet or WebDataset tar shards.
 """
 from __future__ import annotations
 
-import io
 import json
 import logging
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from focuscrawl import settings as defaults
-from focuscrawl.corpus import CorpusEntry, score_names
+from focuscrawl.corpus import CorpusEntry, pair_text
+from focuscrawl.export.cli import add_export_arguments, export_options
+from focuscrawl.export.formats import export, shard_pattern
 from focuscrawl.output.stats import read_stats
-from focuscrawl.output.tsv import row as tsv_row
 from focuscrawl.topic.images import rescored_score_names
 from focuscrawl.topic.model import SCORERS
 
@@ -29,13 +28,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SCORE_MIN = float(defaults.FOCUSCRAWL_SCORE_MIN)
 DEFAULT_SCORE_MAX = float(defaults.FOCUSCRAWL_SCORE_MAX)
-FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
 THESIS = "thesis"
 #: ``thesis`` = SPEC's ranking; the others are topic bundle scorers (focuscrawl.topic.model.SCORERS)
 SCORING_CHOICES = (THESIS,) + SCORERS
-#: Fixed export columns, in order; the scores follow as ``score:<name>``.
-BASE_COLUMNS = ("rank", "final_score", "image_url", "image_path", "page_url", "alt", "title",
-                "final_context", "context_text", "first_seen", "width", "height")
 
 
 @dataclass
@@ -103,136 +98,6 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
     return ranked
 
 
-def export_row(rank_no: int, entry: CorpusEntry, scores: list[str]) -> dict:
-    """One flat export row (scores as ``score:<name>``)."""
-    row = {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
-           "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
-           "title": entry.title, "final_context": entry.final_context,
-           "context_text": entry.context_text, "first_seen": entry.first_seen, "width": entry.width,
-           "height": entry.height}
-    for name in scores:
-        row[f"score:{name}"] = entry.scores.get(name)
-    return row
-
-
-def write_tsv(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
-    columns = list(BASE_COLUMNS) + [f"score:{s}" for s in scores]
-    with open(out, "w", encoding="utf-8", newline="") as fh:
-        fh.write("\t".join(columns) + "\n")
-        for i, entry in enumerate(entries, 1):
-            row = export_row(i, entry, scores)
-            fh.write(tsv_row((row[c] for c in columns), squeeze=True) + "\n")
-    return len(entries)
-
-
-def _json_record(rank_no: int, entry: CorpusEntry) -> dict:
-    return {"rank": rank_no, "final_score": entry.final_score, "image_url": entry.image_url,
-            "image_path": entry.image_path, "page_url": entry.page_url, "alt": entry.alt,
-            "title": entry.title, "final_context": entry.final_context,
-            "context_text": entry.context_text, "first_seen": entry.first_seen,
-            "width": entry.width, "height": entry.height, "scores": entry.scores}
-
-
-def write_jsonl(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
-    with open(out, "w", encoding="utf-8") as fh:
-        for i, entry in enumerate(entries, 1):
-            record = _json_record(i, entry) | {"scores": {name: entry.scores.get(name) for name in scores}}
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return len(entries)
-
-
-def write_parquet(entries: list[CorpusEntry], out: Path, scores: list[str]) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [export_row(i, e, scores) for i, e in enumerate(entries, 1)]
-    fields = [pa.field("rank", pa.int64()), pa.field("final_score", pa.float64())]
-    fields += [pa.field(c, pa.string()) for c in BASE_COLUMNS[2:-3]]
-    fields += [pa.field(c, pa.int64()) for c in ("first_seen", "width", "height")]
-    fields += [pa.field(f"score:{s}", pa.float64()) for s in scores]
-    schema = pa.schema(fields)
-    table = pa.Table.from_pylist(rows, schema=schema)
-    pq.write_table(table, out)
-    return len(entries)
-
-
-def shard_pattern(out: Path) -> str:
-    """Where the WebDataset shards go: ``X.tar`` -> ``X-000000.tar``, ``X-000001.tar``, ...
-    beside it; a path with ``%`` is the pattern itself (``out-%06d.tar``); any other path
-    is a directory of ``corpus-000000.tar``, ..."""
-    text = str(out)
-    if "%" in text:
-        return text
-    if out.suffix == ".tar":
-        return str(out.with_name(f"{out.stem}-%06d.tar"))
-    out.mkdir(parents=True, exist_ok=True)
-    return str(out / "corpus-%06d.tar")
-
-
-def write_webdataset(entries: list[CorpusEntry], out: Path, run_dir: Path,
-                     shard_size: int = 1000) -> int:
-    """Tar shards, per sample ``<key>.<ext>`` (image bytes), ``<key>.txt`` (ALT, else context), ``<key>.json``.
-
-    Entries whose image file is missing are skipped (logged and counted).
-    """
-    pattern = shard_pattern(out)
-    written = skipped = 0
-    tar = None
-    shard = 0
-    try:
-        for i, entry in enumerate(entries, 1):
-            image = entry.image_file(run_dir)
-            if image is None:
-                skipped += 1
-                continue
-            if tar is None or written % shard_size == 0:
-                if tar is not None:
-                    tar.close()
-                path = Path(pattern % shard)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tar = tarfile.open(path, "w", format=tarfile.USTAR_FORMAT)
-                shard += 1
-            key = f"{i:09d}"
-            ext = image.suffix.lstrip(".").lower() or "img"
-            text = pair_text(entry)
-            members = [(f"{key}.{ext}", image.read_bytes()),
-                       (f"{key}.txt", text.encode("utf-8")),
-                       (f"{key}.json", json.dumps(_json_record(i, entry), ensure_ascii=False).encode("utf-8"))]
-            for name, data in members:
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                info.mode = 0o644
-                tar.addfile(info, io.BytesIO(data))
-            written += 1
-    finally:
-        if tar is not None:
-            tar.close()
-    if skipped:
-        logger.warning("webdataset: %d ranked images have no downloaded file and were skipped", skipped)
-    return written
-
-
-def export(entries: list[CorpusEntry], fmt: str, out: str | Path, run_dir: str | Path,
-           extra_scores: Iterable[str] = ()) -> int:
-    """Write ``entries`` in ``fmt``; returns the number of samples written. The score
-    columns are the run's (images.tsv) and ``extra_scores`` (added by a rescoring), so an
-    export has the same schema whether it holds images or none."""
-    out = Path(out)
-    if fmt == "webdataset":
-        return write_webdataset(entries, out, Path(run_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    writer = {"tsv": write_tsv, "jsonl": write_jsonl, "parquet": write_parquet}.get(fmt)
-    if writer is None:
-        raise ValueError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
-    scores = score_names(run_dir)
-    return writer(entries, out, scores + [name for name in extra_scores if name not in scores])
-
-
-def pair_text(entry: CorpusEntry) -> str:
-    """The text of an image-text pair: its ALT, else its title, else the chosen context."""
-    return entry.alt or entry.title or entry.context_text
-
-
 def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]]:
     """A ``collapse`` for ``rank``: same picture by perceptual hash of the downloaded file, or
     near-identical pair text (``pair_text``) by SimHash (``focuscrawl.dedup.collapse``); the
@@ -287,10 +152,7 @@ def register(sub) -> None:
     p.add_argument("--collapse-near-duplicates", action="store_true",
                    help="keep only the best-scored of near-duplicate pairs (same picture by perceptual hash, "
                         "or near-identical context text by SimHash)")
-    p.add_argument("--format", choices=FORMATS, default="tsv", help="export format (default %(default)s)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output file; for webdataset X.tar (shards X-000000.tar, X-000001.tar, ... beside it), "
-                        "a shard pattern like out-%%06d.tar, or a directory (corpus-000000.tar, ...)")
+    add_export_arguments(p)
     p.set_defaults(func=cmd_rank)
 
 
@@ -382,6 +244,7 @@ def cmd_rank(args) -> int:
 
     if args.top is not None and args.top < 1:
         raise ValueError("--top must be at least 1")
+    options = export_options(args)  # option errors before any work
     scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
     filters = {}
     if args.drop_generated_alt:
@@ -392,13 +255,15 @@ def cmd_rank(args) -> int:
                                               args.score_max, filters, stats, collapse)
     fill_context(ranked, args.run_dir)
     extra_scores = [] if scoring == THESIS else rescored_score_names(scoring)
-    written = export(ranked, args.format, args.output, args.run_dir, extra_scores)
+    exported = export(ranked, args.run_dir, options, extra_scores)
     if not ranked:
         logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
                        _crawl_drops_text(Path(args.run_dir)))
     summary = {"scoring": scoring, "topic": bundle, "score_range": [score_min, score_max]} | stats.as_dict() \
-        | {"written": written}
-    if args.format == "webdataset":
-        summary["shards"] = shard_pattern(Path(args.output))
+        | {"written": exported.written, "status": dict(exported.status)}
+    if options.with_images:
+        summary["images"] = options.images.as_dict()
+    if options.fmt == "webdataset":
+        summary["shards"] = shard_pattern(options.output)
     print(json.dumps(summary))
     return 0

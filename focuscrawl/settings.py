@@ -215,6 +215,11 @@ FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
 #: sentences.txt.gz is written as one gzip member per batch of this many bytes of
 #: text (with the batch's pages.tsv and links.tsv rows); 0 = one member per page.
 FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
+#: ... or once its first page waited this many seconds (0 = no time limit): pages with little
+#: text are still committed every few seconds, so a crawl killed again and again (with
+#: JOBDIR) commits new pages in every session (issue #31: before, a trap site's short pages
+#: never filled a batch between two kills, and no session after the first committed a row).
+FOCUSCRAWL_SENTENCES_BATCH_SECONDS = 5.0
 #: With JOBDIR: images a killed crawl had accepted but not written are downloaded again
 #: after the seeds, at most this many at a time, so that slow ones cannot fill every
 #: per-host download slot ahead of new pages (issue #16, resume starvation).

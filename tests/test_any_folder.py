@@ -4,6 +4,7 @@ its inputs given as paths, and leaves that folder empty."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import subprocess
 import sys
@@ -12,6 +13,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import webdataset as wds
+from PIL import Image
 
 from focuscrawl.resources import default_keywords_path, default_model_path
 from tests.support.archives import write_warc
@@ -125,6 +128,11 @@ def test_warc_then_run_directory_commands(tmp_path, empty):
     run(empty, "rank", str(run_dir), "--min", "0", "--max", "1e9", "--format", "jsonl",
         "-o", str(tmp_path / "ranked.jsonl"))
     assert len((tmp_path / "ranked.jsonl").read_text().splitlines()) == 1
+    # the image workers (spawned from the installed command) resize and re-encode the cat
+    run(empty, "rank", str(run_dir), "--min", "0", "--max", "1e9", "--format", "webdataset", "--image-size", "64",
+        "--jobs", "2", "-o", str(tmp_path / "shards.tar"))
+    [(jpg, meta)] = wds.WebDataset([str(tmp_path / "shards-000000.tar")], shardshuffle=False).to_tuple("jpg", "json")
+    assert Image.open(io.BytesIO(jpg)).size == (64, 64) and json.loads(meta)["original_width"] == 640
     run(empty, "merge", str(run_dir), "-o", str(tmp_path / "merged"))
     assert (tmp_path / "merged" / "pages.tsv").exists()
     db = str(tmp_path / "a.sqlite3")

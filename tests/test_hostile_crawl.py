@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
 from tests.support.crawl import ROOT, crawl, focused_cmd
 from tests.support.hostile import SlowImageSite, TrapSite
 from tests.support.localweb import LocalWeb, Page, html
@@ -127,3 +128,32 @@ def test_image_redirect_loop_and_gzip_bomb_have_their_own_reasons(tmp_path):
     assert stats["focuscrawl/images/failed/too_many_redirects"] == 1
     assert stats["focuscrawl/images/failed/too_big_decoded"] == 1
     assert stats["focuscrawl/images/failed/filtered"] == 1  # robots.txt, still "filtered"
+
+
+def test_sessions_killed_every_few_seconds_on_a_trap_site_each_commit_new_pages(tmp_path):
+    """Issue #31 point 7: SIGKILL every session before its page batch has 64 KiB of text (the
+    trap site's pages hold ~130 bytes each): each session still commits new rows, because a
+    batch is also written once it is ``FOCUSCRAWL_SENTENCES_BATCH_SECONDS`` old. Before, no
+    session after a kill ever committed a row (the rows stayed at 64 for 5 sessions in the
+    issue, 106 fetched pages never committed). Nothing is committed twice."""
+    out, jobdir = tmp_path / "out", tmp_path / "job"
+    settings = {**FAST, "LOG_LEVEL": "WARNING", "JOBDIR": str(jobdir), "FOCUSCRAWL_CHECKPOINT_INTERVAL": 0,
+                "FOCUSCRAWL_SENTENCES_BATCH_SECONDS": 0.3, "DOWNLOAD_DELAY": 0.1, "RANDOMIZE_DOWNLOAD_DELAY": False,
+                "TEST_KILL_AFTER_RESPONSES": 25, "DOWNLOADER_MIDDLEWARES": {
+                    **DOWNLOADER_MIDDLEWARES, "tests.support.killswitch.KillAfterResponses": 1}}
+
+    def rows() -> list[str]:
+        path = out / "pages.tsv"
+        return [line.split("\t", 1)[0] for line in path.read_text().splitlines()[1:]] if path.exists() else []
+
+    counts = []
+    with TrapSite() as site:
+        for session in range(3):
+            before = len(rows())
+            proc = subprocess.run(focused_cmd(tmp_path / f"s{session}.json", settings,
+                                              {"seeds": f"{site.base}/page/0", "output": str(out)}),
+                                  cwd=ROOT, capture_output=True, text=True, timeout=120)
+            assert proc.returncode == -signal.SIGKILL and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+            counts.append(len(rows()) - before)
+    assert all(new > 0 for new in counts), counts
+    assert len(rows()) == len(set(rows()))

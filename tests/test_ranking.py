@@ -1,4 +1,5 @@
-"""Ranking (score cut, dedupe first seen, ascending, top N) and the four export formats."""
+"""Ranking (score cut, dedupe first seen, ascending, top N) and the four export formats
+(img2dataset-grade image exports: tests/test_export.py)."""
 from __future__ import annotations
 
 import io
@@ -99,7 +100,7 @@ def test_cli_tsv_export(run_dir, tmp_path, capsys):
     assert summary["ranked"] == 3 and summary["written"] == 3
     lines = out.read_text().splitlines()
     header = lines[0].split("\t")
-    assert header[:5] == ["rank", "final_score", "image_url", "image_path", "page_url"]
+    assert header[:5] == ["rank", "final_score", "url", "caption", "key"]
     assert "score:alt_pp" in header and "context_text" in header
     rows = [dict(zip(header, line.split("\t"))) for line in lines[1:]]
     assert [r["rank"] for r in rows] == ["1", "2", "3"]
@@ -113,14 +114,14 @@ def test_cli_jsonl_export_keeps_texts_intact(run_dir, tmp_path, capsys):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["rank"] for r in records] == [1, 2, 3, 4]
     assert records[-1]["alt"] == "<b>tabby</b> kitten"
-    assert records[0]["scores"]["alt_pp"] == 123.5
+    assert records[0]["score:alt_pp"] == 123.5
 
 
 def test_cli_parquet_export(run_dir, tmp_path, capsys):
     out = tmp_path / "out.parquet"
     assert main(["rank", str(run_dir), "--format", "parquet", "-o", str(out)]) == 0
     table = pq.read_table(out).to_pylist()
-    assert [r["image_url"] for r in table][:2] == ["http://a.org/cat2.jpg", "http://a.org/dup.jpg"]
+    assert [r["url"] for r in table][:2] == ["http://a.org/cat2.jpg", "http://a.org/dup.jpg"]
     assert table[0]["final_score"] == 2.0 and table[0]["score:alt_pp"] == 123.5
     assert table[0]["score:title_wpp"] is None
 
@@ -151,8 +152,8 @@ def test_cli_webdataset_reads_back_with_webdataset(run_dir, tmp_path, capsys):
     first = samples[0]
     assert first["txt"].decode() == "IMG_0042.jpg"
     meta = json.loads(first["json"])
-    assert meta["image_url"] == "http://a.org/cat2.jpg" and meta["rank"] == 1
-    assert Image.open(io.BytesIO(first["png"])).size == (40, 30)
+    assert meta["url"] == "http://a.org/cat2.jpg" and meta["rank"] == 1
+    assert Image.open(io.BytesIO(first["jpg"])).size == (40, 30)  # re-encoded: one image key
     with tarfile.open(shards[0]) as tar:
         assert len(tar.getnames()) == 9
 
@@ -184,13 +185,13 @@ def test_cli_collapse_near_duplicates(tmp_path, capsys):
     out = tmp_path / "out.jsonl"
     assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["collapsed"] == 2
-    kept = [json.loads(line)["image_url"] for line in out.read_text().splitlines()]
+    kept = [json.loads(line)["url"] for line in out.read_text().splitlines()]
     assert kept == ["http://b.org/1-copy.jpg"]  # 1.jpg is its text twin, 2.jpg its picture
     shutil.copy(run_dir / f"images/{url_sha1('http://a.org/1.jpg')}.png",
                 run_dir / f"images/{url_sha1('http://a.org/2.jpg')}.png")
     assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["collapsed"] == 1  # 2.jpg now has 1.jpg's (dropped) picture
-    assert [json.loads(line)["image_url"] for line in out.read_text().splitlines()] == [
+    assert [json.loads(line)["url"] for line in out.read_text().splitlines()] == [
         "http://b.org/1-copy.jpg", "http://a.org/2.jpg"]
     assert main(["rank", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
     assert "collapsed" not in json.loads(capsys.readouterr().out)
@@ -243,7 +244,7 @@ def test_empty_ranking_keeps_the_schema_and_warns_why(run_dir, tmp_path, capsys,
     else:  # JSON lines: no line, no schema to keep; every record of a full export has every score
         assert empty.read_text() == ""
         records = [json.loads(line) for line in full.read_text().splitlines()]
-        assert len({tuple(r["scores"]) for r in records}) == 1
+        assert len({tuple(r) for r in records}) == 1
     warning = next(r.getMessage() for r in caplog.records if "no image passed" in r.getMessage())
     assert "8 images in images.tsv, 1 without a final score, 0 within the score cut [1e+09, 2e+09]" in warning
     assert ("the crawl saw 787 images; its main drop reasons (stats.json): dropped/no_size 517, "

@@ -9,14 +9,22 @@ the same run directory too.
 from __future__ import annotations
 
 import csv
+import gzip
 import os
 import json
 import random
+import signal
 import subprocess
 import sys
+import time
+from contextlib import suppress
 from pathlib import Path
 
+import pytest
+
+from focuscrawl.settings import EXTENSIONS
 from tests.support.archives import write_warc
+from tests.support.processes import descendants, wait_children, wait_gone
 from tests.support.localweb import png_bytes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,8 +116,9 @@ def test_a_job_process_killed_fails_its_file_and_the_others_are_merged(tmp_path)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", "2",
            "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "-s", "LOG_LEVEL=INFO",
-           "-s", 'DOWNLOADER_MIDDLEWARES={"tests.support.killswitch.KillInResponseChain": 1}',
-           "-s", "TEST_KILL_AT_RESPONSE_URL=http://site.test/f2/p1"]
+           "-s", "EXTENSIONS=" + json.dumps({**EXTENSIONS, "tests.support.killswitch.KillAfterImageRow": 1}),
+           # an image row of file 2 written, its page's row not yet
+           "-s", "TEST_KILL_AFTER_IMAGE_URL=http://site.test/img2-1.png"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
@@ -117,9 +126,47 @@ def test_a_job_process_killed_fails_its_file_and_the_others_are_merged(tmp_path)
     assert summary["finish_reason"] == f"failed: {paths[2]}: job process died"
     pages = tsv(out / "pages.tsv", "url")
     others = {f"http://site.test/f{f}/p{i}" for f in (0, 1, 3) for i in range(3)}
-    assert others <= set(pages) and "http://site.test/f2/p1" not in pages
+    assert others <= set(pages)
+    images = tsv(out / "images.tsv", "image_url").values()
     for url in others:  # each merged page's images are there
-        assert any(r["page_url"] == url for r in tsv(out / "images.tsv", "image_url").values())
+        assert any(r["page_url"] == url for r in images)
+    # the failed file contributes nothing: no image row without its page's row (before, the
+    # images its job had written before the kill were merged without their pages)
+    assert all(r["page_url"] in pages for r in images)
+    assert not any(url.startswith("http://site.test/f2/") for url in pages)
+
+
+@pytest.mark.parametrize("bad", [b"", b"this is no archive\n" * 50, gzip.compress(b"\0" * 100_000)],
+                         ids=["empty", "garbage", "gzip-of-zeros"])
+def test_a_file_that_is_no_archive_fails_at_once_with_jobs(tmp_path, bad):
+    """``--jobs 2`` with one input that is no archive: exit 2 with the same one-line error as
+    without ``--jobs``, no traceback (before, the job processes, forked with a copy of the
+    command's end of their pipe, waited for ever for work that never came)."""
+    paths = archives(tmp_path)[:2]
+    junk = tmp_path / "junk.warc.gz"
+    junk.write_bytes(bad)
+    errors = []
+    for jobs in ([], ["--jobs", "2"]):
+        proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, str(junk), "-o",
+                               str(tmp_path / f"out{len(jobs)}"), *jobs],
+                              cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        errors.append(proc.stderr.strip().splitlines()[-1])
+    assert errors[0] == errors[1] and "junk.warc.gz" in errors[0]
+
+
+def test_job_processes_die_with_a_killed_command(tmp_path):
+    """The command SIGKILLed while its job processes replay: they end within seconds (before,
+    they finished their file and then waited for ever on a pipe they held both ends of)."""
+    paths = archives(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
+                             "--jobs", "2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        children = wait_children(proc.pid, 2)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert not wait_gone(children, 10)
 
 
 def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
@@ -175,3 +222,29 @@ def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
     merged, one = run_files(tmp_path / "cc1"), run_files(tmp_path / "one")
     assert len(merged) == 3 + 13 + 13
     assert merged == one
+
+
+@pytest.mark.parametrize("after", [0.0, 0.5, 1.5, 4.0])
+def test_a_group_ctrl_c_at_any_moment_ends_the_command(tmp_path, after):
+    """Ctrl-C to the command's group ``after`` seconds after its job processes exist (while
+    they start, open their crawl, replay): it ends within a minute, no traceback, no job
+    process left. Before, a Ctrl-C while a job's first crawl started (before Scrapy's handler
+    was installed) failed that crawl, the job stopped its reactor before it ran, and then
+    waited for ever."""
+    paths = archives(tmp_path)
+    with open(tmp_path / "err.log", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
+                                 "--jobs", "2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+        try:
+            children = wait_children(proc.pid, 2)
+            time.sleep(after)
+            children |= descendants(proc.pid)
+            os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(60)
+        finally:
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    log = (tmp_path / "err.log").read_text()
+    assert code in (0, 1, 130) and "Traceback" not in log, log[-3000:]
+    assert not wait_gone(children, 10)

@@ -14,6 +14,7 @@ import gc
 import json
 import logging
 import multiprocessing
+import os
 import sys
 from collections import deque
 from contextlib import contextmanager, suppress
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
+from focuscrawl.processes import signals_held, worker_process
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
 SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
@@ -152,9 +154,12 @@ def cmd_warc(args: argparse.Namespace) -> int:
     return 0 if summary.get("finish_reason") == "finished" else 1
 
 
-def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool) -> None:
+def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool, parent: int,
+                inherited: list[Connection]) -> None:
     """A job process of ``replay_jobs``: receives the index, then replays one file after
-    another — ``(file, part)`` each, its summary sent back — until ``None``.
+    another — ``(file, part)`` each, its summary sent back — until ``None`` or EOF. It dies
+    with the command (``focuscrawl.processes``) and closes the command's pipe ends a fork
+    copied into it (``inherited``): holding them, it would never see EOF and wait for ever.
 
     The crawls run one after the other in one reactor (Scrapy's "running multiple spiders in
     the same process" sequentially), so a process pays its start-up (interpreter, imports,
@@ -162,6 +167,11 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
     components, stats and run directory, as in a process of its own."""
     from focuscrawl.cli import configure_logging
 
+    for end in inherited:
+        end.close()
+    # the group's Ctrl-C and SIGTERM stop its crawl cleanly once Scrapy's handlers are installed
+    # (``process.start``); before, half-way through imports or a crawl's start, they are ignored
+    worker_process(parent)
     configure_logging(verbose)  # a spawned process starts without the command's handler (a forked one has it)
     try:
         index = conn.recv()
@@ -201,8 +211,10 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
             finally:
                 from twisted.internet import reactor
 
+                # the reactor may not run yet (a first crawl that failed at once): stopping it
+                # now would be a no-op, and the process would then wait for ever
                 with suppress(RuntimeError):  # already stopping (Ctrl-C)
-                    reactor.stop()
+                    reactor.callWhenRunning(reactor.stop)
 
         run_tasks(*start(task))  # the first crawler installs the reactor the settings ask for
         process.start(stop_after_crawl=False)
@@ -224,13 +236,16 @@ class JobProcesses:
     to whichever process is free."""
 
     def __init__(self, n: int, job_settings: dict, spider_args: dict, verbose: bool = False) -> None:
-        context = multiprocessing.get_context(_start_method())
+        method = _start_method()
+        context = multiprocessing.get_context(method)
         self.processes = []
         for i in range(n):
             conn, child = context.Pipe()
-            process = context.Process(target=_job_worker, args=(child, job_settings, spider_args, verbose),
-                                      name=f"focuscrawl-warc-job-{i}")
-            process.start()
+            inherited = [c for _, c in self.processes] + [conn] if method == "fork" else []
+            process = context.Process(target=_job_worker, name=f"focuscrawl-warc-job-{i}",
+                                      args=(child, job_settings, spider_args, verbose, os.getpid(), inherited))
+            with signals_held():
+                process.start()
             child.close()
             self.processes.append((process, conn))
 
@@ -241,16 +256,17 @@ class JobProcesses:
         busy: dict[Connection, int] = {}
 
         def next_task(conn: Connection) -> None:
-            if todo:
-                n, task = todo.popleft()
-                conn.send(task)
-                busy[conn] = n
-            else:
-                conn.send(None)
+            with suppress(BrokenPipeError):  # the process died: its next file goes to another
+                if todo:
+                    conn.send(todo[0][1])
+                    busy[conn] = todo.popleft()[0]
+                else:
+                    conn.send(None)
 
         for _, conn in self.processes:
-            conn.send(index)
-            next_task(conn)
+            with suppress(BrokenPipeError):
+                conn.send(index)
+                next_task(conn)
         while busy:
             for conn in wait(list(busy)):
                 n = busy.pop(conn)
@@ -275,7 +291,9 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
     files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
     results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)])
-    counts = merge_runs(parts, output)
+    # a file whose job did not finish (its process killed, the crawl stopped) is left out whole:
+    # its part may hold image rows whose pages' rows were never written
+    counts = merge_runs([part for part, r in zip(parts, results) if r.get("finish_reason") == "finished"], output)
     summary: dict = {"jobs": len(processes.processes), "parts": len(parts), "pages": counts["pages"],
                      "images": counts["images"]}
     for key in SUMMARY_STATS:

@@ -1,7 +1,9 @@
 """Read a downloaded image's real size and format with Pillow, safely (SPEC §6 step 6).
 
-The bytes are never re-encoded; this only decodes them once to prove they are a
+The crawl never re-encodes the bytes; this only decodes them once to prove they are a
 whole image. Rejections carry a named reason, counted as ``focuscrawl/images/failed/<reason>``.
+``open_image`` and ``load_pixels`` are the one safe way to decode an image: the export
+(``focuscrawl.export.images``) resizes and re-encodes through them.
 """
 from __future__ import annotations
 
@@ -43,13 +45,10 @@ def allowed_formats(extensions) -> frozenset[str]:
     return frozenset(EXTENSION_FORMATS[e] for e in extensions if e in EXTENSION_FORMATS)
 
 
-def inspect_image(data: bytes, formats: frozenset[str] = frozenset({"JPEG", "PNG", "GIF"}),
-                  max_pixels: int = 9600 * 7200) -> ImageInfo:
-    """Size and format of an image file, fully decoded once; ``ImageRejected`` otherwise.
-
-    The pixel count is checked from the header before anything is decoded, so a
-    decompression bomb costs no memory.
-    """
+def open_image(data: bytes, formats: frozenset[str] | None = None, max_pixels: int = 9600 * 7200) -> Image.Image:
+    """Pillow's image of ``data``, not decoded yet: only its header was read, so a
+    decompression bomb is refused before it costs memory. ``formats``: the Pillow format
+    names kept (None: any). ``ImageRejected`` otherwise; the caller closes the image."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -58,19 +57,33 @@ def inspect_image(data: bytes, formats: frozenset[str] = frozenset({"JPEG", "PNG
         raise ImageRejected(DECOMPRESSION_BOMB, str(exc)) from None
     except (Image.UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
         raise ImageRejected(NOT_AN_IMAGE, str(exc)) from None
-    with img:
-        fmt = img.format or ""
-        if fmt not in formats:
-            raise ImageRejected(UNSUPPORTED_FORMAT, fmt or "unknown")
+    fmt = img.format or ""
+    width, height = img.size
+    if formats is not None and fmt not in formats:
+        img.close()
+        raise ImageRejected(UNSUPPORTED_FORMAT, fmt or "unknown")
+    if width * height > max_pixels:
+        img.close()
+        raise ImageRejected(DECOMPRESSION_BOMB, f"{width}x{height} pixels > {max_pixels}")
+    return img
+
+
+def load_pixels(img: Image.Image) -> None:
+    """Decode ``img`` (from ``open_image``); ``ImageRejected`` if its data ends or breaks early."""
+    try:
+        img.load()
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        raise ImageRejected(TRUNCATED, str(exc)) from None
+    except Image.DecompressionBombError as exc:
+        raise ImageRejected(DECOMPRESSION_BOMB, str(exc)) from None
+
+
+def inspect_image(data: bytes, formats: frozenset[str] = frozenset({"JPEG", "PNG", "GIF"}),
+                  max_pixels: int = 9600 * 7200) -> ImageInfo:
+    """Size and format of an image file, fully decoded once; ``ImageRejected`` otherwise."""
+    with open_image(data, formats, max_pixels) as img:
         width, height = img.size
-        if width * height > max_pixels:
-            raise ImageRejected(DECOMPRESSION_BOMB, f"{width}x{height} pixels > {max_pixels}")
-        if fmt == "JPEG":
+        if img.format == "JPEG":
             img.draft(img.mode, (max(1, width // 8), max(1, height // 8)))  # decode at 1/8 scale
-        try:
-            img.load()
-        except (OSError, ValueError, SyntaxError, EOFError) as exc:
-            raise ImageRejected(TRUNCATED, str(exc)) from None
-        except Image.DecompressionBombError as exc:
-            raise ImageRejected(DECOMPRESSION_BOMB, str(exc)) from None
-    return ImageInfo(width, height, fmt)
+        load_pixels(img)
+        return ImageInfo(width, height, img.format)

@@ -10,6 +10,7 @@ from focuscrawl.lm.external import DEFAULT_MEMORY
 from focuscrawl.lm.keywords import DEFAULT_TOP_N, learn_keywords, write_keywords
 from focuscrawl.lm.scorer import TopicScorer
 from focuscrawl.lm.train import DEFAULT_ORDER, train_lm
+from focuscrawl.processes import exit_on_sigterm
 from focuscrawl.resources import default_keywords_path, default_model_path
 from focuscrawl.text.sources import PoliteFetcher, corpus_tokens
 
@@ -86,6 +87,7 @@ def cmd_keywords(args: argparse.Namespace) -> int:
 
 
 def cmd_train_lm(args: argparse.Namespace) -> int:
+    exit_on_sigterm()  # its temporary folder and OUT.part are removed on SIGTERM too
     model = train_lm(args.inputs, args.output, order=args.order, normalized=args.normalized,
                      extractor=args.extractor, memory=args.memory, jobs=args.jobs, tmpdir=args.tmpdir,
                      prune=args.prune)

@@ -29,12 +29,14 @@ result does not depend on the budget: a tiny budget (many runs) writes the same 
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import re
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +47,7 @@ import pandas as pd
 
 from focuscrawl.lm.train import (BOS_ID, DISCOUNT_FALLBACK, SPECIAL_WORDS, count_of_counts, format_log10,
                                  discounts_from_count_of_counts, prune_thresholds)
+from focuscrawl.processes import worker_process
 
 logger = logging.getLogger(__name__)
 
@@ -597,8 +600,8 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
     block = max(_MIN_ROWS, budget // 8 // _BYTES_PER_ENTRY)
     progress = _Progress()
     output = Path(output)
-    with tempfile.TemporaryDirectory(prefix="train-lm-", dir=tmpdir) as tmp:
-        work = Path(tmp)
+    _remove_stale_part(output)
+    with _work_folder(tmpdir) as work:
         vocab, n_tokens, n_sent = _read_corpus(sentences, work, max(_MIN_ROWS, budget // _BYTES_PER_TOKEN),
                                                progress)
         progress.tokens = n_tokens
@@ -610,10 +613,10 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
         if V * (rows + V) >= 2 ** 62:
             raise ValueError("corpus too large for 64-bit n-gram keys")
         progress("read", f"{n_sent:,} sentences, {n_tokens:,} tokens, vocabulary {V:,}")
-        pool: Executor = (ProcessPoolExecutor(jobs, initializer=_set_vocab, initargs=(vocab,))
+        pool: Executor = (ProcessPoolExecutor(jobs, initializer=_init_pool_worker, initargs=(vocab, os.getpid()))
                           if jobs > 1 else _Serial())
         _set_vocab(vocab)
-        with pool:
+        try:
             uni_raw = np.zeros(V, np.int64)
             for b in Column(work / "words", np.int32).blocks(block):
                 uni_raw += np.bincount(b, minlength=V)
@@ -633,6 +636,8 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
             kept = [V] + [_kept_count(t, thresholds[k - 1], block) for k, t in enumerate(tables[1:], start=2)]
             _write_arpa(pool, work, output, sizes, kept, thresholds, block, jobs)
             progress("write", f"{output} ({output.stat().st_size / 1e6:.1f} MB)")
+        finally:  # stopped (Ctrl-C, SIGTERM, an error): the chunks not started are dropped
+            pool.shutdown(wait=True, cancel_futures=True)
     return ExternalModel(vocab, kept, discounts, fallback, n_tokens, n_sent, n_runs)
 
 
@@ -788,6 +793,51 @@ def _set_vocab(vocab: np.ndarray) -> None:
     _VOCAB = vocab
 
 
+def _init_pool_worker(vocab: np.ndarray, parent: int) -> None:
+    """A pool worker leaves Ctrl-C and SIGTERM to the command, which stops the pool (a worker
+    killed under a busy pool can hang Python's ``ProcessPoolExecutor`` at shutdown), and dies
+    with it."""
+    worker_process(parent)
+    _set_vocab(vocab)
+
+
+# -- temporary files of killed runs -----------------------------------------------------
+_WORK_PREFIX = "train-lm-"
+_LOCK = ".lock"
+
+
+@contextmanager
+def _work_folder(tmpdir: str | Path | None) -> Iterator[Path]:
+    """A temporary folder for the sorted runs, removed at the end (also on Ctrl-C and SIGTERM:
+    ``focuscrawl.processes.exit_on_sigterm``) and locked while this run lives: a run killed
+    with SIGKILL leaves it unlocked, and the next run in the same ``tmpdir`` removes it."""
+    base = Path(tmpdir or tempfile.gettempdir())
+    for folder in base.glob(_WORK_PREFIX + "*"):
+        try:
+            with open(folder / _LOCK, "rb") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(folder, ignore_errors=True)
+            logger.info("removed %s, left by a train-lm that was killed", folder)
+        except OSError:  # a live run's (locked), or no folder of ours (no lock file)
+            continue
+    with tempfile.TemporaryDirectory(prefix=_WORK_PREFIX, dir=base, ignore_cleanup_errors=True) as tmp:
+        with open(Path(tmp) / _LOCK, "wb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield Path(tmp)
+
+
+def _remove_stale_part(output: Path) -> None:
+    """``OUT.part`` of a killed run (unlocked: ``_write_arpa`` locks it while it writes)."""
+    part = output.with_name(output.name + ".part")
+    try:
+        with open(part, "rb") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            part.unlink()
+        logger.info("removed %s, left by a train-lm that was killed", part)
+    except OSError:  # none, or another run is writing it
+        pass
+
+
 def _word_ids(work: Path, k: int, lo: int, hi: int, step: int) -> Iterator[np.ndarray]:
     """Blocks of the word ids (rows of k columns) of n-grams [lo, hi) of order k: the
     first word, then the suffix's words, streamed from the order below."""
@@ -837,6 +887,7 @@ def _write_arpa(pool: Executor, work: Path, output: Path, sizes: list[int], kept
     step = max(_MIN_ROWS, min(block, 1 << 16))
     try:
         with open(tmp, "wb") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)  # not a killed run's: _remove_stale_part leaves it alone
             fh.write(b"\\data\\\n")
             for k, n in enumerate(kept, start=1):
                 fh.write(f"ngram {k}={n}\n".encode())

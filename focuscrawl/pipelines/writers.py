@@ -12,6 +12,7 @@ Redis profile releases their requests' leases then: focuscrawl.distributed).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Iterable
 
 from scrapy import signals
@@ -121,11 +122,14 @@ def cut_sentences_without_rows(pages: LineLog, sentences: GzipLog) -> tuple[int,
 
 
 class PageLogWriterPipeline:
-    def __init__(self, run: RunOutput, stats, signals_manager, batch_bytes: int, links_log: bool = False) -> None:
+    def __init__(self, run: RunOutput, stats, signals_manager, batch_bytes: int, links_log: bool = False,
+                 batch_seconds: float = 0.0) -> None:
         self.run = run
         self.stats = stats
         self.signals = signals_manager
         self.batch_bytes = batch_bytes
+        self.batch_seconds = batch_seconds
+        self._batch_started = 0.0
         self.pages = self.run.line_log("pages.tsv", "\t".join(PAGE_COLUMNS))
         self.sentences = self.run.gzip_log("sentences.txt.gz")
         #: links.tsv rows travel with their page's item and are written in its batch
@@ -147,7 +151,7 @@ class PageLogWriterPipeline:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         s = crawler.settings
         pipeline = cls(run, crawler.stats, crawler.signals, s.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES"),
-                       s.getbool("FOCUSCRAWL_LINKS_LOG"))
+                       s.getbool("FOCUSCRAWL_LINKS_LOG"), s.getfloat("FOCUSCRAWL_SENTENCES_BATCH_SECONDS"))
         # an idle crawl writes its batch: a worker of a shared crawl that waits for the others
         # holds no unwritten rows (and no leases on them)
         crawler.signals.connect(pipeline.flush, signal=signals.spider_idle)
@@ -171,6 +175,8 @@ class PageLogWriterPipeline:
 
     def process_item(self, item):
         if isinstance(item, PageItem):
+            if not self._rows:
+                self._batch_started = time.monotonic()
             sentences = [s for s in (item.get("sentences") or []) if s]
             self._rows.append(row(page_row(item)))
             self._items.append(item)
@@ -181,7 +187,8 @@ class PageLogWriterPipeline:
                 self._links_size += sum(len(r) + 1 for r in links)
             self.stats.inc_value("focuscrawl/pages/written")
             self.stats.inc_value("focuscrawl/sentences/written", len(sentences))
-            if self._size >= self.batch_bytes or self._links_size >= LINK_ROWS_BATCH_BYTES:
+            if (self._size >= self.batch_bytes or self._links_size >= LINK_ROWS_BATCH_BYTES
+                    or 0 < self.batch_seconds <= time.monotonic() - self._batch_started):
                 self.flush()
         return item
 

@@ -28,7 +28,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.response import get_base_url
 from twisted.internet.defer import Deferred
 
-from focuscrawl.analysis import META_KEY, AnalysisConfig, PageAnalyser
+from focuscrawl.analysis import META_KEY, AnalysisConfig, AnalysisFailed, PageAnalyser
 from focuscrawl.items import PageItem
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
 from focuscrawl.crawl_scorer import page_topic_model, topic_scorer
@@ -215,7 +215,12 @@ class FocusedSpider(scrapy.Spider):
             return
         analysis = self.analyser.analyse(html, response.url, base_url, response.meta.get("depth", 0))
         if isinstance(analysis, Deferred):  # on the worker pool: the reactor goes on meanwhile
-            analysis = await maybe_deferred_to_future(analysis)
+            try:
+                analysis = await maybe_deferred_to_future(analysis)
+            except AnalysisFailed as exc:
+                self.stats.inc_value("focuscrawl/skipped/analysis_failed")
+                logger.warning("page skipped: %s", exc)
+                return
             self.stats.inc_value("focuscrawl/analysis/pool_pages")
         if analysis.error:
             self.stats.inc_value(f"focuscrawl/skipped/{analysis.error}")

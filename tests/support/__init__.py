@@ -6,6 +6,7 @@ only from here and from conftest.py, never from each other).
 * ``crawl`` (+ ``run_crawl``, ``killswitch``): crawls as real Scrapy subprocesses;
 * ``runfiles``, ``runfixture``: read a run directory back, write a small one;
 * ``crawler``: an in-process Scrapy crawler with the project's settings for unit tests;
+* ``processes``: a process's descendants from ``/proc`` (orphan checks);
 * ``redisserver``, ``scrapydserver``, ``annotate``, ``net``: real servers on 127.0.0.1;
 * ``testweb_pool``: a small text pool for the offline test web.
 """

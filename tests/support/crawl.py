@@ -37,10 +37,12 @@ def proxy_env(web) -> dict[str, str]:
 
 
 def start_focused(stats: Path, settings: dict, args: dict, *, web=None, stdout=subprocess.DEVNULL,
-                  stderr=subprocess.DEVNULL) -> subprocess.Popen:
-    """Start a ``focused`` crawl (through ``web`` as proxy if given); the caller waits or kills it."""
+                  stderr=subprocess.DEVNULL, group: bool = False) -> subprocess.Popen:
+    """Start a ``focused`` crawl (through ``web`` as proxy if given); the caller waits or kills it.
+    ``group``: in a process group of its own, which the caller can signal as a terminal's
+    Ctrl-C, ``timeout`` or systemd do (``os.killpg(proc.pid, ...)``)."""
     return subprocess.Popen(focused_cmd(stats, settings, args), cwd=ROOT, env=proxy_env(web) if web else None,
-                            stdout=stdout, stderr=stderr, text=True)
+                            stdout=stdout, stderr=stderr, text=True, start_new_session=group)
 
 
 def crawl(web, tmp: Path, seeds: str, mode: str = "keywords", settings: dict | None = None,

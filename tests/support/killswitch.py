@@ -5,7 +5,8 @@
 Scrapy's ``request_left_downloader`` signal, before ``response_received``, the window
 in which an unlucky ``kill -9`` used to lose the page (focuscrawl.frontier).
 ``KillBeforePageRows`` (an extension) kills it inside the page writer's batch, after
-the batch's sentences (and links) were written and before its ``pages.tsv`` rows.
+the batch's sentences (and links) were written and before its ``pages.tsv`` rows;
+``KillAfterImageRow`` just after a given image's ``images.tsv`` row.
 """
 from __future__ import annotations
 
@@ -59,37 +60,46 @@ class KillAfterResponses:
         return response
 
 
-class KillBeforePageRows:
-    """Kills the process just before the ``TEST_KILL_BEFORE_PAGE_ROWS``-th batch of
-    ``pages.tsv`` rows is written: ``PageLogWriterPipeline.flush`` has written that batch's
-    ``sentences.txt.gz`` member (and ``links.tsv`` rows) but not the rows that announce them.
-    It wraps the ``write_lines`` of the run's one ``pages.tsv`` log, which the writer shares."""
+class _WrapsRunLog:
+    """An extension configured by ``setting`` that wraps the ``write_lines`` of the run's one
+    ``log`` (which its writer shares) when the spider opens."""
 
-    def __init__(self, crawler, count: int) -> None:
+    log = setting = ""
+
+    def __init__(self, crawler, value) -> None:
         self.crawler = crawler
-        self.count = count
-        self.batches = 0
+        self.value = value
 
     @classmethod
     def from_crawler(cls, crawler):
-        count = crawler.settings.getint("TEST_KILL_BEFORE_PAGE_ROWS")
-        if count <= 0:
+        value = crawler.settings.get(cls.setting)
+        if not value or str(value) == "0":
             raise NotConfigured
-        ext = cls(crawler, count)
+        ext = cls(crawler, value)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         return ext
 
     def spider_opened(self, spider=None) -> None:
-        log = run_output(self.crawler).line_log("pages.tsv")
-        write_lines = log.write_lines
+        log = run_output(self.crawler).line_log(self.log)
+        log.write_lines = self.wrap(log.write_lines)
 
+
+class KillBeforePageRows(_WrapsRunLog):
+    """Kills the process just before the ``TEST_KILL_BEFORE_PAGE_ROWS``-th batch of
+    ``pages.tsv`` rows is written: ``PageLogWriterPipeline.flush`` has written that batch's
+    ``sentences.txt.gz`` member (and ``links.tsv`` rows) but not the rows that announce them."""
+
+    log, setting = "pages.tsv", "TEST_KILL_BEFORE_PAGE_ROWS"
+    batches = 0
+
+    def wrap(self, write_lines):
         def write_or_die(lines):
             self.batches += 1
-            if self.batches >= self.count:
+            if self.batches >= int(self.value):
                 os.kill(os.getpid(), signal.SIGKILL)
             write_lines(lines)
 
-        log.write_lines = write_or_die
+        return write_or_die
 
 
 class _OsKillingAtJournalReplace:
@@ -126,3 +136,18 @@ class KillInJournalCompaction:
 
         frontier.os = _OsKillingAtJournalReplace(when)
         return cls()
+
+
+class KillAfterImageRow(_WrapsRunLog):
+    """Kills the process just after the ``images.tsv`` row of ``TEST_KILL_AFTER_IMAGE_URL`` is
+    written (its page's row, still in the page writer's batch, is not)."""
+
+    log, setting = "images.tsv", "TEST_KILL_AFTER_IMAGE_URL"
+
+    def wrap(self, write_lines):
+        def write_then_die(lines):
+            write_lines(lines)
+            if any(self.value + "\t" in line for line in lines):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        return write_then_die

@@ -14,6 +14,7 @@ import numpy as np
 from PIL import Image
 
 from focuscrawl.images.final import final_score
+from focuscrawl.images.inspect import FORMAT_EXTENSIONS
 from focuscrawl.output.images import (IMAGE_FIELDS, image_columns, image_row, record_path, sighting_of,
                                       url_sha1)
 from focuscrawl.output.tsv import row as tsv_row
@@ -49,20 +50,26 @@ def image_item(url: str, score: float | None, alt: str = "", page: str = "http:/
 
 
 def make_run_dir(root: Path, rows: list[dict], image_size=(40, 30)) -> Path:
-    """Write images.tsv, one info record and one PNG per row. Row keys: url, score, alt, page, context,
-    image (False = not downloaded), raw (True = write the ALT unescaped, as a broken writer would)."""
+    """Write images.tsv, one info record and one picture per row. Row keys: url, score, alt, page, context,
+    image (False = not downloaded; bytes = the file's content), format (Pillow's name, default PNG),
+    size (default ``image_size``), raw (True = write the ALT unescaped, as a broken writer would)."""
     root.mkdir(parents=True, exist_ok=True)
     lines = ["\t".join(image_columns(MAX_PARENTS, MAX_SIBLINGS))]
     for i, r in enumerate(rows):
         url = r["url"]
+        size = r.get("size", image_size)
         image_path = ""
-        if r.get("image", True):
-            image_path = f"images/{url_sha1(url)}.png"
+        if r.get("image", True) is not False:
+            fmt = r.get("format", "PNG")
+            image_path = f"images/{url_sha1(url)}.{FORMAT_EXTENSIONS[fmt]}"  # named as the crawl names them
             (root / "images").mkdir(exist_ok=True)
-            noise = np.random.default_rng(i).integers(0, 256, (image_size[1], image_size[0], 3), dtype=np.uint8)
-            Image.fromarray(noise, "RGB").save(root / image_path)  # distinct pictures (perceptual hash)
+            if isinstance(r.get("image"), bytes):
+                (root / image_path).write_bytes(r["image"])
+            else:
+                noise = np.random.default_rng(i).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+                Image.fromarray(noise, "RGB").save(root / image_path, fmt)  # distinct pictures (perceptual hash)
         item = image_item(url, r.get("score"), r.get("alt", ""), r.get("page", "http://example.org/p"),
-                          r.get("context"), r.get("first_seen", i), image_path, image_size)
+                          r.get("context"), r.get("first_seen", i), image_path, size)
         record = {f: item.get(f) for f in IMAGE_FIELDS}
         record["sightings"] = [sighting_of(item)]
         (root / item["record_path"]).parent.mkdir(parents=True, exist_ok=True)
