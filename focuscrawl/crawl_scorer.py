@@ -93,10 +93,14 @@ def crawl_topic_model(crawler: Crawler):
     probability orders its links: SPEC's perplexity lets a look-alike topic capture the
     crawl, docs/EVALUATION.md), else ``None`` (SPEC's perplexity rules; also with no bundle or
     ``FOCUSCRAWL_SCORING = "thesis"``)."""
-    s = crawler.settings
-    if s.get("FOCUSCRAWL_CRAWL_SCORING") != "calibrated" and s.get("FOCUSCRAWL_MODE") != "document":
+    if not calibrated_crawl(crawler.settings):
         return None
     return _shared_topic_model(crawler)
+
+
+def calibrated_crawl(settings: BaseSettings) -> bool:
+    """Links are ordered by calibrated log-odds when a topic model exists (``crawl_topic_model``)."""
+    return settings.get("FOCUSCRAWL_CRAWL_SCORING") == "calibrated" or settings.get("FOCUSCRAWL_MODE") == "document"
 
 
 def page_topic_model(crawler: Crawler):

@@ -120,3 +120,16 @@ def test_explain_reads_a_page_as_the_crawl_does_up_to_its_markup_budget(settings
     assert [url for url, _, _, _ in rows] == list(crawl.links) and 10 < len(rows) < 60
     images = [d.src for d, _, _ in explain_images(response, settings)]
     assert images == [d.src for d in crawl.images] and 10 < len(images) < 60
+
+
+def test_explain_shows_the_document_mode_order_the_crawl_uses(settings):
+    """Mode ``document`` with a topic bundle: every link gets the odds against the topic
+    of the page's calibrated probability, as in the crawl (SPEC's 3162 without one)."""
+    from focuscrawl.resources import default_topic_path
+
+    _, _, spec = explain_links(page(), settings, mode="document")
+    assert {round(d.score) for _, _, d, _ in spec} == {3162}
+    settings.set("FOCUSCRAWL_TOPIC", str(default_topic_path()), priority="cmdline")
+    _, _, calibrated = explain_links(page(), settings, mode="document")
+    scores = {d.score for _, _, d, _ in calibrated}
+    assert len(scores) == 1 and 0 < scores.pop() < 1e3  # odds (1 - p) / p of one page
