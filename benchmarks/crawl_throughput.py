@@ -46,7 +46,6 @@ import json
 import os
 import random
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -232,8 +231,8 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     if kind.startswith(("plain", "corpus")):
         settings = Settings()
         if kind.startswith("corpus"):  # pages = items (image downloads are responses too)
-            out = tempfile.mkdtemp(prefix="focuscrawl-bench-corpus-")
-            tmp_dirs.append(out)
+            tmp_dirs.append(tempfile.TemporaryDirectory(prefix="focuscrawl-bench-corpus-"))
+            out = tmp_dirs[-1].name
             overrides.update(CLOSESPIDER_PAGECOUNT=0, CLOSESPIDER_ITEMCOUNT=pages, FILES_STORE=f"{out}/files",
                              ITEM_PIPELINES={"scrapy.pipelines.files.FilesPipeline": 1},
                              FEEDS={f"{out}/pages.jsonl": {"format": "jsonlines"}})
@@ -249,8 +248,8 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         if profile == "core":
             overrides.update(core_settings(settings))
         else:  # everything as shipped, writing a run directory; budget in pages, not image downloads
-            overrides["FOCUSCRAWL_OUTPUT_DIR"] = tempfile.mkdtemp(prefix="focuscrawl-bench-")
-            tmp_dirs.append(overrides["FOCUSCRAWL_OUTPUT_DIR"])
+            tmp_dirs.append(tempfile.TemporaryDirectory(prefix="focuscrawl-bench-"))  # removed at exit too
+            overrides["FOCUSCRAWL_OUTPUT_DIR"] = tmp_dirs[-1].name
             overrides["CLOSESPIDER_PAGECOUNT"] = 0
             overrides["FOCUSCRAWL_PAGE_BUDGET"] = pages
         settings.setdict(dict(overrides, FOCUSCRAWL_LINK_RAZOR=1e300, FOCUSCRAWL_PROGRESS_INTERVAL=0),
@@ -285,7 +284,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     reactor_cpu_seconds_used = time.thread_time() - reactor_cpu_start
     stats = crawler.stats.get_stats()
     for tmp in tmp_dirs:
-        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.cleanup()
     return {
         "kind": kind,
         # page rows when written (the budget's exact count), else pages parsed

@@ -38,6 +38,10 @@ from focuscrawl.output.tsv import row as tsv_row  # noqa: E402
 from tests.support.runfixture import image_item  # noqa: E402
 
 
+WORDS = ("cat", "dog", "grey", "tabby", "kitten", "sofa", "garden", "window", "sleeping", "playing", "red",
+         "blanket", "chair", "table", "sun", "morning", "ball", "yarn", "basket", "floor", "old", "young")
+
+
 def build(run: Path, rows: int, top: int, seed: int = 1) -> None:
     rng = random.Random(seed)
     run.mkdir(parents=True, exist_ok=True)
@@ -47,8 +51,8 @@ def build(run: Path, rows: int, top: int, seed: int = 1) -> None:
     for i in range(rows):
         url = f"http://host{rng.randrange(2000)}.example/img/{rng.randrange(rows * 2)}.jpg"  # some repeats
         score = 10 ** rng.uniform(0, 5.5)
-        item = image_item(url, score, alt=f"a cat picture number {i} sitting on a chair", first_seen=i,
-                          image_path=f"images/{i}.jpg")
+        alt = " ".join(rng.choice(WORDS) for _ in range(8))  # distinct texts: few near-duplicates, as in a crawl
+        item = image_item(url, score, alt=alt, first_seen=i, image_path=f"images/{i}.jpg")
         if score < 3000:
             (run / item["image_path"]).write_bytes(jpeg)
         record = {f: item.get(f) for f in IMAGE_FIELDS}
@@ -58,6 +62,7 @@ def build(run: Path, rows: int, top: int, seed: int = 1) -> None:
         path.write_text(json.dumps(record))
         lines.append(tsv_row(image_row(item, 5, 5)))
     (run / "images.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run / "stats.json").write_text("{}")  # a crawl without a topic bundle: SPEC's ranking
 
 
 def photo_jpeg(size=(400, 300)) -> bytes:
@@ -144,16 +149,19 @@ def measure(work: Path, args: argparse.Namespace) -> int:
     n = baseline(run, args.top)
     base = time.perf_counter() - t
     print(f"baseline pandas rank (no contexts): {base:.2f}s, {n} rows")
-    runs = [["--format", fmt] for fmt in ("tsv", "jsonl", "parquet")]
+    # like the baseline, no near-duplicate collapse; the default collapse timed apart, last
+    runs = [["--format", fmt, "--keep-duplicates"] for fmt in ("tsv", "jsonl", "parquet")]
     for jobs in args.jobs:
         for images in (["--format", "webdataset"], ["--format", "parquet", "--embed-images"]):
-            runs += [images + ["--jobs", str(jobs)], images + ["--jobs", str(jobs), "--image-size", "256"]]
+            runs += [images + ["--jobs", str(jobs), "--keep-duplicates"],
+                     images + ["--jobs", str(jobs), "--image-size", "256", "--keep-duplicates"]]
+    runs.append(["--format", "tsv"])  # the default: near-duplicates collapsed
     for i, options in enumerate(runs):
         out = work / f"out{i}"
         t = time.perf_counter()
         # the command as a user runs it (its own process: its image workers import what it imports)
         proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "rank", str(run), "--top", str(args.top),
-                                 *options, "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                 *options, "--json", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         memory = PeakMemory(proc.pid)
         memory.start()
         summary, _ = proc.communicate()

@@ -89,7 +89,8 @@ def main() -> None:
     with TestWebServer(web, slow_factor=0) as server:
         served, seconds = load_in_subprocess(server.port, sample_urls(web, args.requests), args.connections, 120)
         server_rps = served / seconds
-        out = Path(tempfile.mkdtemp(prefix="testweb-bench-"))
+        tmp = tempfile.TemporaryDirectory(prefix="focuscrawl-testweb-bench-")  # removed at exit
+        out = Path(tmp.name)
         t0 = time.perf_counter()
         run_crawl(args.mode, web.seeds(), out, args.pages, proxy=server.proxy)
         wall = time.perf_counter() - t0

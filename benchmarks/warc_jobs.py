@@ -54,7 +54,7 @@ def write_archives(directory: Path, files: int, pages: int) -> list[str]:
 def replay(paths: list[str], out: Path, jobs: int) -> tuple[float, float, dict]:
     """Wall and CPU seconds (the command and its processes, user + system) and the summary;
     ``jobs`` 0: no ``--jobs`` (every file in one process, with its analysis pool)."""
-    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out),
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--json",
            *(["--jobs", str(jobs)] if jobs else []), "-s", "LOG_LEVEL=WARNING", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()

@@ -1,6 +1,6 @@
 """ARC vs WARC parity: the same 2008 crawl stored both ways must give the same outputs.
 
-    python benchmarks/warc_parity.py [--data ../shared/data] [--out /tmp/warc-parity]
+    python benchmarks/warc_parity.py [--data ../shared/data] [--out DIR]
 
 Runs ``focuscrawl warc`` over ``warc/archive-it-2008.warc.gz`` and
 ``warc/archive-it-2008.arc.gz`` with relaxed image rules (the 2008 pages have few
@@ -17,6 +17,7 @@ import csv
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -60,9 +61,10 @@ def diff(a: dict, b: dict) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
-    parser.add_argument("--out", default="/tmp/focuscrawl-warc-parity")
+    parser.add_argument("--out", help="keep both run directories here (default: a temporary folder, removed)")
     args = parser.parse_args()
-    data, out = Path(args.data) / "warc", Path(args.out)
+    tmp = None if args.out else tempfile.TemporaryDirectory(prefix="focuscrawl-warc-parity-")  # removed at exit
+    data, out = Path(args.data) / "warc", Path(args.out or tmp.name)
     runs = {}
     for kind in ("warc", "arc"):
         target = out / kind

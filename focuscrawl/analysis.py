@@ -31,9 +31,11 @@ from focuscrawl.images.extract import ContextSettings, ImageDecision, image_item
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import TextScore, TopicScorer
 from focuscrawl.processes import signals_held, worker_process
+from focuscrawl.text.language import UNKNOWN, LanguageFilter
 from focuscrawl.text.extractors import (TRUNCATED, ExtractionError, ExtractionTimeout, PageText, extract_page,
                                         get_extractor)
 from focuscrawl.text.html import clip_markup, full_text_from_tree, markup_budget
+from focuscrawl.text.normalize import document_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,8 @@ class AnalysisConfig:
     context: ContextSettings = field(default_factory=ContextSettings)
     #: SimHash n-gram sizes; ``()`` = no fingerprint (near-duplicate middleware off)
     ngrams: tuple[int, ...] = field(default_factory=lambda: _parse_ngrams(defaults.FOCUSCRAWL_NEARDUP_NGRAMS))
+    #: the corpus's languages: identifies page and image texts, filters the unwanted
+    language: LanguageFilter = field(default_factory=LanguageFilter)
     #: model files and topic bundle ("" = none: the bundled demo) and scorer settings: a
     #: worker builds the crawl's scorer
     model: str = ""
@@ -91,6 +95,7 @@ class AnalysisConfig:
             rules=ImageRules.from_settings(settings),
             context=ContextSettings.from_settings(settings),
             ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))) if neardup else (),
+            language=LanguageFilter.from_settings(settings),
             model=settings.get("FOCUSCRAWL_MODEL") or "", keywords=settings.get("FOCUSCRAWL_KEYWORDS") or "",
             topic=str(topic_bundle_path(settings) or ""),
             cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE"),
@@ -131,6 +136,11 @@ class PageAnalysis:
     #: with ``error_detail``
     error: str | None = None
     error_detail: str = ""
+    #: ISO 639-1 code of the page text's language (``""``: unknown)
+    language: str = UNKNOWN
+    #: ``False``: a language the corpus does not want; the text was not scored (``score``
+    #: missing, no ``topic_logit``), its links are followed with the inherited score
+    language_wanted: bool = True
 
 
 def page_analysis(response) -> PageAnalysis | None:
@@ -180,10 +190,15 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
         except ExtractionError as exc:
             error = "extraction_timeout" if isinstance(exc, ExtractionTimeout) else "extraction_error"
             return PageAnalysis(TextScore.missing(), [], {}, 0, [], None, error=error, error_detail=str(exc))
-    score, sentences = scorer.score_document(extracted.text, config.min_sentence_tokens)
+    language = config.language.identify(extracted.text)
+    wanted = not config.language.unwanted(language)
+    if wanted:
+        score, sentences = scorer.score_document(extracted.text, config.min_sentence_tokens)
+    else:  # its sentences are logged, its text is not scored as on (or off) topic
+        score, sentences = TextScore.missing(), document_sentences(extracted.text, config.min_sentence_tokens)
     notes = extracted.notes
     del extracted  # its sentences are what is kept of the text
-    topic_logit = topic.logit("\n".join(sentences)) if topic is not None and sentences else None
+    topic_logit = topic.logit("\n".join(sentences)) if topic is not None and sentences and wanted else None
     if root is None:  # after the extractor's trees and the text's tokens are gone
         root, cut = budgeted_tree(html, url, config.text_max_tags)
     if cut and TRUNCATED not in notes:  # a deep page's text is read whole (flat), its links are not
@@ -191,15 +206,17 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
     links, img_count = page_links(root, base_url)
     images = []
     if config.images:
-        page = {"depth": depth, "perplexity": score.perplexity}
-        images = image_items(root, url, scorer, config.rules, config.context, page_item=page, base_url=base_url)
+        page = {"depth": depth, "perplexity": score.perplexity, "language": language}
+        images = image_items(root, url, scorer, config.rules, config.context, page_item=page, base_url=base_url,
+                             language=config.language)
     del root
     fingerprint = None
     if config.ngrams:
         from focuscrawl.dedup.simhash import sentences_simhash
 
         fingerprint = sentences_simhash(sentences, config.ngrams)
-    return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, notes)
+    return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, notes,
+                        language=language, language_wanted=wanted)
 
 
 # -- worker pool ------------------------------------------------------------------------
@@ -216,6 +233,7 @@ def _init_worker(config: AnalysisConfig, topic, parent: int) -> None:
     _worker = (config, config.scorer(), topic)
     if config.extractor != "fulltext":  # its imports and lazy models now, not on the first page
         extract_page(get_extractor(config.extractor), _WARM_UP_HTML)
+    config.language.identify(_WARM_UP_HTML)  # the language model too
 
 
 #: a page the extractor reads at a worker's start (no LM query: the counters stay the crawl's)

@@ -15,6 +15,7 @@ import sys
 
 #: subcommand -> the module that registers it
 COMMANDS = {
+    "crawl": "focuscrawl.crawl_cli",
     "score": "focuscrawl.lm.cli",
     "keywords": "focuscrawl.lm.cli",
     "train-lm": "focuscrawl.lm.cli",
@@ -70,12 +71,20 @@ def main(argv: list[str] | None = None) -> int:
     # the subcommand is the first word that is no option (the only global option, -v, takes no value)
     parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
     args = parser.parse_args(argv)
-    configure_logging(args.verbose)
+    if not getattr(args, "scrapy_logging", False):  # `crawl` logs as Scrapy does (its own root handler)
+        configure_logging(args.verbose)
     try:
         return int(args.func(args) or 0)
     except (CommandError, FileNotFoundError, ValueError) as exc:
         print(f"focuscrawl {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a folder where a file is expected, no permission: one line
+        where = f": {exc.filename}" if exc.filename else ""
+        # a write cut short (a full disk, a file size limit) can come without an errno (numpy, io buffers)
+        reason = f"a write was cut short ({exc}): disk full or file size limit?" \
+            if exc.errno is None or isinstance(exc, BlockingIOError) else exc.strerror or exc
+        print(f"focuscrawl {args.command}: error: {reason}{where}", file=sys.stderr)
+        return 1
     except ModuleNotFoundError as exc:
         advice = missing_extra(exc)
         if advice is None:

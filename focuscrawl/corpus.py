@@ -9,7 +9,7 @@ Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``):
 * ``images.tsv``: tab-separated, one header line, one row per unique image in crawl
   order. Columns used by name: ``image_url``, ``page_url``, ``alt``, ``title``,
   ``final_score``, ``final_context`` (a label such as ``alt+parent-1``), ``image_path``,
-  ``record_path``, ``first_seen``, ``width``, ``height``. Every other numeric column
+  ``record_path``, ``first_seen``, ``width``, ``height``, ``language``. Every other numeric column
   (``alt_pp``, ``alt_wpp``, ``parent_1_wpp``, ...) except the size and flag columns in
   ``NON_SCORE_COLUMNS`` is a score and is carried through as it is.
 * ``records/<sha1[:2]>/<sha1>.json``: the info record, read only for the text of the
@@ -34,7 +34,7 @@ NON_SCORE_COLUMNS = frozenset({
     "image_url", "page_url", "alt", "title", "src_guess", "final_score", "final_context",
     "final_context_text", "image_path", "record_path", "image_sha1", "image_format", "extension",
     "css_class", "style", "host", "near_duplicate_page", "first_seen", "width", "height", "image_size",
-    "html_width", "html_height",
+    "html_width", "html_height", "language",
 })
 
 class RunDirError(ValueError):
@@ -57,6 +57,9 @@ class CorpusEntry:
     width: int | None = None  # real size after download
     height: int | None = None
     record_path: str = ""  # relative to the run directory
+    language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run before issue #30)
+    #: why the info record could not be used ("" = fine or not read yet); it is not read again
+    record_error: str = ""
     #: the images.tsv cells and the (name, index) of its score columns (shared by all rows);
     #: parsed on first use of ``scores``, as ranking needs only the final score
     row: list[str] = field(default_factory=list, repr=False, compare=False)
@@ -98,45 +101,68 @@ def context_name(label: str) -> str:
     return parts[-1] if parts else ""
 
 
-def _context_from_record(record: dict[str, Any], name: str) -> str:
-    """Text of the context ``name`` (``parent-1``, ``sibling-0`` or an extra extractor's name)."""
-    if not name:
-        return ""
-    candidates = [s for s in record.get("sightings", []) if isinstance(s, dict)] + [record]
-    for rec in candidates:
-        for ctx in rec.get("contexts") or []:
+def _or_empty(value: Any, empty: Any) -> Any:
+    return empty if value is None else value
+
+
+def _context_from_record(record: Any, name: str) -> str:
+    """Text of the context ``name`` (``parent-1``, ``sibling-0`` or an extra extractor's name).
+    Raises ``ValueError`` when the record is not of the writer's shape (``[]``,
+    ``{"sightings": 5}``, ...): a damaged record is never half-read."""
+    if not isinstance(record, dict):
+        raise ValueError(f"not a JSON object but {type(record).__name__}")
+    sightings = _or_empty(record.get("sightings"), [])
+    if not isinstance(sightings, list) or not all(isinstance(s, dict) for s in sightings):
+        raise ValueError("'sightings' is not a list of objects")
+    text = None
+    for rec in sightings + [record]:
+        contexts = _or_empty(rec.get("contexts"), [])
+        extras = _or_empty(rec.get("extra_contexts"), {})
+        if not isinstance(contexts, list) or not all(isinstance(c, dict) for c in contexts):
+            raise ValueError("'contexts' is not a list of objects")
+        if not isinstance(extras, dict):
+            raise ValueError("'extra_contexts' is not an object")
+        if text is not None or not name:
+            continue
+        for ctx in contexts:
             if f"{ctx.get('kind')}-{ctx.get('level')}" == name:
-                return str(ctx.get("text") or "")
-        extra = (rec.get("extra_contexts") or {}).get(name)
-        if isinstance(extra, dict):
-            return str(extra.get("text") or "")
-    return ""
+                text = str(ctx.get("text") or "")
+                break
+        extra = extras.get(name)
+        if text is None and isinstance(extra, dict):
+            text = str(extra.get("text") or "")
+    return text or ""
 
 
-def _read_record(run_dir: Path, record_path: str) -> dict[str, Any] | None:
-    if not record_path:
-        return None
+def _read_record(run_dir: Path, record_path: str) -> Any:
+    """The JSON of an info record inside ``run_dir``. Raises ``OSError`` (unreadable) or
+    ``ValueError`` (not JSON, e.g. truncated, or a path that leaves the run directory)."""
     root = run_dir.resolve()
     path = (root / record_path).resolve()
     if not path.is_relative_to(root):
-        return None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError) as exc:
-        logger.warning("cannot read info record %s: %s", path, exc)
-        return None
+        raise ValueError("the path leaves the run directory")
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
 
 
-def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> None:
-    """Set ``context_text`` from the info records (for entries read with ``with_context=False``)."""
+def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> int:
+    """Set ``context_text`` from the info records (for entries read with ``with_context=False``).
+
+    Returns how many records were unreadable (missing, truncated) or of the wrong shape:
+    their entries keep an unknown context, say why in ``record_error`` and are not read
+    again, so a caller counts each damaged record once and warns in one line."""
     run_dir = Path(run_dir)
+    damaged = 0
     for entry in entries:
         name = context_name(entry.final_context)
-        if not entry.context_text and name and entry.record_path:
-            record = _read_record(run_dir, entry.record_path)
-            if record is not None:
-                entry.context_text = _context_from_record(record, name)
+        if entry.context_text or not name or not entry.record_path or entry.record_error:
+            continue
+        try:
+            entry.context_text = _context_from_record(_read_record(run_dir, entry.record_path), name)
+        except (OSError, ValueError) as exc:
+            entry.record_error = f"{entry.record_path}: {exc}"
+            damaged += 1
+    return damaged
 
 
 def pair_text(entry: CorpusEntry) -> str:
@@ -155,6 +181,14 @@ def score_names(run_dir: str | Path) -> list[str]:
     return [name for name in header if is_score_column(name)]
 
 
+def check_run_dir(run_dir: str | Path) -> Path:
+    """The run's image log; ``RunDirError`` if ``run_dir`` has none (not a run directory)."""
+    tsv = Path(run_dir) / IMAGES_TSV
+    if not tsv.is_file():
+        raise RunDirError(f"{run_dir} is not a run directory: {IMAGES_TSV} is missing")
+    return tsv
+
+
 def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[CorpusEntry]:
     """Every row of the run's image log in file order (= crawl order), as ``CorpusEntry``.
 
@@ -163,9 +197,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
     never silently changed.
     """
     run_dir = Path(run_dir)
-    tsv = run_dir / IMAGES_TSV
-    if not tsv.is_file():
-        raise RunDirError(f"{run_dir} is not a run directory: {IMAGES_TSV} is missing")
+    tsv = check_run_dir(run_dir)
     rows = iter_tsv(tsv, raw=True, errors="replace")  # bad bytes: U+FFFD, row kept
     header = next(rows, None)
     if not header or "image_url" not in header:
@@ -189,13 +221,13 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
                 final_context=get(row, "final_context"), context_text=get(row, "final_context_text"),
                 image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
                 width=_int(get(row, "width")), height=_int(get(row, "height")),
-                record_path=get(row, "record_path"),
+                record_path=get(row, "record_path"), language=get(row, "language"),
                 row=row, score_columns=score_columns)
         except ValueError as exc:
             logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)
             continue
-        if with_context:
-            fill_context([entry], run_dir)
+        if with_context and fill_context([entry], run_dir):
+            logger.warning("%s: info record skipped: %s", tsv, entry.record_error)
         yield entry
 
 

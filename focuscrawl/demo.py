@@ -16,6 +16,7 @@ from pathlib import Path
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, image_funnel, ranked_images,
                                            score_cut_by_truth, top_n_shares)
 from focuscrawl.eval.crawls import run_crawl
+from focuscrawl.ranking import RankStats
 from focuscrawl.resources import default_topic_path
 from focuscrawl.testweb.cli import write_truth
 from focuscrawl.testweb.server import TestWebServer
@@ -49,34 +50,47 @@ def cmd_demo(args: argparse.Namespace) -> int:
     truth = Truth.load(out / "web")
     on_topic = sum(truth.page_on_topic(p["url"]) for p in run.pages)
     funnel = image_funnel(run)
-    ranked = ranked_images(run, bundle=bundle)
+    ranking = RankStats()
+    ranked = ranked_images(run, bundle=bundle, collapse=True, stats=ranking)  # as `focuscrawl rank` by default
     shares = top_n_shares(ranked, truth, 20)
     cut = score_cut_by_truth(run, truth)
     thesis_top = top_n_shares(ranked_images(run), truth, 20)
     print(f"\ncrawled {len(run.pages)} pages in {seconds:.0f}s ({served} requests served): "
           f"{on_topic} on topic ({on_topic / max(1, len(run.pages)):.0%}; the whole web: "
           f"{info['on_topic_pages'] / info['pages']:.0%})")
-    print(f"images: {funnel['initial']} candidates -> {funnel['format']} format -> {len(ranked)} kept by the "
-          f"ranking's cut")
+    print(f"languages (column language of pages.tsv, images.tsv, the exports; the cats bundle's: en): pages "
+          f"{_counts(p.get('language') for p in run.pages)}; ranked images {_counts(e.language for e in ranked)}")
+    print(f"images: {funnel['initial']} candidates -> {funnel['language']} in the corpus's language -> "
+          f"{funnel['format']} format -> {len(ranked)} kept by the ranking's cut")
     cats_found = cut["on_topic"]["images"]
     cats_kept = sum(truth.image(e.image_url)[0] for e in ranked)
     print(f"ranking ({DEFAULT_SCORER}, the default): each image's P(cat) from its ALT text and its context, "
           f"by the cats bundle's\n  topic-vs-background LM cross-entropy and word n-gram classifier, calibrated "
           f"on held-out text; kept {cats_kept} of the {cats_found} images that show a cat "
           f"(SPEC's perplexity cut [{SCORE_RANGE[0]:g}, {SCORE_RANGE[1]:g}] keeps {cut['on_topic']['kept']})")
+    print(f"near-duplicates: {ranking.collapsed} collapsed into a better-ranked twin (the same or a "
+          f"near-identical ALT text, or the same picture; `focuscrawl rank --keep-duplicates` keeps them)")
     if shares["n"]:
         print(f"top {shares['n']} ranked images: {shares['on_topic']:.0%} show a cat "
               f"(SPEC's ranking: {thesis_top['on_topic'] or 0:.0%}), "
               f"{shares['alt_describes']:.0%} have an ALT text that describes them")
         for entry in ranked[:5]:
-            print(f"  P(cat) {entry.final_score:.3f}  {entry.alt or entry.image_url}")
+            print(f"  P(cat) {entry.final_score:.3f}  [{entry.language or '?'}] {entry.alt or entry.image_url}")
     print(f"\noutputs in {out / 'run'}: " + ", ".join(sorted(p.name for p in (out / 'run').iterdir())))
     print(f"ground truth of the demo web in {out / 'web'}")
     (out / "demo.json").write_text(json.dumps({"pages": len(run.pages), "on_topic_pages": on_topic,
                                                 "funnel": funnel, "score_cut": cut, "top": shares,
                                                 "top_thesis": thesis_top, "ranking": DEFAULT_SCORER,
+                                                "collapsed": ranking.collapsed,
                                                 "seconds": seconds}, indent=2))
     return 0
+
+
+def _counts(languages) -> str:
+    """``en 290, ? 10``: how many of each language (``?``: unknown), most first."""
+    from collections import Counter
+
+    return ", ".join(f"{lang or '?'} {n}" for lang, n in Counter(languages).most_common()) or "none"
 
 
 def register(sub: argparse._SubParsersAction) -> None:

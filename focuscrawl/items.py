@@ -26,6 +26,7 @@ class PageItem(scrapy.Item):
     links = scrapy.Field()  # number of out-links found
     images = scrapy.Field()  # number of <img> elements on the page
     near_duplicate_of = scrapy.Field()  # URL of an earlier near-identical page, or None
+    language = scrapy.Field()  # ISO 639-1 code of the text's language ("": unknown)
 
 
 class ImageItem(scrapy.Item):
@@ -62,3 +63,4 @@ class ImageItem(scrapy.Item):
     record_path = scrapy.Field()
     first_seen = scrapy.Field()  # order of first sighting in the crawl
     near_duplicate_page = scrapy.Field()  # page is a near-duplicate (images marked, not skipped)
+    language = scrapy.Field()  # of its ALT text, else title, else parent-0 context, else page ("": unknown)

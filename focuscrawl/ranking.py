@@ -5,8 +5,11 @@ repeated image URLs keeping the first seen, sort ascending (lower = more on topi
 take the top N. With a topic bundle (``--topic``, or the one the crawl used) the final
 score is first replaced by the bundle's calibrated P(on topic) (``focuscrawl.topic.images``),
 cut at the calibrated probability and sorted high to low; ``--scoring thesis`` (or
-``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's ranking exactly. ``focuscrawl.export`` writes
-the ranked entries as TSV, JSON lines, Parquet or WebDataset tar shards.
+``FOCUSCRAWL_SCORING=thesis``) keeps SPEC's score and cut. Near-duplicates (same picture, same
+or near-identical text) are collapsed before the top N unless ``--keep-duplicates``. A scorer
+asked for that cannot run, or a run that cannot say which bundle it was crawled with, is an
+error rather than a silent SPEC ranking. ``focuscrawl.export`` writes the ranked entries as
+TSV, JSON lines, Parquet or WebDataset tar shards.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from focuscrawl import settings as defaults
-from focuscrawl.corpus import CorpusEntry, pair_text
+from focuscrawl.corpus import CorpusEntry, check_run_dir, pair_text
 from focuscrawl.export.cli import add_export_arguments, export_options
 from focuscrawl.export.formats import export, shard_pattern
 from focuscrawl.output.stats import read_stats
@@ -31,6 +34,8 @@ DEFAULT_SCORE_MAX = float(defaults.FOCUSCRAWL_SCORE_MAX)
 THESIS = "thesis"
 #: ``thesis`` = SPEC's ranking; the others are topic bundle scorers (focuscrawl.topic.model.SCORERS)
 SCORING_CHOICES = (THESIS,) + SCORERS
+#: a pair text shorter than this says too little to call two images duplicates by their texts
+DUPLICATE_TEXT_MIN_WORDS = 4
 
 
 @dataclass
@@ -42,12 +47,14 @@ class RankStats:
     cut: int = 0  # within [min, max]
     unique: int = 0  # after dropping repeated image URLs
     filtered: dict[str, int] = field(default_factory=dict)  # dropped by optional filters
-    collapsed: int | None = None  # near-duplicates collapsed (None: not asked for)
+    collapsed: int | None = None  # near-duplicates collapsed (None: kept, --keep-duplicates)
     ranked: int = 0  # after top N
+    damaged_records: int = 0  # info records unreadable or of the wrong shape (context unknown)
 
     def as_dict(self) -> dict:
         result = {"initial": self.initial, "no_score": self.no_score, "score_cut": self.cut,
-                  "unique": self.unique, "filtered": dict(self.filtered), "ranked": self.ranked}
+                  "unique": self.unique, "filtered": dict(self.filtered), "ranked": self.ranked,
+                  "damaged_records": self.damaged_records}
         if self.collapsed is not None:
             result["collapsed"] = self.collapsed
         return result
@@ -57,20 +64,21 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
          score_min: float = DEFAULT_SCORE_MIN, score_max: float = DEFAULT_SCORE_MAX,
          filters: dict[str, Callable[[CorpusEntry], bool]] | None = None,
          stats: RankStats | None = None,
-         collapse: Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]] | None = None,
+         collapse: Callable[[list[CorpusEntry], int | None], tuple[list[CorpusEntry], int]] | None = None,
          descending: bool = False) -> list[CorpusEntry]:
     """Score cut, dedupe by image URL (first seen wins), optional drop filters, ascending sort
     (``descending`` for probabilities: higher = more on topic), optional near-duplicate
     collapse, top N.
 
     ``filters`` maps a name to a predicate that returns True for entries to *drop*;
-    their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and
-    returns ``(kept, number collapsed)``. Ties keep crawl order.
+    their counts land in ``stats.filtered``. ``collapse`` takes the sorted entries and the top N
+    and returns ``(kept, number collapsed)``. Ties keep crawl order.
     """
     stats = stats if stats is not None else RankStats()
     kept: list[CorpusEntry] = []
     for entry in entries:
         stats.initial += 1
+        stats.damaged_records += bool(entry.record_error)  # read by a rescoring before the cut
         if entry.final_score is None:
             stats.no_score += 1
             continue
@@ -92,18 +100,24 @@ def rank(entries: Iterable[CorpusEntry], top: int | None = None,
     sign = -1.0 if descending else 1.0
     unique.sort(key=lambda e: (sign * e.final_score, e.first_seen))
     if collapse is not None:
-        unique, stats.collapsed = collapse(unique)
+        unique, stats.collapsed = collapse(unique, top)
     ranked = unique[:top] if top is not None else unique
     stats.ranked = len(ranked)
     return ranked
 
 
-def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]], tuple[list[CorpusEntry], int]]:
-    """A ``collapse`` for ``rank``: same picture by perceptual hash of the downloaded file, or
-    near-identical pair text (``pair_text``) by SimHash (``focuscrawl.dedup.collapse``); the
-    best-scored stays. The pair text, not the page context, so that gallery images sharing one
-    parent element are not taken for duplicates. Flat one-colour pictures (placeholders,
-    the synthetic test web) have no pHash (``phash_bytes`` gives None): compared by text only."""
+def near_duplicate_collapser(run_dir: str | Path, stats: RankStats | None = None
+                             ) -> Callable[[list[CorpusEntry], int | None], tuple[list[CorpusEntry], int]]:
+    """A ``collapse`` for ``rank`` (its default): same picture by perceptual hash of the
+    downloaded file, or the same or near-identical pair text (``pair_text``) by SimHash
+    (``focuscrawl.dedup.collapse``); the better-ranked stays, in ranking order. The pair text, not
+    the page context, so that gallery images sharing one parent element are not taken for
+    duplicates. Flat one-colour pictures (placeholders, the synthetic test web) have no pHash
+    (``phash_bytes`` gives None): compared by text only. Texts that say nothing of the picture
+    (an auto-generated ALT such as ``wp-content-uploads-2012-09-img_1082`` or ``Photo``, or fewer
+    than ``DUPLICATE_TEXT_MIN_WORDS`` words) are shared by different pictures: those images are
+    compared by picture only. Damaged info records met on the way are counted in ``stats``."""
+    from focuscrawl.altfilter import is_generated_alt
     from focuscrawl.corpus import fill_context
     from focuscrawl.dedup.collapse import collapse_near_duplicates
     from focuscrawl.dedup.image_hash import ImageHashError, phash_bytes
@@ -117,19 +131,29 @@ def near_duplicate_collapser(run_dir: str | Path) -> Callable[[list[CorpusEntry]
         except (ImageHashError, OSError):
             return None
 
-    def collapse(entries: list[CorpusEntry]) -> tuple[list[CorpusEntry], int]:
-        fill_context((e for e in entries if not (e.alt or e.title)), run_dir)
-        rows = [{"entry": e, "final_score": e.final_score, "image_phash": phash(e),
-                 "context_text": pair_text(e)} for e in entries]
-        kept, collapsed = collapse_near_duplicates(rows)
-        return [r["entry"] for r in kept], collapsed
+    def descriptive(entry: CorpusEntry) -> str | None:
+        if not (entry.alt or entry.title):  # the context is the pair text: read only for entries visited
+            damaged = fill_context([entry], run_dir)
+            if stats is not None:
+                stats.damaged_records += damaged
+        text = pair_text(entry)
+        if len(text.split()) < DUPLICATE_TEXT_MIN_WORDS or is_generated_alt(text):
+            return None
+        return text
+
+    def collapse(entries: list[CorpusEntry], limit: int | None = None) -> tuple[list[CorpusEntry], int]:
+        # the entries come best first (ascending SPEC scores, descending probabilities): one score
+        # for all keeps their order (ties keep input order); hashes only of the entries visited
+        # before the top N is full
+        return collapse_near_duplicates(entries, score=lambda _: 0, image_hash=phash, text=descriptive, limit=limit)
 
     return collapse
 
 
 def add_ranking_arguments(p) -> None:
-    """``--min --max --topic --scoring``: how a run's images are scored and cut, the same for
-    ``rank`` and ``annotate serve`` (``resolve_scoring`` and ``rank_run`` read them)."""
+    """``--min --max --topic --scoring --keep-duplicates``: how a run's images are scored, cut and
+    collapsed, the same for ``rank`` and ``annotate serve`` (``resolve_scoring``, ``rank_run`` and
+    ``near_duplicate_collapser`` read them)."""
     p.add_argument("--min", type=float, default=None, dest="score_min",
                    help=f"lowest final score kept (thesis: {DEFAULT_SCORE_MIN:g}; a topic scorer: a probability, "
                         "default the bundle's calibrated cut)")
@@ -140,6 +164,9 @@ def add_ranking_arguments(p) -> None:
     p.add_argument("--scoring", default=None, choices=SCORING_CHOICES,
                    help="thesis = SPEC's weighted perplexity and cut; otherwise a bundle scorer's P(on topic) "
                         "(default: $FOCUSCRAWL_SCORING, else the FOCUSCRAWL_SCORING setting)")
+    p.add_argument("--keep-duplicates", action="store_true",
+                   help="keep near-duplicates (by default only the best-ranked of images with the same picture "
+                        "by perceptual hash, or the same or near-identical text by SimHash, is kept)")
 
 
 def register(sub) -> None:
@@ -149,10 +176,8 @@ def register(sub) -> None:
     add_ranking_arguments(p)
     p.add_argument("--drop-generated-alt", action="store_true",
                    help="drop images whose ALT text looks auto-generated (file names, paths, camera names)")
-    p.add_argument("--collapse-near-duplicates", action="store_true",
-                   help="keep only the best-scored of near-duplicate pairs (same picture by perceptual hash, "
-                        "or near-identical context text by SimHash)")
     add_export_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line (for scripts)")
     p.set_defaults(func=cmd_rank)
 
 
@@ -181,26 +206,51 @@ def _crawl_drops_text(run_dir: Path, top: int = 3) -> str:
 
 
 def run_topic_bundle(run_dir: str | Path) -> str | None:
-    """The topic bundle a crawl used (``focuscrawl/topic/bundle`` in its stats.json), if any."""
+    """The topic bundle a crawl used (``focuscrawl/topic/bundle`` in its stats.json, or in every
+    part's of a merged run), None if it used none. Raises ``ValueError`` when the run cannot say
+    (stats.json missing or not readable) or names a bundle that is gone: ranking such a run by
+    SPEC would silently give another corpus than the crawl's bundle would."""
+    path = Path(run_dir) / "stats.json"
+    advice = "give --topic DIR, or --scoring thesis for SPEC's ranking"
     try:
-        stats = read_stats(Path(run_dir) / "stats.json")
-    except (OSError, ValueError):
+        stats = read_stats(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path} is missing, so whether the crawl used a topic bundle is unknown; {advice}") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path} is not readable ({str(exc).splitlines()[0][:120]}); {advice}") from None
+    parts = stats.get("parts")
+    named = {part.get("focuscrawl/topic/bundle") for part in parts.values() if isinstance(part, dict)} \
+        if isinstance(parts, dict) else {stats.get("focuscrawl/topic/bundle")}
+    named.discard(None)
+    if len(named) > 1:
+        raise ValueError(f"{path}: the merged parts used different topic bundles ({', '.join(sorted(map(str, named)))}); "
+                         f"{advice}")
+    if not named:
         return None
-    value = stats.get("focuscrawl/topic/bundle")
-    return value if value and (Path(value) / "bundle.json").is_file() else None
+    value = str(named.pop())
+    if not (Path(value) / "bundle.json").is_file():
+        raise ValueError(f"the crawl's topic bundle {value} (in {path}) is gone; {advice}")
+    return value
 
 
 def resolve_scoring(scoring: str | None, topic: str | None, run_dir: str | Path) -> tuple[str, str | None]:
-    """``(scoring, bundle)``: ``thesis`` without a bundle (said on stderr when a scorer was asked for)."""
+    """``(scoring, bundle)``. A run crawled without a bundle is ranked by SPEC (said on stderr)
+    unless a topic scorer was asked for (``--scoring`` or $FOCUSCRAWL_SCORING): that cannot
+    run, so it is an error, as is a run that cannot say which bundle it used."""
     import os
     import sys
 
-    scoring = scoring or os.environ.get("FOCUSCRAWL_SCORING") or defaults.FOCUSCRAWL_SCORING
+    asked = scoring or os.environ.get("FOCUSCRAWL_SCORING")
+    scoring = asked or defaults.FOCUSCRAWL_SCORING
     if scoring not in SCORING_CHOICES:
         raise ValueError(f"unknown scoring {scoring!r} (choose from {', '.join(SCORING_CHOICES)})")
     if scoring == THESIS:
         return THESIS, None
+    check_run_dir(run_dir)  # not a run directory: say so, not that its stats.json is missing
     bundle = topic or run_topic_bundle(run_dir)
+    if bundle is None and asked:
+        raise ValueError(f"scoring {scoring!r} needs a topic bundle and the crawl used none (stats.json): "
+                         f"give --topic DIR, or --scoring thesis")
     if bundle is None:
         print(f"focuscrawl rank: no topic bundle (--topic DIR, or a crawl with -a topic=DIR): "
               f"ranking by SPEC's weighted perplexity and cut [{DEFAULT_SCORE_MIN:g}, {DEFAULT_SCORE_MAX:g}]",
@@ -250,12 +300,15 @@ def cmd_rank(args) -> int:
     if args.drop_generated_alt:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
     stats = RankStats()
-    collapse = near_duplicate_collapser(args.run_dir) if args.collapse_near_duplicates else None
+    collapse = None if args.keep_duplicates else near_duplicate_collapser(args.run_dir, stats)
     ranked, (score_min, score_max) = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min,
                                               args.score_max, filters, stats, collapse)
-    fill_context(ranked, args.run_dir)
+    stats.damaged_records += fill_context(ranked, args.run_dir)
     extra_scores = [] if scoring == THESIS else rescored_score_names(scoring)
     exported = export(ranked, args.run_dir, options, extra_scores)
+    if stats.damaged_records:
+        logger.warning("rank: skipped %d damaged info record(s) (unreadable or of the wrong shape); their images "
+                       "were ranked without context text", stats.damaged_records)
     if not ranked:
         logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
                        _crawl_drops_text(Path(args.run_dir)))
@@ -265,5 +318,28 @@ def cmd_rank(args) -> int:
         summary["images"] = options.images.as_dict()
     if options.fmt == "webdataset":
         summary["shards"] = shard_pattern(options.output)
-    print(json.dumps(summary))
+    print(json.dumps(summary) if args.json else rank_summary_text(summary, options.fmt, str(options.output)))
     return 0
+
+
+def rank_summary_text(summary: dict, fmt: str, output: str) -> str:
+    """What ``rank`` did, for a person: where the corpus went, by what it was ranked, the funnel."""
+    lo, hi = summary["score_range"]
+    if summary["scoring"] == THESIS:
+        how = f"SPEC's weighted perplexity, ascending, cut [{lo:g}, {hi:g}]"
+    else:
+        how = f"P(on topic) under the {summary['scoring']} scorer of {summary['topic']}, high to low, cut at P >= {lo:.3g}"
+    steps = [f"{summary['initial']:,} images in images.tsv", f"{summary['score_cut']:,} within the cut",
+             f"{summary['unique']:,} distinct URLs"]
+    steps += [f"{n:,} dropped as {name.replace('_', ' ')}" for name, n in summary["filtered"].items()]
+    if "collapsed" in summary:
+        steps.append(f"{summary['collapsed']:,} near-duplicates collapsed")
+    steps.append(f"{summary['ranked']:,} ranked")
+    lines = [f"rank: {summary['written']:,} images written to {summary.get('shards', output)} ({fmt})",
+             f"  ranked by {how}", "  " + " -> ".join(steps)]
+    if summary["no_score"]:
+        lines.append(f"  {summary['no_score']:,} images without a score (no words to score) were left out")
+    if summary["written"] < summary["ranked"]:
+        why = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in summary["status"].items() if k != "success" and v)
+        lines.append(f"  {summary['ranked'] - summary['written']:,} ranked images not written" + (f": {why}" if why else ""))
+    return "\n".join(lines)

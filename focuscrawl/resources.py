@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -63,6 +64,14 @@ def default_topic_path() -> Path:
                 (folder / item.name).write_bytes(item.read_bytes())
             _cache[BUNDLED_TOPIC] = folder
     return _cache[BUNDLED_TOPIC]
+
+
+def user_cache_dir() -> Path:
+    """focuscrawl's per-user cache (``$XDG_CACHE_HOME/focuscrawl``, by default
+    ``~/.cache/focuscrawl``): files a command can rebuild, never written into the installed
+    package (read-only installs, one install shared by several users)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "focuscrawl"
 
 
 def project_settings(overrides: dict | None = None) -> Settings:

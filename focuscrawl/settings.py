@@ -133,6 +133,13 @@ DEPTH_LIMIT = 0
 #: The backstop against traps no URL rule sees (link generators, session ids): a
 #: focused crawl wants many topical hosts, not one host's every page.
 FOCUSCRAWL_MAX_PAGES_PER_HOST = 500
+#: Pages fetched per registered domain at most, all its hosts together (public-suffix
+#: aware, tldextract's bundled list, no download: ``a.b.example.co.uk`` counts for
+#: ``example.co.uk``, ``x.github.io`` is its own); 0 = unlimited. The backstop against
+#: subdomain traps (``n.example.com`` for ever), which the per-host cap never ends.
+#: **Choice**: 4 per-host caps, so a site with a few busy hosts (www, blog, shop) keeps
+#: its pages.
+FOCUSCRAWL_MAX_PAGES_PER_DOMAIN = 2000
 #: Longest URL (Scrapy's UrlLengthMiddleware), a path segment repeated more often than
 #: this (/a/b/a/b/a/b), more path segments than this (paths that grow without
 #: repeating, /x1/x2/x3/...; Heritrix rejects over 20), distinct query strings per host+path.
@@ -330,6 +337,26 @@ SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
 #: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
 #: loses the requests it had queued).
 FOCUSCRAWL_FRONTIER_JOURNAL = True
+
+# --- Language (issue #30; docs/CORPUS.md "Language", focuscrawl.text.language) ----------
+#: The corpus's languages (ISO 639-1 codes, comma-separated, e.g. "en,de"). A page whose
+#: text is in another language is crawled through (its links are followed, with the score
+#: of the link that led to it) but its text is not scored; an image whose ALT (or title)
+#: text, else parent-0 context, else page, is in another language is dropped (`other_language`). "" = the
+#: topic bundle's language (recorded at `topic build`: FOCUSCRAWL_TOPIC, else the bundled
+#: cats bundle when no FOCUSCRAWL_MODEL is set; no filter for a bundle without one or a
+#: custom model without a bundle); "any" = no filter. Languages are identified (columns
+#: `language` of pages.tsv, images.tsv and the exports) either way.
+FOCUSCRAWL_LANGUAGES = ""
+#: py3langid's normalised probability under which a text's language is unknown (an empty
+#: `language` cell; an unknown language is never filtered). 0.5 dropped none of 2,800 real
+#: English ALT texts and captions and 84% of ALT-length non-English snippets
+#: (benchmarks/language_id.py, docs/CORPUS.md).
+FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE = 0.5
+#: The first characters of a page's text its language is identified from: py3langid's
+#: time grows with the length (a pure-Python walk over the bytes); from 300, 72 of the 73
+#: benchmark pages were identified and 1 left unknown, none wrong (docs/CORPUS.md).
+FOCUSCRAWL_LANGUAGE_TEXT_CHARS = 300
 
 # --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
 #: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and

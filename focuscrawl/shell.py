@@ -10,7 +10,13 @@ Prints the page's document perplexity and keyword score (and, with a topic bundl
 calibrated P(on topic) under every scorer), then every out-link with anchor perplexity,
 anchor keyword score, link score, bucket, priority and whether the crawl follows it
 (with a link learner, or in mode ``learning``: the learned score next to the thesis's,
-and the priority the learning crawl gives), then every ``<img>`` with its
+and the priority the learning crawl gives) — ``follow`` only for a link the crawl would
+request: links out of scope (``offsite``, ``rejected``, ``path trap``, ``too long``, ``too
+deep`` past ``DEPTH_LIMIT``) and
+links the host's robots.txt forbids (``robots.txt``; fetched once per host, as the crawl
+does, when ``ROBOTSTXT_OBEY``) say so, and so do kept images whose download robots.txt
+or the allowed domains refuse; drops that depend on what the crawl has seen before
+(duplicates, a host's page cap, query variants) are not shown — then every ``<img>`` with its
 ALT/title/context scores, final score, P(on topic) (the ranking's score, ``focuscrawl
 rank``) and keep/drop reason; computed by the same functions as the crawl and the ranking.
 """
@@ -19,11 +25,13 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
+from urllib.parse import urlsplit
 
 from scrapy.http import HtmlResponse, Response
 from scrapy.settings import BaseSettings
 
+from scrapy.utils.misc import load_object
 from scrapy.utils.response import get_base_url
 
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
@@ -53,10 +61,57 @@ def _learner(learner, settings: BaseSettings):
     return learner
 
 
+def fetch_robots(url: str, user_agent: str) -> bytes | None:
+    """The body of ``url`` (any status, as Scrapy parses it), or None when it cannot be fetched."""
+    import urllib.error
+    import urllib.request
+
+    try:  # honours http_proxy like the crawl's HttpProxyMiddleware
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": user_agent}),
+                                    timeout=10) as answer:
+            return answer.read()
+    except urllib.error.HTTPError as exc:
+        return exc.read()
+    except (OSError, ValueError):
+        return None
+
+
+class RobotsRules:
+    """robots.txt as the crawl's ``RobotsTxtMiddleware`` applies it: one fetch per scheme and
+    host, parsed by ``ROBOTSTXT_PARSER``, matched with ``ROBOTSTXT_USER_AGENT`` or
+    ``USER_AGENT``; a robots.txt that cannot be fetched forbids nothing."""
+
+    def __init__(self, obey: bool, parser: type, user_agent: str,
+                 fetch: Callable[[str, str], bytes | None] = fetch_robots) -> None:
+        self.obey = obey
+        self.parser = parser
+        self.user_agent = user_agent
+        self.fetch = fetch
+        self.parsers: dict[str, object] = {}
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings, fetch: Callable[[str, str], bytes | None] = fetch_robots):
+        return cls(settings.getbool("ROBOTSTXT_OBEY"), load_object(settings["ROBOTSTXT_PARSER"]),
+                   settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"), fetch)
+
+    def allowed(self, url: str) -> bool:
+        if not self.obey:
+            return True
+        parts = urlsplit(url)
+        root = f"{parts.scheme}://{parts.netloc}"
+        if root not in self.parsers:
+            body = self.fetch(f"{root}/robots.txt", self.user_agent)
+            self.parsers[root] = None if body is None else self.parser.from_crawler(None, body)
+        parser = self.parsers[root]
+        return parser is None or parser.allowed(url, self.user_agent)
+
+
 def explain_links(response: Response, settings: BaseSettings | None = None, mode: str | None = None,
-                  scorer=None, learner=None) -> tuple[float | None, float, list[tuple[str, str, LinkDecision, str]]]:
+                  scorer=None, learner=None, robots: RobotsRules | None = None) -> tuple[float | None, float, list[tuple[str, str, LinkDecision, str]]]:
     """(document PP, keyword score, [(url, anchor, decision, scope verdict)]) of ``response``;
-    with ``learner`` (or in mode ``learning``) each decision carries the learned score."""
+    with ``learner`` (or in mode ``learning``) each decision carries the learned score; the
+    verdict is empty for a link the crawl requests, else why it drops it (``robots``: the
+    robots.txt rules, by default fetched as the crawl fetches them)."""
     settings = _settings(settings).copy()
     if mode:
         settings.set("FOCUSCRAWL_MODE", mode, priority="cmdline")
@@ -79,6 +134,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
     max_repeats = settings.getint("FOCUSCRAWL_MAX_PATH_REPEATS")
     max_segments = settings.getint("FOCUSCRAWL_MAX_PATH_SEGMENTS")
+    robots = robots or RobotsRules.from_settings(settings)
     rows = []
     for url, anchor in page.links.items():
         if allowed and not domain_allowed(url.split("/")[2].split(":")[0], allowed):
@@ -89,10 +145,15 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
             scope = "path trap"
         elif len(url) > settings.getint("URLLENGTH_LIMIT"):
             scope = "too long"
+        elif 0 < settings.getint("DEPTH_LIMIT") < depth + 1:  # Scrapy's DepthMiddleware
+            scope = "too deep"
         else:
             scope = ""
-        rows.append((url, anchor, ranker.decide(doc_value, anchor, depth + 1, url=url, parent_url=response.url,
-                                                parent_topicality=topicality, grandparent_topicality=grand), scope))
+        decision = ranker.decide(doc_value, anchor, depth + 1, url=url, parent_url=response.url,
+                                 parent_topicality=topicality, grandparent_topicality=grand)
+        if not scope and decision.followed and not robots.allowed(url):  # requested, then refused
+            scope = "robots.txt"
+        rows.append((url, anchor, decision, scope))
     return doc.perplexity, doc.keyword_score, rows
 
 
@@ -129,14 +190,25 @@ def explain_images(response: HtmlResponse, settings: BaseSettings | None = None,
     return rows
 
 
+def _download_verdict(src: str, robots: RobotsRules, allowed: list[str]) -> str:
+    """What the image download does with an image the HTML rules keep: it obeys robots.txt
+    and the allowed domains too (``images/failed/filtered``, OUTPUT.md)."""
+    if allowed and not domain_allowed(urlsplit(src).hostname or "", allowed):
+        return "offsite"
+    return "keep" if robots.allowed(src) else "robots.txt"
+
+
 def explain(response: Response, settings: BaseSettings | None = None, mode: str | None = None,
-            out: TextIO | None = None, learner=None) -> None:
+            out: TextIO | None = None, learner=None, robots: RobotsRules | None = None) -> None:
     """Print the document perplexity, every link's score (and learned score), bucket and
     decision, and every image's scores and keep/drop reason. ``learner``: a
-    ``LinkLearner`` or the path of one a crawl saved (``RUN_DIR/link_learner.pkl``)."""
+    ``LinkLearner`` or the path of one a crawl saved (``RUN_DIR/link_learner.pkl``).
+    A link's decision is ``follow`` only when the crawl would request it (robots.txt and
+    scope included); ``robots``: the robots.txt rules (default: fetched per host)."""
     out = out or sys.stdout
     settings = _settings(settings)
-    doc_pp, kw, rows = explain_links(response, settings, mode, learner=learner)
+    robots = robots or RobotsRules.from_settings(settings)
+    doc_pp, kw, rows = explain_links(response, settings, mode, learner=learner, robots=robots)
     model = topic_model_from_settings(settings)
     print(f"page {response.url}\n  document perplexity {_num(doc_pp)}, keyword score {kw:.4f}, "
           f"{len(rows)} links", file=out)
@@ -154,6 +226,7 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
               f"{d.priority if d.followed else '':>5} {_num(d.anchor_perplexity):>10} "
               f"{_num(d.anchor_keyword_score):>9}  {url}  [{anchor[:60]}]", file=out)
     images = explain_images(response, settings)
+    allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
     print(f"  {len(images)} images", file=out)
     print(f"  {'decision':<16} {'final':>9} {'from':<14} {'ALT PP':>9} {'ALT wPP':>9} {'parent-1 wPP':>12} "
           f"{'P(topic)':>8}  src  [alt]", file=out)
@@ -164,6 +237,6 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
         parent = (parents[0].get("scores") or {}).get("weighted") if parents else None
         value = item_logit(model, item) if model is not None and item else None
         prob = None if value is None else sigmoid(value)
-        print(f"  {d.reason or 'keep':<16} {_num(score):>9} {label or '-':<14} {_num(alt.get('perplexity')):>9} "
+        print(f"  {d.reason or _download_verdict(d.src, robots, allowed):<16} {_num(score):>9} {label or '-':<14} {_num(alt.get('perplexity')):>9} "
               f"{_num(alt.get('weighted')):>9} {_num(parent):>12} {_num(prob):>8}  {d.src}  "
               f"[{(item.get('alt') or '')[:50]}]", file=out)

@@ -7,6 +7,7 @@ is left out: a rule applies to http and https alike.
 """
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter, OrderedDict
 from functools import lru_cache
 from typing import Iterable
@@ -67,6 +68,31 @@ class SurtRules:
         parts = urlsplit(url) if isinstance(url, str) else url
         by_host, by_path = self._for_host(parts.hostname or "")
         return by_host or (by_path and surt(parts).startswith(self.prefixes))
+
+
+@lru_cache(maxsize=1)
+def _public_suffixes():
+    """tldextract with the Public Suffix List snapshot bundled in its package (private suffixes
+    such as github.io included): no download (``suffix_list_urls=()``), no cache folder."""
+    import tldextract
+
+    return tldextract.TLDExtract(cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True)
+
+
+@lru_cache(maxsize=65536)
+def registered_domain(host: str) -> str:
+    """The registered domain of a host name, public-suffix aware (``a.b.example.co.uk`` ->
+    ``example.co.uk``, ``x.github.io`` itself); a name under no known suffix (``.test``,
+    ``localhost``) -> its last two labels; an IP address -> itself."""
+    host = host.lower().strip(".").strip("[]")
+    domain = _public_suffixes()(host).top_domain_under_public_suffix
+    if domain:
+        return domain
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return ".".join(host.split(".")[-2:])
 
 
 def domain_allowed(host: str, allowed: Iterable[str]) -> bool:

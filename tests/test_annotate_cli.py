@@ -103,3 +103,24 @@ def test_stats_tables_and_tsv(tmp_path, capsys):
     assert rows[1][3] == "alt 0" and rows[1][6:8] == ["Cat", "1"]
     assert rows[3][6] == "" and rows[3][5] == "Other,Animal,Living being"
     assert main(["annotate", "stats", "--db", str(tmp_path / "none.sqlite3")]) == 2
+
+
+def test_serve_loads_the_ranking_without_near_duplicates_as_rank(tmp_path):
+    """Annotators saw the same caption twice: the app loads what `rank` exports, duplicates collapsed."""
+    from focuscrawl.annotate.cli import load_ranked_images
+    from focuscrawl.cli import build_parser
+
+    caption = "A cat eating a bird it has caught."
+    run_dir = make_run_dir(tmp_path / "run", [{"url": "http://a.org/1.jpg", "score": 5, "alt": caption},
+                                              {"url": "http://b.org/2.jpg", "score": 6, "alt": caption},
+                                              {"url": "http://c.org/3.jpg", "score": 7, "alt": "two dogs on a beach"}])
+
+    def load(name: str, *options: str) -> set[str]:
+        db = AnnotationDB(tmp_path / name)
+        args = build_parser().parse_args(["annotate", "serve", str(run_dir), "--db", str(db.path), "--scoring",
+                                          "thesis", *options])
+        load_ranked_images(db, args)
+        return {i.image_url for i in db.items_by_id().values()}
+
+    assert load("a.sqlite3") == {"http://a.org/1.jpg", "http://c.org/3.jpg"}
+    assert load("b.sqlite3", "--keep-duplicates") == {"http://a.org/1.jpg", "http://b.org/2.jpg", "http://c.org/3.jpg"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import socket
 import stat
 import threading
 from urllib.parse import urlencode
@@ -11,6 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from focuscrawl.annotate.db import AnnotationDB, InvalidUserName, UserExists, parse_item_id
+from focuscrawl.annotate.web import AnnotationServer, create_app
 from tests.support.annotate import Client, logged_in, running_app
 from tests.support.runfixture import make_run_dir
 
@@ -135,6 +137,23 @@ def test_user_names_are_normalised_and_look_alikes_refused(tmp_path):
     assert [u["name"] for u in db.users()] == ["ace", "admin", "борис"]
 
 
+def test_accented_and_dotless_look_alikes_and_punctuation_names_refused(tmp_path):
+    """Issue #31: 'ālice' (a with macron) and 'alıce' (dotless i) were accepted next to 'alice',
+    and so were the names '-' and '.'."""
+    db = AnnotationDB(tmp_path / "u.sqlite3")
+    db.add_user("alice", "alice-password")
+    for twin in ["\u0101lice", "al\u0131ce", "a\u0301lice", "ALICE"]:
+        with pytest.raises(UserExists):
+            db.add_user(twin, "other-password")
+    for bad in ["-", ".", "_", "..", "-alice", "bob."]:
+        with pytest.raises(InvalidUserName):
+            db.add_user(bad, "other-password")
+    db.add_user("jo.ann-2", "joann-password")  # punctuation inside a name is fine
+    db.add_user("łukasz", "lukasz-password")
+    with pytest.raises(UserExists):
+        db.add_user("lukasz", "other-password")
+
+
 def test_admin_page_names_the_refusal(app):
     db, port, _ = app
     boss = logged_in(port, "boss")
@@ -156,3 +175,105 @@ def test_oversized_form_is_413(app):
     status, _, body = client.post("/answer", {"csrf": client.csrf(), "item": 1, "image": 0, "text": 0,
                                               "pad": "x" * 100_000})
     assert status == 413 and "Request too large." in body
+
+
+def _socket(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=30)
+
+
+def test_slow_and_silent_clients_do_not_block_a_normal_client(app):
+    """Issue #31: 100 silent connections, or 16 that send one header line every few seconds,
+    held every cheroot worker thread (each read waits 10 s), so GET /login timed out for as
+    long as they stayed. Now a connection reaches a worker only with its whole header block."""
+    _, port, _ = app
+    silent = [_socket(port) for _ in range(100)]
+    slow = [_socket(port) for _ in range(16)]
+    stop = threading.Event()
+
+    def drip() -> None:
+        for sock in slow:
+            sock.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        while not stop.wait(0.5):
+            for sock in slow:
+                try:
+                    sock.sendall(b"X-Slow: 1\r\n")
+                except OSError:
+                    pass
+
+    dripper = threading.Thread(target=drip, daemon=True)
+    dripper.start()
+    try:
+        for _ in range(3):  # while the slow clients are connected and sending
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/login")
+            resp = conn.getresponse()
+            assert resp.status == 200 and b"password" in resp.read()
+            conn.close()
+    finally:
+        stop.set()
+        dripper.join(5)
+        for sock in silent + slow:
+            sock.close()
+
+
+def test_a_header_that_never_ends_is_closed_at_the_header_deadline(tmp_path):
+    """A client that keeps sending header lines is cut off after ``header_timeout`` seconds
+    (it holds no worker thread meanwhile), a silent one after cheroot's idle ``timeout``."""
+    db = AnnotationDB(tmp_path / "db.sqlite3", per_image=1)
+    server = AnnotationServer(create_app(db, tmp_path), port=0, header_timeout=1.0, timeout=1.0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        slow, silent = _socket(server.server_port), _socket(server.server_port)
+        slow.sendall(b"GET /login HTTP/1.1\r\n")
+        closed = {}
+        for _ in range(40):  # up to 8 s: closed after about 1 s
+            for name, sock in (("slow", slow), ("silent", silent)):
+                if name in closed:
+                    continue
+                try:
+                    if name == "slow":
+                        sock.sendall(b"X-Slow: 1\r\n")
+                    sock.settimeout(0.2)
+                    data = sock.recv(4096)
+                    if data == b"":
+                        closed[name] = True
+                except socket.timeout:
+                    pass
+                except OSError:
+                    closed[name] = True
+            if len(closed) == 2:
+                break
+        assert closed == {"slow": True, "silent": True}
+        slow.close()
+        silent.close()
+    finally:
+        server.shutdown()
+        thread.join(5)
+
+
+def test_a_huge_header_line_is_refused_without_reading_it(app):
+    """One header line of (here up to) 8 MiB: the server answers 413 and closes after its
+    header bound (64 KiB) instead of reading (and keeping) the whole line (issue #31: a
+    300 MiB line grew the server from 278 MB to 1.18 GB)."""
+    _, port, _ = app
+    sock = _socket(port)
+    sock.settimeout(10)
+    sock.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Huge: ")
+    sent, piece = 0, b"a" * 65536
+    try:
+        while sent < 8 * 1024 * 1024:
+            sock.sendall(piece)
+            sent += len(piece)
+    except OSError:  # the server closed the connection: the rest is not read
+        pass
+    answer = b""
+    try:
+        while chunk := sock.recv(65536):
+            answer += chunk
+    except OSError:
+        pass
+    sock.close()
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert sent < 8 * 1024 * 1024  # cut off long before the whole line
+    assert Client(port).get("/login")[0] == 200

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -18,10 +19,11 @@ from PIL import Image
 
 from focuscrawl.resources import default_keywords_path, default_model_path
 from tests.support.archives import write_warc
-from tests.support.localweb import png_bytes
+from tests.support.localweb import LocalWeb, link_site, png_bytes
 from tests.support.net import free_port
 
 FOCUSCRAWL = str(Path(sys.executable).with_name("focuscrawl"))
+SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 TEXT = "The cat sleeps on the sofa and the kitten plays with the cat toy all day long."
 ARTICLE = f"<html><body><nav>Home News</nav><article><h1>Cats</h1><p>{TEXT}</p><p>{TEXT}</p></article></body></html>"
 
@@ -122,7 +124,7 @@ def test_warc_then_run_directory_commands(tmp_path, empty):
         ("http://a.test/cat.png", [("Content-Type", "image/png")], png_bytes(640, 480)),
     ])
     run_dir = tmp_path / "out"
-    proc = run(empty, "warc", str(warc), "-o", str(run_dir))
+    proc = run(empty, "warc", str(warc), "-o", str(run_dir), "--json")
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["finish_reason"] == "finished" and summary["focuscrawl/pages/written"] == 1
     run(empty, "rank", str(run_dir), "--min", "0", "--max", "1e9", "--format", "jsonl",
@@ -142,3 +144,55 @@ def test_warc_then_run_directory_commands(tmp_path, empty):
     port = free_port()
     serve(empty, ["annotate", "serve", str(run_dir), "--db", db, "--port", str(port)],
           f"http://127.0.0.1:{port}/login")
+
+
+def no_project_env(tmp_path: Path) -> dict[str, str]:
+    """This environment without any Scrapy project: no SCRAPY_SETTINGS_MODULE, no user scrapy.cfg."""
+    env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")  # no ~/.config/scrapy.cfg
+    return env
+
+
+def test_the_crawl_from_an_empty_folder(tmp_path, empty):
+    """README "Run the crawl from anywhere": ``focuscrawl crawl`` and ``scrapy crawl focused``
+    outside the checkout (before: "no active project ... crawl command is not available from
+    this location") take the spider's arguments, ``-s`` settings, ``-O`` feeds and a JOBDIR."""
+    env = no_project_env(tmp_path)
+    with LocalWeb(link_site(6)) as web:
+        for name, command in (("focuscrawl", [FOCUSCRAWL, "crawl"]), ("scrapy", [SCRAPY, "crawl", "focused"])):
+            out = tmp_path / name
+            proc = subprocess.run(
+                [*command, "-a", f"seeds={web.base}/p0", "-a", f"output={out / 'run'}", "-a", "mode=keywords",
+                 "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0",
+                 "-s", f"JOBDIR={out / 'job'}", "-O", f"{out / 'items.jsonl'}", "-L", "WARNING"],
+                cwd=empty, env=env, capture_output=True, text=True, timeout=180)
+            assert proc.returncode == 0, f"{name}: {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+            items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
+            assert sorted(item["url"] for item in items) == sorted(f"{web.base}/p{i}" for i in range(6))
+            assert len((out / "run" / "pages.tsv").read_text().splitlines()) == 1 + 6
+            assert (out / "job" / "requests.seen").exists() and (out / "job" / "focuscrawl").is_dir()
+
+
+def test_another_projects_scrapy_cfg_still_wins(tmp_path):
+    """focuscrawl's ``crawl`` is Scrapy's own inside any Scrapy project: a folder with another
+    project's scrapy.cfg runs that project's spiders and settings; ``focuscrawl crawl`` is
+    focuscrawl's there too."""
+    project = tmp_path / "other"
+    (project / "otherbot" / "spiders").mkdir(parents=True)
+    (project / "scrapy.cfg").write_text("[settings]\ndefault = otherbot.settings\n")
+    (project / "otherbot" / "__init__.py").write_text("")
+    (project / "otherbot" / "settings.py").write_text('BOT_NAME = "otherbot"\nSPIDER_MODULES = ["otherbot.spiders"]\n')
+    (project / "otherbot" / "spiders" / "__init__.py").write_text(
+        'import scrapy\n\n\nclass Hello(scrapy.Spider):\n    name = "hello"\n')
+    env = no_project_env(tmp_path)
+    listed = subprocess.run([SCRAPY, "list"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    assert listed.stdout.split() == ["hello"], listed.stderr[-2000:]
+    crawl = subprocess.run([SCRAPY, "crawl", "focused"], cwd=project, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert crawl.returncode != 0 and "Spider not found: focused" in crawl.stderr
+    bot = subprocess.run([SCRAPY, "settings", "--get", "BOT_NAME"], cwd=project, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert bot.stdout.strip() == "otherbot"
+    ours = subprocess.run([FOCUSCRAWL, "crawl", "-a", "seeds=", "-L", "WARNING"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "focused" in ours.stderr and "Spider not found" not in ours.stderr, ours.stderr[-2000:]

@@ -101,3 +101,15 @@ def test_the_scan_finds_what_it_looks_for():
     cls = ast.parse(code).body[0]
     assert _reads_settings(_method(cls, "__init__"))
     assert _patched_attributes(_method(cls, "from_crawler")) == ["o.crawler"]
+
+
+def test_benchmarks_remove_their_temporary_folders():
+    """Benchmarks left ``focuscrawl-*`` folders in the system temp folder: each uses
+    ``tempfile.TemporaryDirectory`` (removed when done, and at exit after an error), never
+    ``mkdtemp``, and writes nowhere in /tmp by default."""
+    import re
+
+    leaks = [f"{path.name}:{n}" for path in sorted((PACKAGE.parent / "benchmarks").glob("*.py"))
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if "mkdtemp(" in line or re.search(r"default=[\"']/tmp/", line)]
+    assert leaks == []

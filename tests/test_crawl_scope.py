@@ -140,6 +140,8 @@ def test_bad_arguments_stop_with_a_clear_message(tmp_path):
         (["-a", "seeds=http://seed.test/", "-a", f"model={tmp_path / 'nope.arpa'}"], "language model not found"),
         (["-a", "seeds=http://seed.test/", "-a", f"model={bad_model}"], "cannot load language model"),
         (["-a", "seeds=http://seed.test/", "-a", f"model={model}", "-a", "extractor=nope"], "unknown text extractor"),
+        (["-a", "seeds=http://seed.test/", "-s", "FOCUSCRAWL_LANGUAGES=en,xx"],
+         "FOCUSCRAWL_LANGUAGES: unknown language code(s) xx"),
     ]
     procs = [(args, message, scrapy_crawl(*args)) for args, message in cases]  # in parallel
     for args, message, proc in procs:

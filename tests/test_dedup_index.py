@@ -68,6 +68,19 @@ def test_empty_index_and_oldest_first():
     assert index.query(0b1011) == [(0, 0), (1, 0), (2, 1)]
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+@pytest.mark.parametrize("k,blocks", [(3, 4), (2, 5), (6, 7)])
+def test_a_tiny_merged_index_reports_each_match_once(n, k, blocks):
+    """With few fingerprints the directory is coarse; a bucket must still hold one table only
+    (one fingerprint merged into a (3, 4) index was reported twice)."""
+    fps = [0x0123_4567_89AB_CDEF + i for i in range(n)]
+    index = SimHashIndex.from_fingerprints(fps, k, blocks)
+    for q in fps:
+        assert index.query(q) == brute(np.array(fps, dtype=np.uint64), q, k)
+        batch = index.query_many([q])
+        assert list(zip(batch.ids.tolist(), batch.distances.tolist())) == brute(np.array(fps, dtype=np.uint64), q, k)
+
+
 def test_extreme_values_and_from_fingerprints():
     fps = [0, 2**64 - 1, 2**63, 1]
     index = SimHashIndex.from_fingerprints(fps, 3, 4)
@@ -138,3 +151,26 @@ def test_single_query_with_many_matches_in_tables_and_tail():
     got = index.query(q)
     assert got == brute(np.array(fps, dtype=np.uint64), q, 3)
     assert len(got) >= 50 and len({i for i, _ in got}) == len(got)
+
+
+def test_numba_caches_in_the_user_cache_not_in_the_installed_package(tmp_path):
+    """numba wrote its cache into the installed package (``focuscrawl/dedup/__pycache__``:
+    read-only or shared installs); it goes to ``$XDG_CACHE_HOME/focuscrawl/numba``."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import focuscrawl.dedup.index as module
+
+    package_cache = Path(module.__file__).parent / "__pycache__"
+    before = set(package_cache.glob("index.*.nb*")) if package_cache.exists() else set()
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    code = ("from focuscrawl.dedup.index import SimHashIndex\n"
+            "index = SimHashIndex(3, 4)\nindex.add(11)\nindex.merge()\nprint(index.query(11)[0])")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "(0, 0)", proc.stderr[-2000:]
+    assert list((tmp_path / "cache" / "focuscrawl" / "numba").rglob("index.*.nbi"))
+    after = set(package_cache.glob("index.*.nb*")) if package_cache.exists() else set()
+    assert after == before

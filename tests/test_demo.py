@@ -28,10 +28,16 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     assert (tmp_path / "run" / "images.tsv").exists() and (tmp_path / "web" / "truth_pages.tsv.gz").exists()
     summary = json.loads((tmp_path / "demo.json").read_text())
     assert summary["pages"] == 40 and summary["on_topic_pages"] > 0
-    assert summary["funnel"]["initial"] >= summary["funnel"]["format"] >= summary["funnel"]["score"] > 0
+    assert summary["funnel"]["initial"] >= summary["funnel"]["language"] >= summary["funnel"]["format"] \
+        >= summary["funnel"]["score"] > 0
+    # the language column (issue #30): the demo web is English, as the cats bundle
+    assert all(p["language"] in ("en", "") for p in pages) and any(p["language"] == "en" for p in pages)
+    assert "languages (column language of pages.tsv, images.tsv, the exports" in out and "pages en " in out
     on_topic = summary["score_cut"]["on_topic"]
     assert on_topic["images"] == on_topic["below"] + on_topic["above"] + on_topic["kept"] > 0
     # the ranking by the cats bundle's P(cat) and SPEC's cut, side by side
     assert f"of the {on_topic['images']} images that show a cat" in out
     assert f"[2, 70000] keeps {on_topic['kept']})" in out
     assert summary["ranking"] == "combined" and "top_thesis" in summary
+    # near-duplicates are collapsed as `focuscrawl rank` does by default, and the demo says so
+    assert f"near-duplicates: {summary['collapsed']} collapsed into a better-ranked twin" in out

@@ -43,6 +43,9 @@ def test_cli_table_and_json(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "5 versions of 2 articles; 4 same-article pairs, 2 with 5-shingle Jaccard >= 0.9" in text
     assert "| SimHash 3+5 | 3 |" in text and "MinHash" in text
+    # the "seed P / R" column is explained under each table (published numbers, not this run's)
+    legends = [line for line in text.splitlines() if line.startswith("seed P / R: ")]
+    assert len(legends) == 2 and "seed 004" in legends[0] and "not measured in this run" in legends[0]
     rows = json.loads(out.read_text())
     assert len(rows) == 2 * (3 * 3 + 1)
     for r in rows:

@@ -55,7 +55,7 @@ def mixed_run(tmp_path):
 
 
 def _rank(run_dir, out, *options, capsys=None) -> dict:
-    assert main(["rank", str(run_dir), "--jobs", "1", *options, "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--jobs", "1", *options, "-o", str(out)]) == 0
     return json.loads(capsys.readouterr().out) if capsys is not None else {}
 
 
@@ -205,7 +205,7 @@ def test_a_failed_write_is_one_line_and_leaves_no_partial_file(mixed_run, tmp_pa
     """The second shard cannot be put in place (a folder has its name): shard 0 is whole,
     shard 1's temp file is gone, one error line."""
     (tmp_path / "c-000001.tar").mkdir()
-    assert main(["rank", str(mixed_run), "--format", "webdataset", "--shard-size", "2", "--jobs", "1",
+    assert main(["rank", "--json", str(mixed_run), "--format", "webdataset", "--shard-size", "2", "--jobs", "1",
                  "-o", str(tmp_path / "c.tar")]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(err) == 1 and "cannot write the export" in err[0] and "c-000001.tar" in err[0]
@@ -217,7 +217,7 @@ def test_a_failed_write_is_one_line_and_leaves_no_partial_file(mixed_run, tmp_pa
 def test_worker_processes_give_the_same_bytes(mixed_run, tmp_path):
     """--jobs 2 (two workers, images out of order) writes exactly what --jobs 1 writes."""
     for jobs in ("1", "2"):
-        assert main(["rank", str(mixed_run), "--format", "parquet", "--embed-images", "--image-size", "20",
+        assert main(["rank", "--json", str(mixed_run), "--format", "parquet", "--embed-images", "--image-size", "20",
                      "--jobs", jobs, "-o", str(tmp_path / f"j{jobs}.parquet")]) == 0
     one, two = (pq.read_table(tmp_path / f"j{j}.parquet").to_pylist() for j in "12")
     assert one == two and len({r["sha256"] for r in one}) == 5
@@ -234,7 +234,7 @@ def test_worker_processes_give_the_same_bytes(mixed_run, tmp_path):
 ])
 def test_option_errors_are_one_line_and_write_nothing(mixed_run, tmp_path, capsys, options, message):
     out = tmp_path / "out"
-    assert main(["rank", str(mixed_run), *options, "-o", str(out)]) == 2
+    assert main(["rank", "--json", str(mixed_run), *options, "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0] and "Traceback" not in err[0]
     assert not out.exists()
@@ -242,7 +242,7 @@ def test_option_errors_are_one_line_and_write_nothing(mixed_run, tmp_path, capsy
 
 def test_webdataset_into_an_existing_file_is_one_line(mixed_run, tmp_path, capsys):
     (tmp_path / "out").write_text("a file")
-    assert main(["rank", str(mixed_run), "--format", "webdataset", "-o", str(tmp_path / "out")]) == 2
+    assert main(["rank", "--json", str(mixed_run), "--format", "webdataset", "-o", str(tmp_path / "out")]) == 2
     assert "is a file: webdataset writes shards into a folder" in capsys.readouterr().err
 
 

@@ -4,6 +4,8 @@ presented as a whole page, memory bounded however large a "line" or body claims 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from focuscrawl.archive.reader import ArchiveIndex, iter_responses, read_response
-from tests.support.hostile import archive_corpus
+from tests.support.hostile import archive_corpus, bad_length_archives, warc_jobs_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 HUGE = 64 * 1024 * 1024  # zeros and header lines of 64 MiB (~70 KB on disk each)
@@ -62,7 +64,8 @@ def test_bad_records_are_counted_skips_and_the_rest_is_used(tmp_path, corpus):
     # is over DOWNLOAD_MAXSIZE: cancelled as a live download would be, not cut
     assert set(pages) == keep - {"http://ok.test/zeros"}
     assert stats["focuscrawl/archive/over_max_size"] == 1
-    assert stats["focuscrawl/archive/resynced"] == 1  # the records a lying Content-Length swallowed are read
+    # the records after a Content-Length too large (lying_length) or too small (short_length) are read
+    assert stats["focuscrawl/archive/resynced"] == 2
     assert not {"http://ok.test/cut", "http://ok.test/liar", "http://ok.test/short"} & set(pages)
 
 
@@ -83,6 +86,21 @@ def test_reader_keeps_exactly_the_valid_records(corpus, name):
         assert read_response(index.get(url), 1024 * 1024).url == url
 
 
+def test_a_bad_content_length_loses_only_its_record(tmp_path):
+    """Too small, zero, negative, not a number, empty (issue #31): reading goes on at the next
+    record (``WARC/1.`` line or gzip member), plain and gzip per record; before, every later
+    record of the file was lost."""
+    for name, keep in bad_length_archives(tmp_path).items():
+        path = tmp_path / name
+        index = ArchiveIndex([path])
+        assert [r.url for r in index.html_refs()] == keep, name
+        assert index.stats["resynced"] == 1 and "unreadable_rest" not in index.stats, (name, index.stats)
+        stats: dict = {}
+        assert [r.url for r in iter_responses(path, 1024 * 1024, stats)] == keep, name
+        for url in keep:
+            assert read_response(index.get(url), 1024 * 1024).url == url
+
+
 def test_an_archive_of_zeros_is_one_line_of_error(tmp_path, corpus):
     proc, rss = warc(str(corpus["zeros.warc.gz"]["path"]), "-o", str(tmp_path / "out"))
     assert proc.returncode == 2
@@ -100,3 +118,31 @@ def test_archive_spider_on_an_unreadable_file_is_one_error_line(corpus):
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
     assert len(errors) == 1 and "cannot start the crawl" in errors[0] and len(errors[0]) < 600, errors
+
+
+def run_bounded(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in its own process group; on a hang the whole group is killed and the test fails."""
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"hung for {timeout:.0f} s: {' '.join(cmd[-8:])}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("case", ["garbage", "empty", "zeros", "html", "bad lengths"])
+def test_warc_jobs_over_bad_inputs_ends_without_a_traceback(tmp_path, case):
+    """``warc --jobs 2`` with a good archive and a file that is not one (issue #31 point 2: it hung
+    for ever with 0 bytes of stderr) or a damaged one: it ends, with a clear line naming the
+    file that is not an archive, never a traceback."""
+    files = warc_jobs_inputs(tmp_path / "in")[case]
+    proc = run_bounded([sys.executable, "-m", "focuscrawl.cli", "warc", *map(str, files), "--jobs", "2",
+                        "-o", str(tmp_path / "out"), *FAST], timeout=90)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    if case in ("bad lengths", "html"):  # HTML reads as one ARC record with a bad URL: a counted skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    else:
+        assert proc.returncode != 0 and files[-1].name in proc.stderr, proc.stderr[-3000:]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
 from tests.support.crawl import ROOT, crawl, focused_cmd
-from tests.support.hostile import SlowImageSite, TrapSite
+from tests.support.hostile import SlowImageSite, SubdomainTrap, TrapSite
 from tests.support.localweb import LocalWeb, Page, html
 
 FAST = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0,
@@ -128,6 +128,24 @@ def test_image_redirect_loop_and_gzip_bomb_have_their_own_reasons(tmp_path):
     assert stats["focuscrawl/images/failed/too_many_redirects"] == 1
     assert stats["focuscrawl/images/failed/too_big_decoded"] == 1
     assert stats["focuscrawl/images/failed/filtered"] == 1  # robots.txt, still "filtered"
+
+
+def test_a_subdomain_trap_ends_at_the_registered_domain_cap(tmp_path):
+    """``N.sub.example.test`` links to two new hosts for ever (issue #31: 7,820 pages on 7,829
+    hosts in 10 minutes): the per-registered-domain cap ends it; another domain is crawled."""
+    with LocalWeb(SubdomainTrap()) as web:
+        stats, proc = crawl(web, tmp_path, f"http://0.{SubdomainTrap.DOMAIN}/",
+                            settings={"FOCUSCRAWL_MAX_PAGES_PER_DOMAIN": 15, "CLOSESPIDER_PAGECOUNT": 60})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    pages = web.pages_requested()
+    trap = [p for p in pages if p.endswith(f".{SubdomainTrap.DOMAIN}/")]
+    assert len(trap) == 15 and len(set(trap)) == 15
+    assert {"cats.test/", "cats.test/a", "cats.test/b"} <= set(pages)
+    assert stats["focuscrawl/scope/domain_limit"] > 0
+    assert stats["finish_reason"] == "finished"  # ended by the cap, not by the safety net
+    # robots.txt is fetched per host before the cap is checked: once per page and per refused link
+    robots = sum(r.endswith("/robots.txt") for r in web.requests)
+    assert robots <= 15 + 1 + stats["focuscrawl/scope/domain_limit"]
 
 
 def test_sessions_killed_every_few_seconds_on_a_trap_site_each_commit_new_pages(tmp_path):

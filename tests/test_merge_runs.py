@@ -65,13 +65,24 @@ def test_a_page_in_two_parts_keeps_its_first_fetch_with_its_links_and_sightings(
                        (f"{W}/i3", f"{W}/p3", "dog"), (f"{W}/i1", f"{W}/p4", "cat again")],
                links=[(f"{W}/p2", f"{W}/y"), (f"{W}/p2", f"{W}/z"), (f"{W}/p3", f"{W}/w"), (f"{W}/p4", f"{W}/v")])
     out = tmp_path / "merged"
-    done = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(again), str(first), "-o", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(again), str(first), "-o", str(out),
+                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary == {"parts": 2, "pages": 4, "duplicate_pages": 1, "images": 4, "duplicate_sightings": 1,
-                       "links": 5, "duplicate_links": 3, "orphan_sentences": 0}
-    assert "without the other fetches' 3 links and 1 image sightings" in done.stderr
+                       "links": 5, "duplicate_links": 3, "orphan_sentences": 0,
+                       "duplicate_pages_between": [{"parts": [str(first), str(again)], "pages": 1,
+                                                    "example": f"{W}/p2"}]}
+    # what it found, not a guessed cause (it said "crawled again after a worker died between a
+    # checkpoint and its lease release" of any two runs, independent crawls too)
+    assert done.stderr.splitlines() == [
+        f"merge: 1 page URLs of {again} are in {first} too (e.g. {W}/p2): each keeps its earlier fetch (fetched_at)",
+        "merge: left out the later fetches of 1 pages with their 3 links and 1 image sightings"]
+    assert "worker" not in done.stderr
+    human = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(again), str(first), "-o",
+                            str(tmp_path / "again")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert human.stdout == (f"merge: 2 run directories -> {tmp_path / 'again'}: 4 pages, 4 images, 5 links "
+                            f"(--json for the counts as JSON)\n")
     assert [r["url"] for r in iter_tsv(out / "pages.tsv")] == [f"{W}/p{i}" for i in range(1, 5)]
     assert gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().split("\n")[:3] == \
         ["one", "two", "three"]

@@ -79,7 +79,7 @@ def test_rank_cut_dedupe_first_seen_sort_top(run_dir):
     # dedupe keeps the FIRST sighting (score 30), not the better second one (score 5)
     assert ranked[1].alt == "first sighting" and ranked[1].final_score == 30.0
     assert stats.as_dict() == {"initial": 8, "no_score": 1, "score_cut": 5, "unique": 4,
-                               "filtered": {}, "ranked": 4}
+                               "filtered": {}, "ranked": 4, "damaged_records": 0}
     assert [e.image_url for e in rank(iter_entries(run_dir), top=2)] == [
         "http://a.org/cat2.jpg", "http://a.org/dup.jpg"]
 
@@ -95,7 +95,7 @@ def test_rank_bounds_and_filters(run_dir):
 
 def test_cli_tsv_export(run_dir, tmp_path, capsys):
     out = tmp_path / "out.tsv"
-    assert main(["rank", str(run_dir), "--top", "3", "--format", "tsv", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--top", "3", "--format", "tsv", "-o", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["ranked"] == 3 and summary["written"] == 3
     lines = out.read_text().splitlines()
@@ -110,7 +110,7 @@ def test_cli_tsv_export(run_dir, tmp_path, capsys):
 
 def test_cli_jsonl_export_keeps_texts_intact(run_dir, tmp_path, capsys):
     out = tmp_path / "out.jsonl"
-    assert main(["rank", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["rank"] for r in records] == [1, 2, 3, 4]
     assert records[-1]["alt"] == "<b>tabby</b> kitten"
@@ -119,7 +119,7 @@ def test_cli_jsonl_export_keeps_texts_intact(run_dir, tmp_path, capsys):
 
 def test_cli_parquet_export(run_dir, tmp_path, capsys):
     out = tmp_path / "out.parquet"
-    assert main(["rank", str(run_dir), "--format", "parquet", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--format", "parquet", "-o", str(out)]) == 0
     table = pq.read_table(out).to_pylist()
     assert [r["url"] for r in table][:2] == ["http://a.org/cat2.jpg", "http://a.org/dup.jpg"]
     assert table[0]["final_score"] == 2.0 and table[0]["score:alt_pp"] == 123.5
@@ -131,7 +131,7 @@ def test_cli_parquet_without_pyarrow_is_one_clear_line(run_dir, tmp_path, capsys
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     out = tmp_path / "out.parquet"
-    assert main(["rank", str(run_dir), "--format", "parquet", "-o", str(out)]) == 2
+    assert main(["rank", "--json", str(run_dir), "--format", "parquet", "-o", str(out)]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert errors == [
         "focuscrawl rank: error: this needs pyarrow, an optional dependency: pip install 'focuscrawl[parquet]'"]
@@ -143,7 +143,7 @@ def test_cli_webdataset_reads_back_with_webdataset(run_dir, tmp_path, capsys):
     from PIL import Image
 
     out = tmp_path / "shards"
-    assert main(["rank", str(run_dir), "--format", "webdataset", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--format", "webdataset", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["written"] == 3  # cat3 has no image file
     shards = sorted(str(p) for p in out.glob("*.tar"))
     assert len(shards) == 1
@@ -160,18 +160,18 @@ def test_cli_webdataset_reads_back_with_webdataset(run_dir, tmp_path, capsys):
 
 def test_cli_drop_generated_alt(run_dir, tmp_path, capsys):
     out = tmp_path / "out.jsonl"
-    assert main(["rank", str(run_dir), "--drop-generated-alt", "--format", "jsonl", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--drop-generated-alt", "--format", "jsonl", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["filtered"] == {"generated_alt": 1}
     assert "http://a.org/cat2.jpg" not in out.read_text()
 
 
 def test_cli_bad_arguments_are_clear_errors(run_dir, tmp_path, capsys):
-    assert main(["rank", str(tmp_path / "nope"), "-o", str(tmp_path / "x.tsv")]) == 2
+    assert main(["rank", "--json", str(tmp_path / "nope"), "-o", str(tmp_path / "x.tsv")]) == 2
     assert "not a run directory" in capsys.readouterr().err
-    assert main(["rank", str(run_dir), "--min", "5", "--max", "1", "-o", str(tmp_path / "x.tsv")]) == 2
+    assert main(["rank", "--json", str(run_dir), "--min", "5", "--max", "1", "-o", str(tmp_path / "x.tsv")]) == 2
 
 
-def test_cli_collapse_near_duplicates(tmp_path, capsys):
+def test_cli_collapses_near_duplicates_by_default(tmp_path, capsys):
     long_alt = "a grey tabby cat sleeping on a red woollen blanket next to the window in the sun"
     rows = [{"url": "http://a.org/1.jpg", "score": 9, "alt": long_alt},
             {"url": "http://b.org/1-copy.jpg", "score": 4, "alt": long_alt},  # better-scored copy
@@ -183,18 +183,19 @@ def test_cli_collapse_near_duplicates(tmp_path, capsys):
     shutil.copy(run_dir / f"images/{url_sha1('http://b.org/1-copy.jpg')}.png",
                 run_dir / f"images/{url_sha1('http://a.org/2.jpg')}.png")
     out = tmp_path / "out.jsonl"
-    assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["collapsed"] == 2
     kept = [json.loads(line)["url"] for line in out.read_text().splitlines()]
     assert kept == ["http://b.org/1-copy.jpg"]  # 1.jpg is its text twin, 2.jpg its picture
     shutil.copy(run_dir / f"images/{url_sha1('http://a.org/1.jpg')}.png",
                 run_dir / f"images/{url_sha1('http://a.org/2.jpg')}.png")
-    assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["collapsed"] == 1  # 2.jpg now has 1.jpg's (dropped) picture
     assert [json.loads(line)["url"] for line in out.read_text().splitlines()] == [
         "http://b.org/1-copy.jpg", "http://a.org/2.jpg"]
-    assert main(["rank", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--keep-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
     assert "collapsed" not in json.loads(capsys.readouterr().out)
+    assert len(out.read_text().splitlines()) == 3
 
 
 def test_flat_pictures_are_compared_by_text_only(tmp_path, capsys):
@@ -208,7 +209,7 @@ def test_flat_pictures_are_compared_by_text_only(tmp_path, capsys):
     for i, colour in enumerate([(200, 10, 10), (10, 10, 200)]):  # one colour each: identical pHashes
         Image.new("RGB", (40, 30), colour).save(run_dir / f"images/{url_sha1(f'http://a.org/{i}.jpg')}.png")
     out = tmp_path / "out.jsonl"
-    assert main(["rank", str(run_dir), "--collapse-near-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["collapsed"] == 0
 
 
@@ -217,7 +218,7 @@ def test_webdataset_tar_name_gives_numbered_shards_beside_it(run_dir, tmp_path, 
     import webdataset as wds
 
     out = tmp_path / "corpus.tar"
-    assert main(["rank", str(run_dir), "--format", "webdataset", "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--format", "webdataset", "-o", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["shards"] == str(tmp_path / "corpus-%06d.tar")
     assert not out.exists() and sorted(p.name for p in tmp_path.glob("*.tar")) == ["corpus-000000.tar"]
@@ -232,9 +233,9 @@ def test_empty_ranking_keeps_the_schema_and_warns_why(run_dir, tmp_path, capsys,
                                                     "focuscrawl/images/dropped/too_small": 250,
                                                     "focuscrawl/images/failed/http_status": 3, "focuscrawl/pages/written": 9}))
     full, empty = tmp_path / f"full.{fmt}", tmp_path / f"empty.{fmt}"
-    assert main(["rank", str(run_dir), "--format", fmt, "-o", str(full)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--format", fmt, "-o", str(full)]) == 0
     assert "no image passed" not in caplog.text
-    assert main(["rank", str(run_dir), "--min", "1e9", "--max", "2e9", "--format", fmt, "-o", str(empty)]) == 0
+    assert main(["rank", "--json", str(run_dir), "--min", "1e9", "--max", "2e9", "--format", fmt, "-o", str(empty)]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["written"] == 0
     if fmt == "tsv":
         assert empty.read_text().splitlines() == full.read_text().splitlines()[:1]
@@ -249,3 +250,158 @@ def test_empty_ranking_keeps_the_schema_and_warns_why(run_dir, tmp_path, capsys,
     assert "8 images in images.tsv, 1 without a final score, 0 within the score cut [1e+09, 2e+09]" in warning
     assert ("the crawl saw 787 images; its main drop reasons (stats.json): dropped/no_size 517, "
             "dropped/too_small 250, failed/http_status 3") in warning
+
+
+# -- scorer selection, damaged runs, duplicates, the summary (issues #27, #31) -------------
+def test_an_asked_scorer_that_cannot_run_is_an_error(run_dir, tmp_path, capsys, monkeypatch):
+    """``--scoring classifier`` on a crawl without a bundle exited 0 and ranked by SPEC."""
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    out = tmp_path / "x.tsv"
+    assert main(["rank", str(run_dir), "--scoring", "classifier", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["focuscrawl rank: error: scoring 'classifier' needs a topic bundle and the crawl used none "
+                   "(stats.json): give --topic DIR, or --scoring thesis"]
+    assert not out.exists()
+    monkeypatch.setenv("FOCUSCRAWL_SCORING", "combined")  # asked for through the environment: the same
+    assert main(["rank", str(run_dir), "-o", str(out)]) == 2
+    monkeypatch.delenv("FOCUSCRAWL_SCORING")
+    assert main(["rank", "--json", str(run_dir), "-o", str(out)]) == 0  # the default: SPEC, said on stderr
+    assert json.loads(capsys.readouterr().out)["scoring"] == "thesis"
+
+
+@pytest.mark.parametrize("stats", [None, "{not json", "[1, 2]", '{"focuscrawl/topic/bundle": "/gone/bundle"}'])
+def test_a_run_that_cannot_say_its_bundle_is_refused(tmp_path, capsys, monkeypatch, stats):
+    """stats.json missing, invalid or naming a bundle that is gone: the run (crawled with a bundle)
+    was silently ranked by SPEC. Refused unless --topic or --scoring thesis says how."""
+    from focuscrawl.resources import default_topic_path
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    run_dir = make_run_dir(tmp_path / "run", ROWS)
+    if stats is None:
+        (run_dir / "stats.json").unlink()
+    else:
+        (run_dir / "stats.json").write_text(stats)
+    out = tmp_path / "x.tsv"
+    assert main(["rank", str(run_dir), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("focuscrawl rank: error: ") and "--topic DIR" in err[0]
+    assert ("is gone" if "gone" in (stats or "") else "stats.json") in err[0]
+    assert not out.exists()
+    assert main(["rank", "--json", str(run_dir), "--scoring", "thesis", "-o", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["scoring"] == "thesis"
+    assert main(["rank", "--json", str(run_dir), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["scoring"] == "combined"
+
+
+def test_a_merged_run_ranks_with_its_parts_bundle(tmp_path, capsys, monkeypatch):
+    from focuscrawl.resources import default_topic_path
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    bundle = str(default_topic_path())
+    run_dir = make_run_dir(tmp_path / "run", ROWS, stats={"parts": {"a": {"focuscrawl/topic/bundle": bundle},
+                                                                     "b": {"focuscrawl/topic/bundle": bundle}}})
+    assert main(["rank", "--json", str(run_dir), "-o", str(tmp_path / "x.tsv")]) == 0
+    assert json.loads(capsys.readouterr().out)["topic"] == bundle
+
+
+DAMAGED_RECORDS = ["[]", '{"sightings": 5}', '{"sightings": [5]}', '{"sightings": [{"contexts": 3}]}',
+                   '{"sightings": [{"contexts": [1]}]}', '{"extra_contexts": []}', '{"image_url": "http://a.o',
+                   "null", '"text"', ""]
+
+
+@pytest.mark.parametrize("scoring", ["thesis", "combined"])
+def test_damaged_info_records_are_skipped_with_a_count(tmp_path, capsys, caplog, monkeypatch, scoring):
+    """A record of the wrong shape crashed the whole ranking (4 of 7 shapes): now each is skipped
+    (its image ranked without context text), counted, and warned about in one line."""
+    from focuscrawl.output.images import record_path
+    from focuscrawl.resources import default_topic_path
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    rows = [{"url": f"http://a.org/{i}.jpg", "score": 3 + i, "alt": "a cat", "context": f"a grey cat number {i} asleep"}
+            for i in range(len(DAMAGED_RECORDS) + 2)]
+    run_dir = make_run_dir(tmp_path / "run", rows)
+    for i, text in enumerate(DAMAGED_RECORDS):
+        (run_dir / record_path(f"http://a.org/{i}.jpg")).write_text(text)
+    out = tmp_path / "x.jsonl"
+    assert main(["rank", "--json", str(run_dir), "--scoring", scoring, "--topic", str(default_topic_path()),
+                 "--min", "0", "--keep-duplicates", "--format", "jsonl", "-o", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["damaged_records"] == len(DAMAGED_RECORDS) and summary["written"] == len(rows)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [f"rank: skipped {len(DAMAGED_RECORDS)} damaged info record(s) (unreadable or of the wrong "
+                        "shape); their images were ranked without context text"]
+    texts = {r["url"]: r["context_text"] for r in map(json.loads, out.read_text().splitlines())}
+    assert texts["http://a.org/0.jpg"] == "" and texts[f"http://a.org/{len(rows) - 1}.jpg"] == f"a grey cat number {len(rows) - 1} asleep"
+
+
+def test_exact_and_near_duplicate_texts_collapse_by_default_in_ranking_order(tmp_path, capsys, monkeypatch):
+    """The demo's top 5 showed "A cat eating a bird it has caught." twice. With a bundle (high
+    to low) the better-ranked twin stays and the order stays high to low (the collapse sorted
+    ascending, keeping the *worst* twin first)."""
+    from PIL import Image
+
+    from focuscrawl.output.images import url_sha1
+    from focuscrawl.resources import default_topic_path
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    rows = [{"url": "http://a.org/1.jpg", "score": 5, "alt": "A cat eating a bird it has caught.",
+             "context": "my cat and its catch"},
+            {"url": "http://b.org/2.jpg", "score": 4, "alt": "A cat eating a bird it has caught.",
+             "context": "the news of the day: politics, sport and weather"},
+            {"url": "http://c.org/3.jpg", "score": 3, "alt": "a grey kitten asleep in a basket of yarn",
+             "context": "kittens"},
+            {"url": "http://d.org/4.jpg", "score": 6, "alt": "a grey kitten asleep in a basket of yarn!",
+             "context": "kittens"},
+            # texts that say nothing of the picture: different pictures, not duplicates
+            {"url": "http://e.org/5.jpg", "score": 7, "alt": "wp-content-uploads-2012-09-img_1081", "context": "cats"},
+            {"url": "http://e.org/6.jpg", "score": 7, "alt": "wp-content-uploads-2012-09-img_1082", "context": "cats"},
+            {"url": "http://e.org/7.jpg", "score": 7, "alt": "Cat", "context": "cats"},
+            {"url": "http://e.org/8.jpg", "score": 7, "alt": "Cat", "context": "cats"}]
+    run_dir = make_run_dir(tmp_path / "run", rows)
+    for i, row in enumerate(rows):  # flat pictures: compared by text only
+        Image.new("RGB", (40, 30), (i * 30, 10, 10)).save(run_dir / f"images/{url_sha1(row['url'])}.png")
+    out = tmp_path / "x.jsonl"
+    args = ["rank", "--json", str(run_dir), "--topic", str(default_topic_path()), "--min", "0",
+            "--format", "jsonl", "-o", str(out)]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["collapsed"] == 2
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    kept = {r["url"] for r in records}
+    assert "http://b.org/2.jpg" not in kept and "http://d.org/4.jpg" not in kept and len(kept) == 6
+    scores = [r["final_score"] for r in records]
+    assert scores == sorted(scores, reverse=True)
+    assert main(args + ["--keep-duplicates"]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] == 8
+    full = {json.loads(line)["url"]: json.loads(line)["final_score"] for line in out.read_text().splitlines()}
+    assert full["http://a.org/1.jpg"] > full["http://b.org/2.jpg"]  # the cat context: the better twin stayed
+
+
+def test_rank_prints_a_short_summary_for_people(run_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    out = tmp_path / "x.tsv"
+    assert main(["rank", str(run_dir), "--top", "3", "-o", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"rank: 3 images written to {out} (tsv)",
+                     "  ranked by SPEC's weighted perplexity, ascending, cut [2, 70000]",
+                     "  8 images in images.tsv -> 5 within the cut -> 4 distinct URLs -> 0 near-duplicates collapsed "
+                     "-> 3 ranked",
+                     "  1 images without a score (no words to score) were left out"]
+
+
+def test_rank_over_the_damaged_run_corpus_never_crashes(tmp_path, capsys, monkeypatch):
+    """Every damaged run directory: exit 0 with the damaged records counted, or exit 2 with one
+    clear line; never a traceback, never a half-written export."""
+    from tests.support.damaged_runs import damaged_run_corpus
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    for name, case in damaged_run_corpus(tmp_path / "runs").items():
+        out = tmp_path / f"{name}.jsonl"
+        assert main(["rank", "--json", str(case["path"]), "--format", "jsonl", "-o", str(out)]) == case["exit"], name
+        captured = capsys.readouterr()
+        if case["exit"] == 0:
+            assert json.loads(captured.out)["damaged_records"] == case["damaged"], name
+        else:
+            lines = captured.err.strip().splitlines()
+            errors = [line for line in lines if "error" in line]
+            assert errors == lines[-1:] and errors[0].startswith("focuscrawl rank: error: "), (name, lines)
+            assert "Traceback" not in captured.err and not out.exists(), name

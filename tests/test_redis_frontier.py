@@ -339,11 +339,11 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
     twice = set(page_urls(a)) & set(page_urls(b))
     assert committed[-1] in twice
     merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
-                             str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+                             str(tmp_path / "merged"), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert merged.returncode == 0, merged.stderr[-2000:]
     summary = json.loads(merged.stdout)
     assert summary["duplicate_pages"] == len(twice)
-    assert f"merge: {len(twice)} pages were in two parts" in merged.stderr
+    assert f"merge: left out the later fetches of {len(twice)} pages" in merged.stderr
     merged_pages = page_urls(tmp_path / "merged")
     assert sorted(merged_pages) == sorted({f"{web.base}/page{i}" for i in range(36)})
     # the page fetched twice has its links once (the later fetch's are dropped), and so has
@@ -394,7 +394,7 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
     both = page_urls(a) + page_urls(b)
     assert sorted(both) == sorted({f"{web.base}/page{i}" for i in range(36)}), "pages lost or written twice"
     merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
-                             str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+                             str(tmp_path / "merged"), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert merged.returncode == 0, merged.stderr[-2000:]
     summary = json.loads(merged.stdout)
     assert summary["pages"] == 36 and summary["duplicate_pages"] == 0

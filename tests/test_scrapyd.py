@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,11 +17,22 @@ REPO = Path(__file__).resolve().parents[1]
 DEPLOY = str(Path(sys.executable).parent / "scrapyd-deploy")
 
 
+def tree(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
 @pytest.fixture(scope="module")
 def egg(tmp_path_factory) -> Path:
+    """The egg as docs/DEPLOY.md builds it, in a copy of the checkout, which it leaves as it
+    was (setuptools' build/ and focuscrawl.egg-info were left in the checkout)."""
+    checkout = tmp_path_factory.mktemp("checkout") / "focuscrawl"
+    shutil.copytree(REPO, checkout, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info",
+                                                                   "__pycache__"))
+    before = tree(checkout)
     path = tmp_path_factory.mktemp("egg") / "focuscrawl.egg"
-    proc = subprocess.run([DEPLOY, f"--build-egg={path}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([DEPLOY, f"--build-egg={path}"], cwd=checkout, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert tree(checkout) == before
     return path
 
 

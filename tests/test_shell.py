@@ -4,12 +4,13 @@ from __future__ import annotations
 import io
 
 import pytest
+from scrapy import Request
 from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.project import get_project_settings
 
 from tests.support.toymodel import NORMAL, write_model
 from focuscrawl.shell import explain, explain_links
-from tests.support.localweb import html
+from tests.support.localweb import LocalWeb, Page, html
 
 
 @pytest.fixture
@@ -17,7 +18,8 @@ def settings(tmp_path):
     model, keywords = write_model(tmp_path)
     s = get_project_settings().copy()
     s.setdict({"FOCUSCRAWL_MODEL": str(model), "FOCUSCRAWL_KEYWORDS": str(keywords),
-               "FOCUSCRAWL_REJECT_SURTS": ["(test,rejected,"]}, priority="cmdline")
+               "FOCUSCRAWL_REJECT_SURTS": ["(test,rejected,"],
+               "ROBOTSTXT_OBEY": False}, priority="cmdline")  # no robots.txt lookups of *.test hosts
     return s
 
 
@@ -92,6 +94,7 @@ def test_explain_shows_the_topic_bundle_probabilities():
 
     s = get_project_settings().copy()
     s.set("FOCUSCRAWL_TOPIC", str(default_topic_path()), priority="cmdline")
+    s.set("ROBOTSTXT_OBEY", False, priority="cmdline")
     out = io.StringIO()
     explain(page(), s, mode="keywords", out=out)
     text = out.getvalue()
@@ -133,3 +136,51 @@ def test_explain_shows_the_document_mode_order_the_crawl_uses(settings):
     _, _, calibrated = explain_links(page(), settings, mode="document")
     scores = {d.score for _, _, d, _ in calibrated}
     assert len(scores) == 1 and 0 < scores.pop() < 1e3  # odds (1 - p) / p of one page
+
+
+def test_explain_says_robots_txt_for_the_links_the_crawl_drops_for_it(settings):
+    """explain said ``follow`` for links that robots.txt forbids; the crawl's RobotsTxtMiddleware
+    drops them. The host's real robots.txt (a local server) decides, as in the crawl."""
+    robots = Page(b"User-agent: *\nDisallow: /private/\n", "text/plain")
+    with LocalWeb({"/robots.txt": robots}) as web:
+        images = (f'<p>tabby kitten <img src="{web.base}/private/cat.jpg" width="800" height="600" alt="tabby"></p>'
+                  f'<p>tabby kitten <img src="{web.base}/cat.jpg" width="800" height="600" alt="tabby"></p>')
+        body = html("seed", NORMAL, [(f"{web.base}/private/kit", "tabby"), (f"{web.base}/kit", "tabby")],
+                    extra=images)
+        response = HtmlResponse(f"{web.base}/", body=body.encode(), encoding="utf-8")
+        settings.set("ROBOTSTXT_OBEY", True, priority="cmdline")
+        out = io.StringIO()
+        explain(response, settings, mode="keywords", out=out)
+        assert web.requests.count("127.0.0.1/robots.txt") == 1  # once per host
+    decisions = {line.split()[-2]: line.split()[0] for line in out.getvalue().splitlines() if "/kit" in line}
+    assert decisions == {f"{web.base}/private/kit": "robots.txt", f"{web.base}/kit": "follow"}
+    # the image download obeys robots.txt too (images/failed/filtered in the crawl)
+    images = {line.split()[-2]: line.split()[0] for line in out.getvalue().splitlines() if "cat.jpg" in line}
+    assert images == {f"{web.base}/private/cat.jpg": "robots.txt", f"{web.base}/cat.jpg": "keep"}
+    settings.set("ROBOTSTXT_OBEY", False, priority="cmdline")  # the crawl with -s ROBOTSTXT_OBEY=False
+    _, _, rows = explain_links(response, settings, mode="keywords")
+    assert {url: scope for url, _, _, scope in rows} == {f"{web.base}/private/kit": "", f"{web.base}/kit": ""}
+
+
+def test_explain_says_too_deep_past_depth_limit(settings):
+    """With ``-s DEPTH_LIMIT=N`` Scrapy's DepthMiddleware drops links deeper than N."""
+    settings.set("DEPTH_LIMIT", 1, priority="cmdline")
+    request = Request("http://seed.test/", meta={"depth": 1})
+    response = HtmlResponse("http://seed.test/", body=page().body, encoding="utf-8", request=request)
+    _, _, rows = explain_links(response, settings, mode="keywords")
+    assert {url: scope for url, _, _, scope in rows}["http://seed.test/kit"] == "too deep"
+    _, _, rows = explain_links(page(), settings, mode="keywords")  # a seed (depth 0): its links are depth 1
+    assert {url: scope for url, _, _, scope in rows}["http://seed.test/kit"] == ""
+
+
+def test_explain_says_offsite_for_a_kept_image_outside_the_allowed_domains(settings):
+    settings.set("FOCUSCRAWL_ALLOWED_DOMAINS", ["seed.test"], priority="cmdline")
+    body = html("seed", NORMAL, [], extra='<p>tabby <img src="http://cdn.test/cat.jpg" width="800" height="600" '
+                                          'alt="tabby kitten"></p>' + IMAGES)
+    out = io.StringIO()
+    explain(HtmlResponse("http://seed.test/", body=body.encode(), encoding="utf-8"), settings, mode="keywords",
+            out=out)
+    verdicts = {next(t for t in line.split() if t.endswith(".jpg")): line.split()[0]
+                for line in out.getvalue().splitlines() if ".jpg" in line}
+    assert verdicts == {"http://cdn.test/cat.jpg": "offsite", "http://seed.test/big.jpg": "keep",
+                        "http://seed.test/small.jpg": "too_small"}

@@ -66,7 +66,7 @@ def test_scrapy_keys_keep_their_names():
 def test_eval_rank_and_merge_read_an_old_run_as_a_new_one(tmp_path):
     old, new = _run(tmp_path / "old", OLD), _run(tmp_path / "new", NEW)
     assert image_funnel(Run.load(old)) == image_funnel(Run.load(new)) == {
-        "initial": 10, "format": 8, "score": 0, "unique": 0}
+        "initial": 10, "language": 10, "format": 8, "score": 0, "unique": 0}
     assert _crawl_drops_text(old) == _crawl_drops_text(new)
     assert "20 images; its main drop reasons (stats.json): dropped/no_alt_title 6" in _crawl_drops_text(old)
     bundle = str(default_topic_path())

@@ -199,8 +199,14 @@ def test_cli_generate_and_heldout_corpus(tmp_path, capsys):
                  "-o", str(tmp_path / "web")]) == 0
     info = json.loads((tmp_path / "web" / "web.json").read_text())
     assert info["seed"] == 3 and info["pages"] > 100 and info["on_topic_pages"] > 0
+    capsys.readouterr()
     assert main(["testweb", "heldout-corpus", "--data", "bundled", "-o", str(tmp_path / "corpus")]) == 0
     captions = (tmp_path / "corpus" / "positive" / "captions.txt").read_text().splitlines()
+    out = capsys.readouterr().out.splitlines()  # a summary for people, not a JSON line
+    assert out[0] == f"held-out corpus of 'cat' in {tmp_path / 'corpus'}:"
+    assert out[1].startswith(f"  positive: {len(captions)} held-out captions (")
+    assert main(["testweb", "heldout-corpus", "--data", "bundled", "-o", str(tmp_path / "corpus"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["captions"] == len(captions)
     reserved = {c for p in heldout_photos(TextPool.from_bundle(), "cat") for c in p.captions}
     assert captions and set(captions) <= reserved
     assert (tmp_path / "corpus" / "lm_sentences.txt").stat().st_size > 0

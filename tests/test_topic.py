@@ -9,41 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from focuscrawl.testweb.textpool import TextPool
+from tests.support.toymodel import build_topic_bundle, write_topic_corpora
 
 CAT_TEXTS = ["A grey cat sleeping on the sofa", "the kitten plays with a ball of yarn", "cat sitting on a laptop"]
 OTHER_TEXTS = ["A man riding a surfboard on a wave", "a plate of pasta with tomato sauce",
                "two buses parked in front of the station"]
 
 
-def _write_corpora(folder: Path) -> tuple[Path, Path]:
-    """Cat captions (positive) and other captions (neutral) of the demo pool shipped in the package."""
-    from focuscrawl.lm.demo_corpus import topic_pattern
-
-    pool = TextPool.from_bundle()
-    cat = topic_pattern("cat")
-    positive = [c for p in pool.topic_photos("cat") for c in p.captions if cat.search(c)]
-    neutral = [c for p in pool.other_photos("cat", "dog") for c in p.captions][:1500]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "pos.txt").write_text("\n".join(positive) + "\n")
-    (folder / "neu.txt").write_text("\n".join(neutral) + "\n")
-    return folder / "pos.txt", folder / "neu.txt"
-
-
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory) -> tuple[Path, Path]:
-    return _write_corpora(tmp_path_factory.mktemp("corpora"))
+    return write_topic_corpora(tmp_path_factory.mktemp("corpora"))
 
 
 @pytest.fixture(scope="module")
 def bundle(corpora, tmp_path_factory) -> Path:
-    from focuscrawl.topic.build import build_bundle
-
-    out = tmp_path_factory.mktemp("bundle") / "cats"
     # ARPA, so that the scale-invariance test can rescale the models' text
-    build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2, progress=lambda *_: None,
-                 binary=False)
-    return out
+    return build_topic_bundle(corpora, tmp_path_factory.mktemp("bundle") / "cats", order=3)
 
 
 def test_bundle_lms_are_kenlm_binaries_where_build_binary_is_installed(bundle, corpora, tmp_path):
@@ -70,6 +51,7 @@ def test_bundle_files_manifest_and_calibration(bundle):
         assert (bundle / manifest[key]).is_file()
     assert (bundle / manifest["classifier"]["indices"]).is_file()
     assert manifest["sources"] == {"positive": ["pos.txt"], "neutral": ["neu.txt"]}
+    assert manifest["language"] == "en"  # the crawl's default FOCUSCRAWL_LANGUAGES (issue #30)
     held = manifest["sentences"]
     assert held["positive_heldout"] > 0 and held["neutral_heldout"] > 0
     cal = json.loads((bundle / "calibration.json").read_text())
@@ -245,7 +227,7 @@ def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, caps
 
     monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
     out = tmp_path / "r.tsv"
-    assert main(["rank", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["scoring"] == "combined" and 0 < summary["score_range"][0] <= 0.5
     ranked = _ranked(out)
@@ -258,7 +240,7 @@ def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, caps
 
     # FOCUSCRAWL_SCORING=thesis: SPEC's ranking exactly (ascending weighted PP, cut [2, 70000])
     monkeypatch.setenv("FOCUSCRAWL_SCORING", "thesis")
-    assert main(["rank", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
+    assert main(["rank", "--json", str(rank_run), "--topic", str(default_topic_path()), "-o", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["scoring"] == "thesis" and summary["score_range"] == [2.0, 70000.0]
     assert _ranked(out) == ["http://a.org/bus.jpg", "http://a.org/pasta.jpg"]
@@ -268,13 +250,13 @@ def test_rank_without_a_bundle_says_it_uses_spec(rank_run, tmp_path, capsys, mon
     from focuscrawl.cli import main
 
     monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
-    assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
+    assert main(["rank", "--json", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["scoring"] == "thesis" and "no topic bundle" in captured.err
     stats = rank_run / "stats.json"  # a crawl with -a topic=DIR records its bundle
     from focuscrawl.resources import default_topic_path
     stats.write_text(json.dumps({"focuscrawl/topic/bundle": str(default_topic_path())}))
-    assert main(["rank", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
+    assert main(["rank", "--json", str(rank_run), "-o", str(tmp_path / "r.tsv")]) == 0
     assert json.loads(capsys.readouterr().out)["topic"] == str(default_topic_path())
 
 

@@ -107,3 +107,15 @@ def test_paths_that_grow_without_repeating_are_caught_by_their_segment_count():
 def test_excerpt_is_short_escaped_and_one_line():
     assert excerpt(b"\x00" * 10_000, 4) == "\\x00\\x00\\x00\\x00... (10000 chars)"
     assert "\n" not in excerpt("a\nb")
+
+
+def test_registered_domain_is_public_suffix_aware_and_offline():
+    from focuscrawl.urls import _public_suffixes, registered_domain
+
+    assert registered_domain("a.b.example.co.uk") == "example.co.uk"
+    assert registered_domain("WWW.Example.COM.") == "example.com"
+    assert registered_domain("cats.github.io") == "cats.github.io"  # a private suffix: each site its own
+    assert registered_domain("7.sub.example.test") == "example.test"  # no known suffix: the last two labels
+    assert registered_domain("127.0.0.1") == "127.0.0.1" and registered_domain("[::1]") == "::1"
+    extractor = _public_suffixes()
+    assert extractor.suffix_list_urls == () and extractor.fallback_to_snapshot  # the bundled list, never a fetch

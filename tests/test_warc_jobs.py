@@ -65,7 +65,7 @@ def archives(tmp: Path) -> list[str]:
 
 
 def warc(*args: str) -> dict:
-    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0",
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "--json", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0",
            "-s", "LOG_LEVEL=INFO"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -108,13 +108,41 @@ def test_jobs_1_and_2_merge_to_the_same_run(tmp_path):
     assert tsv(one / "pages.tsv", "url") == tsv(single / "pages.tsv", "url")
 
 
+def test_files_without_a_job_are_named_with_the_reason_and_parts_count_their_own_records(tmp_path):
+    """Four inputs gave ``"parts": 3`` without a word why, and every part's stats repeated
+    the record counts of all files. Now: the human summary names each file that gets no job
+    and why (its pages are all in an earlier file: the ARC and the WARC of one crawl; or it
+    holds no page), each part counts its own file's records, and images/written is 0, not null."""
+    crawl = [(f"http://site.test/f0/p{i}", HTML, page(0, i)) for i in range(3)]
+    first = write_warc(tmp_path / "crawl.warc.gz", crawl)
+    again = write_warc(tmp_path / "crawl-copy.warc.gz", crawl)  # the same crawl, another file
+    other = write_warc(tmp_path / "other.warc.gz", [(f"http://site.test/f1/p{i}", HTML, page(1, i)) for i in range(2)])
+    pictures = write_warc(tmp_path / "pictures.warc.gz", [("http://site.test/img0-0.png", PNG, png_bytes(640, 480))])
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *map(str, (first, again, other, pictures)), "-o", str(out),
+           "--jobs", "1", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "-s", "FOCUSCRAWL_IMAGE_MIN_WIDTH=100000"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"warc: 4 archive files, 5 HTML pages replayed into {out}"
+    assert lines[1].startswith("  2 jobs (one per file with pages of its own) on 1 processes; their parts merged: "
+                               "5 pages, 0 images")
+    assert lines[2] == (f"  {again}: no job of its own: its 3 HTML pages are all captured in an earlier file too "
+                        f"(the first capture is replayed)")
+    assert lines[3].startswith(f"  {pictures}: no job of its own: it holds no HTML page")
+    assert lines[4].startswith("  written: 5 pages, 0 images; ")
+    parts = json.loads((out / "stats.json").read_text())["parts"]
+    assert [parts[p]["focuscrawl/archive/records/response"] for p in sorted(parts)] == [3, 2]  # not 9 each
+    assert "focuscrawl/archive/records/duplicate_url" not in parts["0000"]
+
+
 def test_a_job_process_killed_fails_its_file_and_the_others_are_merged(tmp_path):
     """A job process SIGKILLed inside its crawl (out of memory, a kill): its file is reported
     failed, the other job process replays every other file, the merge completes and the
     command exits 1 with the reason, without a traceback."""
     paths = archives(tmp_path)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", "2",
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", "2", "--json",
            "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "-s", "LOG_LEVEL=INFO",
            "-s", "EXTENSIONS=" + json.dumps({**EXTENSIONS, "tests.support.killswitch.KillAfterImageRow": 1}),
            # an image row of file 2 written, its page's row not yet
@@ -214,7 +242,8 @@ def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
     for log in logs:
         assert "Spider closed (finished)" in log and "Traceback" not in log, log[-3000:]
     parts = sorted(str(p) for p in (tmp_path / "cc1" / "parts").iterdir())
-    merge = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", *parts, "-o", str(tmp_path / "cc1")],
+    merge = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", *parts, "-o", str(tmp_path / "cc1"),
+                            "--json"],
                            cwd=REPO, capture_output=True, text=True, timeout=120)
     assert merge.returncode == 0, merge.stderr[-3000:]
     assert json.loads(merge.stdout.strip().splitlines()[-1])["pages"] == 12

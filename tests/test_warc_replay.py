@@ -13,7 +13,7 @@ from tests.support.localweb import CAT_TEXT, LocalWeb, image_site, png_bytes
 from tests.support.runfiles import keyed_rows as rows, sightings
 
 def warc_cli(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args]
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "--json"]
     for s in FAST:
         cmd += ["-s", s]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -33,7 +33,7 @@ def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["finish_reason"] == "finished"
-    assert summary["focuscrawl/archive/missing"] is None  # every image the crawl fetched is in its WARCs
+    assert summary["focuscrawl/archive/missing"] == 0  # every image the crawl fetched is in its WARCs
     live_pages, replay_pages = rows(live / "pages.tsv", "url"), rows(replay / "pages.tsv", "url")
     assert len(live_pages) == 4 and replay_pages == live_pages
     live_images, replay_images = rows(live / "images.tsv", "image_url"), rows(replay / "images.tsv", "image_url")
@@ -66,6 +66,8 @@ def test_arc_input_with_lying_headers_and_missing_images(tmp_path):
     assert list(images) == ["http://a.test/cat.png"]
     stats = json.loads((out / "stats.json").read_text())
     assert stats["focuscrawl/archive/links_not_archived"] == 1
+    # its own reason: images/failed/filtered means robots.txt or offsite (OUTPUT.md)
+    assert stats["focuscrawl/images/failed/not_archived"] == 1 and "focuscrawl/images/failed/filtered" not in stats
     record = sightings(out)["http://a.test/cat.png"]
     assert "schläft" in record[0]  # latin-1 page decoded via its <meta> charset
 
@@ -117,7 +119,8 @@ def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
     """Each log line once (no second root handler), none of Scrapy's DEBUG/INFO chatter
     without -v (there were ~1,400 lines for 16 records), focuscrawl's own progress line."""
     warc = _small_warc(tmp_path)
-    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0.001"]
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "--json", "-s",
+           "FOCUSCRAWL_PROGRESS_INTERVAL=0.001"]
     proc = subprocess.run(cmd + ["-o", str(tmp_path / "quiet")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stderr.splitlines()

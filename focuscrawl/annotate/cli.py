@@ -71,13 +71,16 @@ def _password(args: argparse.Namespace) -> str:
 
 def load_ranked_images(db: AnnotationDB, args: argparse.Namespace) -> int:
     """Add the top of RUN_DIR's ranking (as ``focuscrawl rank`` ranks it: the crawl's topic
-    bundle or ``--topic``, else SPEC's cut) to ``db``; returns how many images are new."""
+    bundle or ``--topic``, else SPEC's cut; near-duplicates collapsed unless ``--keep-duplicates``)
+    to ``db``; returns how many images are new."""
     from focuscrawl.altfilter import is_generated_alt
-    from focuscrawl.ranking import rank_run, resolve_scoring
+    from focuscrawl.ranking import near_duplicate_collapser, rank_run, resolve_scoring
 
     filters = {"generated_alt": lambda e: is_generated_alt(e.alt)} if args.drop_generated_alt else None
     scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
-    ranked, _ = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min, args.score_max, filters)
+    collapse = None if args.keep_duplicates else near_duplicate_collapser(args.run_dir)
+    ranked, _ = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min, args.score_max, filters,
+                         collapse=collapse)
     return db.add_items(e for e in ranked if e.image_file(args.run_dir) is not None)
 
 

@@ -139,22 +139,27 @@ def normalize_user_name(name: str) -> str:
 
 
 def name_skeleton(name: str) -> str:
-    """The name with every letter that looks like a Latin one replaced by it (Cyrillic 'а' -> 'a'),
-    after ``normalize_user_name``: two names with one skeleton look alike on screen."""
-    from confusable_homoglyphs import confusables
+    """The name as it looks, after ``normalize_user_name``: every non-ASCII character replaced by
+    its look-alike in Unicode's confusables data (Cyrillic 'а' -> 'a', dotless 'ı' -> 'i'), then
+    accents and other combining marks dropped ('ā' -> 'a', 'ł' -> 'l'). Two names with one
+    skeleton look alike on screen."""
+    from confusable_homoglyphs.confusables import confusables_data
 
-    found = confusables.is_confusable(name, preferred_aliases=["latin"], greedy=True) or []
-    latin = {f["character"]: f["homoglyphs"][0]["c"] for f in found if f["homoglyphs"]}
-    return "".join(latin.get(ch, ch) for ch in name)
+    mapped = "".join(confusables_data[ch][0]["c"] if not ch.isascii() and confusables_data.get(ch) else ch
+                     for ch in unicodedata.normalize("NFD", name))
+    return "".join(ch for ch in unicodedata.normalize("NFD", mapped) if not unicodedata.combining(ch))
 
 
 def check_user_name(name: str) -> str:
-    """The normalised name, or ``InvalidUserName``: letters of one script, digits, '.', '_', '-'."""
+    """The normalised name, or ``InvalidUserName``: letters of one script, digits, '.', '_', '-',
+    starting and ending with a letter or digit (no name that is only punctuation: '-', '.')."""
     from confusable_homoglyphs import categories
 
     name = normalize_user_name(name)
-    if not name or len(name) > 64 or not all(ch.isalnum() or ch in "._-" for ch in name):
-        raise InvalidUserName("user name: 1-64 letters, digits, '.', '_' or '-'")
+    if (not name or len(name) > 64 or not all(ch.isalnum() or ch in "._-" for ch in name)
+            or not (name[0].isalnum() and name[-1].isalnum())):
+        raise InvalidUserName("user name: 1-64 letters, digits, '.', '_' or '-', starting and ending with a "
+                              "letter or digit")
     if len(categories.unique_aliases(name) - {"COMMON"}) > 1:
         raise InvalidUserName(f"user name {name!r} mixes scripts (e.g. Latin and Cyrillic letters)")
     return name

@@ -15,6 +15,7 @@ import hmac
 import logging
 import mimetypes
 import secrets
+import selectors
 import threading
 import time
 from functools import partial, wraps
@@ -56,7 +57,8 @@ MESSAGES = {  # fixed texts selected by code: nothing from the request is reflec
     "login": "Wrong user name or password.",
     "throttled": "Too many failed logins for this user; try again in 15 minutes.",
     "user-added": "User added.",
-    "user-name": "User not added: a name is 1-64 letters of one script, digits, '.', '_' or '-'.",
+    "user-name": "User not added: a name is 1-64 letters of one script, digits, '.', '_' or '-', "
+                 "starting and ending with a letter or digit.",
     "user-exists": "User not added: that name, or one that looks like it, exists already.",
     "user-password": "User not added: the password needs 8 or more characters.",
 }
@@ -68,6 +70,12 @@ USER_REFUSALS: dict[type[AnnotationError], str] = {
 #: cheroot worker threads (each keeps one SQLite connection) and the listen backlog.
 SERVER_THREADS = 16
 SERVER_BACKLOG = 1024
+#: A request's header block: at most this many bytes (cheroot answers 413 past it), all of it
+#: within HEADER_TIMEOUT seconds of its first byte; a connection that sends nothing is closed
+#: after IDLE_TIMEOUT seconds (cheroot's ``timeout``, also the longest wait for one read).
+MAX_HEADER_BYTES = 64 * 1024
+HEADER_TIMEOUT = 10.0
+IDLE_TIMEOUT = 10.0
 
 
 def refusal_code(exc: AnnotationError, table: dict[type[AnnotationError], str]) -> str:
@@ -280,15 +288,63 @@ def create_app(db: AnnotationDB, run_dir: str | Path, secure_cookies: bool = Fal
     return app
 
 
+class _HeaderFirstServer(wsgi.Server):
+    """cheroot's WSGI server that hands a connection to a worker thread only once the whole
+    header block of its next request is there (or its size bound is passed, which cheroot
+    answers with 413). Until then the connection waits in cheroot's selector and what
+    arrives is read without blocking, so slow or silent clients hold no worker thread
+    (slowloris): one whose header block takes longer than ``header_timeout`` seconds is
+    closed, and so is a silent one after cheroot's ``timeout``. No TLS here (raw reads of
+    the socket): behind TLS, a proxy terminates it (``--secure-cookies``)."""
+
+    header_timeout = HEADER_TIMEOUT
+
+    def process_conn(self, conn) -> None:
+        if conn.rfile.has_data() or self._header_arrived(conn):
+            super().process_conn(conn)
+
+    def _header_arrived(self, conn) -> bool:
+        """Read what the client sent (non-blocking); ``True`` when the header block is
+        complete; otherwise the connection waits in the selector again, or is closed."""
+        pending = conn.__dict__.setdefault("pending_header", bytearray())
+        if not pending:
+            conn.header_started = time.monotonic()
+            conn.last_used = time.time()  # cheroot's idle expiry (``timeout``) counts from here
+        try:
+            conn.socket.settimeout(0)  # read what is there (a socket with a timeout would wait)
+            data = conn.socket.recv(MAX_HEADER_BYTES)
+            conn.socket.settimeout(self.timeout)
+        except BlockingIOError:  # nothing yet (a new connection)
+            data = None
+            conn.socket.settimeout(self.timeout)
+        except OSError:  # reset by the client
+            data = b""
+        if data == b"" or time.monotonic() - conn.header_started > self.header_timeout:
+            conn.close()  # hung up, or too slow: nothing to answer
+            return False
+        pending += data or b""
+        if b"\r\n\r\n" in pending or b"\n\n" in pending or len(pending) > MAX_HEADER_BYTES:
+            conn.rfile._read_buf, conn.rfile._read_pos = bytes(pending), 0  # cheroot's own buffer (_pyio)
+            pending.clear()
+            return True
+        self._connections._selector.register(conn.socket.fileno(), selectors.EVENT_READ, data=conn)
+        return False
+
+
 class AnnotationServer:
     """cheroot's thread-pool WSGI server bound at construction: ``SERVER_THREADS`` workers, a
     listen backlog of ``SERVER_BACKLOG`` (the stdlib server's 5 reset connections under load),
-    idle keep-alive connections parked in a selector, not in a thread."""
+    idle keep-alive connections and connections still sending their headers parked in a
+    selector, not in a thread; a header block of at most ``MAX_HEADER_BYTES`` within
+    ``HEADER_TIMEOUT`` seconds (``_HeaderFirstServer``)."""
 
     def __init__(self, app, host: str = "127.0.0.1", port: int = 8000, threads: int = SERVER_THREADS,
-                 backlog: int = SERVER_BACKLOG) -> None:
-        self.server = wsgi.Server((host, port), app, numthreads=threads, request_queue_size=backlog,
-                                  server_name="focuscrawl-annotate", shutdown_timeout=5)
+                 backlog: int = SERVER_BACKLOG, header_timeout: float = HEADER_TIMEOUT,
+                 timeout: float = IDLE_TIMEOUT) -> None:
+        self.server = _HeaderFirstServer((host, port), app, numthreads=threads, request_queue_size=backlog,
+                                         server_name="focuscrawl-annotate", shutdown_timeout=5, timeout=timeout)
+        self.server.max_request_header_size = MAX_HEADER_BYTES
+        self.server.header_timeout = header_timeout
         self.server.prepare()  # binds and listens: OSError here for a busy port
 
     @property

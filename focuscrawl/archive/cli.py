@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Scrapy/focuscrawl setting (repeatable)")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                    help="Scrapy's INFO and DEBUG log too (default: focuscrawl's INFO lines, warnings, progress)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object (for machines)")
     p.set_defaults(func=cmd_warc)
 
 
@@ -108,7 +109,7 @@ def _freeze_heap(**_) -> None:
 
 def _summary(crawler) -> dict:
     stats = crawler.stats.get_stats() or {}
-    return {k: stats.get(k) for k in ("finish_reason", *SUMMARY_STATS)}
+    return {"finish_reason": stats.get("finish_reason"), **{k: stats.get(k, 0) for k in SUMMARY_STATS}}
 
 
 def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
@@ -129,6 +130,35 @@ def _index(paths: list[str]):
     return index
 
 
+def files_without_part(index) -> dict[str, str]:
+    """Each archive file that gets no job with ``--jobs`` (its pages are its job's seeds), and why."""
+    pages = {ref.path for ref in index.html_refs()}
+    captures: dict[str, int] = {}
+    for ref in index.order:
+        if ref.status == 200 and "html" in ref.content_type.lower():
+            captures[ref.path] = captures.get(ref.path, 0) + 1
+    return {path: (f"its {captures[path]} HTML pages are all captured in an earlier file too (the first capture "
+                   f"is replayed)" if captures.get(path) else "it holds no HTML page (images or other records only; "
+                                                               "they still answer the other files' requests)")
+            for path in index.paths if path not in pages}
+
+
+def human_summary(summary: dict, output: str) -> str:
+    """The replay in a few lines (``--json`` prints ``summary`` itself)."""
+    lines = [f"warc: {summary['files']} archive files, {summary['focuscrawl/archive/html_pages']:,} HTML pages "
+             f"replayed into {output}"]
+    if "parts" in summary:
+        lines.append(f"  {summary['parts']} jobs (one per file with pages of its own) on {summary['jobs']} processes; "
+                     f"their parts merged: {summary['pages']:,} pages, {summary['images']:,} images")
+        for path, why in summary["files_without_part"].items():
+            lines.append(f"  {path}: no job of its own: {why}")
+    lines.append(f"  written: {summary['focuscrawl/pages/written']:,} pages, {summary['focuscrawl/images/written']:,} "
+                 f"images; {summary['focuscrawl/archive/responses']:,} responses served from the archives, "
+                 f"{summary['focuscrawl/archive/missing']:,} requests for URLs they do not hold")
+    lines.append(f"  {summary['finish_reason']} (stats.json holds every counter; --json for this summary as JSON)")
+    return "\n".join(lines)
+
+
 def cmd_warc(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not Path(path).is_file():
@@ -141,16 +171,17 @@ def cmd_warc(args: argparse.Namespace) -> int:
     verbose = getattr(args, "verbose", False)
     if not args.jobs:
         index = _index(args.paths)
-        summary = replay(index, args.output, settings, spider_args, verbose)
+        summary = {"files": len(index.paths), **replay(index, args.output, settings, spider_args, verbose)}
     else:  # the job processes start while this one reads the index
         # every job writes its image files straight into the merged run (named by URL: same name, same bytes)
         job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
         jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
         try:
-            summary = replay_jobs(_index(args.paths), Path(args.output), jobs)
+            index = _index(args.paths)
+            summary = replay_jobs(index, Path(args.output), jobs)
         finally:
             jobs.close()
-    print(json.dumps(summary))
+    print(json.dumps(summary) if args.json else human_summary(summary, args.output))
     return 0 if summary.get("finish_reason") == "finished" else 1
 
 
@@ -296,9 +327,9 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
     counts = merge_runs([part for part, r in zip(parts, results) if r.get("finish_reason") == "finished"], output)
     summary: dict = {"jobs": len(processes.processes), "parts": len(parts), "pages": counts["pages"],
                      "images": counts["images"]}
-    for key in SUMMARY_STATS:
-        values = [r.get(key) for r in results if r.get(key) is not None]
-        summary[key] = sum(values) if values else None
+    for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
+        summary[key] = sum(r.get(key) or 0 for r in results)
+    summary.update(files=len(index.paths), files_without_part=files_without_part(index))
     failed = [f"{path}: {r.get('finish_reason')}" for path, r in zip(files, results) if r.get("finish_reason") != "finished"]
     summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
     return summary

@@ -14,6 +14,7 @@ import calendar
 import ipaddress
 import logging
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -46,7 +47,7 @@ TRUNCATED_RECORD = "truncated_record"  # the file ends before the record's Conte
 LENGTH_MISMATCH = "length_mismatch"  # data follows the record where blank lines should be
 NO_LENGTH = "no_content_length"  # a WARC record without a (valid) Content-Length
 UNREADABLE = "unreadable_rest"  # damaged framing: the rest of the file cannot be read
-RESYNCED = "resynced"  # reading went on after a record whose Content-Length ran past the end
+RESYNCED = "resynced"  # records were read again after damaged framing (a bad Content-Length, ...)
 
 
 class ArchiveError(ValueError):
@@ -167,49 +168,92 @@ def _count(stats: dict, key: str) -> None:
     stats[key] = stats.get(key, 0) + 1
 
 
-def _next_warc_header(fh, start: int) -> int | None:
-    """Offset of the next line starting ``WARC/1.`` at or after ``start`` (read in 1 MiB pieces)."""
+def _find(fh, start: int, marker: bytes) -> int | None:
+    """Offset of the first ``marker`` at or after ``start`` (read in 1 MiB pieces)."""
     fh.seek(start)
     tail, pos = b"", start
     while chunk := fh.read(1 << 20):
         data = tail + chunk
-        found = data.find(b"\nWARC/1.")
+        found = data.find(marker)
         if found >= 0:
-            return pos - len(tail) + found + 1
-        tail, pos = data[-16:], pos + len(chunk)
+            return pos - len(tail) + found
+        tail, pos = data[-len(marker):], pos + len(chunk)
     return None
+
+
+def _next_warc_header(fh, start: int) -> int | None:
+    """Offset of the next line starting ``WARC/1.`` at or after ``start``."""
+    found = _find(fh, start, b"\nWARC/1.")
+    return None if found is None else found + 1
+
+
+def _next_gzip_member(fh, start: int) -> int | None:
+    """Offset of the gzip member after the one at ``start`` (decompressed in bounded pieces
+    and thrown away); ``None`` at the end of the file. A member too damaged to decompress
+    ends at the next gzip magic after ``start``."""
+    fh.seek(start)
+    inflater, pos = zlib.decompressobj(31), start
+    try:
+        while not inflater.eof:
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                return None
+            pos += len(chunk)
+            data = chunk
+            while data and not inflater.eof:
+                inflater.decompress(data, 1 << 20)
+                data = inflater.unconsumed_tail
+        found = pos - len(inflater.unused_data)
+    except zlib.error:
+        found = _find(fh, start + 1, b"\x1f\x8b\x08")
+    if found is None:
+        return None
+    fh.seek(found)
+    return found if fh.read(1) else None
 
 
 class _RecordScanner:
     """The HTTP response records of one open file, for sequential reading; every
-    record it cannot use is a counted skip with one WARNING line, and damaged framing
-    ends the file (records before it are kept) unless it is the very first record.
-    In an uncompressed WARC a record whose ``Content-Length`` runs past the end of the
-    file has swallowed the records after it: reading goes on at the next ``WARC/1.``
-    line after its header (``focuscrawl/archive/resynced``)."""
+    record it cannot use is a counted skip with one WARNING line. Damaged framing (a
+    ``Content-Length`` too small, negative, not a number, or running past the end of
+    the file; a header that cannot be parsed) would swallow every record after it:
+    reading goes on at the next record (``focuscrawl/archive/resynced``) -- the next
+    ``WARC/1.`` line of an uncompressed WARC, the next gzip member of a compressed
+    file -- and ends (records before it are kept) only where there is none (an
+    uncompressed ARC has no record marker). Damage in the very first record means the
+    file is not an archive."""
 
     def __init__(self, fh, path: str, stats: dict) -> None:
         self.fh = fh
+        self.gzip = fh.read(2) == b"\x1f\x8b"
+        fh.seek(0)
         self.it = _BoundedArchiveIterator(fh)
         self.path, self.stats = path, stats
         self.records = 0
+        self.start = 0  # where the current record (or the resync point) begins
+        self.format = "warc"
         self.resync_at: int | None = None
+        self.resynced = self.done = False  # resynced: counted once a record is read after it
 
     def __iter__(self) -> Iterator[tuple[object, str]]:
         records = iter(self.it)
-        while True:
+        while not self.done:
             if self.resync_at is not None:
                 self.fh.seek(self.resync_at)
-                self.it, self.resync_at = _BoundedArchiveIterator(self.fh), None
+                self.it, self.start, self.resync_at = _BoundedArchiveIterator(self.fh), self.resync_at, None
                 records = iter(self.it)
             try:
                 record = next(records)
             except StopIteration:
                 return
             except Exception as exc:  # warcio raises bare Exceptions, zlib.error, EOFError, ...
-                self._unreadable(exc)
-                return
+                self._damaged(exc)
+                continue
             self.records += 1
+            self.start, self.format = self.it.offset, record.format
+            if self.resynced:
+                _count(self.stats, RESYNCED)
+                self.resynced = False
             kind = record.rec_type
             _count(self.stats, f"records/{kind}")
             if kind not in RESPONSE_TYPES:
@@ -223,6 +267,7 @@ class _RecordScanner:
                 continue
             if record.format == "warc" and record.length is None:
                 self._skip(NO_LENGTH, url, "no Content-Length")
+                self._resync()
                 continue
             problem = url_problem(url)
             if problem:
@@ -236,28 +281,37 @@ class _RecordScanner:
         try:
             self.it.read_to_end()
         except Exception as exc:  # the separator after the record is damaged
-            self._unreadable(exc)
+            self._damaged(exc)
             return True
         if self.it.truncated:
             self._skip(TRUNCATED_RECORD, url, f"the file ends before its Content-Length "
                        f"{self.it.record.length}")
-            self._resync()
+            if not self.gzip:  # gzip: the lie ends with its member, the next one is read as usual
+                self._resync()
             return True
         if self.it.length_mismatch:
             self._skip(LENGTH_MISMATCH, url, "data follows the record where its Content-Length ends")
+            self._resync()
             return True
         return False
 
-    def _resync(self) -> None:
-        if self.it.reader.decompressor is not None or self.it.record.format != "warc":
-            return  # gzip: the lie ends with its member; ARC has no record marker to find
-        start = self.it.member_info[0]
-        found = _next_warc_header(self.fh, start + 1)
-        if found is not None:
-            _count(self.stats, RESYNCED)
-            logger.warning("archive: %s: reading goes on at byte %d, the next WARC record after the "
-                           "truncated one at byte %d", self.path, found, start)
-            self.resync_at = found
+    def _next_record_start(self) -> int | None:
+        """Where the record after the one at ``self.start`` begins, found without its framing."""
+        if self.gzip:
+            return _next_gzip_member(self.fh, self.start)
+        if self.format != "warc":
+            return None  # an uncompressed ARC has no record marker to find
+        return _next_warc_header(self.fh, self.start + 1)
+
+    def _resync(self) -> bool:
+        """Go on reading at the next record after the damaged one; ``False``: there is none."""
+        found = self._next_record_start()
+        if found is None:
+            return False
+        logger.warning("archive: %s: reading goes on at byte %d, the next record after byte %d", self.path,
+                       found, self.start)
+        self.resync_at, self.resynced = found, True
+        return True
 
     def _skip(self, reason: str, url: str, detail: str) -> None:
         _count(self.stats, reason)
@@ -265,10 +319,17 @@ class _RecordScanner:
         logger.warning("archive: skipped a record (%s) of %s at byte %s: %s: %s", reason, self.path,
                        start, excerpt(url), detail)
 
-    def _unreadable(self, exc: BaseException) -> None:
+    def _damaged(self, exc: BaseException) -> None:
+        """Framing that cannot be read: the file is not an archive (first record), or reading
+        goes on at the next record, or stops with the records before it."""
         message = str(exc) if isinstance(exc, HeaderTooLong) else excerpt(" ".join(str(exc).split()), 160)
         if not self.records:
             raise ArchiveError(f"{self.path}: not a readable WARC/ARC file: {type(exc).__name__}: {message}")
+        logger.warning("archive: %s: damaged framing in or after the record at byte %s (%s)", self.path, self.start,
+                       message)
+        if self._resync():
+            return
+        self.done = True
         _count(self.stats, UNREADABLE)
         logger.warning("archive: stopped reading %s after %d records (%s at byte %s: %s); the "
                        "records before it are used", self.path, self.records, UNREADABLE,
@@ -411,21 +472,34 @@ class ArchiveIndex:
 
     def __init__(self, paths: list[str | os.PathLike]):
         self.paths = [str(p) for p in paths]
-        self.stats: dict[str, int] = {}
+        self.file_stats: dict[str, dict[str, int]] = {}  # path -> its records' counts
         self.refs: dict[str, RecordRef] = {}
         self.order: list[RecordRef] = []
         for path in self.paths:
             if not Path(path).is_file():
                 raise FileNotFoundError(f"archive {path} does not exist")
-            before = sum(v for k, v in self.stats.items() if k.startswith("records/"))
-            for ref in iter_refs(path, self.stats):
+            stats = self.file_stats.setdefault(path, {})
+            for ref in iter_refs(path, stats):
                 self.order.append(ref)
-                if ref.url in self.refs:
-                    self.stats["records/duplicate_url"] = self.stats.get("records/duplicate_url", 0) + 1
+                if ref.url in self.refs:  # an earlier capture (this file or an earlier one) wins
+                    _count(stats, "records/duplicate_url")
                     continue
                 self.refs[ref.url] = ref
-            if sum(v for k, v in self.stats.items() if k.startswith("records/")) == before:
+            if not any(k.startswith("records/") for k in stats):
                 raise ArchiveError(f"{path}: no WARC or ARC records (not an archive?)")
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The records' counts over every file."""
+        return self.stats_of(self.paths)
+
+    def stats_of(self, paths) -> dict[str, int]:
+        """The records' counts of ``paths`` (each file counted once, as in one job's part)."""
+        total: dict[str, int] = {}
+        for path in dict.fromkeys(paths):
+            for key, value in self.file_stats.get(path, {}).items():
+                total[key] = total.get(key, 0) + value
+        return total
 
     def __len__(self) -> int:
         return len(self.refs)

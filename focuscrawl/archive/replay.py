@@ -5,7 +5,8 @@
 archived response of its URL, which then goes through every downloader
 middleware's ``process_response`` like a fetched one (decompression, redirects,
 stats), so extraction, scoring, pipelines and writers run unchanged. A URL the
-archive does not hold fails with ``IgnoreRequest`` (counted as ``focuscrawl/archive/missing``); a
+archive does not hold fails with ``NotArchived`` (an ``IgnoreRequest``; counted as
+``focuscrawl/archive/missing``, and an image's as ``focuscrawl/images/failed/not_archived``); a
 body over the request's ``download_maxsize`` fails as Scrapy's own handlers fail it
 (``DownloadCancelledError``, counted as ``focuscrawl/archive/over_max_size``), so no cut body
 is ever presented as a whole page or image. No request can reach the network: there
@@ -21,6 +22,10 @@ from scrapy.http import Response
 from w3lib.url import safe_url_string
 
 from focuscrawl.archive.reader import read_response
+
+
+class NotArchived(IgnoreRequest):
+    """The archives hold no record of the requested URL."""
 
 
 class ArchiveDownloadHandler(BaseDownloadHandler):
@@ -44,7 +49,7 @@ class ArchiveDownloadHandler(BaseDownloadHandler):
         stats = self.crawler.stats
         if ref is None:
             stats.inc_value("focuscrawl/archive/missing")
-            raise IgnoreRequest(f"not in the archive: {request.url}")
+            raise NotArchived(f"not in the archive: {request.url}")
         max_size = request.meta.get("download_maxsize", self.max_size)
         response = read_response(ref, max_size)
         if "truncated" in response.flags:  # as a live download over the limit: cancelled

@@ -44,6 +44,7 @@ def collapse_near_duplicates(
     image_max_distance: int = IMAGE_MAX_DISTANCE,
     text_max_distance: int = TEXT_MAX_DISTANCE,
     ngrams: str = "3+5",
+    limit: int | None = None,
 ) -> tuple[list[Row], int]:
     """Return ``(kept rows, best first, number of rows collapsed)``.
 
@@ -52,6 +53,8 @@ def collapse_near_duplicates(
     ``text(row)``: the raw context text, compared by the SimHash of its ``ngrams``.
     The defaults read ``final_score``, ``image_phash`` and ``context_text`` from a
     mapping or an object; pass ``None`` to ignore a criterion. Ties keep input order.
+    ``limit``: stop once that many rows are kept (a top N needs no more; the hashes of the
+    rows after it are never computed, and their duplicates are not counted).
     """
     ranked = sorted(enumerate(rows), key=lambda ir: (_score(score(ir[1])), ir[0]))
     images = SimHashIndex(image_max_distance, max(4, image_max_distance + 1), merge_threshold=256)
@@ -59,6 +62,8 @@ def collapse_near_duplicates(
     kept: list[Row] = []
     collapsed = 0
     for _, row in ranked:
+        if limit is not None and len(kept) >= limit:
+            break
         image_fp = parse_image_hash(image_hash(row)) if image_hash else None
         context = text(row) if text else None
         text_fp = text_simhash(context, ngrams) if isinstance(context, str) and context.strip() else None

@@ -23,13 +23,23 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import os
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-import numba
-import numpy as np
-
 from focuscrawl import settings as defaults
+from focuscrawl.resources import user_cache_dir
+
+# numba's compiled functions go to the user's cache, not beside this module (numba's
+# default: the installed package's __pycache__, read-only or shared in a real install);
+# set before numba reads its config (also in processes this one starts), and in numba's
+# config in case it was imported already. NUMBA_CACHE_DIR set by the user wins.
+os.environ.setdefault("NUMBA_CACHE_DIR", str(user_cache_dir() / "numba"))
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+
+numba.config.CACHE_DIR = numba.config.CACHE_DIR or os.environ["NUMBA_CACHE_DIR"]
 
 BITS = 64
 _U64 = np.uint64
@@ -37,10 +47,9 @@ _distance_then_id = operator.itemgetter(1, 0)
 
 
 def _jit(func: Callable) -> Callable:
-    """numba-compile ``func``, cached on disk beside this module when numba finds a place.
-
-    Inside a zipped scrapyd egg there is none (``cache=True`` raises at decoration);
-    there it compiles once per process instead (~3.5 s at the first query).
+    """numba-compile ``func``, cached on disk in ``NUMBA_CACHE_DIR`` (above) when numba can
+    write there; when it cannot (``cache=True`` raises at decoration) it compiles once per
+    process instead (~3.5 s at the first query).
     """
     try:
         return numba.njit(cache=True, nogil=True)(func)
@@ -248,8 +257,12 @@ class SimHashIndex:
 
         A bucket may hold keys that differ below the top D bits; they are verified
         like every candidate, so the directory can only add candidates, never lose one.
+        D covers at least the table prefix, so that a bucket never spans two tables: the
+        compiled query skips a match already reported by an earlier table's bucket, and
+        a bucket holding two tables' entries of one fingerprint reported it twice.
         """
-        d = min(self._totalbits, max(1, math.ceil(math.log2(max(len(self._keys), 2))) - 1))
+        table_bits = self._totalbits - self._keybits
+        d = min(self._totalbits, max(1, table_bits, math.ceil(math.log2(max(len(self._keys), 2))) - 1))
         self._shift = self._totalbits - d
         counts = np.bincount((self._keys >> _U64(self._shift)).astype(np.int64), minlength=1 << d)
         self._dir = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)

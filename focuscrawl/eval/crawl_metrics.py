@@ -18,7 +18,9 @@ from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import parse_float, read_tsv
 from focuscrawl.output.stats import read_stats
-from focuscrawl.ranking import DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, rank, rank_run
+from focuscrawl.ranking import (DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, RankStats, near_duplicate_collapser, rank,
+                                rank_run)
+from focuscrawl.text.language import OTHER_LANGUAGE
 from focuscrawl.topic.model import DEFAULT_SCORER
 
 SCORE_RANGE = (DEFAULT_SCORE_MIN, DEFAULT_SCORE_MAX)
@@ -80,15 +82,29 @@ class Run:
         sentences = folder / "sentences.txt.gz"
         sightings = []
         for r in images:
-            record = folder / r["record_path"] if r.get("record_path") else None
-            if record is not None and record.exists():
-                for sight in json.loads(record.read_text()).get("sightings", []):
-                    if not budget or sight.get("page_url") in kept:
-                        sightings.append((r["image_url"], _float(sight.get("final_score"))))
-            else:
+            record_sightings = _record_sightings(folder, r.get("record_path"))
+            if record_sightings is None:  # no record, or a damaged one: the images.tsv row
                 sightings.append((r["image_url"], _score(r)))
+                continue
+            for sight in record_sightings:
+                if not budget or sight.get("page_url") in kept:
+                    sightings.append((r["image_url"], _float(sight.get("final_score"))))
         return cls(name or folder.name, folder, pages, images, stats, sentences if sentences.exists() else None,
                    sightings)
+
+
+def _record_sightings(folder: Path, record_path: str | None) -> list[dict] | None:
+    """The sightings of an info record, None when it is missing or not of the writer's shape."""
+    if not record_path:
+        return None
+    try:
+        record = json.loads((folder / record_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    sightings = record.get("sightings") if isinstance(record, dict) else None
+    if not isinstance(sightings, list) or not all(isinstance(s, dict) for s in sightings):
+        return None
+    return sightings
 
 
 # -- harvest rate ----------------------------------------------------------------------
@@ -169,6 +185,7 @@ def crawl_statistics(run: Run) -> dict:
         elapsed = (max(times) - min(times)) if len(times) > 1 else None
     return {"sentences": sentences, "tokens": tokens, "hosts": len(hosts), "pages": len(run.pages),
             "uris": uris, "volume_bytes": volume, "seconds": elapsed,
+            "pages_other_language": int(run.stats.get("focuscrawl/pages/other_language", 0)),
             "uris_per_s": uris / elapsed if elapsed else None,
             "pages_per_s": len(run.pages) / elapsed if elapsed else None,
             "kb_per_s": volume / 1024 / elapsed if elapsed else None}
@@ -183,10 +200,12 @@ HTML_RULE_DROPS = ("no_alt_title", "no_src", "bad_src", "size_unspecified", "too
 
 
 def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> dict[str, int]:
-    """initial -> format filter -> score cut -> unique, as thesis Table 5.2.
+    """initial -> language filter -> format filter -> score cut -> unique, as thesis Table 5.2
+    with the language filter (issue #30).
 
-    *initial*: image sightings that passed the HTML rules (ALT/title, size), *format*:
-    those with a kept format. Both come from the crawl's stats (``focuscrawl/images/seen``,
+    *initial*: image sightings that passed the HTML rules (ALT/title, size), *language*:
+    those whose texts are not in an unwanted language (``focuscrawl/images/dropped/other_language``),
+    *format*: those with a kept format. Both come from the crawl's stats (``focuscrawl/images/seen``,
     ``focuscrawl/images/dropped/<reason>``, ``focuscrawl/images/kept``; a few pages in flight
     after the budget closed the crawl may be counted); without them both are the logged sightings. *score*:
     sightings (every page an image was found on, from the records) whose final score is
@@ -197,11 +216,13 @@ def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> di
     if "focuscrawl/images/seen" in st:
         initial = int(st["focuscrawl/images/seen"]) - sum(int(st.get(f"focuscrawl/images/dropped/{r}", 0))
                                                           for r in HTML_RULE_DROPS)
+        language = initial - int(st.get(f"focuscrawl/images/dropped/{OTHER_LANGUAGE}", 0))
         formatted = int(st.get("focuscrawl/images/kept", 0))
     else:
-        initial = formatted = len(run.sightings)
+        initial = language = formatted = len(run.sightings)
     scored = [(url, s) for url, s in run.sightings if s is not None and lo <= s <= hi]
-    return {"initial": initial, "format": formatted, "score": len(scored), "unique": len({u for u, _ in scored})}
+    return {"initial": initial, "language": language, "format": formatted, "score": len(scored),
+            "unique": len({u for u, _ in scored})}
 
 
 def score_cut_by_truth(run: Run, truth: Truth, score_range: tuple[float, float] = SCORE_RANGE) -> dict:
@@ -225,19 +246,21 @@ def score_cut_by_truth(run: Run, truth: Truth, score_range: tuple[float, float] 
     return counts
 
 
-def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE, bundle: str | Path | None = None
-                  ) -> list[CorpusEntry]:
+def ranked_images(run: Run, score_range: tuple[float, float] = SCORE_RANGE, bundle: str | Path | None = None,
+                  collapse: bool = False, stats: RankStats | None = None) -> list[CorpusEntry]:
     """The run's images ranked as ``focuscrawl rank`` does: without ``bundle`` as the thesis
     did (score cut, unique by URL (first seen), final score ascending); with a topic bundle by
-    its default scorer's P(on topic), cut at its calibrated probability, high to low. Only
-    images of the run's pages."""
+    its default scorer's P(on topic), cut at its calibrated probability, high to low;
+    ``collapse``: near-duplicates collapsed (``rank``'s default); ``stats``: the ranking's funnel.
+    Only images of the run's pages."""
     if not (run.folder / "images.tsv").exists():
         return []
     kept = {p["url"] for p in run.pages}
     entries = (e for e in iter_entries(run.folder, with_context=False) if e.page_url in kept)
+    collapser = near_duplicate_collapser(run.folder, stats) if collapse else None
     if bundle is None:
-        return rank(entries, score_min=score_range[0], score_max=score_range[1])
-    return rank_run(run.folder, DEFAULT_SCORER, str(bundle), entries=entries)[0]
+        return rank(entries, score_min=score_range[0], score_max=score_range[1], stats=stats, collapse=collapser)
+    return rank_run(run.folder, DEFAULT_SCORER, str(bundle), stats=stats, entries=entries, collapse=collapser)[0]
 
 
 def top_n_shares(ranked: list[CorpusEntry], truth: Truth, n: int) -> dict:

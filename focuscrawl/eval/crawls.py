@@ -163,21 +163,19 @@ def _run_one(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from focuscrawl.eval.crawl_report import build_report, build_seed_report, seed_folders
+    from focuscrawl.eval.crawl_report import build_report, build_seed_report, report_text, seed_folders
 
     kwargs = dict(top_n=args.top_n, budget=args.budget, model=args.model, score_range=(args.score_min, args.score_max))
     if seed_folders(Path(args.folder)) and not (Path(args.folder) / "eval.json").exists():
         summary = build_seed_report(Path(args.folder), **kwargs)
-        print(json.dumps({"report": str(Path(args.folder) / "report" / "report.html"),
-                          "image_harvest_over_page_classifier": {
-                              m: e["bounds"].get("page_classifier", {}).get("image_harvest", {}).get("mean")
-                              for m, e in summary["across_seeds"]["modes"].items()}}, indent=2))
-        return 0
-    summary = build_report(Path(args.folder), output=args.output, **kwargs)
-    report = Path(args.output) if args.output else Path(args.folder) / "report"
-    print(json.dumps({"report": str(report / summary["files"]["html"]),
-                      "top_n_on_topic": {m: r.get("top_n", {}).get("on_topic") for m, r in summary["runs"].items()},
-                      "ratios": summary.get("ratios")}, indent=2))
+        report = Path(args.folder) / "report"
+    else:
+        summary = build_report(Path(args.folder), output=args.output, **kwargs)
+        report = Path(args.output) if args.output else Path(args.folder) / "report"
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(report_text(summary, report))
     return 0
 
 
@@ -214,4 +212,5 @@ def register(eval_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--score-min", type=float, default=2.0, help="score cut, lower bound (SPEC: 2)")
     p.add_argument("--score-max", type=float, default=70000.0, help="score cut, upper bound (SPEC: 70000)")
     p.add_argument("-o", "--output", help="report folder (default FOLDER/report)")
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the short summary")
     p.set_defaults(func=cmd_report)

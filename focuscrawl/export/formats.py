@@ -40,7 +40,7 @@ FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
 #: the fixed columns, in order, and their types
 ROW_TYPES: dict[str, type] = {
     "rank": int, "final_score": float, "url": str, "caption": str, "key": str, "page_url": str, "alt": str,
-    "title": str, "final_context": str, "context_text": str, "first_seen": int, "image_path": str,
+    "title": str, "final_context": str, "context_text": str, "language": str, "first_seen": int, "image_path": str,
     "status": str, "error_message": str, "original_width": int, "original_height": int, "width": int,
     "height": int, "sha256": str,
 }
@@ -113,7 +113,8 @@ def export_row(rank_no: int, entry: CorpusEntry, scores: list[str], image: Expor
     """The one row of an image in every format (``columns(scores)`` in order)."""
     row = {"rank": rank_no, "final_score": entry.final_score, "url": entry.image_url, "caption": pair_text(entry),
            "key": sample_key(rank_no), "page_url": entry.page_url, "alt": entry.alt, "title": entry.title,
-           "final_context": entry.final_context, "context_text": entry.context_text, "first_seen": entry.first_seen,
+           "final_context": entry.final_context, "context_text": entry.context_text, "language": entry.language,
+           "first_seen": entry.first_seen,
            "image_path": entry.image_path, "status": image.status, "error_message": image.error_message,
            "original_width": image.original_width, "original_height": image.original_height,
            "width": image.width, "height": image.height, "sha256": image.sha256}

@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -341,12 +342,50 @@ class ExternalModel:
         return list(self.ngram_counts)
 
 
+#: An on-disk sort of more runs than this merges a few rows of each run at a time: the
+#: merge work grows with the square of the runs (``budget_warning``).
+_RUNS_SLOW = 64
+#: Runs per sort of a budget that is large enough.
+_RUNS_ENOUGH = 16
+
+
+def format_size(n: float) -> str:
+    """``2.5M``-style size, as ``--memory`` takes it."""
+    for unit in ("", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            return f"{n:.0f}" if not unit else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}G"
+
+
+def budget_warning(rows: int, budget: int, jobs: int, order: int) -> str | None:
+    """The warning for a budget far too small for ``rows`` rows (tokens and sentence ends),
+    else None. The context and suffix sorts of each order (``_probabilities``) get
+    ``block * 2 / (jobs + 1)`` rows a run; past ``_RUNS_SLOW`` runs their merges read a
+    few rows of every run a round, ~runs² small reads a sort: the same model, many times
+    slower (4.6M tokens: 5:36 at 5M, 0:09 at 200M)."""
+    block = max(_MIN_ROWS, budget // 8 // _BYTES_PER_ENTRY)
+    share = max(_MIN_ROWS, block * 2 // (jobs + 1))
+    runs = -(-rows // share)
+    if runs <= _RUNS_SLOW:
+        return None
+    enough = -(-rows // _RUNS_ENOUGH) * (jobs + 1) // 2 * 8 * _BYTES_PER_ENTRY
+    sorts = 2 * (order - 1)
+    return (f"memory budget {format_size(budget)} is far too small for {rows:,} rows: each of the {sorts} sorts "
+            f"on disk splits into ~{runs:,} runs merged ~{max(1, share // runs)} rows a run at a time, "
+            f"~{sorts * runs * runs:,} small reads in all (~{sorts * _RUNS_ENOUGH ** 2:,} with --memory "
+            f"{format_size(enough)}): expect it to take many times longer than with that budget (the same model "
+            f"either way)")
+
+
 class _Progress:
-    """Phase, elapsed time and tokens/s on the log (stderr from the CLI)."""
+    """Phase, elapsed time and tokens/s on the log (stderr from the CLI); while a long
+    phase runs (``phase``) a line at least every ``every`` seconds says where it is."""
 
     def __init__(self, tokens: int = 0, every: float = 10.0) -> None:
         self.t0 = self.last = time.perf_counter()
         self.tokens, self.every = tokens, every
+        self.detail = ""
 
     def __call__(self, phase: str, detail: str = "", periodic: bool = False) -> None:
         now = time.perf_counter()
@@ -356,6 +395,33 @@ class _Progress:
         dt = now - self.t0
         rate = f", {self.tokens / dt / 1e3:.0f}K tokens/s overall" if self.tokens and dt > 0 else ""
         logger.info("train-lm %s%s (%.1fs%s)", phase, f": {detail}" if detail else "", dt, rate)
+
+    @contextmanager
+    def phase(self, name: str, detail: str = "") -> Iterator[None]:
+        """A long phase: until it ends, a line whenever ``every`` seconds passed without one
+        (the phase, its step, the time in it)."""
+        self.detail = detail
+        done = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(name, done, time.perf_counter()),
+                                name="train-lm-progress", daemon=True)
+        beat.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beat.join()
+
+    def step(self, detail: str) -> None:
+        """Where the current phase is (said by its next heartbeat line)."""
+        self.detail = detail
+
+    def _heartbeat(self, name: str, done: threading.Event, start: float) -> None:
+        while not done.wait(min(1.0, self.every)):
+            now = time.perf_counter()
+            if now - self.last >= self.every:
+                self.last = now
+                logger.info("train-lm %s: %s (%.0fs in this phase, %.1fs)", name, self.detail or "working",
+                            now - start, now - self.t0)
 
 
 def _read_corpus(sentences: Iterable[str], work: Path, chunk_tokens: int,
@@ -612,6 +678,9 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
         chunk = min(chunk, max(_MIN_ROWS, -(-rows // jobs)))  # at least one chunk per worker
         if V * (rows + V) >= 2 ** 62:
             raise ValueError("corpus too large for 64-bit n-gram keys")
+        warning = budget_warning(rows, budget, jobs, order)
+        if warning:
+            logger.warning("train-lm: %s", warning)
         progress("read", f"{n_sent:,} sentences, {n_tokens:,} tokens, vocabulary {V:,}")
         pool: Executor = (ProcessPoolExecutor(jobs, initializer=_init_pool_worker, initargs=(vocab, os.getpid()))
                           if jobs > 1 else _Serial())
@@ -623,18 +692,22 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
             tables: list[OrderFiles | None] = [None]  # order 1 is the vocabulary
             n_runs = 1
             for k in range(2, order + 1):
-                files, nr = _count_order(pool, work, k, V, rows, chunk, block, last=k == order)
+                with progress.phase("count", f"order {k} of {order}"):
+                    files, nr = _count_order(pool, work, k, V, rows, chunk, block, last=k == order)
                 tables.append(files)
                 n_runs += nr
                 progress("count", f"order {k}: {len(files):,} n-grams from {nr} sorted run(s)")
             sizes = [V] + [len(t) for t in tables[1:]]
-            discounts, fallback = _adjust_and_discount(work, tables, uni_raw, V, sizes, block,
-                                                       discount_fallback)
+            with progress.phase("adjust"):
+                discounts, fallback = _adjust_and_discount(work, tables, uni_raw, V, sizes, block,
+                                                           discount_fallback)
             progress("adjust", "discounts " + " ".join("%.3f/%.3f/%.3f" % d for d in discounts))
-            _probabilities(pool, work, tables, discounts, V, sizes, block, jobs, thresholds)
+            with progress.phase("interpolate", f"sorting the {order - 1} orders by context (on disk)"):
+                _probabilities(pool, work, tables, discounts, V, sizes, block, jobs, thresholds, progress)
             progress("interpolate")
-            kept = [V] + [_kept_count(t, thresholds[k - 1], block) for k, t in enumerate(tables[1:], start=2)]
-            _write_arpa(pool, work, output, sizes, kept, thresholds, block, jobs)
+            with progress.phase("write"):
+                kept = [V] + [_kept_count(t, thresholds[k - 1], block) for k, t in enumerate(tables[1:], start=2)]
+                _write_arpa(pool, work, output, sizes, kept, thresholds, block, jobs)
             progress("write", f"{output} ({output.stat().st_size / 1e6:.1f} MB)")
         finally:  # stopped (Ctrl-C, SIGTERM, an error): the chunks not started are dropped
             pool.shutdown(wait=True, cancel_futures=True)
@@ -740,7 +813,7 @@ def _uninterpolated(work: str, k: int, V: int, n_lower: int, d: tuple[float, flo
 
 
 def _probabilities(pool: Executor, work: Path, tables: list, discounts: list, V: int, sizes: list[int],
-                   block: int, jobs: int, thresholds: Sequence[int]) -> None:
+                   block: int, jobs: int, thresholds: Sequence[int], progress: _Progress | None = None) -> None:
     """``logp{k}`` (log10 p) of every order and ``logb{k}`` (log10 γ) below the top."""
     order = len(tables)
     c1 = Column(work / "count1", np.int64).read(0, V)
@@ -756,9 +829,13 @@ def _probabilities(pool: Executor, work: Path, tables: list, discounts: list, V:
     futures = [pool.submit(_uninterpolated, str(work), k, V, sizes[k - 2], discounts[k - 1], share,
                            thresholds[k - 1])
                for k in range(2, order + 1)]
-    for f in futures:
+    for k, f in enumerate(futures, start=2):
         f.result()
+        if progress is not None:
+            progress.step(f"orders 2-{k} of {order} sorted by context and back")
     for k in range(2, order + 1):
+        if progress is not None:
+            progress.step(f"interpolating order {k} of {order}")
         t = tables[k - 1]
         lower = Gather(Column(work / f"prob{k - 1}", np.float64).blocks(block))
         probs = Column(work / f"prob{k}", np.float64)

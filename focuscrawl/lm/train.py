@@ -425,6 +425,11 @@ def train_lm(inputs: Sequence[str | Path], output: str | Path, order: int = DEFA
     (``focuscrawl.lm.external``) and write it as ARPA."""
     from focuscrawl.lm.external import DEFAULT_MEMORY, estimate_to_arpa
 
+    for path in inputs:  # before any work: a folder given as an input, or as the temp folder
+        if Path(path).is_dir():
+            raise ValueError(f"{path} is a folder: give the text or HTML files in it")
+    if tmpdir is not None and not Path(tmpdir).is_dir():
+        raise ValueError(f"-T {tmpdir}: not a folder (the sorted runs are written into a folder)")
     model = estimate_to_arpa(corpus_sentences(inputs, normalized, extractor), output, order,
                              memory=memory or DEFAULT_MEMORY, jobs=jobs, tmpdir=tmpdir, prune=prune)
     logger.info("%d sentences, %d tokens, vocabulary %d; n-grams %s; discounts %s",

@@ -1,4 +1,5 @@
-"""Downloader middleware: at most ``FOCUSCRAWL_MAX_PAGES_PER_HOST`` pages from one host."""
+"""Downloader middleware: at most ``FOCUSCRAWL_MAX_PAGES_PER_HOST`` pages from one host and
+``FOCUSCRAWL_MAX_PAGES_PER_DOMAIN`` from one registered domain (subdomain traps)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -8,41 +9,56 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.output.run import run_output
+from focuscrawl.urls import registered_domain
 
 
 class HostPageLimitMiddleware:
-    """Counts requests sent per host (robots.txt, retries and image downloads not counted)
-    and ignores the ones over the limit (stat ``focuscrawl/scope/host_limit``). Placed
-    after ``RobotsTxtMiddleware`` so that disallowed URLs do not use up a host's pages.
-    A crawl resumed from JOBDIR starts from the pages per host ``pages.tsv`` has."""
+    """Counts requests sent per host and per registered domain (public-suffix aware:
+    ``n.example.co.uk`` counts for ``example.co.uk``; robots.txt, retries and image
+    downloads not counted) and ignores the ones over either limit (stats
+    ``focuscrawl/scope/host_limit``, ``focuscrawl/scope/domain_limit``). Placed after
+    ``RobotsTxtMiddleware`` so that disallowed URLs do not use up a host's pages. A crawl
+    resumed from JOBDIR starts from the pages per host ``pages.tsv`` has."""
 
-    def __init__(self, limit: int, stats, crawler=None) -> None:
+    def __init__(self, limit: int, stats, crawler=None, domain_limit: int = 0) -> None:
         self.limit = limit
+        self.domain_limit = domain_limit
         self.stats = stats
         self.crawler = crawler
         self.sent: Counter[str] = Counter()
+        self.sent_domain: Counter[str] = Counter()
 
     @classmethod
     def from_crawler(cls, crawler):
         limit = crawler.settings.getint("FOCUSCRAWL_MAX_PAGES_PER_HOST")
-        if limit <= 0:
+        domain_limit = crawler.settings.getint("FOCUSCRAWL_MAX_PAGES_PER_DOMAIN")
+        if limit <= 0 and domain_limit <= 0:
             raise NotConfigured
-        mw = cls(limit, crawler.stats, crawler)
+        mw = cls(limit, crawler.stats, crawler, domain_limit)
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         return mw
 
     def spider_opened(self, spider=None) -> None:
         run = run_output(self.crawler)
         if run is not None:
-            self.sent.update((row.get("host") or "").lower() for row in run.committed_rows("pages.tsv"))
+            for row in run.committed_rows("pages.tsv"):
+                self._count((row.get("host") or "").lower())
+
+    def _count(self, host: str) -> None:
+        self.sent[host] += 1
+        self.sent_domain[registered_domain(host)] += 1
 
     def process_request(self, request: Request) -> None:
         parts = urlparse_cached(request)
         if parts.path == "/robots.txt" or request.meta.get("retry_times") or request.meta.get("focuscrawl_image"):
             return None
         host = (parts.hostname or "").lower()
-        if self.sent[host] >= self.limit:
+        if 0 < self.limit <= self.sent[host]:
             self.stats.inc_value("focuscrawl/scope/host_limit")
             raise IgnoreRequest(f"host {host} reached {self.limit} pages")
-        self.sent[host] += 1
+        domain = registered_domain(host)
+        if 0 < self.domain_limit <= self.sent_domain[domain]:
+            self.stats.inc_value("focuscrawl/scope/domain_limit")
+            raise IgnoreRequest(f"domain {domain} reached {self.domain_limit} pages")
+        self._count(host)
         return None

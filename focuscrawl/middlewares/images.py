@@ -108,6 +108,7 @@ class ImageExtractionMiddleware:
                 self.stats.inc_value(f"focuscrawl/images/dropped/{d.reason}")
                 continue
             self.stats.inc_value("focuscrawl/images/kept")
+            self.stats.inc_value(f"focuscrawl/language/images/{d.item.get('language') or 'unknown'}")
             if d.lazy:
                 self.stats.inc_value("focuscrawl/images/kept_lazy_src")
             if mark:

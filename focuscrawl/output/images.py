@@ -12,7 +12,7 @@ Record (``records/<sha1[:2]>/<sha1>.json``, rewritten atomically on each merge):
      "width", "height", "image_format", "image_size", "image_sha1", "html_width", "html_height",
      "sightings": [{page_url, page_depth, page_perplexity, near_duplicate_page, alt, title,
                     src_guess, *_scores, html_width, html_height, css_class, style, extension,
-                    contexts, extra_contexts, final_score, final_context}, ...],
+                    contexts, extra_contexts, language, final_score, final_context}, ...],
      "sightings_over_limit": n}
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 SIGHTING_FIELDS = ("page_url", "page_depth", "page_perplexity", "near_duplicate_page", "alt", "title",
                    "src_guess", "alt_scores", "title_scores", "src_scores", "html_width", "html_height",
-                   "css_class", "style", "extension", "contexts", "extra_contexts")
+                   "css_class", "style", "extension", "contexts", "extra_contexts", "language")
 IMAGE_FIELDS = ("image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
                 "width", "height", "image_format", "image_size", "image_sha1")
 
@@ -67,7 +67,7 @@ def image_columns(max_parents: int, max_siblings: int) -> list[str]:
         for i in range(k):
             cols += [f"{kind}_{i}_pp", f"{kind}_{i}_wpp"]
     cols += ["image_url", "page_url", "width", "height", "image_format", "image_size",
-             "html_width", "html_height", "near_duplicate_page"]
+             "html_width", "html_height", "near_duplicate_page", "language"]
     return cols
 
 
@@ -88,7 +88,7 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
             values += [pp(s), pp(s, "weighted")]
     values += [item.get("image_url"), item.get("page_url"), item.get("width"), item.get("height"),
                item.get("image_format"), item.get("image_size"), item.get("html_width"),
-               item.get("html_height"), bool(item.get("near_duplicate_page"))]
+               item.get("html_height"), bool(item.get("near_duplicate_page")), item.get("language")]
     return values
 
 

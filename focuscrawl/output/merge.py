@@ -8,9 +8,10 @@ builds the run directory a single process would have written:
   (``fetched_at``), each page with its own sentences (split by the row's count; a part
   killed inside a page batch holds sentences after those its rows count, and a torn gzip
   member: both left out, ``orphan_sentences`` in the summary); a page
-  that two parts hold (crawled again after a worker died between a checkpoint and its
-  lease release) keeps its first fetch (``duplicate_pages`` in the summary): the part
-  that holds it *owns* the page;
+  that two parts hold keeps its first fetch (``duplicate_pages``, and which parts in
+  ``duplicate_pages_between``, in the summary): the part that holds it *owns* the page.
+  The parts of one Redis crawl overlap only when a worker died between a checkpoint and
+  its lease release; independent crawls overlap wherever they met;
 * ``images.tsv``, ``records/``, ``images/``: one row and one record per image URL, in
   order of first sighting. An image seen by several processes keeps the row of its
   earliest sighting (by its page's fetch time, then part, then the part's order); the
@@ -63,22 +64,27 @@ def _fetched_at(value: str) -> float:
     return parse_float(value, missing=float("inf"))
 
 
-def _first_fetches(pages: list, i_url: int) -> tuple[list, int]:
-    """The first ``(row, sentences, part)`` (in fetch order) of each page URL, and how many later
-    rows were dropped.
+def _first_fetches(pages: list, i_url: int) -> tuple[list, list[dict]]:
+    """The first ``(row, sentences, part)`` (in fetch order) of each page URL, and the later
+    rows that were dropped: per (kept part, dropping part) their count and one URL.
 
-    A single process writes one row per URL (the dupefilter); two parts hold the same page
-    when a worker on another host died between a checkpoint and its lease release: its
-    committed page was leased still, so it was crawled again (docs/DEPLOY.md).
+    A single process writes one row per URL (the dupefilter); the processes of one Redis
+    crawl hold the same page when a worker died between a checkpoint and its lease release
+    (docs/DEPLOY.md), independent crawls wherever they met: the summary reports the overlap,
+    not a cause.
     """
-    seen: set[str] = set()
-    first = []
+    kept: dict[str, Path] = {}
+    first, dropped = [], {}
     for page in pages:
-        url = page[0][i_url]
-        if url not in seen:
-            seen.add(url)
+        url, part = page[0][i_url], page[2]
+        if url not in kept:
+            kept[url] = part
             first.append(page)
-    return first, len(pages) - len(first)
+        else:
+            entry = dropped.setdefault((str(kept[url]), str(part)), {"parts": [str(kept[url]), str(part)],
+                                                                    "pages": 0, "example": url})
+            entry["pages"] += 1
+    return first, list(dropped.values())
 
 
 def _read_record(path: Path) -> dict:
@@ -130,7 +136,8 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     i_time = page_header.index("fetched_at") if page_header else 0
     i_url = page_header.index("url") if page_header else 0
     pages.sort(key=lambda p: _fetched_at(p[0][i_time]))
-    pages, duplicates = _first_fetches(pages, i_url)
+    pages, overlaps = _first_fetches(pages, i_url)
+    duplicates = sum(o["pages"] for o in overlaps)
     fetched = {r[i_url]: _fetched_at(r[i_time]) for r, _, _ in pages}
     owner = {r[i_url]: part for r, _, part in pages}
     if page_header:
@@ -207,7 +214,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     atomic_write_bytes(out / "stats.json", json.dumps({"parts": stats}, indent=1).encode("utf-8"))
     return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
             "duplicate_sightings": duplicate_sightings, "links": len(links), "duplicate_links": duplicate_links,
-            "orphan_sentences": orphan_sentences}
+            "orphan_sentences": orphan_sentences, "duplicate_pages_between": overlaps}
 
 
 class _FileWriter:
@@ -324,6 +331,7 @@ def register(sub) -> None:
     p = sub.add_parser("merge", help="merge the run directories of several crawler processes into one")
     p.add_argument("parts", nargs="+", metavar="RUN_DIR", help="run directories of the processes")
     p.add_argument("-o", "--output", required=True, help="merged run directory")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object (for machines)")
     p.set_defaults(func=cmd_merge)
 
 
@@ -333,13 +341,27 @@ def cmd_merge(args) -> int:
         if not (part / "pages.tsv").exists():
             raise FileNotFoundError(f"{part} is not a run directory (no pages.tsv)")
     summary = merge_runs(parts, Path(args.output))
-    if summary["duplicate_pages"] or summary["duplicate_links"] or summary["duplicate_sightings"]:
-        print(f"merge: {summary['duplicate_pages']} pages were in two parts (crawled again after a worker died "
-              f"between a checkpoint and its lease release); each keeps its first fetch, without the other "
-              f"fetches' {summary['duplicate_links']} links and {summary['duplicate_sightings']} image sightings",
-              file=sys.stderr)
-    if summary["orphan_sentences"]:
-        print(f"merge: left out {summary['orphan_sentences']} sentences a killed crawl wrote without their "
-              f"pages.tsv rows", file=sys.stderr)
-    print(json.dumps(summary))
+    for line in duplicate_report(summary):
+        print(line, file=sys.stderr)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"merge: {summary['parts']} run directories -> {args.output}: {summary['pages']:,} pages, "
+              f"{summary['images']:,} images, {summary['links']:,} links (--json for the counts as JSON)")
     return 0
+
+
+def duplicate_report(summary: dict) -> list[str]:
+    """What the merge found and left out, as facts: which parts hold the same pages, how many."""
+    lines = []
+    for overlap in summary["duplicate_pages_between"]:
+        kept, other = overlap["parts"]
+        lines.append(f"merge: {overlap['pages']} page URLs of {other} are in {kept} too (e.g. {overlap['example']}): "
+                     f"each keeps its earlier fetch (fetched_at)")
+    if summary["duplicate_pages"] or summary["duplicate_links"] or summary["duplicate_sightings"]:
+        lines.append(f"merge: left out the later fetches of {summary['duplicate_pages']} pages with their "
+                     f"{summary['duplicate_links']} links and {summary['duplicate_sightings']} image sightings")
+    if summary["orphan_sentences"]:
+        lines.append(f"merge: left out {summary['orphan_sentences']} sentences that follow the last sentence "
+                     f"pages.tsv counts in their part")
+    return lines

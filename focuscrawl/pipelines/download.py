@@ -27,6 +27,7 @@ from scrapy.utils.asyncio import run_in_thread
 
 from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_formats, inspect_image
 from focuscrawl.images.rules import ImageRules, needs_measuring, size_reason
+from focuscrawl.archive.replay import NotArchived
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.images import ImageStore, image_store, url_sha1
@@ -41,6 +42,7 @@ HTTP_STATUS = "http_status"  # not 200
 EMPTY = "empty"
 TOO_BIG_FILE = "too_big_file"  # cancelled at FOCUSCRAWL_IMAGE_MAX_BYTES
 FILTERED = "filtered"  # robots.txt, offsite or another downloader middleware said no
+NOT_ARCHIVED = "not_archived"  # a replay (focuscrawl warc): the archives hold no record of it
 TOO_MANY_REDIRECTS = "too_many_redirects"  # over REDIRECT_MAX_TIMES: a redirect loop
 TOO_BIG_DECODED = "too_big_decoded"  # Content-Encoding inflates it over the size limit (gzip bomb)
 DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
@@ -53,6 +55,8 @@ def _ignored_reason(exc: IgnoreRequest) -> str:
         return TOO_BIG_DECODED
     if is_too_many_redirects(exc):
         return TOO_MANY_REDIRECTS
+    if isinstance(exc, NotArchived):
+        return NOT_ARCHIVED
     return FILTERED
 
 

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 page_rows_committed = object()
 
 PAGE_COLUMNS = ["url", "depth", "status", "host", "size", "fetched_at", "perplexity", "keyword_score",
-                "sentences", "tokens", "links", "images", "near_duplicate_of"]
+                "sentences", "tokens", "links", "images", "near_duplicate_of", "language"]
 #: A batch is also written once its links.tsv rows reach this size: pages without text add
 #: no sentences, and a run of link-heavy index pages must not pile up rows in memory.
 LINK_ROWS_BATCH_BYTES = 1 << 20
@@ -65,7 +65,7 @@ def page_row(item) -> list:
     return [item.get("url"), item.get("depth"), item.get("status"), item.get("host"), item.get("size"),
             item.get("fetched_at"), item.get("perplexity"), item.get("keyword_score"), len(sentences),
             sum(s.count(" ") + 1 for s in sentences), item.get("links"), item.get("images"),
-            item.get("near_duplicate_of")]
+            item.get("near_duplicate_of"), item.get("language")]
 
 
 def _last_at_most(ends: Iterable[tuple[int, int, int]], limit: float) -> tuple[int, int, int]:

@@ -25,11 +25,13 @@ from focuscrawl.spiders.focused import FocusedSpider, reported
 
 #: settings of a replay: no network, so no politeness delays; robots.txt rules were
 #: applied (or not) by whoever made the archive; every archived page is replayed (the
-#: live crawl's pages-per-host backstop against traps would drop an archive's pages
-#: past 500 a host; ``-s FOCUSCRAWL_MAX_PAGES_PER_HOST=N`` still sets one)
+#: live crawl's pages-per-host and per-domain backstops against traps would drop an
+#: archive's pages past 500 a host; ``-s FOCUSCRAWL_MAX_PAGES_PER_HOST=N`` and
+#: ``..._PER_DOMAIN=N`` still set them)
 REPLAY_SETTINGS = {
     "ROBOTSTXT_OBEY": False,
     "FOCUSCRAWL_MAX_PAGES_PER_HOST": 0,
+    "FOCUSCRAWL_MAX_PAGES_PER_DOMAIN": 0,
     "DOWNLOAD_DELAY": 0,
     "AUTOTHROTTLE_ENABLED": False,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
@@ -109,6 +111,8 @@ class ArchiveSpider(FocusedSpider):
             yield obj
 
     def _archive_stats(self, spider=None) -> None:
-        for key, value in self.archive_index.stats.items():
+        """The records of the files this crawl replays (a job's own file, not every file's)."""
+        files = self.archive_index.paths if self.seed_files is None else self.seed_files
+        for key, value in self.archive_index.stats_of(files).items():
             self.stats.set_value(f"focuscrawl/archive/{key}", value)
         self.stats.set_value("focuscrawl/archive/html_pages", len(self.seed_urls))

@@ -241,7 +241,10 @@ class FocusedSpider(scrapy.Spider):
         if self.topic_model is not None:  # calibrated page score: the calibrated crawl's or the learner's judge
             response.meta["page_topic_logit"] = analysis.topic_logit
         self.stats.inc_value("focuscrawl/pages/crawled")
-        if score.perplexity is None:
+        self.stats.inc_value(f"focuscrawl/language/pages/{analysis.language or 'unknown'}")
+        if not analysis.language_wanted:  # crawled through: links followed, text not scored
+            self.stats.inc_value("focuscrawl/pages/other_language")
+        elif score.perplexity is None:
             self.stats.inc_value("focuscrawl/pages/without_text")
         self.stats.inc_value("focuscrawl/links/found", len(links))
         # Links before the page's item: they are queued (and journaled, focuscrawl.frontier)
@@ -262,6 +265,7 @@ class FocusedSpider(scrapy.Spider):
             links=len(links),
             images=images,
             near_duplicate_of=None,
+            language=analysis.language,
         )
 
     def on_error(self, failure) -> None:

@@ -113,7 +113,15 @@ def heldout_corpus(pool: TextPool, topic: str, out: Path) -> dict[str, int]:
 
 def cmd_heldout_corpus(args: argparse.Namespace) -> int:
     info = heldout_corpus(text_pool(args.data), args.topic, Path(args.output))
-    print(json.dumps(dict(info, output=args.output)))
+    if args.json:
+        print(json.dumps(dict(info, output=args.output)))
+        return 0
+    out = Path(args.output)
+    print(f"held-out corpus of {args.topic!r} in {out}:\n"
+          f"  positive: {info['captions']:,} held-out captions ({out / 'positive' / 'captions.txt'}) and the topic's "
+          f"Wikipedia lead ({out / 'positive' / 'lead.txt'})\n"
+          f"  neutral: {info['neutral_docs']:,} other Wikipedia leads ({out / 'neutral'}/)\n"
+          f"  language model text: {info['lm_sentences']:,} sentences ({out / 'lm_sentences.txt'})")
     return 0
 
 
@@ -133,4 +141,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", help=f"{DATA_HELP} (required)")
     p.add_argument("--topic", default="cat")
     p.add_argument("-o", "--output", required=True)
+    p.add_argument("--json", action="store_true", help="print the counts as one JSON line (for scripts)")
     p.set_defaults(func=cmd_heldout_corpus)

@@ -24,10 +24,32 @@ def is_url(src: str) -> bool:
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """File content, transparently gunzipped for ``.gz`` names."""
+    """A corpus file's content, transparently gunzipped for ``.gz`` names; ``ValueError`` with
+    one clear line for a folder, an unreadable or broken file, or binary data (a text or HTML
+    corpus is expected: random bytes would train an LM and keywords of noise)."""
     path = Path(path)
-    data = path.read_bytes()
-    return gzip.decompress(data) if path.suffix == ".gz" else data
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: give the text or HTML files in it")
+    try:
+        data = path.read_bytes()
+        data = gzip.decompress(data) if path.suffix == ".gz" else data
+    except FileNotFoundError:
+        raise
+    except (OSError, EOFError) as exc:  # permissions, a broken gzip, ...
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if looks_binary(data):
+        raise ValueError(f"{path} holds binary data, not text or HTML")
+    return data
+
+
+def looks_binary(data: bytes) -> bool:
+    """NUL bytes (in a file without a UTF-16/32 byte order mark) or over 10% control bytes in the
+    first 8 KiB."""
+    head = data[:8192]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False
+    controls = sum(b < 32 and b not in (9, 10, 12, 13) for b in head)
+    return b"\0" in head or controls > len(head) / 10
 
 
 def looks_like_html(data: bytes) -> bool:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -27,15 +29,15 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, learn_keywords, write_keywords
+from focuscrawl.text.language import corpus_language
 from focuscrawl.text.normalize import text_sentences
-from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, SCORERS, TopicModel
+from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, KINDS, SCORERS, TopicModel
 
 FORMAT_VERSION = 1
 HELDOUT_SHARE = 5  # one sentence in 5 is held out for calibration
 MIN_TOKENS = 3  # shorter lines (headings, list items) are not training sentences
 DOC_SENTENCES = 10  # keyword learning counts documents of this many consecutive sentences
 BACKGROUND_FILTER_KEYWORDS = 3
-KINDS = ("sentence", "alt", "anchor")
 #: the background LM's order: measured to rank as well as order 5 at a fifth of the size
 #: (docs/EVALUATION.md)
 BACKGROUND_ORDER = 3
@@ -44,6 +46,11 @@ QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 #: positive ALT-like texts' probabilities ... capped at 0.5: it removes what looks like the
 #: background, never what the calibration calls on topic
 CUT_POSITIVE_QUANTILE = 0.02
+#: a bundle's own calibration must separate held-out topic sentences from neutral ones at least
+#: this far from chance to 1 (average precision of the default scorer; ``check_separation``)
+MIN_SEPARATION = 0.5
+#: the bundle's language is the most frequent one of this many positive sentences
+LANGUAGE_SAMPLE = 2000
 
 
 def stable_fraction(text: str) -> int:
@@ -184,16 +191,65 @@ def thresholds(calibration: dict, scorer: str) -> dict[str, float]:
     return {"cut": cut, "razor": razor}
 
 
+def check_separation(calibration: dict, positive_held: int, neutral_held: int, keywords: int) -> None:
+    """Refuse a bundle that cannot tell its own held-out topic sentences from neutral ones: the
+    default scorer's average precision must be ``MIN_SEPARATION`` of the way from chance (the
+    share of topic sentences) to 1, and the keyword list not empty (a neutral corpus that is
+    the positive one, or a positive corpus that is not about anything)."""
+    from focuscrawl.topic.model import DEFAULT_SCORER
+
+    ap = calibration["scorers"][DEFAULT_SCORER]["average_precision"]["sentence"]
+    chance = positive_held / (positive_held + neutral_held)
+    if keywords == 0 or not ap >= chance + MIN_SEPARATION * (1 - chance):
+        raise ValueError(f"the bundle cannot tell topic text from neutral text (average precision {ap:.2f} on "
+                         f"held-out sentences, chance {chance:.2f}; {keywords} keywords): give a positive corpus "
+                         "about the topic and a neutral corpus that is not about it; no bundle written")
+
+
+def _output_folder(out: Path) -> None:
+    """``-o``: a new folder, an empty one, or a bundle to replace; anything else is refused before any work."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"-o {out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / BUNDLE_FILE).is_file():
+        raise ValueError(f"-o {out}: a folder with files that is not a topic bundle (not overwritten)")
+
+
+def _replace(folder: Path, out: Path) -> None:
+    """Move the complete bundle ``folder`` to ``out`` (an old bundle there is replaced)."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        out.rename(old / out.name)
+    folder.rename(out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None, out: str | Path,
                  order: int = 5, background_order: int = BACKGROUND_ORDER, name: str | None = None,
                  progress=print, binary: bool = True) -> dict:
     """Write a topic bundle to ``out``; returns its manifest. ``binary``: LMs in KenLM's
-    binary format where build_binary is installed (install.sh builds it), else ARPA."""
+    binary format where build_binary is installed (install.sh builds it), else ARPA.
+    The bundle is built in a temporary folder beside ``out`` and renamed when complete, so a
+    refused or failed build leaves no half bundle (and an old bundle at ``out`` untouched)."""
+    out = Path(out)
+    _output_folder(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        manifest = _build(positive, neutral, work, order, background_order, name or out.name, progress, binary)
+        _replace(work, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    progress(f"topic build: bundle in {out}")
+    return manifest
+
+
+def _build(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None, out: Path, order: int,
+           background_order: int, name: str, progress, binary: bool) -> dict:
     from focuscrawl.topic.background import background_sentences
     from focuscrawl.topic.classifier import HashedNgramClassifier
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     pos = source_sentences(positive)
     if neutral:
@@ -224,19 +280,22 @@ def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] |
     train_neu = [f for s in neu_train for f in set(short_forms(s).values())]
     classifier = HashedNgramClassifier.train(train_pos, train_neu)
     manifest = {
-        "format": FORMAT_VERSION, "name": name or out.name, "order": order, "background_order": background_order,
+        "format": FORMAT_VERSION, "name": name, "order": order, "background_order": background_order,
         "topic_lm": topic_lm, "background_lm": background_lm, "keywords": "keywords.txt",
         "keyword_weight": KEYWORD_WEIGHT, "classifier": classifier.save(out),
         "calibration": CALIBRATION_FILE,
+        # the crawl's default FOCUSCRAWL_LANGUAGES (focuscrawl.text.language)
+        "language": corpus_language(pos[:LANGUAGE_SAMPLE]),
         "sources": {"positive": [_source_name(p) for p in positive], "neutral": neutral_source},
         "sentences": {"positive_train": len(pos_train), "positive_heldout": len(pos_held),
                       "neutral_train": len(neu_train), "neutral_heldout": len(neu_held),
                       "background_dropped_as_topical": dropped},
     }
     (out / BUNDLE_FILE).write_text(json.dumps(manifest, indent=1) + "\n")
-    model = TopicModel(out)
+    model = TopicModel(out, calibrated=False)
     calibration = calibrate(model, pos_held, neu_held)
+    check_separation(calibration, len(pos_held), len(neu_held), len(keywords))
     (out / CALIBRATION_FILE).write_text(json.dumps(calibration, indent=1) + "\n")
-    progress(f"topic build: calibrated on held-out texts; bundle in {out} ({time.perf_counter() - t0:.0f}s)")
+    progress(f"topic build: calibrated on held-out texts ({time.perf_counter() - t0:.0f}s)")
     return manifest
 

@@ -76,9 +76,23 @@ class HashedNgramClassifier:
 
     @classmethod
     def load(cls, folder: Path, meta: dict) -> "HashedNgramClassifier":
+        """The classifier of a bundle folder, checked: integer feature indices in range, one finite
+        weight each, a finite intercept (a bundle may come from anyone)."""
         if meta.get("n_features") != N_FEATURES or tuple(meta.get("ngram_range", ())) != NGRAM_RANGE:
             raise ValueError(f"{folder}: classifier features {meta.get('n_features')}/{meta.get('ngram_range')} "
                              f"differ from this version's {N_FEATURES}/{list(NGRAM_RANGE)}; rebuild the bundle")
+        try:
+            indices, values = np.load(folder / meta["indices"]), np.load(folder / meta["weights"])
+        except (OSError, ValueError, EOFError) as exc:
+            raise ValueError(f"{folder}: the classifier's arrays cannot be read ({type(exc).__name__}); "
+                             "rebuild the bundle") from None
+        intercept = meta.get("intercept")
+        if (indices.ndim != 1 or values.shape != indices.shape or indices.dtype.kind not in "iu"
+                or values.dtype.kind != "f" or (indices.size and not 0 <= indices.min() <= indices.max() < N_FEATURES)
+                or not np.isfinite(values).all() or isinstance(intercept, bool)
+                or not isinstance(intercept, (int, float)) or not np.isfinite(intercept)):
+            raise ValueError(f"{folder}: not a valid classifier (indices in [0, {N_FEATURES}), one finite "
+                             "weight each and a finite intercept); rebuild the bundle")
         weights = np.zeros(N_FEATURES)
-        weights[np.load(folder / meta["indices"])] = np.load(folder / meta["weights"])
-        return cls(weights, meta["intercept"])
+        weights[indices] = values
+        return cls(weights, float(intercept))

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, KeywordList
 from focuscrawl.text.normalize import text_tokens
+from focuscrawl.urls import excerpt
 
 BUNDLE_FILE = "bundle.json"
 CALIBRATION_FILE = "calibration.json"
@@ -36,6 +37,10 @@ SCORERS = ("wpp", "perplexity", "keywords", "xent", "classifier", "combined")
 DEFAULT_SCORER = "combined"
 COMBINED_PARTS = ("xent", "classifier")
 LOGIT_LIMIT = 30.0  # probabilities are kept inside [sigmoid(-30), sigmoid(30)]
+#: the held-out text kinds a calibration measures (sentences, ALT-like and anchor-like prefixes)
+KINDS = ("sentence", "alt", "anchor")
+#: the files ``bundle.json`` names (the classifier's are in its own entry)
+FILE_KEYS = ("topic_lm", "background_lm", "keywords")
 
 
 def sigmoid(x: float) -> float:
@@ -64,18 +69,88 @@ def raw_scores(topic_log10: float, background_log10: float, n: int, keyword_scor
             "classifier": decision}
 
 
+def bundle_file(folder: str | Path, name: object) -> Path:
+    """``name`` (from ``bundle.json``) as a path inside the bundle folder. A bundle is shared like
+    a model: a name that leaves the folder (absolute, ``..``, a symlink to elsewhere) is refused,
+    so that loading one never reads another file (nor shows a line of it in an error)."""
+    root = Path(folder).resolve()
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise ValueError(f"{folder}: not a valid topic bundle (a file name in {BUNDLE_FILE} is "
+                         f"{excerpt(repr(name), 40)})")
+    path = (root / name).resolve()
+    if root not in path.parents:
+        raise ValueError(f"{folder}: not a valid topic bundle ({BUNDLE_FILE} names {excerpt(name, 60)!r}, "
+                         "which is outside the bundle folder: refused)")
+    return path
+
+
 def read_manifest(folder: str | Path) -> dict:
-    """A bundle's ``bundle.json``, with a clear error for a folder that is not a bundle."""
+    """A bundle's ``bundle.json``, checked: every file it names is inside the folder (``bundle_file``);
+    a clear error for a folder that is not a bundle."""
     path = Path(folder) / BUNDLE_FILE
     if not path.is_file():
         raise FileNotFoundError(f"not a topic bundle (no {BUNDLE_FILE}): {folder}")
+    bundle_file(folder, BUNDLE_FILE)
     try:
-        manifest = json.loads(path.read_text())
-        for key in ("topic_lm", "background_lm", "keywords", "classifier"):
-            manifest[key]
-    except (ValueError, KeyError) as exc:
-        raise ValueError(f"{path}: not a valid topic bundle manifest ({exc})") from None
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        names = [manifest[key] for key in FILE_KEYS]
+        classifier = manifest["classifier"]
+        names += [classifier["indices"], classifier["weights"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a valid topic bundle manifest ({type(exc).__name__}: "
+                         f"{excerpt(str(exc), 80)})") from None
+    for name in names:
+        bundle_file(folder, name)
     return manifest
+
+
+def _number(value: object, what: str, where: str, low: float = -math.inf, high: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{where}: not a valid calibration ({what} is {excerpt(repr(value), 40)}, not a "
+                         f"number{f' in [{low:g}, {high:g}]' if math.isfinite(low) else ''}); rebuild the "
+                         "bundle with `focuscrawl topic build`")
+    return float(value)
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
+def check_calibration(calibration: object, where: str) -> dict:
+    """A bundle's calibration with every value the scorers, thresholds and ``topic show`` read
+    checked (finite numbers, probabilities in [0, 1], quantile lists of the right length);
+    ``ValueError`` naming the first bad one (a list, strings, ``{}``, NaN...)."""
+    def entry(parent: object, key: str, what: str, kind: type = dict):
+        value = parent.get(key) if isinstance(parent, dict) else None
+        if not isinstance(value, kind):
+            raise ValueError(f"{where}: not a valid calibration ({what} missing or not a "
+                             f"{'list' if kind is list else 'JSON object'}); rebuild the bundle with "
+                             "`focuscrawl topic build`")
+        return value
+
+    levels = entry(calibration, "quantile_levels", "quantile_levels", list)
+    for level in levels:
+        _number(level, "a quantile level", where, 0.0, 1.0)
+    scorers = entry(calibration, "scorers", "scorers")
+    for name in SCORERS:
+        cal = entry(scorers, name, f"scorer {name}")
+        _number(cal.get("a"), f"{name} a", where)
+        _number(cal.get("b"), f"{name} b", where)
+        for kind in KINDS:
+            _number(entry(cal, "average_precision", f"{name} average_precision").get(kind),
+                    f"{name} average precision ({kind})", where, 0.0, 1.0)
+            for side in ("positive", "neutral"):
+                values = entry(entry(entry(cal, "quantiles", f"{name} quantiles"), side, f"{name} {side} quantiles"),
+                               kind, f"{name} {side} {kind} quantiles", list)
+                if len(values) != len(levels):
+                    raise ValueError(f"{where}: not a valid calibration ({name} {side} {kind} quantiles: "
+                                     f"{len(values)} values for {len(levels)} levels)")
+                for value in values:
+                    _number(value, f"a {name} quantile", where)
+        limits = entry(entry(calibration, "thresholds", "thresholds"), name, f"{name} thresholds")
+        for key in DEFAULT_THRESHOLDS:
+            _number(limits.get(key), f"{name} threshold {key}", where, 0.0, 1.0)
+    return calibration
 
 
 class TopicModel:
@@ -84,7 +159,8 @@ class TopicModel:
     Picklable (it pickles as its folder and reloads), so a process pool can score too.
     """
 
-    def __init__(self, folder: str | Path, scorer: str = DEFAULT_SCORER, cache_size: int = 100_000) -> None:
+    def __init__(self, folder: str | Path, scorer: str = DEFAULT_SCORER, cache_size: int = 100_000,
+                 calibrated: bool = True) -> None:
         from focuscrawl.lm.scorer import load_kenlm
         from focuscrawl.topic.classifier import HashedNgramClassifier
 
@@ -93,8 +169,7 @@ class TopicModel:
             raise ValueError(f"unknown topic scorer {scorer!r} (choose from {', '.join(SCORERS)})")
         self.scorer = scorer
         self.manifest = read_manifest(self.folder)
-        self.calibration = json.loads((self.folder / CALIBRATION_FILE).read_text()) \
-            if (self.folder / CALIBRATION_FILE).is_file() else {}
+        self.calibration = self._read_calibration() if calibrated else {}
         self.topic_lm = load_kenlm(self.folder / self.manifest["topic_lm"])
         self.background_lm = load_kenlm(self.folder / self.manifest["background_lm"])
         self.keywords = KeywordList.load(self.folder / self.manifest["keywords"])
@@ -102,6 +177,20 @@ class TopicModel:
         self.keyword_weight = float(self.manifest.get("keyword_weight", KEYWORD_WEIGHT))
         self._cache_size = cache_size
         self.raw = lru_cache(maxsize=cache_size)(self._raw)
+
+    def _read_calibration(self) -> dict:
+        """``calibration.json``, checked (``check_calibration``); a bundle without one is refused:
+        its scores would be raw numbers read as log-odds."""
+        path = self.folder / CALIBRATION_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"{self.folder}: the topic bundle has no {CALIBRATION_FILE}; rebuild it "
+                                    "with `focuscrawl topic build`")
+        bundle_file(self.folder, CALIBRATION_FILE)
+        try:
+            calibration = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: not a valid calibration ({excerpt(str(exc), 80)})") from None
+        return check_calibration(calibration, str(path))
 
     def __reduce__(self):
         return (TopicModel, (str(self.folder), self.scorer, self._cache_size))

@@ -11,9 +11,14 @@ images answer slowly, for resume starvation).
 from __future__ import annotations
 
 import gzip
+import json
+import os
 import re
+import signal
+import subprocess
 import threading
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -127,6 +132,178 @@ def archive_corpus(root: Path, huge: int = 128 * 1024 * 1024) -> dict[str, dict]
     return corpus
 
 
+#: Content-Length values that break a record's framing without running past the end of the file
+BAD_LENGTHS = ("0", "60", "5", "-5", "-100", "abc", "12x", "")
+
+
+def bad_length_archives(root: Path) -> dict[str, list[str]]:
+    """One file per bad ``Content-Length`` (``BAD_LENGTHS``), plain and gzip per record: a good
+    record, the bad one, two good ones. -> {file name: the page URLs the reader must keep}."""
+    root.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for n, length in enumerate(BAD_LENGTHS):
+        bad = warc_record("http://ok.test/bad", http_response(page("bad")), content_length=0)
+        bad = bad.replace(b"Content-Length: 0\r\n", f"Content-Length: {length}\r\n".encode())
+        recs = [good("http://ok.test/1", 1), bad, good("http://ok.test/2", 2), good("http://ok.test/3", 3)]
+        for gz in (False, True):
+            name = f"bad_length_{n}.warc" + (".gz" if gz else "")
+            write_records(root / name, recs, gz=gz)
+            files[name] = ["http://ok.test/1", "http://ok.test/2", "http://ok.test/3"]
+    return files
+
+
+@contextmanager
+def full_disk(folder: Path, size: str = "64k"):
+    """``folder`` as a tmpfs of ``size`` (root in a container may mount one): writes past it
+    fail with ENOSPC, as on a full disk. Skips the test where mounting is not allowed."""
+    import pytest
+
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def file_size_limit(max_bytes: int):
+    """A ``preexec_fn``: files of the child larger than ``max_bytes`` fail to grow (EFBIG, as a
+    quota or a full disk would; SIGXFSZ ignored so the write fails instead of killing it)."""
+    import resource
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+    return limit
+
+
+# -- damaged topic bundles, run directories and `warc --jobs` inputs (issue #31) ----------------
+#: the first line of a file outside a bundle: no error message may show it
+SECRET = "root:x:0:0:the-secret-first-line"
+
+
+def _set(path: list, value):
+    def change(data):
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        return data
+    return change
+
+
+def _classifier_arrays(indices, weights):
+    def change(folder: Path) -> None:
+        import numpy as np
+
+        meta = json.loads((folder / "bundle.json").read_text())["classifier"]
+        if indices is not None:
+            np.save(folder / meta["indices"], np.asarray(indices))
+        if weights is not None:
+            np.save(folder / meta["weights"], np.asarray(weights))
+    return change
+
+
+def _symlink(name: str, target: str):
+    def change(folder: Path) -> None:
+        (folder / name).unlink()
+        os.symlink(folder.parent / target, folder / name)
+    return change
+
+
+def _write(name: str, data: bytes):
+    def change(folder: Path) -> None:
+        (folder / name).write_bytes(data)
+    return change
+
+
+def _classifier_entry(key: str, value):
+    return ("bundle.json", lambda m: {**m, "classifier": {**m["classifier"], key: value}})
+
+
+#: name -> (what is changed: (json file, function of its data) or function of the folder, a
+#: text the one line of error must hold)
+BUNDLE_DAMAGE = {
+    "keywords /etc/passwd": (("bundle.json", _set(["keywords"], "/etc/passwd")), "outside the bundle"),
+    "keywords ../secret.txt": (("bundle.json", _set(["keywords"], "../secret.txt")), "outside the bundle"),
+    "topic_lm absolute": (("bundle.json", _set(["topic_lm"], "/etc/passwd")), "outside the bundle"),
+    "classifier indices outside": (_classifier_entry("indices", "../secret.txt"), "outside the bundle"),
+    "keywords a number": (("bundle.json", _set(["keywords"], 7)), "not a valid topic bundle"),
+    "background_lm empty": (("bundle.json", _set(["background_lm"], "")), "not a valid topic bundle"),
+    "manifest a list": (("bundle.json", lambda m: [m]), "not a valid topic bundle"),
+    "keywords symlink out": (_symlink("keywords.txt", "secret.txt"), "outside the bundle"),
+    "calibration symlink out": (_symlink("calibration.json", "secret.txt"), "outside the bundle"),
+    "calibration a list": (("calibration.json", lambda c: [c]), "not a valid calibration"),
+    "calibration {}": (("calibration.json", lambda c: {}), "not a valid calibration"),
+    "scorers a string": (("calibration.json", _set(["scorers"], "combined")), "not a valid calibration"),
+    "a a string": (("calibration.json", _set(["scorers", "combined", "a"], "1.5")), "not a valid calibration"),
+    "b null": (("calibration.json", _set(["scorers", "xent", "b"], None)), "not a valid calibration"),
+    "a scorer missing": (("calibration.json", lambda c: {**c, "scorers": {
+        k: v for k, v in c["scorers"].items() if k != "classifier"}}), "not a valid calibration"),
+    "cut 7": (("calibration.json", _set(["thresholds", "combined", "cut"], 7)), "not a valid calibration"),
+    "razor negative": (("calibration.json", _set(["thresholds", "combined", "razor"], -0.5)),
+                       "not a valid calibration"),
+    "quantiles too short": (("calibration.json", _set(["scorers", "combined", "quantiles", "positive", "alt"],
+                                                      [0.1])), "not a valid calibration"),
+    "quantile a string": (("calibration.json", _set(["scorers", "combined", "quantiles", "neutral", "sentence", 0],
+                                                    "x")), "not a valid calibration"),
+    "levels a dict": (("calibration.json", _set(["quantile_levels"], {"0.5": 1})), "not a valid calibration"),
+    "average precision true": (("calibration.json", _set(["scorers", "combined", "average_precision", "alt"],
+                                                         True)), "not a valid calibration"),
+    "calibration NaN": (_write("calibration.json", b'{"scorers": NaN}'), "not a valid calibration"),
+    "calibration empty file": (_write("calibration.json", b""), "not a valid calibration"),
+    "calibration cut JSON": (_write("calibration.json", b"[1, 2"), "not a valid calibration"),
+    "calibration not UTF-8": (_write("calibration.json", b"\xff\xfe\x00"), "not a valid calibration"),
+    "calibration missing": (lambda folder: (folder / "calibration.json").unlink(), "has no calibration.json"),
+    "indices out of range": (_classifier_arrays([1, 2 ** 31 - 1], [0.5, 0.5]), "classifier"),
+    "indices negative": (_classifier_arrays([-3], [0.5]), "classifier"),
+    "indices floats": (_classifier_arrays([1.5], [0.5]), "classifier"),
+    "weights NaN": (_classifier_arrays([1, 2], [float("nan"), 0.5]), "classifier"),
+    "weights of another shape": (_classifier_arrays([1, 2], [0.5, 0.5, 0.5]), "classifier"),
+    "intercept a string": (_classifier_entry("intercept", "1"), "classifier"),
+    "indices not numpy": (lambda folder: _write(json.loads((folder / "bundle.json").read_text())["classifier"]
+                                                ["indices"], b"not numpy")(folder), "classifier"),
+}
+
+
+def damaged_bundles(good: Path, root: Path) -> dict[str, tuple[Path, str]]:
+    """A copy of the good bundle ``good`` per ``BUNDLE_DAMAGE`` case, next to ``root/secret.txt``
+    (``SECRET``): {case: (folder, a text its one line of error must hold)}."""
+    import shutil
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "secret.txt").write_text(SECRET + "\n")
+    bundles = {}
+    for n, (case, (damage, expected)) in enumerate(BUNDLE_DAMAGE.items()):
+        folder = Path(shutil.copytree(good, root / f"b{n}"))
+        if isinstance(damage, tuple):
+            path = folder / damage[0]
+            path.write_text(json.dumps(damage[1](json.loads(path.read_text()))))
+        else:
+            damage(folder)
+        bundles[case] = (folder, expected)
+    return bundles
+
+
+def warc_jobs_inputs(root: Path) -> dict[str, list[Path]]:
+    """Input sets for ``focuscrawl warc --jobs 2``: a good archive with a file that is not one
+    (random bytes, empty, a gzip of zeros, HTML), or with a damaged one. -> {case: files}."""
+    root.mkdir(parents=True, exist_ok=True)
+    ok = write_records(root / "ok.warc.gz", [good(f"http://ok.test/{i}", i) for i in range(3)], gz=True)
+    (root / "garbage.warc.gz").write_bytes(bytes(range(256)) * 20)
+    (root / "empty.warc").write_bytes(b"")
+    write_gzip_stream(root / "zeros.warc.gz", b"", b"\0", 1024 * 1024)
+    (root / "page.warc").write_bytes(page("html"))
+    bad_length = bad_length_archives(root / "bad_length")
+    return {"garbage": [ok, root / "garbage.warc.gz"], "empty": [ok, root / "empty.warc"],
+            "zeros": [ok, root / "zeros.warc.gz"], "html": [ok, root / "page.warc"],
+            "bad lengths": [ok] + [root / "bad_length" / name for name in list(bad_length)[:4]]}
+
+
 # -- hostile sites -----------------------------------------------------------------------
 class _Routes:
     """A ``LocalWeb`` page table computed per request: ``get(path)`` -> ``Page`` or ``None``."""
@@ -136,6 +313,28 @@ class _Routes:
 
     def get(self, key):
         return None if isinstance(key, tuple) else self.route(key)
+
+
+class SubdomainTrap:
+    """A ``LocalWeb`` page table (through the proxy) of a subdomain trap: ``http://N.sub.example.test/``
+    links to hosts N+1 and N+2 for ever, each host one page (a per-host cap never ends it);
+    the seed ``0.sub.example.test`` also links to ``cats.test``'s three pages."""
+
+    DOMAIN = "sub.example.test"
+
+    def get(self, key):
+        if not isinstance(key, tuple):
+            return None
+        host, path = key
+        if host == "cats.test" and path in ("/", "/a", "/b"):
+            return Page(_html(PAGE_TEXT, ["http://cats.test/a", "http://cats.test/b"]))
+        number = host[:-len(self.DOMAIN) - 1] if host.endswith("." + self.DOMAIN) else ""
+        if not number.isdigit() or path != "/":
+            return None
+        n = int(number)
+        links = [f"http://{n + 1}.{self.DOMAIN}/", f"http://{n + 2}.{self.DOMAIN}/"] + (
+            ["http://cats.test/"] if n == 0 else [])
+        return Page(_html(f"{PAGE_TEXT} Host {n}.", links))
 
 
 def _html(text: str, links: list[str], extra: str = "") -> bytes:

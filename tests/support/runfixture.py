@@ -49,10 +49,11 @@ def image_item(url: str, score: float | None, alt: str = "", page: str = "http:/
     return item
 
 
-def make_run_dir(root: Path, rows: list[dict], image_size=(40, 30)) -> Path:
-    """Write images.tsv, one info record and one picture per row. Row keys: url, score, alt, page, context,
-    image (False = not downloaded; bytes = the file's content), format (Pillow's name, default PNG),
-    size (default ``image_size``), raw (True = write the ALT unescaped, as a broken writer would)."""
+def make_run_dir(root: Path, rows: list[dict], image_size=(40, 30), stats: dict | None = None) -> Path:
+    """Write images.tsv, one info record and one picture per row, and stats.json (``stats``, default
+    a crawl without a topic bundle). Row keys: url, score, alt, page, context, image (False = not
+    downloaded; bytes = the file's content), format (Pillow's name, default PNG), size (default
+    ``image_size``), raw (True = write the ALT unescaped, as a broken writer would)."""
     root.mkdir(parents=True, exist_ok=True)
     lines = ["\t".join(image_columns(MAX_PARENTS, MAX_SIBLINGS))]
     for i, r in enumerate(rows):
@@ -79,4 +80,5 @@ def make_run_dir(root: Path, rows: list[dict], image_size=(40, 30)) -> Path:
             line = line.replace(item["alt"].replace("\t", " "), item["alt"])
         lines.append(line)
     (root / "images.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / "stats.json").write_text(json.dumps(stats if stats is not None else {"finish_reason": "finished"}))
     return root

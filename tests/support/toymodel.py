@@ -57,3 +57,29 @@ def write_model(folder: Path) -> tuple[Path, Path]:
     keywords = folder / "toy.keywords.txt"
     keywords.write_text(TOY_KEYWORDS)
     return write_arpa(folder), keywords
+
+
+def write_topic_corpora(folder: Path) -> tuple[Path, Path]:
+    """Cat captions (positive) and other captions (neutral) of the demo pool shipped in the
+    package, as ``folder/pos.txt`` and ``folder/neu.txt``: a topic bundle builds from them in seconds."""
+    from focuscrawl.lm.demo_corpus import topic_pattern
+    from focuscrawl.testweb.textpool import TextPool
+
+    pool = TextPool.from_bundle()
+    cat = topic_pattern("cat")
+    positive = [c for p in pool.topic_photos("cat") for c in p.captions if cat.search(c)]
+    neutral = [c for p in pool.other_photos("cat", "dog") for c in p.captions][:1500]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pos.txt").write_text("\n".join(positive) + "\n")
+    (folder / "neu.txt").write_text("\n".join(neutral) + "\n")
+    return folder / "pos.txt", folder / "neu.txt"
+
+
+def build_topic_bundle(corpora: tuple[Path, Path], out: Path, order: int = 2) -> Path:
+    """A topic bundle at ``out`` from ``write_topic_corpora``'s files: LMs as ARPA (tests read and
+    rescale their text), background order 2, in seconds."""
+    from focuscrawl.topic.build import build_bundle
+
+    build_bundle([corpora[0]], [corpora[1]], out, order=order, background_order=2, progress=lambda *_: None,
+                 binary=False)
+    return out

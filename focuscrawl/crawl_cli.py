@@ -1,0 +1,66 @@
+"""The crawl from any folder: ``focuscrawl crawl [OPTIONS]`` and ``scrapy crawl focused``.
+
+Scrapy's ``crawl`` command only runs inside a project: a ``scrapy.cfg`` in the current
+folder or a parent (or ``/etc/scrapy.cfg``, ``~/.config/scrapy.cfg``, ``~/.scrapy.cfg``
+naming a settings module) or ``SCRAPY_SETTINGS_MODULE``. Both commands here are that
+same command with the same options (``-a``, ``-s``, ``-o``/``-O`` feeds, ``JOBDIR``,
+``-L``, ``--logfile``, ...):
+
+* ``CrawlCommand`` is installed as Scrapy's ``crawl`` (entry point ``scrapy.commands``).
+  Inside any Scrapy project it is Scrapy's command, unchanged (another project's
+  ``scrapy.cfg`` still wins); outside every project it runs focuscrawl's spiders with
+  ``focuscrawl.settings``, so ``scrapy crawl focused`` works from any folder once the
+  package is installed.
+* ``focuscrawl crawl`` runs the ``focused`` spider through Scrapy's own command line
+  (``scrapy.cmdline.execute``) with focuscrawl's settings wherever it runs, also inside
+  another Scrapy project.
+"""
+from __future__ import annotations
+
+import argparse
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.utils.project import inside_project
+
+SETTINGS_MODULE = "focuscrawl.settings"
+SPIDER = "focused"
+
+
+class CrawlCommand(ScrapyCrawlCommand):
+    """Scrapy's ``crawl``; with no Scrapy project around, focuscrawl's project settings."""
+
+    requires_project = False  # listed by ``scrapy`` outside a project too
+
+    def long_desc(self) -> str:
+        return (f"{super().long_desc()}. Outside any Scrapy project (no scrapy.cfg, no "
+                f"SCRAPY_SETTINGS_MODULE): focuscrawl's spiders with {SETTINGS_MODULE}.")
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not inside_project():  # before the options: -s NAME=VALUE overrides these
+            self.settings.setmodule(SETTINGS_MODULE, priority="project")
+        super().process_options(args, opts)
+
+
+def cmd_crawl(args: argparse.Namespace) -> int:
+    """``scrapy crawl focused`` with the given words, focuscrawl's settings, from any folder."""
+    from scrapy.cmdline import execute
+
+    from focuscrawl.resources import project_settings
+
+    words = list(args.scrapy_args)
+    if words[:1] == [SPIDER]:  # ``focuscrawl crawl focused -a ...`` is the same
+        words = words[1:]
+    if args.verbose:
+        words = ["--loglevel", "DEBUG", *words]
+    execute(["focuscrawl crawl", "crawl", *words, SPIDER], settings=project_settings())
+    return 0  # not reached: execute() exits with the crawl's exit code
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    # every word after ``crawl`` is Scrapy's (``-a``, ``-s``, ``-o``/``-O``, ``-L``, ``-h``, ...):
+    # no prefix character, so argparse reads no option here
+    p = sub.add_parser("crawl", prefix_chars="\0", add_help=False,
+                       help="the focused crawl (`scrapy crawl focused` with focuscrawl's settings) from any "
+                            "folder: -a seeds=... -a mode=... -s NAME=VALUE -O FEED, JOBDIR; -h for all options")
+    p.add_argument("scrapy_args", nargs=argparse.REMAINDER, metavar="SCRAPY_CRAWL_OPTION")
+    p.set_defaults(func=cmd_crawl, scrapy_logging=True)
