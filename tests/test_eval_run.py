@@ -82,4 +82,8 @@ def test_several_web_seeds_give_mean_and_spread(tmp_path):
     assert len(bf["values"]) == 2 and all(v in (None, 1.0) for v in bf["values"])
     learning = across["modes"]["learning"]["page_harvest"]
     assert learning["min"] <= learning["mean"] <= learning["max"] and learning["sd"] >= 0
+    # the upper bound per seed, and each mode's share of it, with their spread
+    assert len(across["upper_bound"]["on_topic_pages"]["values"]) == 2
+    shares = across["modes"]["learning"]["upper_bound"]["on_topic_pages"]["values"]
+    assert len(shares) == 2 and all(v is None or 0 <= v <= 1 for v in shares)
     assert (tmp_path / "s" / "seed-1" / "report" / "summary.json").exists()
