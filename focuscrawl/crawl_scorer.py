@@ -89,10 +89,18 @@ def topic_scorer(crawler: Crawler) -> TopicScorer:
 
 def crawl_topic_model(crawler: Crawler):
     """The crawler's shared ``TopicModel`` when ``FOCUSCRAWL_CRAWL_SCORING = "calibrated"`` (page
-    and link scores in calibrated log-odds), else ``None`` (SPEC's perplexity rules)."""
-    if crawler.settings.get("FOCUSCRAWL_CRAWL_SCORING") != "calibrated":
+    and link scores in calibrated log-odds) or in mode ``document`` (the page's calibrated
+    probability orders its links: SPEC's perplexity lets a look-alike topic capture the
+    crawl, docs/EVALUATION.md), else ``None`` (SPEC's perplexity rules; also with no bundle or
+    ``FOCUSCRAWL_SCORING = "thesis"``)."""
+    if not calibrated_crawl(crawler.settings):
         return None
     return _shared_topic_model(crawler)
+
+
+def calibrated_crawl(settings: BaseSettings) -> bool:
+    """Links are ordered by calibrated log-odds when a topic model exists (``crawl_topic_model``)."""
+    return settings.get("FOCUSCRAWL_CRAWL_SCORING") == "calibrated" or settings.get("FOCUSCRAWL_MODE") == "document"
 
 
 def page_topic_model(crawler: Crawler):

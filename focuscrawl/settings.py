@@ -374,6 +374,9 @@ FOCUSCRAWL_SCORING = "combined"
 #: anchor (anchor blended 0.7/0.3 when at least as topical as the page), buckets at
 #: P = 0.9/0.5/0.1, razor at the bundle's calibrated razor probability. Chosen by
 #: measurement (docs/EVALUATION.md); FOCUSCRAWL_SCORING = "thesis" forces SPEC here too.
+#: Mode "document" always orders by the page's calibrated probability when there is a
+#: topic model (a bundle, or the bundled cats one without FOCUSCRAWL_MODEL): SPEC's page
+#: perplexity is captured by look-alike topics; FOCUSCRAWL_SCORING = "thesis" gives SPEC's.
 FOCUSCRAWL_CRAWL_SCORING = "thesis"
 
 # --- Crawl mode "learning": online link learning (issue #13, docs/CRAWL.md) -----------
@@ -402,6 +405,10 @@ FOCUSCRAWL_LEARNING_RERANK_TOP = 500
 #: links than the thesis's link score did (AUC above chance; docs/CRAWL.md): 0 = thesis
 #: order, 1 = the learner's. A horizon, so that the trust follows the model as it learns.
 FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
+#: The link model's feature groups (focuscrawl.lm.link_learner.FEATURE_GROUPS): anchor words,
+#: URL tokens, same/other host, the page's and its parent's judged topicality, the thesis's
+#: score decade. Fewer groups = an ablation (docs/EVALUATION.md).
+FOCUSCRAWL_LEARNING_FEATURES = ["anchor", "url", "host", "parent", "grandparent", "thesis"]
 
 # --- Throughput (issue #14) ---------------------------------------------------------
 #: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:

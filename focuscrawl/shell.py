@@ -39,7 +39,7 @@ from focuscrawl.images.final import final_score
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.link_learner import PageJudge
 from focuscrawl.middlewares.priority import LinkDecision, LinkRanker
-from focuscrawl.crawl_scorer import scorer_from_settings, topic_model_from_settings
+from focuscrawl.crawl_scorer import calibrated_crawl, scorer_from_settings, topic_model_from_settings
 from focuscrawl.analysis import AnalysisConfig, analyse_page, budgeted_tree
 from focuscrawl.topic.images import item_logit
 from focuscrawl.topic.model import sigmoid
@@ -119,11 +119,14 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     scorer = scorer or scorer_from_settings(settings)
     if not isinstance(response, HtmlResponse):
         raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
-    topic = topic_model_from_settings(settings) if settings.get("FOCUSCRAWL_LEARNING_JUDGE") == "calibrated" else None
+    topic = (topic_model_from_settings(settings)
+             if settings.get("FOCUSCRAWL_LEARNING_JUDGE") == "calibrated" or calibrated_crawl(settings) else None)
     depth = response.meta.get("depth", 0) if response.request is not None else 0
     page = _analysis(response, settings, scorer, depth, topic)
     doc = page.score
-    ranker = LinkRanker.from_settings(settings, scorer, learner=learner)
+    crawl_topic = topic if calibrated_crawl(settings) else None
+    ranker = LinkRanker.from_settings(settings, scorer, crawl_topic, learner=learner)
+    doc_value = page.topic_logit if crawl_topic is not None else doc.perplexity  # what the crawl's ranker reads
     judge = PageJudge.from_settings(settings, topic)
     topicality = judge.topicality(doc.weighted, page.topic_logit)
     grand = response.meta.get("parent_topicality") if response.request is not None else None
@@ -146,7 +149,7 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
             scope = "too deep"
         else:
             scope = ""
-        decision = ranker.decide(doc.perplexity, anchor, depth + 1, url=url, parent_url=response.url,
+        decision = ranker.decide(doc_value, anchor, depth + 1, url=url, parent_url=response.url,
                                  parent_topicality=topicality, grandparent_topicality=grand)
         if not scope and decision.followed and not robots.allowed(url):  # requested, then refused
             scope = "robots.txt"

@@ -94,3 +94,31 @@ def test_unfocused_mode_is_breadth_first(tmp_path):
     assert web.pages_requested() == [
         "seed.test/", "a.test/", "b.test/", "c.test/", "d.test/", "c.test/deep", "c.test/kit"]
     assert "focuscrawl/links/razored" not in stats
+
+
+def look_alike_site() -> dict:
+    """A seed links to a look-alike (toy PP 8.25: "dog dog ...") and a cat page in real
+    English (toy PP ~1e4); each links on to one more page of its kind."""
+    cat = "A grey kitten is sleeping on the sofa next to a tabby cat."
+    return {
+        ("seed.test", "/"): Page(html("seed", NORMAL, [("http://decoy.test/", "one"), ("http://good.test/", "two")])),
+        ("decoy.test", "/"): Page(html("decoy", "dog dog dog dog dog.", [("/next", "next")])),
+        ("decoy.test", "/next"): Page(html("decoy next", LOW)),
+        ("good.test", "/"): Page(html("good", cat, [("/next", "next")])),
+        ("good.test", "/next"): Page(html("good next", LOW)),
+    }
+
+
+@pytest.mark.parametrize("scoring, first, later", [("combined", "good.test/next", "decoy.test/next"),
+                                                   ("thesis", "decoy.test/next", "good.test/next")])
+def test_document_mode_with_a_bundle_orders_by_the_calibrated_page_probability(tmp_path, scoring, first, later):
+    """SPEC's page perplexity prefers the look-alike's links; the bundle's calibrated
+    probability of the page prefers the cat page's (FOCUSCRAWL_SCORING=thesis: SPEC's)."""
+    from focuscrawl.resources import default_topic_path
+
+    settings = {"FOCUSCRAWL_TOPIC": str(default_topic_path()), "FOCUSCRAWL_SCORING": scoring}
+    with LocalWeb(look_alike_site()) as web:
+        _, proc = crawl(web, tmp_path, "http://seed.test/", mode="document", settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    order = web.pages_requested()
+    assert order[:2] == ["seed.test/", "decoy.test/"] and order.index(first) < order.index(later)

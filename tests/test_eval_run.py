@@ -32,6 +32,12 @@ def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
     assert summary["oracle"]["page_classifier"]["pages"] == 15
     assert summary["runs"]["unfocused"]["bounds"]["breadth_first"]["page_harvest"] == 1.0
     assert set(summary["runs"]["keywords"]["bounds"]["link_oracle"]) == {"image_harvest", "page_harvest"}
+    # the upper bound no crawl order beats: every run and every simulated policy at or below it
+    ub = summary["upper_bound"]
+    assert ub["budget"] == 15 and ub["on_topic_pages"] <= 15
+    assert all(b["on_topic_pages"] <= ub["on_topic_pages"] and b["on_topic_images"] <= ub["on_topic_images"]
+               for b in summary["oracle"].values())
+    assert all(0 <= f <= 1 for r in summary["runs"].values() for f in r["upper_bound"].values() if f is not None)
     assert (tmp_path / "a" / "report" / "report.html").exists()
     # same seed and settings, one request at a time: the same crawl
     assert main(["eval", "run", *args, "--modes", "keywords", "-o", str(tmp_path / "b")]) == 0
@@ -76,4 +82,8 @@ def test_several_web_seeds_give_mean_and_spread(tmp_path):
     assert len(bf["values"]) == 2 and all(v in (None, 1.0) for v in bf["values"])
     learning = across["modes"]["learning"]["page_harvest"]
     assert learning["min"] <= learning["mean"] <= learning["max"] and learning["sd"] >= 0
+    # the upper bound per seed, and each mode's share of it, with their spread
+    assert len(across["upper_bound"]["on_topic_pages"]["values"]) == 2
+    shares = across["modes"]["learning"]["upper_bound"]["on_topic_pages"]["values"]
+    assert len(shares) == 2 and all(v is None or 0 <= v <= 1 for v in shares)
     assert (tmp_path / "s" / "seed-1" / "report" / "summary.json").exists()

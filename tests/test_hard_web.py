@@ -95,3 +95,87 @@ def test_harvest_of_counts_images_of_the_pages_fetched():
     assert (h["on_topic_pages"], h["images"], h["on_topic_images"]) == (1, 5, 2)
     assert h["page_harvest"] == pytest.approx(1 / 3) and h["image_harvest"] == pytest.approx(0.4)
     assert h["curves"]["on_topic_images"] == [2, 2, 2]
+
+
+def _best_closed_set(graph, seeds, weights, budget):
+    """Brute force: the most weight of any page set a crawl of ``budget`` pages can fetch
+    (every page reached from a seed through fetched pages), over every crawl order."""
+    best, seen = 0, set()
+
+    def grow(fetched, frontier, total):
+        nonlocal best
+        best = max(best, total)
+        if len(fetched) == budget or fetched in seen:
+            return
+        seen.add(fetched)
+        for v in frontier:
+            grow(fetched | {v}, (frontier | set(graph[v])) - fetched - {v}, total + weights.get(v, 0))
+
+    grow(frozenset(), frozenset(s for s in seeds if s in graph), 0)
+    return best
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_upper_bound_is_never_beaten_by_any_crawl_order(case):
+    import random
+
+    from focuscrawl.eval.oracle import harvest_upper_bound
+
+    rng = random.Random(case)
+    nodes = [f"p{i}" for i in range(8)]
+    graph = {u: rng.sample([v for v in nodes if v != u], rng.randint(0, 3)) for u in nodes}
+    weights = {u: rng.choice([0, 0, 1, 2, 3]) for u in nodes}
+    seeds = nodes[:rng.randint(1, 2)]
+    for budget in (1, 2, 3, 5):
+        assert harvest_upper_bound(graph, seeds, weights, budget) >= _best_closed_set(graph, seeds, weights, budget)
+
+
+def test_upper_bound_is_exact_on_a_chain_and_a_star():
+    from focuscrawl.eval.oracle import harvest_upper_bound
+
+    chain = {"s": ["a"], "a": ["b"], "b": ["t"], "t": []}  # two empty pages before the topic
+    assert harvest_upper_bound(chain, ["s"], {"t": 1}, 3) == 0
+    assert harvest_upper_bound(chain, ["s"], {"t": 1}, 4) == 1
+    star = {"s": ["x", "y", "z"], "x": [], "y": [], "z": []}
+    assert harvest_upper_bound(star, ["s"], {"x": 5, "y": 1, "z": 3}, 3) == 8  # the seed and the two best
+
+
+def test_no_policy_or_random_order_beats_the_upper_bound(pool):
+    import random
+
+    from focuscrawl.eval.oracle import upper_bounds, web_graph
+
+    web = TestWeb(pool, "cat", 2, web_config("hard", scale=0.12))
+    truth, seeds, budget = PageTruth.from_web(web), web.seeds(), 60
+    ub = upper_bounds(web, seeds, budget, truth)
+    for policy, h in oracle_bounds(web, seeds, budget, truth).items():
+        assert h["on_topic_pages"] <= ub["on_topic_pages"], policy
+        assert h["on_topic_images"] <= ub["on_topic_images"], policy
+    graph = web_graph(web, seeds, truth)
+    for k in range(5):  # crawls in random orders of the same graph
+        rng, fetched, frontier = random.Random(k), [], [s for s in seeds if s in graph]
+        while frontier and len(fetched) < budget:
+            page = frontier.pop(rng.randrange(len(frontier)))
+            if page not in fetched:
+                fetched.append(page)
+                frontier += [v for v in graph[page] if v not in fetched]
+        h = harvest_of(fetched, truth)
+        assert h["on_topic_pages"] <= ub["on_topic_pages"] and h["on_topic_images"] <= ub["on_topic_images"]
+    assert ub["on_topic_pages"] <= sum(truth.on_topic.values())
+
+
+def test_trap_pages_of_a_host_link_to_the_same_truth_pages(hard):
+    """The premise of ``web_graph``: pages outside the truth share their host's links."""
+    from focuscrawl.eval.oracle import SimulatedFetcher
+
+    truth, fetcher = PageTruth.from_web(hard), SimulatedFetcher(hard)
+    calendar = hard.by_kind["trap-calendar"][0]
+    session = hard.by_kind["trap-session"][0]
+    archive = next(h for h, host in hard.hosts.items() if host.archive_trap and host.robots == "standard")
+    for host, paths in ((calendar, ["/calendar/2015/3/", "/calendar/2019/11/4/"]),
+                        (session, ["/item/3?sid=abc", "/item/77?sid=0123456789ab"]),
+                        (archive, ["/archive/2015/03/", "/archive/2011/07/"])):
+        got = [fetcher.fetch(f"http://{host}{p}", set()) for p in paths]
+        assert all(g is not None and g[0] not in truth.on_topic for g in got)
+        truth_links = [{u for u in g[1] if u in truth.on_topic} for g in got]
+        assert truth_links[0] and all(t == truth_links[0] for t in truth_links)

@@ -125,6 +125,19 @@ def test_explain_reads_a_page_as_the_crawl_does_up_to_its_markup_budget(settings
     assert images == [d.src for d in crawl.images] and 10 < len(images) < 60
 
 
+def test_explain_shows_the_document_mode_order_the_crawl_uses(settings):
+    """Mode ``document`` with a topic bundle: every link gets the odds against the topic
+    of the page's calibrated probability, as in the crawl (SPEC's 3162 without one)."""
+    from focuscrawl.resources import default_topic_path
+
+    _, _, spec = explain_links(page(), settings, mode="document")
+    assert {round(d.score) for _, _, d, _ in spec} == {3162}
+    settings.set("FOCUSCRAWL_TOPIC", str(default_topic_path()), priority="cmdline")
+    _, _, calibrated = explain_links(page(), settings, mode="document")
+    scores = {d.score for _, _, d, _ in calibrated}
+    assert len(scores) == 1 and 0 < scores.pop() < 1e3  # odds (1 - p) / p of one page
+
+
 def test_explain_says_robots_txt_for_the_links_the_crawl_drops_for_it(settings):
     """explain said ``follow`` for links that robots.txt forbids; the crawl's RobotsTxtMiddleware
     drops them. The host's real robots.txt (a local server) decides, as in the crawl."""

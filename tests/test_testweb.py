@@ -10,8 +10,8 @@ from lxml import html as lxml_html
 
 from focuscrawl.testweb.cli import write_truth
 from focuscrawl.testweb.render import image_bytes
-from focuscrawl.testweb.web import TestWeb, WebConfig, image_spec
-from tests.support.testweb_pool import small_pool
+from focuscrawl.testweb.web import NEIGHBOURS, TestWeb, WebConfig, image_spec, web_config
+from tests.support.testweb_pool import BASEBALL_CAPTIONS, TENNIS_CAPTIONS, small_pool, sports_pool
 
 SMALL = WebConfig(scale=0.15)
 
@@ -221,3 +221,21 @@ def test_data_is_required_not_defaulted_to_the_development_layout(tmp_path, caps
     assert main([*command, "-o", str(tmp_path / "out")]) == 2
     assert "--data is required: shared data folder (captions/, wiki/, cleaneval/), or 'bundled'" in \
         capsys.readouterr().err
+
+
+def test_tennis_has_the_look_alike_neighbour_baseball():
+    """A third topic whose decoy shares most of its words: tennis against baseball (players,
+    balls, swings), hard profile; the truth and the neighbour's pages follow the pair."""
+    web = TestWeb(sports_pool(), "tennis", 2, web_config("hard", scale=0.3))
+    assert web.neighbour == "baseball" and NEIGHBOURS["baseball"] == "tennis"
+    pages, images = web.truth()
+    labels = Counter(p["label"] for p in pages if p["kind"] == "article")
+    assert labels["tennis"] and labels["baseball"] > labels["tennis"]  # the decoy is the bigger region
+    on = {i["photo"] for i in images if i["shows_topic"]}
+    assert on and all(k.startswith("tennis:") for k in on)
+    neighbour = web.by_kind["neighbour"][0]
+    body = web.respond(neighbour, "/").body.decode()
+    assert re.search(r"\bbaseball\b", body, re.I) and not re.search(r"\btennis\b", body, re.I)
+    baseball_words = {w for c in BASEBALL_CAPTIONS for w in re.findall(r"[a-z]+", c.lower())}
+    tennis_words = [w for c in TENNIS_CAPTIONS for w in re.findall(r"[a-z]+", c.lower())]
+    assert sum(w in baseball_words for w in tennis_words) / len(tennis_words) > 0.5

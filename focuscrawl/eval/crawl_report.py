@@ -10,7 +10,8 @@ from focuscrawl.topic.model import DEFAULT_SCORER
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, crawl_statistics, focus_curve, harvest_curve,
                                            image_funnel, iter_sentences, ranked_images, ratio, score_cut_by_truth,
                                            top_n_shares)
-from focuscrawl.eval.oracle import ORACLE_FILE, PageTruth, bound_fractions, harvest_of
+from focuscrawl.eval.oracle import (ORACLE_FILE, UPPER_BOUND_METRICS, PageTruth, bound_fractions, harvest_of,
+                                    upper_bound_fractions)
 
 THESIS = {"top_n_on_topic": {"unfocused": 0.199, "document": 0.325, "keywords": 0.700},
           "ratio_keywords_unfocused": 3.5, "ratio_keywords_document": 2.1}
@@ -56,11 +57,14 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
     bounds: dict[str, dict] = {}
     oracle_path = folder / "web" / ORACLE_FILE
     if page_truth is not None and oracle_path.exists():  # the same budget (or --budget's cut) for all
-        for policy, urls in json.loads(oracle_path.read_text())["pages"].items():
+        oracle = json.loads(oracle_path.read_text())
+        for policy, urls in oracle["pages"].items():
             h = harvest_of(urls[:budget] if budget else urls, page_truth)
             curves.setdefault("_bounds", {})[policy] = h.pop("curves")
             bounds[policy] = h
         summary["oracle"] = bounds
+        if oracle.get("upper_bound") and budget in (None, oracle["upper_bound"]["budget"]):
+            summary["upper_bound"] = oracle["upper_bound"]  # no crawl order of this budget beats it
     for name, path in _run_folders(folder).items():
         run = Run.load(path, name, budget)
         entry: dict = {"statistics": crawl_statistics(run), "funnel": image_funnel(run, score_range)}
@@ -82,6 +86,8 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
                                         on_topic_content_images=same["on_topic_images"])
                 if bounds:
                     entry["bounds"] = bound_fractions(same, bounds)
+                if summary.get("upper_bound"):
+                    entry["upper_bound"] = upper_bound_fractions(same, summary["upper_bound"])
             entry["score_cut"] = score_cut_by_truth(run, truth, score_range)
             ranked = ranked_images(run, score_range, bundle, collapse=True)  # as `focuscrawl rank` by default
             entry["top_n"] = top_n_shares(ranked, truth, top_n)
@@ -389,12 +395,18 @@ def aggregate_seeds(summaries: dict[str, dict]) -> dict:
     for policy in policies:
         out["oracle"][policy] = {k: _spread([s["oracle"][policy][k] for s in summaries.values()])
                                  for k in ("image_harvest", "page_harvest")}
+    if any(s.get("upper_bound") for s in summaries.values()):
+        out["upper_bound"] = {k: _spread([s.get("upper_bound", {}).get(k) for s in summaries.values()])
+                              for k in UPPER_BOUND_METRICS + ("page_harvest",)}
     for mode in modes:
         runs = [s["runs"].get(mode, {}) for s in summaries.values()]
         entry = {k: _spread([r.get("harvest", {}).get(k) for r in runs]) for k in ("image_harvest", "page_harvest")}
         entry["bounds"] = {p: {k: _spread([r.get("bounds", {}).get(p, {}).get(k) for r in runs])
                                for k in ("image_harvest", "page_harvest")} for p in policies}
         entry["top_n_on_topic"] = _spread([r.get("top_n", {}).get("on_topic") for r in runs])
+        if "upper_bound" in out:
+            entry["upper_bound"] = {k: _spread([r.get("upper_bound", {}).get(k) for r in runs])
+                                    for k in UPPER_BOUND_METRICS}
         out["modes"][mode] = entry
     out["keywords_over_unfocused_image_harvest"] = _spread(
         [s.get("ratios", {}).get("keywords_over_unfocused_image_harvest") for s in summaries.values()])

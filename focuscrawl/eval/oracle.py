@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -193,15 +194,23 @@ def oracle_bounds(web, seeds: list[str], budget: int, truth: PageTruth | None = 
 
 
 def write_oracle(web, seeds: list[str], budget: int, folder: str | Path) -> dict[str, dict]:
-    """Simulate every policy and write ``folder/oracle.json`` (page sequences and harvests)."""
+    """Simulate every policy and write ``folder/oracle.json`` (page sequences and harvests,
+    and the ``upper_bound`` no crawl order can beat)."""
     truth = PageTruth.from_web(web)
     pages = oracle_pages(web, seeds, budget, truth)
     summary = {policy: {k: v for k, v in harvest_of(urls, truth).items() if k != "curves"}
                for policy, urls in pages.items()}
     Path(folder).mkdir(parents=True, exist_ok=True)
     (Path(folder) / ORACLE_FILE).write_text(json.dumps({"budget": budget, "seeds": seeds, "harvest": summary,
+                                                        "upper_bound": upper_bounds(web, seeds, budget, truth),
                                                         "pages": pages}) + "\n")
     return summary
+
+
+def upper_bound_fractions(harvest: dict, bound: dict) -> dict[str, float | None]:
+    """A run's on-topic pages and images as a fraction of the upper bound's (at most 1)."""
+    return {key: harvest[key] / bound[key] if harvest.get(key) is not None and bound.get(key) else None
+            for key in UPPER_BOUND_METRICS}
 
 
 def bound_fractions(harvest: dict, bounds: dict[str, dict]) -> dict[str, dict]:
@@ -211,3 +220,97 @@ def bound_fractions(harvest: dict, bounds: dict[str, dict]) -> dict[str, dict]:
         out[policy] = {key: (harvest[key] / bound[key] if harvest.get(key) is not None and bound.get(key) else None)
                        for key in ("image_harvest", "page_harvest")}
     return out
+
+
+# -- a true upper bound: no crawl order of the same budget can harvest more ----------------
+UPPER_BOUND_METRICS = ("on_topic_pages", "on_topic_images")
+
+
+def web_graph(web, seeds: list[str], truth: PageTruth,
+              fetcher: SimulatedFetcher | None = None) -> dict[str, list[str]]:
+    """``{page URL: linked page URLs}`` of every page reachable from ``seeds`` as the crawl
+    fetches them (robots.txt, redirects, path-repeat scope; 2xx HTML pages only).
+
+    Pages outside the truth (traps: calendars, session ids, archives, log-in pages) are
+    infinite in number but share their host's layout: each gets the links of the host's
+    first such page, which alone is expanded (every path to a truth page is kept;
+    ``tests/test_hard_web.py`` checks the premise). The
+    query-variant limit is ignored: more edges can only raise the bound.
+    """
+    fetcher = fetcher or SimulatedFetcher(web)
+    graph: dict[str, list[str]] = {}
+    resolved: dict[str, str | None] = {}
+    links_of: dict[str, list[str]] = {}
+    trap_links: dict[str, list[str]] = {}
+    todo = list(dict.fromkeys(seeds))
+    while todo:
+        url = todo.pop()
+        if url in resolved:
+            continue
+        got = fetcher.fetch(url, set())
+        resolved[url] = got[0] if got else None
+        if got is None or got[0] in graph:
+            continue
+        final, links = got
+        resolved[final] = final
+        host = urlsplit(final).hostname or ""
+        if final in truth.on_topic or host not in trap_links:
+            links_of[final] = [link for link in links
+                               if not repeated_path_segment(urlsplit(link), fetcher.max_path_repeats)]
+            if final not in truth.on_topic:
+                trap_links[host] = links_of[final]
+        else:  # another trap page of the host: the links of its first one (see above)
+            links_of[final] = trap_links[host]
+        graph[final] = []
+        todo.extend(link for link in links_of[final] if link not in resolved)
+    for page, links in links_of.items():
+        graph[page] = list(dict.fromkeys(resolved[link] for link in links if resolved.get(link)))
+    return graph
+
+
+def harvest_upper_bound(graph: dict[str, list[str]], seeds: list[str], weights: dict[str, int],
+                        budget: int) -> int:
+    """The most weight (on-topic pages or images) any crawl of ``budget`` pages can fetch.
+
+    A crawl fetches a page only through a fetched page that links to it, so each fetched
+    page ``v`` with weight comes with at least ``c(v)`` fetched pages without weight (the
+    fewest on any path from a seed, 0-1 BFS). With ``T`` the weighted pages fetched:
+    ``|T| + max c(T) <= budget``, so the harvest is at most ``max over m`` of the ``budget - m``
+    largest weights with ``c <= m``: admissible (a relaxation of the Steiner-tree optimum).
+    """
+    cost: dict[str, int] = {}
+    queue: deque[tuple[int, str]] = deque()
+    for s in seeds:
+        if s in graph:
+            queue.append((0 if weights.get(s, 0) > 0 else 1, s))
+    while queue:
+        d, u = queue.popleft()
+        if u in cost:
+            continue
+        cost[u] = d
+        for v in graph.get(u, ()):
+            if v not in cost:
+                if weights.get(v, 0) > 0:
+                    queue.appendleft((d, v))
+                else:
+                    queue.append((d + 1, v))
+    weighted = sorted(((cost[v], -weights[v]) for v in cost if weights.get(v, 0) > 0))
+    best, chosen = 0, []
+    for i, (c, neg_w) in enumerate(weighted):
+        chosen.append(-neg_w)
+        if i + 1 < len(weighted) and weighted[i + 1][0] == c:
+            continue  # every page of this cost first
+        if c <= budget:
+            best = max(best, sum(heapq.nlargest(budget - c, chosen)))
+    return best
+
+
+def upper_bounds(web, seeds: list[str], budget: int, truth: PageTruth | None = None) -> dict:
+    """The most on-topic pages and on-topic images any crawl of ``budget`` pages from
+    ``seeds`` can fetch on the web's graph (``harvest_upper_bound``), and the page harvest."""
+    truth = truth or PageTruth.from_web(web)
+    graph = web_graph(web, seeds, truth)
+    pages = harvest_upper_bound(graph, seeds, {u: int(truth.page(u)) for u in graph}, budget)
+    images = harvest_upper_bound(graph, seeds, {u: truth.images.get(u, (0, 0))[1] for u in graph}, budget)
+    return {"budget": budget, "graph_pages": len(graph), "on_topic_pages": pages, "on_topic_images": images,
+            "page_harvest": pages / budget if budget else None}

@@ -62,9 +62,30 @@ def _bin(value: float | None, edges: Sequence[float]) -> str:
 TOPICALITY_EDGES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
+#: The feature groups of ``link_features`` and their token prefixes (``FOCUSCRAWL_LEARNING_FEATURES``).
+FEATURE_GROUPS = {"anchor": "a", "url": "u", "host": "x", "parent": "p", "grandparent": "g", "thesis": "t"}
+
+
+def feature_prefixes(groups: list[str]) -> frozenset[str]:
+    """The token prefixes of the named feature groups (an ablation leaves groups out)."""
+    unknown = sorted(set(groups) - set(FEATURE_GROUPS))
+    if unknown:
+        raise ValueError(f"FOCUSCRAWL_LEARNING_FEATURES: unknown group(s) {', '.join(unknown)}; "
+                         f"choose from {', '.join(FEATURE_GROUPS)}")
+    return frozenset(FEATURE_GROUPS[g] for g in groups)
+
+
 def link_features(anchor: str, url: str, parent_url: str, parent_topicality: float | None,
+                  grandparent_topicality: float | None, thesis_score: float | None,
+                  prefixes: frozenset[str] | None = None) -> list[str]:
+    """The tokens the model sees for one link (also logged in ``links.tsv``); only the
+    groups with ``prefixes`` when given."""
+    feats = _all_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, thesis_score)
+    return feats if prefixes is None else [f for f in feats if f.split(":", 1)[0] in prefixes]
+
+
+def _all_features(anchor: str, url: str, parent_url: str, parent_topicality: float | None,
                   grandparent_topicality: float | None, thesis_score: float | None) -> list[str]:
-    """The tokens the model sees for one link (also logged in ``links.tsv``)."""
     feats = [f"a:{w}" for w in _WORD.findall(anchor.lower())] or ["a:<none>"]
     rest = url.lower().split("://", 1)[-1]
     feats += [f"u:{w}" for w in _WORD.findall(rest) if len(w) > 1 and not w.isdigit()]

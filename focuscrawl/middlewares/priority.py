@@ -42,8 +42,8 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
 from focuscrawl.items import PageItem
-from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, learner_state_path, link_features,
-                                       link_learner, url_host)
+from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, feature_prefixes, learner_state_path,
+                                       link_features, link_learner, url_host)
 from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
@@ -112,6 +112,8 @@ class LinkRanker:
         self.seed_priority = (PRIORITY_STEPS + 1 if self.mode == "learning"
                               else seed_priority(self.buckets, self.steps))
         self.scorer = scorer
+        #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
+        self.feature_prefixes: frozenset[str] | None = None
         # navigation anchors repeat on every page of a site: remember their scores
         self.anchor_score = lru_cache(maxsize=cache_size or 1)(self._anchor_score)
 
@@ -122,9 +124,12 @@ class LinkRanker:
                        anchor_weight=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_WEIGHT"),
                        keyword_weight=s.getfloat("FOCUSCRAWL_LINK_KEYWORD_WEIGHT"),
                        anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"))
-        return cls(s.get("FOCUSCRAWL_MODE"), s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS"),
-                   s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"), s.getfloat("FOCUSCRAWL_LINK_RAZOR"), weights,
-                   s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner)
+        ranker = cls(s.get("FOCUSCRAWL_MODE"), s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS"),
+                     s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"), s.getfloat("FOCUSCRAWL_LINK_RAZOR"), weights,
+                     s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner)
+        groups = s.getlist("FOCUSCRAWL_LEARNING_FEATURES")
+        ranker.feature_prefixes = feature_prefixes(groups) if groups else None  # unset: all groups
+        return ranker
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
         if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers
@@ -179,7 +184,8 @@ class LinkRanker:
     def _learned(self, d: LinkDecision, anchor: str, url: str, parent_url: str, parent_topicality: float | None,
                  grandparent_topicality: float | None) -> LinkDecision:
         """The decision with the learner's score (and, in mode ``learning``, its priority)."""
-        features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score))
+        features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score,
+                                       self.feature_prefixes))
         vector = self.learner.vector(list(features))
         learned = self.learner.score(None, d.score, url_host(url), vector)
         self.last_vector = vector

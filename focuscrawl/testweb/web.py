@@ -34,7 +34,7 @@ from focuscrawl.testweb.textpool import Photo, TextPool
 PER_PAGE = 10
 CONTENT_SIZES = [(640, 480), (800, 600), (1024, 768), (640, 427), (500, 375), (1200, 800), (480, 640), (900, 600)]
 SECTIONS = ["world", "business", "science", "sports", "culture", "pets", "travel", "health"]
-NEIGHBOURS = {"cat": "dog", "dog": "cat", "train": "bus"}
+NEIGHBOURS = {"cat": "dog", "dog": "cat", "train": "bus", "tennis": "baseball", "baseball": "tennis"}
 SITE_WORDS = ["happy", "green", "little", "daily", "urban", "sunny", "quiet", "north", "river", "open"]
 SITE_NOUNS = ["home", "notes", "corner", "journal", "place", "life", "garden", "studio", "diary", "view"]
 

@@ -48,3 +48,28 @@ def small_pool() -> TextPool:
              "Water": "Water is an inorganic compound. It is the main part of rivers, lakes and oceans.",
              "Football": "Football is a family of team sports that involve kicking a ball to score a goal."}
     return TextPool(photos, leads, [_doc(k) for k in range(12)])
+
+
+TENNIS_CAPTIONS = [
+    "A man swinging a tennis racket at a ball", "A woman playing tennis on a clay court",
+    "A tennis player serving the ball", "Two men playing doubles tennis on a court",
+    "A girl holding a tennis racket on the court", "A player hitting a tennis ball with a backhand",
+    "A man in white playing tennis on a grass court", "A tennis player reaching for the ball",
+]
+BASEBALL_CAPTIONS = [
+    "A man swinging a baseball bat at a ball", "A baseball player throwing the ball on the field",
+    "A batter waiting for the pitch at home plate", "A baseball player running to first base",
+    "A catcher holding out his glove behind the plate", "A pitcher throwing a ball from the mound",
+]
+
+
+def sports_pool() -> TextPool:
+    """Tennis and its look-alike neighbour baseball (players, balls, swings): most words shared."""
+    base = small_pool()
+    photos = [Photo(f"tennis:{i}", (c, c.replace("A ", "One ", 1), "A player on a court"))
+              for i, c in enumerate(TENNIS_CAPTIONS)]
+    photos += [Photo(f"baseball:{i}", (c, "A player on a field")) for i, c in enumerate(BASEBALL_CAPTIONS)]
+    leads = dict(base.leads, Tennis="Tennis is a racket sport played by two players or two teams of two. "
+                                    "Each player hits a ball with a racket over a net.",
+                 Baseball="Baseball is a bat-and-ball sport played between two teams of nine players.")
+    return TextPool(base.photos + photos, leads, base.documents)
