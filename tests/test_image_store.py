@@ -37,14 +37,26 @@ def test_sightings_merge_pending_written_repeated_and_limited(tmp_path):
     rec = record(run, "http://s.test/a.jpg")
     assert [s["page_url"] for s in rec["sightings"]] == ["http://s.test/1", "http://s.test/2"]
     assert rec["sightings"][1]["final_score"] == pytest.approx(6.0) and rec["sightings"][1]["final_context"] == "alt+parent-0"
+    written = run.path(record_path("http://s.test/a.jpg")).read_bytes()
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2", alt="pending"))  # repeated
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/3"))
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/4"))  # over the limit of 3
+    # later sightings are appended to the log: the record is not rewritten for each
+    assert run.path(record_path("http://s.test/a.jpg")).read_bytes() == written
+    assert st.get_value("focuscrawl/images/merge/logged") == 3
+    store.fold()  # (at close, or once the log is big): each record read and written once
+    assert (tmp_path / "out" / "sightings.log").read_bytes() == b""
     rec = record(run, "http://s.test/a.jpg")
     assert [s["page_url"] for s in rec["sightings"]] == ["http://s.test/1", "http://s.test/2", "http://s.test/3"]
     assert rec["sightings_over_limit"] == 1
     assert st.get_value("focuscrawl/images/merge/repeated") == 1 and st.get_value("focuscrawl/images/merge/over_limit") == 1
-    assert st.get_value("focuscrawl/images/merge/merged") == 2  # the record is rewritten for page 3 and the counter of page 4
+    assert st.get_value("focuscrawl/images/merge/merged") == 1  # one rewrite for pages 3 and 4
+    # the record is full: a later sighting is only counted, in a short line
+    assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/5"))
+    rel, _, line = (tmp_path / "out" / "sightings.log").read_text().partition("\t")
+    assert rel == record_path("http://s.test/a.jpg") and json.loads(line) == {"over_limit": 1}
+    store.close()
+    assert record(run, "http://s.test/a.jpg")["sightings_over_limit"] == 2
     # a dropped image: later sightings are counted, not kept
     b = item("http://s.test/b.jpg", "http://s.test/1")
     assert store.first_sighting(b) and b["first_seen"] == 1
@@ -76,10 +88,62 @@ def test_jobdir_state_survives_and_rolls_back_to_checkpoint(tmp_path):
     new = item("http://s.test/new.jpg", "http://s.test/2")
     assert store.first_sighting(new) and new["first_seen"] == 3
     store.commit(new)
+    store.close()
     run.close()
     rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()[1:]]
     assert [r[0] for r in rows] == ["0", "1", "2", "3"]
     assert len(record(RunOutput(out), "http://s.test/1.jpg")["sightings"]) == 2
+
+
+def seen_on_two_pages(out, job):
+    """A JOBDIR run whose image a.jpg was written from page 1 and seen again on page 2."""
+    run = RunOutput(out, job)
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    first = item("http://s.test/a.jpg", "http://s.test/1")
+    store.first_sighting(first)
+    store.commit(first)
+    store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2"))
+    return run, store
+
+
+def test_sightings_log_after_a_kill_is_cut_to_the_checkpoint_and_folded_on_resume(tmp_path):
+    """Later sightings logged before the last checkpoint reach the record on resume; those
+    after it are cut back with the pages that carried them (crawled again). Without JOBDIR
+    every whole logged line is folded when the run directory is opened again."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    run, store = seen_on_two_pages(out, job)
+    run.commit(force=True)
+    store.first_sighting(item("http://s.test/a.jpg", "http://s.test/3"))  # after the checkpoint
+    # SIGKILL: no fold, no close
+    run = RunOutput(out, job)
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    assert [s["page_url"] for s in record(run, "http://s.test/a.jpg")["sightings"]] == \
+        ["http://s.test/1", "http://s.test/2"]
+    assert (out / "sightings.log").read_bytes() == b""
+    offsets = json.loads((job / "focuscrawl" / "offsets.json").read_text())["files"]
+    assert offsets["sightings.log"] == 0  # a kill now cuts nothing folded back in
+    store.first_sighting(item("http://s.test/a.jpg", "http://s.test/3"))  # the page crawled again
+    # killed again; then opened without JOBDIR: every whole line is folded
+    run = RunOutput(out)
+    ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    assert [s["page_url"] for s in record(run, "http://s.test/a.jpg")["sightings"]] == \
+        ["http://s.test/1", "http://s.test/2", "http://s.test/3"]
+
+
+def test_sightings_log_is_folded_at_the_checkpoint_after_it_grows_big(tmp_path, monkeypatch):
+    """A long crawl does not wait for its close: the first checkpoint after the log reaches
+    SIGHTINGS_FOLD_BYTES folds it, and the checkpoint then records it empty."""
+    import focuscrawl.output.images as images
+
+    monkeypatch.setattr(images, "SIGHTINGS_FOLD_BYTES", 1)
+    out, job = tmp_path / "out", tmp_path / "job"
+    run, store = seen_on_two_pages(out, job)
+    assert (out / "sightings.log").stat().st_size > 0
+    run.commit(force=True)
+    assert (out / "sightings.log").read_bytes() == b""
+    assert json.loads((job / "focuscrawl" / "offsets.json").read_text())["files"]["sightings.log"] == 0
+    assert [s["page_url"] for s in record(run, "http://s.test/a.jpg")["sightings"]] == \
+        ["http://s.test/1", "http://s.test/2"]
 
 
 def test_jobdir_of_another_run_directory_is_refused(tmp_path):
@@ -115,8 +179,8 @@ def test_image_in_flight_at_a_kill_is_recovered(tmp_path):
     store.close()
     run.close()
     assert (job / "focuscrawl" / "images.pending").read_bytes() == b""  # clean close: nothing pending
-    rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()[1:]]
-    assert sorted(r[-9] for r in rows) == ["http://s.test/done.jpg", "http://s.test/fly.jpg"]
+    header, *rows = [line.split("\t") for line in (out / "images.tsv").read_text().splitlines()]
+    assert sorted(r[header.index("image_url")] for r in rows) == ["http://s.test/done.jpg", "http://s.test/fly.jpg"]
 
 
 def test_prepared_record_file_is_filled_by_commit_and_dropped_at_close(tmp_path):

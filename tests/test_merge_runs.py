@@ -111,6 +111,24 @@ def test_parts_without_a_page_in_common_are_concatenated(tmp_path):
     assert [s["alt"] for s in record["sightings"]] == ["cat", "cat 2"]
 
 
+def test_a_part_killed_before_folding_its_sightings_log_merges_with_them(tmp_path):
+    """A crawl appends later sightings to ``sightings.log`` and folds them into the records
+    at close: a part killed before that holds them in the log only; the merge takes them."""
+    a = tmp_path / "a"
+    write_part(a, [(f"{W}/a", 1.0, ["a"]), (f"{W}/b", 2.0, ["b"])], [(f"{W}/i", f"{W}/a", "cat")], [])
+    later = {"page_url": f"{W}/b", "alt": "cat 2", "title": None,
+             "contexts": [{"kind": "parent", "level": 0, "text": "cat 2 text"}]}
+    lines = [{"sighting": later}, {"over_limit": 2}]
+    (a / "sightings.log").write_text("".join(f"{record_path(W + '/i')}\t{json.dumps(line)}\n" for line in lines)
+                                     + "records/ab/torn")
+    from focuscrawl.output.merge import merge_runs
+
+    merge_runs([a], tmp_path / "merged")
+    record = json.loads((tmp_path / "merged" / record_path(f"{W}/i")).read_text())
+    assert [s["alt"] for s in record["sightings"]] == ["cat", "cat 2"] and record["sightings_over_limit"] == 2
+    assert not (tmp_path / "merged" / "sightings.log").exists()
+
+
 def test_a_merge_numbers_images_as_a_crawl_does(tmp_path):
     """first_seen counts from 0 in a crawl (OUTPUT.md) and so in a merge: one part merged
     alone keeps its numbers; two parts are numbered on in order of first sighting."""

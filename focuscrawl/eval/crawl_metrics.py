@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import parse_float, read_tsv
+from focuscrawl.output.images import SIGHTINGS_LOG, read_sightings_log, with_logged
 from focuscrawl.output.stats import read_stats
 from focuscrawl.ranking import (DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, RankStats, near_duplicate_collapser, rank,
                                 rank_run)
@@ -81,8 +82,9 @@ class Run:
         stats = read_stats(folder / "stats.json") if (folder / "stats.json").exists() else {}
         sentences = folder / "sentences.txt.gz"
         sightings = []
+        logged = read_sightings_log(folder / SIGHTINGS_LOG)  # a crawl killed before its fold
         for r in images:
-            record_sightings = _record_sightings(folder, r.get("record_path"))
+            record_sightings = _record_sightings(folder, r.get("record_path"), logged)
             if record_sightings is None:  # no record, or a damaged one: the images.tsv row
                 sightings.append((r["image_url"], _score(r)))
                 continue
@@ -93,8 +95,9 @@ class Run:
                    sightings)
 
 
-def _record_sightings(folder: Path, record_path: str | None) -> list[dict] | None:
-    """The sightings of an info record, None when it is missing or not of the writer's shape."""
+def _record_sightings(folder: Path, record_path: str | None, logged: dict[str, list[str]]) -> list[dict] | None:
+    """The sightings of an info record (with those its run's unfolded sightings log holds for it,
+    ``logged``), None when it is missing or not of the writer's shape."""
     if not record_path:
         return None
     try:
@@ -104,7 +107,7 @@ def _record_sightings(folder: Path, record_path: str | None) -> list[dict] | Non
     sightings = record.get("sightings") if isinstance(record, dict) else None
     if not isinstance(sightings, list) or not all(isinstance(s, dict) for s in sightings):
         return None
-    return sightings
+    return with_logged(record, logged[record_path])["sightings"] if record_path in logged else sightings
 
 
 # -- harvest rate ----------------------------------------------------------------------

@@ -6,7 +6,7 @@ sighting once it is scored and downloaded). Its state survives a resume: each
 commit appends ``W``/``D`` lines to ``JOBDIR/focuscrawl/images.seen`` (like Scrapy's
 ``requests.seen``) and checkpoints all offsets.
 
-Record (``records/<sha1[:2]>/<sha1>.json``, rewritten atomically on each merge)::
+Record (``records/<sha1[:2]>/<sha1>.json``, written atomically when its image is committed)::
 
     {"image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
      "width", "height", "image_format", "image_size", "image_sha1", "html_width", "html_height",
@@ -14,6 +14,14 @@ Record (``records/<sha1[:2]>/<sha1>.json``, rewritten atomically on each merge):
                     src_guess, *_scores, html_width, html_height, css_class, style, extension,
                     contexts, extra_contexts, language, final_score, final_context}, ...],
      "sightings_over_limit": n}
+
+A later sighting of a written image is one line appended to ``sightings.log`` (a log
+checkpointed like the others), not a rewrite of its record: a record holds up to
+``FOCUSCRAWL_IMAGE_MAX_SIGHTINGS`` sightings of ~5 KB each (contexts with their texts),
+and a logo on every page would rewrite that whole record on every page. The log is
+folded into the records (each touched record read and written once) at close, when it
+reaches ``SIGHTINGS_FOLD_BYTES`` at a checkpoint, and on opening a run directory a
+killed crawl left it in. Sightings over the limit are logged as a counter line only.
 """
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ import json
 import logging
 import os
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -29,7 +38,7 @@ from scrapy.crawler import Crawler
 from focuscrawl import settings as defaults
 from focuscrawl.images.final import final_score
 from focuscrawl.items import ImageItem
-from focuscrawl.output.files import LineLog, atomic_write_bytes, iter_lines, temp_path
+from focuscrawl.output.files import FileWriter, LineLog, atomic_write_bytes, iter_lines, prefetch, temp_path
 from focuscrawl.output.run import RunOutput, run_output
 from focuscrawl.output.tsv import row
 
@@ -46,6 +55,13 @@ PENDING_FILE = "images.pending"
 #: ``images.pending`` is rewritten with the images still pending at a checkpoint once it is
 #: this big and 4 times what they need (each accepted image appends its item, ~1 KB)
 PENDING_COMPACT_BYTES = 1 << 20
+SIGHTINGS_LOG = "sightings.log"
+#: the sightings log is folded into the records at the first checkpoint after it reaches this
+#: size (and always at close): each fold rewrites every record it touches once
+SIGHTINGS_FOLD_BYTES = 64 << 20
+#: records a fold reads ahead and writes behind on its threads (their memory, not the log's, is
+#: what a fold holds besides the log's lines)
+FOLD_RECORDS_AHEAD = 8
 
 
 def url_sha1(url: str) -> str:
@@ -112,10 +128,12 @@ def sighting_key(s: dict[str, Any]) -> tuple:
 
 
 class _Entry:
-    __slots__ = ("order", "status", "pending")
+    __slots__ = ("order", "status", "pending", "count")
 
     def __init__(self, order: int, status: str) -> None:
         self.order, self.status, self.pending = order, status, []
+        #: sightings its record file holds (None: not known yet in this session)
+        self.count: int | None = None
 
 
 class ImageStore:
@@ -141,6 +159,9 @@ class ImageStore:
             self._load_seen()
             self._load_pending()
             run.checkpoint_listeners.append(self._compact_pending)
+        self.sightings = run.line_log(SIGHTINGS_LOG)
+        self.fold()  # what a killed session logged (cut back to its checkpoint with JOBDIR)
+        run.checkpoint_listeners.append(self._fold_when_big)
 
     def _load_seen(self) -> None:
         for line in self.seen.lines():
@@ -206,8 +227,10 @@ class ImageStore:
         return items
 
     def close(self) -> None:
-        """At a clean close nothing is pending any more: empty ``images.pending``; temp files
-        prepared for records never committed (an item dropped after its download) go."""
+        """At a clean close nothing is pending any more: the sightings log is folded into the
+        records, ``images.pending`` emptied; temp files prepared for records never committed
+        (an item dropped after its download) go."""
+        self.fold()
         for url in self._prepared:
             try:
                 os.unlink(temp_path(self._record_file(url)))
@@ -246,18 +269,61 @@ class ImageStore:
             entry.pending.append(sighting)
             self.stats.inc_value("focuscrawl/images/merge/pending")
             return
-        path = self.run.path(record_path(url))
+        rel = record_path(url)
+        if entry.count is None:  # first later sighting this session: how full is the record?
+            entry.count = self._record_count(rel)
+        # a full record (as last written: logged sightings may be repeats the fold drops) only
+        # counts it: a short line
+        line = {"over_limit": 1} if entry.count >= self.max_sightings else {"sighting": sighting}
+        self.sightings.write_lines([f"{rel}\t{json.dumps(line, ensure_ascii=False, separators=(',', ':'))}"])
+        self.stats.inc_value("focuscrawl/images/merge/logged")
+
+    def _record_count(self, rel: str) -> int:
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            return len(json.loads(self.run.path(rel).read_text(encoding="utf-8"))["sightings"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0  # the fold says what is wrong with it
+
+    def _fold_when_big(self) -> None:
+        if self.sightings.offset >= SIGHTINGS_FOLD_BYTES:
+            self.fold()
+
+    def fold(self) -> None:
+        """Merge the sightings log into the records, each touched record read and written once
+        (atomically; the files on threads, as a merge does), then empty the log (its checkpoint
+        first: docs/OUTPUT.md)."""
+        if not self.sightings.offset:
+            return
+        by_record = read_sightings_log(self.sightings.path, self.sightings.offset)
+        with ThreadPoolExecutor(4, thread_name_prefix="fold-records") as pool:
+            # a few records ahead only: a full one is ~0.5 MB of JSON and several times that parsed
+            writer = FileWriter(pool, pending=FOLD_RECORDS_AHEAD)
+            records = prefetch(pool, self._read_record, list(by_record), ahead=FOLD_RECORDS_AHEAD)
+            for (rel, raw), record in zip(by_record.items(), records):
+                if record is None:
+                    continue
+                lines = parse_logged(raw)
+                if self._add_sightings(record, [line["sighting"] for line in lines if "sighting" in line],
+                                       sum(line.get("over_limit", 0) for line in lines)):
+                    writer.submit(atomic_write_bytes, self.run.path(rel), record_json(record))
+                    self.stats.inc_value("focuscrawl/images/merge/merged")
+                entry = self.entries.get(record.get("image_url"))
+                if entry is not None:
+                    entry.count = len(record["sightings"])
+            writer.close()
+        self.run.empty_log(SIGHTINGS_LOG)
+        self.stats.inc_value("focuscrawl/images/merge/folds")
+
+    def _read_record(self, rel: str) -> dict[str, Any] | None:
+        path = self.run.path(rel)
+        try:
+            return json.loads(path.read_bytes())
         except (OSError, ValueError) as exc:
             self.stats.inc_value("focuscrawl/images/merge/record_missing")
             logger.warning("cannot merge into record %s: %s", path, exc)
-            return
-        if self._add_sightings(record, [sighting]):
-            atomic_write_bytes(path, record_json(record))
-            self.stats.inc_value("focuscrawl/images/merge/merged")
+            return None
 
-    def _add_sightings(self, record: dict[str, Any], sightings: list[dict[str, Any]]) -> bool:
+    def _add_sightings(self, record: dict[str, Any], sightings: list[dict[str, Any]], over_limit: int = 0) -> bool:
         keys = {sighting_key(s) for s in record["sightings"]}
         changed = False
         for s in sightings:
@@ -265,11 +331,14 @@ class ImageStore:
                 self.stats.inc_value("focuscrawl/images/merge/repeated")
                 continue
             if len(record["sightings"]) >= self.max_sightings:
-                record["sightings_over_limit"] = record.get("sightings_over_limit", 0) + 1
-                self.stats.inc_value("focuscrawl/images/merge/over_limit")
+                over_limit += 1
             else:
                 record["sightings"].append(s)
                 keys.add(sighting_key(s))
+                changed = True
+        if over_limit:
+            record["sightings_over_limit"] = record.get("sightings_over_limit", 0) + over_limit
+            self.stats.inc_value("focuscrawl/images/merge/over_limit", over_limit)
             changed = True
         return changed
 
@@ -288,7 +357,7 @@ class ImageStore:
         atomic_write_bytes(self._record_file(url), record_json(record))
         self._prepared.discard(url)
         self.log.write_lines([row(image_row(item, self.max_parents, self.max_siblings))])
-        entry.status, entry.pending = WRITTEN, []
+        entry.status, entry.pending, entry.count = WRITTEN, [], len(record["sightings"])
         if self.seen is not None:
             self.seen.write_lines([f"{WRITTEN}\t{entry.order}\t{url}"])
             self._pending_line(url, None)
@@ -323,6 +392,50 @@ class ImageStore:
             self.seen.write_lines([f"{DROPPED}\t{entry.order}\t{url}\t{reason}"])
             self._pending_line(url, None)
             self.run.commit()
+
+
+def read_sightings_log(path: str | os.PathLike, end: int | None = None) -> dict[str, list[str]]:
+    """The whole lines of a sightings log (up to ``end``) by record path, in log order, their JSON
+    unparsed (``parse_logged``): a fold holds up to ``SIGHTINGS_FOLD_BYTES`` of them at once.
+
+    A line is ``<record path><TAB>{"sighting": {...}}`` or ``<record path><TAB>{"over_limit": n}``.
+    """
+    by_record: dict[str, list[str]] = {}
+    for text in iter_lines(path, end, errors="replace"):
+        rel, tab, payload = text.partition("\t")
+        if tab:
+            by_record.setdefault(rel, []).append(payload)
+    return by_record
+
+
+def parse_logged(payloads: list[str]) -> list[dict[str, Any]]:
+    """The logged lines of one record (``read_sightings_log``) as dicts; a line that is not one is skipped."""
+    lines = []
+    for payload in payloads:
+        try:
+            line = json.loads(payload)
+        except ValueError:
+            line = None
+        if isinstance(line, dict):
+            lines.append(line)
+        else:
+            logger.warning("a sightings log line that is not a sighting, skipped: %.80s", payload)
+    return lines
+
+
+def with_logged(record: dict[str, Any], payloads: list[str]) -> dict[str, Any]:
+    """``record`` as its fold would leave it, for readers of a run directory whose crawl was
+    killed before folding its sightings log (``read_sightings_log``): the logged sightings it
+    does not hold yet appended, the counted ones added to ``sightings_over_limit``."""
+    keys = {sighting_key(s) for s in record["sightings"]}
+    for line in parse_logged(payloads):
+        s = line.get("sighting")
+        if isinstance(s, dict) and sighting_key(s) not in keys:
+            record["sightings"].append(s)
+            keys.add(sighting_key(s))
+        elif line.get("over_limit"):
+            record["sightings_over_limit"] = record.get("sightings_over_limit", 0) + line["over_limit"]
+    return record
 
 
 def record_json(record: dict[str, Any]) -> bytes:

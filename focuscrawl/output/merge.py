@@ -30,13 +30,12 @@ import json
 import os
 import shutil
 import sys
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
 
-from focuscrawl.output.files import _write_all, atomic_write_bytes, gzip_complete_size, iter_tsv, parse_float
-from focuscrawl.output.images import record_json, record_path, sighting_key
+from focuscrawl.output.files import (FileWriter, _write_all, atomic_write_bytes, gzip_complete_size, iter_tsv,
+                                     parse_float, prefetch)
+from focuscrawl.output.images import SIGHTINGS_LOG, read_sightings_log, record_json, record_path, sighting_key, with_logged
 from focuscrawl.output.stats import read_stats
 
 
@@ -87,16 +86,28 @@ def _first_fetches(pages: list, i_url: int) -> tuple[list, list[dict]]:
     return first, list(dropped.values())
 
 
-def _read_record(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+class _Records:
+    """The parts' records as their crawls' folds would leave them (a killed part's sightings log
+    may hold later sightings its records do not yet)."""
+
+    def __init__(self, parts: list[Path]) -> None:
+        self.logged = {part: read_sightings_log(part / SIGHTINGS_LOG) for part in parts}
+
+    def read(self, part: Path, rel: str) -> dict:
+        record = json.loads((part / rel).read_text(encoding="utf-8"))
+        lines = self.logged[part].get(rel)
+        return with_logged(record, lines) if lines else record
+
+    def read_all(self, holders: list[tuple[Path, str]]) -> list[dict]:
+        return [self.read(part, rel) for part, rel in holders]
 
 
 class _OwnerSightings:
     """Is a part's sighting of an image on a page the dropped fetch's? Yes when another part owns
     the page (holds its kept fetch) and that part's record has the image on the page too."""
 
-    def __init__(self, owner: dict[str, Path], held: dict[Path, set[str]]) -> None:
-        self.owner, self.held = owner, held
+    def __init__(self, owner: dict[str, Path], held: dict[Path, set[str]], records: _Records) -> None:
+        self.owner, self.held, self.records = owner, held, records
         self._pages: dict[tuple[Path, str], set] = {}  # (owner part, image URL) -> its sighting pages
 
     def duplicate(self, part: Path, image_url: str, page_url: str | None) -> bool:
@@ -105,7 +116,7 @@ class _OwnerSightings:
             return False
         if (kept, image_url) not in self._pages:
             rel = record_path(image_url)
-            self._pages[kept, image_url] = {s.get("page_url") for s in _read_record(kept / rel)["sightings"]} \
+            self._pages[kept, image_url] = {s.get("page_url") for s in self.records.read(kept, rel)["sightings"]} \
                 if rel in self.held[kept] else set()
         return page_url in self._pages[kept, image_url]
 
@@ -147,7 +158,8 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     # images: one row per URL, earliest sighting wins
     image_header, best = [], {}
     held = {part: _record_files(part) for part in parts}
-    sighted = _OwnerSightings(owner, held)
+    records_of = _Records(parts)
+    sighted = _OwnerSightings(owner, held, records_of)
     for part in parts:
         header, rows = _read_tsv(part / "images.tsv")
         if not header:
@@ -169,11 +181,11 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     records = _NewFolder(out / "records")
     rels = [record_path(r[i_url]) for _, _, r in order]
     with ThreadPoolExecutor(8, thread_name_prefix="merge-files") as pool:
-        writer = _FileWriter(pool)
+        writer = FileWriter(pool)
         # the parts with a record of each image, the chosen row's part first
         holders = [[part, *(p for p in parts if p != part and rel in held[p])]
                    for (_, part, _), rel in zip(order, rels)]
-        sources = _prefetch(pool, _read_records, [[p / rel for p in ps] for rel, ps in zip(rels, holders)])
+        sources = prefetch(pool, records_of.read_all, [[(p, rel) for p in ps] for rel, ps in zip(rels, holders)])
         for n, ((_, part, r), rel, image_holders, records_read) in enumerate(zip(order, rels, holders, sources)):
             r = list(r)
             r[i_first] = str(n)
@@ -196,6 +208,7 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
             linked.add(image)
         writer.close()
     records.commit()
+    (out / SIGHTINGS_LOG).unlink(missing_ok=True)  # the new records hold every sighting
     if image_header:
         _write_tsv(out / "images.tsv", image_header, merged_rows)
     # links (those of the kept fetches) and stats
@@ -215,47 +228,6 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
             "duplicate_sightings": duplicate_sightings, "links": len(links), "duplicate_links": duplicate_links,
             "orphan_sentences": orphan_sentences, "duplicate_pages_between": overlaps}
-
-
-class _FileWriter:
-    """Runs file writes on ``pool``'s threads, at most ``pending`` queued, the first error raised.
-
-    Creating a file is a system call that waits for the file system (0.1-0.6 ms here) with
-    the GIL released: the merge creates a file an image (and links one), so threads overlap them."""
-
-    def __init__(self, pool: ThreadPoolExecutor, pending: int = 256) -> None:
-        self._pool = pool
-        self._futures: deque = deque()
-        self._pending = pending
-
-    def submit(self, fn, *args) -> None:
-        self._futures.append(self._pool.submit(fn, *args))
-        while len(self._futures) > self._pending:
-            self._futures.popleft().result()
-
-    def close(self) -> None:
-        try:
-            while self._futures:
-                self._futures.popleft().result()
-        finally:
-            for future in self._futures:
-                future.cancel()
-
-
-def _prefetch(pool: ThreadPoolExecutor, fn, items: list, ahead: int = 256) -> Iterator:
-    """``fn(item)`` of each item in order, up to ``ahead`` of them running on ``pool`` before
-    they are asked for (opening a file waits for the file system with the GIL released)."""
-    futures: deque = deque()
-    for item in items:
-        futures.append(pool.submit(fn, item))
-        if len(futures) > ahead:
-            yield futures.popleft().result()
-    while futures:
-        yield futures.popleft().result()
-
-
-def _read_records(paths: list[Path]) -> list[dict]:
-    return [_read_record(path) for path in paths]
 
 
 def _image_files(run: Path) -> set[str]:

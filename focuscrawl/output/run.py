@@ -127,6 +127,18 @@ class RunOutput:
         for listener in self.checkpoint_listeners:
             listener()
 
+    def empty_log(self, name: str) -> None:
+        """Empty the log ``name`` (its lines went elsewhere): the checkpoint's offset of it is set
+        to 0 first, so a kill in between leaves a checkpoint that cuts it to 0, never one
+        beyond its end. The other logs keep their checkpointed offsets."""
+        path = None if self.state_dir is None else self.state_dir / OFFSETS_FILE
+        if path is not None and path.exists():
+            state = json.loads(path.read_text(encoding="utf-8"))
+            if state.get("files", {}).get(name):
+                state["files"][name] = 0
+                atomic_write_bytes(path, json.dumps(state, indent=1).encode("utf-8"))
+        self._logs[name].truncate(0)
+
     def close(self) -> None:
         if not self._logs:
             return
