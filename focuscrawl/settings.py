@@ -26,6 +26,11 @@ DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 RETRY_TIMES = 1
 COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False
+#: Scrapy 2.19's remote control (an HTTP server on localhost that runs Python code sent to
+#: it, behind a token) is off like the telnet console: a crawl of untrusted pages opens no
+#: code-execution port, and it leaves no job file in the user's state folder (every crawl
+#: that was killed left one there). Set it to True to use it.
+REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 

@@ -150,6 +150,7 @@ def no_project_env(tmp_path: Path) -> dict[str, str]:
     """This environment without any Scrapy project: no SCRAPY_SETTINGS_MODULE, no user scrapy.cfg."""
     env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")  # no ~/.config/scrapy.cfg
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # where Scrapy's remote control writes its job files
     return env
 
 
@@ -164,13 +165,15 @@ def test_the_crawl_from_an_empty_folder(tmp_path, empty):
             proc = subprocess.run(
                 [*command, "-a", f"seeds={web.base}/p0", "-a", f"output={out / 'run'}", "-a", "mode=keywords",
                  "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0",
-                 "-s", f"JOBDIR={out / 'job'}", "-O", f"{out / 'items.jsonl'}", "-L", "WARNING"],
+                 "-s", f"JOBDIR={out / 'job'}", "-O", f"{out / 'items.jsonl'}", "-L", "INFO"],
                 cwd=empty, env=env, capture_output=True, text=True, timeout=180)
             assert proc.returncode == 0, f"{name}: {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
             items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
             assert sorted(item["url"] for item in items) == sorted(f"{web.base}/p{i}" for i in range(6))
             assert len((out / "run" / "pages.tsv").read_text().splitlines()) == 1 + 6
             assert (out / "job" / "requests.seen").exists() and (out / "job" / "focuscrawl").is_dir()
+            # no remote-control server (it runs code sent to it) and no job file left in the user's state folder
+            assert "Remote control" not in proc.stderr and not (tmp_path / "state").exists()
 
 
 def test_another_projects_scrapy_cfg_still_wins(tmp_path):
