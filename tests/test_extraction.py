@@ -8,6 +8,7 @@ import pytest
 from focuscrawl import cli
 from focuscrawl import settings as default_settings
 from focuscrawl.eval import extraction as ev
+from focuscrawl.resources import project_settings
 from focuscrawl.text import extractors
 from focuscrawl.text.cli import output_stem, read_html_bytes, url_stem
 from tests.support.localweb import LocalWeb, Page
@@ -161,8 +162,9 @@ def test_extract_urls_politely_as_json(tmp_path, capsys):
     with LocalWeb(pages) as web:
         rc = cli.main(["extract", "--format", "json", "--delay", "0", f"{web.base}/news/katze.html",
                        f"{web.base}/private/secret.html", f"{web.base}/gone.html", "-o", str(out)])
-        requested = web.requests
+        requested, user_agents = web.requests, set(web.user_agents.values())
     assert rc == 1  # one input skipped
+    assert user_agents == {project_settings()["USER_AGENT"]}  # robots.txt and pages: the crawl's User-Agent
     assert not any("/private/" in r for r in requested)
     err = capsys.readouterr().err
     assert f"skipped {web.base}/private/secret.html: disallowed by robots.txt\n" in err and "Traceback" not in err

@@ -11,11 +11,11 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
+from focuscrawl import settings as defaults
 from focuscrawl.text.extractors import get_extractor
 from focuscrawl.text.html import decode_html
 from focuscrawl.text.normalize import document_sentences
 
-USER_AGENT = "focuscrawl/0.1 (+https://github.com/focuscrawl/focuscrawl)"
 _HTML_SNIFF = (b"<!doctype html", b"<html", b"<head", b"<body", b"<p>", b"<div")
 
 
@@ -65,9 +65,9 @@ def bytes_to_text(data: bytes, extractor: str = "fulltext", content_type: str | 
 
 
 class PoliteFetcher:
-    """Fetches a few URLs honouring robots.txt and a per-host delay."""
+    """Fetches a few URLs honouring robots.txt and a per-host delay, as the crawl's User-Agent."""
 
-    def __init__(self, user_agent: str = USER_AGENT, delay: float = 1.0, timeout: float = 30.0,
+    def __init__(self, user_agent: str = defaults.USER_AGENT, delay: float = 1.0, timeout: float = 30.0,
                  max_bytes: int = 20 * 1024 * 1024) -> None:
         self.user_agent, self.delay, self.timeout, self.max_bytes = user_agent, delay, timeout, max_bytes
         self._robots: dict[str, Protego] = {}

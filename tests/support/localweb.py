@@ -42,6 +42,7 @@ class LocalWeb:
         self.pages = pages
         self.requests: list[str] = []
         self.referers: dict[str, str | None] = {}  # host/path -> Referer header of its last request
+        self.user_agents: dict[str, str | None] = {}  # host/path -> User-Agent header of its last request
         self.in_flight = self.max_in_flight = 0  # requests being answered at once (politeness tests)
         self._lock = threading.Lock()
         web = self
@@ -65,6 +66,7 @@ class LocalWeb:
                 path = parts.path + (f"?{parts.query}" if parts.query else "")
                 web.requests.append(f"{host}{path}")
                 web.referers[f"{host}{path}"] = self.headers.get("Referer")
+                web.user_agents[f"{host}{path}"] = self.headers.get("User-Agent")
                 page = web.pages.get((host, path))
                 if page is None and host == DIRECT_HOST:
                     page = web.pages.get(path)
