@@ -13,6 +13,11 @@ processes) belongs to the command that started it:
 
 A command that owns temporary files stops on SIGTERM as on Ctrl-C (``exit_on_sigterm``):
 its ``finally`` blocks remove them, where the default action would end it on the spot.
+
+A crawl told to stop ignores the stop signals that come once its engine has stopped
+(``ignore_stop_signals_once_stopped``): everything is written by then, and Python's exit
+puts the default action back under Scrapy's handler, so a second Ctrl-C 0.3 s after the
+first killed the finished process (exit -2) instead of being the no-op it was meant as.
 """
 from __future__ import annotations
 
@@ -73,6 +78,21 @@ def _exit_with_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(0.5)
     os._exit(1)
+
+
+def ignore_stop_signals_once_stopped() -> None:
+    """After a crawl's engine stopped: if a stop signal came (Scrapy's handler is now its
+    "force" handler), ignore further SIGINT/SIGTERM, as Scrapy does after the second one. A
+    crawl that ended by itself keeps its handlers (an embedding script's Ctrl-C still works)."""
+    from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcessBase
+
+    forced = {getattr(CrawlerProcessBase, "_signal_kill", None),
+              getattr(AsyncCrawlerProcess, "_signal_kill_reactorless", None)} - {None}
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in GROUP_SIGNALS:
+        if getattr(signal.getsignal(signum), "__func__", None) in forced:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def exit_on_sigterm() -> None:

@@ -100,6 +100,24 @@ def test_group_sigint_and_sigterm_at_any_moment_then_resume_lose_nothing(tmp_pat
     assert "Traceback" not in text and "BrokenProcessPool" not in text, text[-3000:]
 
 
+def test_ctrl_c_while_a_stopped_crawl_exits_is_ignored(tmp_path):
+    """Ctrl-C, then Ctrl-C pressed again and again while the stopped crawl exits: exit 0, no
+    traceback. Before, Python's exit put the default action back under Scrapy's handler and
+    a late Ctrl-C killed the finished process (exit -2, the CI failure of stop 32)."""
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree()) as web:
+        proc, stats = start(web, tmp_path, out, job, log)
+        wait_for(lambda: rows(out) >= 3)
+        os.killpg(proc.pid, signal.SIGINT)
+        wait_for(lambda: "Spider closed" in log.read_text())
+        while proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            time.sleep(0.01)
+    assert proc.returncode == 0
+    assert json.loads(stats.read_text())["finish_reason"] == "shutdown"
+    assert "Traceback" not in log.read_text()
+
+
 def test_a_killed_analysis_worker_is_replaced_with_one_warning(tmp_path):
     """A worker SIGKILLed mid-crawl (out of memory): a new pool analyses the pages it held,
     one warning, no traceback, every page written once."""

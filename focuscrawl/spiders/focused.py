@@ -31,6 +31,7 @@ from twisted.internet.defer import Deferred
 from focuscrawl.analysis import META_KEY, AnalysisConfig, AnalysisFailed, PageAnalyser
 from focuscrawl.items import PageItem
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
+from focuscrawl.processes import ignore_stop_signals_once_stopped
 from focuscrawl.crawl_scorer import page_topic_model, topic_scorer
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, get_extractor
 from focuscrawl.text.html import clip_html, fallback_encoding
@@ -182,6 +183,7 @@ class FocusedSpider(scrapy.Spider):
             raise UsageError(str(exc)) from exc
         # after topic_scorer's own handler: the workers' LM counters are added to the crawl's
         crawler.signals.connect(self._close_analyser, signal=signals.spider_closed)
+        crawler.signals.connect(ignore_stop_signals_once_stopped, signal=signals.engine_stopped, weak=False)
         self.text_max_bytes = settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")
         self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
 
