@@ -47,7 +47,6 @@ import logging
 import os
 import socket
 import time
-import weakref
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -63,7 +62,8 @@ from twisted.internet import task
 
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import iter_tsv
-from focuscrawl.output.run import checkpoint_offsets, run_output
+from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.run import checkpoint_offsets
 from focuscrawl.pipelines.writers import page_rows_committed
 from focuscrawl.scrapy_compat import wake_engine
 
@@ -238,8 +238,9 @@ class RedisWorkers:
     """
 
     def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,
-                 lease_timeout: float, worker: str, output: str, book: LeaseBook, jobdir: str = "") -> None:
-        """``crawler``: its engine (is it busy?), stats and run directory, at run time."""
+                 lease_timeout: float, worker: str, output: str, jobdir: str = "") -> None:
+        """``crawler``: its engine (is it busy?), stats and ``RunState`` (lease book, run
+        directory), at run time: an extension cannot reach another one while they are built."""
         self.crawler = crawler
         self.server = server
         self.key = key
@@ -255,10 +256,9 @@ class RedisWorkers:
         self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time():.3f}"
         self.output = output
         self.jobdir = jobdir
-        self.book = book
-        self.book.token = self.token
+        self.book: LeaseBook | None = None  # RunState's, at spider_opened (before the first pop)
         self._requeue = server.register_script(_REQUEUE_LEASES)
-        self._claim()
+        self._previous = self._claim()
         self._loop = task.LoopingCall(self._beat)
 
     @classmethod
@@ -270,7 +270,7 @@ class RedisWorkers:
         ext = cls(crawler, _connect(s), redis_key(s, "busy").replace("%(spider)s", name),
                   s.get("SCHEDULER_QUEUE_KEY") % {"spider": name},
                   s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT"), s.getfloat("FOCUSCRAWL_REDIS_LEASE_TIMEOUT"),
-                  worker_id(s), s.get("FOCUSCRAWL_OUTPUT_DIR") or "", lease_book(crawler),
+                  worker_id(s), s.get("FOCUSCRAWL_OUTPUT_DIR") or "",
                   os.path.abspath(s.get("JOBDIR")) if s.get("JOBDIR") else "")
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_idle, signal=signals.spider_idle)
@@ -292,9 +292,9 @@ class RedisWorkers:
         seen = self.server.zscore(self.alive_key, token)
         return seen is None or seen < time.time() - self.lease_timeout
 
-    def _claim(self) -> None:
-        """Become the process of this worker; refuse a run directory a live process writes; a
-        restarted worker takes back the leases its killed predecessor held."""
+    def _claim(self) -> str:
+        """Become the process of this worker; refuse a run directory a live process writes.
+        Returns the token of the killed process this one replaces ("": none)."""
         previous = ""
         # beat before claiming: a claimed worker without a heartbeat looks dead to the others;
         # say where its checkpoint is: the others read its rows only up to it once it is dead
@@ -314,13 +314,13 @@ class RedisWorkers:
                 self.server.zrem(self.alive_key, previous)
                 self.server.hdel(self.jobdirs_key, previous)
                 break
-        if previous:
-            committed = set()
-            if self.output:
-                run = run_output(self.crawler)  # cuts pages.tsv back to its checkpoint
-                run.line_log("pages.tsv")
-                committed = committed_page_urls(run.path("pages.tsv"))
-            self._recover(self.worker, self.token, committed, "focuscrawl/redis/leases_recovered_own")
+        return previous
+
+    def _recover_own(self) -> None:
+        """A restarted worker takes back the leases its killed predecessor held."""
+        run = self.crawler.get_extension(RunState).output
+        committed = run.committed_page_urls() if run is not None else set()
+        self._recover(self.worker, self.token, committed, "focuscrawl/redis/leases_recovered_own")
 
     def _recover(self, worker: str, token: str, committed: set[str], stat: str, forget: bool = False) -> int:
         """Move ``worker``'s leases back to the queue, except those whose page rows are committed;
@@ -384,6 +384,10 @@ class RedisWorkers:
 
     # --- signals --------------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
+        self.book = self.crawler.get_extension(RunState).leases
+        self.book.token = self.token
+        if self._previous:
+            self._recover_own()
         self.server.zadd(self.key, {self.worker: time.time()})
         self._loop.start(0.5, now=False)
 
@@ -448,7 +452,8 @@ def committed_page_urls(pages_tsv: Path, end: int | None = None) -> set[str]:
 
 class LeaseBook:
     """This worker's leases: the queue member of each held request and what its release waits
-    for (its spider output, its items, its pages' checkpoint). One per crawler."""
+    for (its spider output, its items, its pages' checkpoint). One per crawler, owned by
+    ``RunState`` (``crawler.get_extension(RunState).leases``)."""
 
     def __init__(self, stats, server, key: str, serializer, worker: str = "", workers_key: str = "") -> None:
         self.stats = stats
@@ -462,6 +467,17 @@ class LeaseBook:
         self.output_done: set[str] = set()
         self.pages: dict[int, tuple[str, PageItem]] = {}  # id(page item) -> (token, item)
 
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "LeaseBook":
+        s = crawler.settings
+        name = s.get("SCHEDULER_SERIALIZER")
+        serializer = importlib.import_module(name) if isinstance(name, str) and name else picklecompat
+        spider = crawler.spidercls.name
+        worker = worker_id(s)
+        key = redis_key(s, f"leased:{worker}").replace("%(spider)s", spider)
+        return cls(crawler.stats, _connect(s), key, serializer, worker,
+                   redis_key(s, "workers").replace("%(spider)s", spider))
     def lease(self, member: bytes) -> str:
         token = hashlib.sha1(member).hexdigest()
         self.held[token] = member
@@ -520,30 +536,13 @@ class LeaseBook:
             return ""
 
 
-_books: "weakref.WeakKeyDictionary[Crawler, LeaseBook]" = weakref.WeakKeyDictionary()
-
-
-def lease_book(crawler: Crawler) -> LeaseBook:
-    """The crawler's ``LeaseBook`` (shared by the queue, the scheduler, the middlewares, RedisWorkers)."""
-    if crawler not in _books:
-        s = crawler.settings
-        name = s.get("SCHEDULER_SERIALIZER")
-        serializer = importlib.import_module(name) if isinstance(name, str) and name else picklecompat
-        spider = crawler.spidercls.name
-        worker = worker_id(s)
-        key = redis_key(s, f"leased:{worker}").replace("%(spider)s", spider)
-        _books[crawler] = LeaseBook(crawler.stats, _connect(s), key, serializer, worker,
-                                    redis_key(s, "workers").replace("%(spider)s", spider))
-    return _books[crawler]
-
-
 class LeasedPriorityQueue(PriorityQueue):
     """scrapy-redis's priority queue whose ``pop`` leases: the request moves atomically to this
     worker's leased set and stays there until ``LeaseBook.release``."""
 
     def __init__(self, server, spider, key, serializer=None):
         super().__init__(server, spider, key, serializer)
-        self.book = lease_book(spider.crawler)
+        self.book = spider.crawler.get_extension(RunState).leases
         self._pop_lease = server.register_script(_POP_LEASE)
 
     def pop(self, timeout=0):
@@ -560,11 +559,15 @@ class LeasedScheduler(RedisScheduler):
     """scrapy-redis's scheduler; a request that comes back carrying a lease (a redirect or a
     retry of a leased request) is queued first, then its parent's lease is released."""
 
+    def open(self, spider: Spider):
+        self.book: LeaseBook = spider.crawler.get_extension(RunState).leases
+        return super().open(spider)
+
     def enqueue_request(self, request: Request) -> bool:
         token = request.meta.pop(LEASE_META, None)
         accepted = super().enqueue_request(request)
         if token is not None:
-            lease_book(self.spider.crawler).release(token)
+            self.book.release(token)
         return accepted
 
 
@@ -588,7 +591,7 @@ class LeaseOutcomes:
         if not s.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
         writer = s.getwithbase("ITEM_PIPELINES").get("focuscrawl.pipelines.writers.PageLogWriterPipeline")
-        mw = cls(lease_book(crawler), bool(s.get("FOCUSCRAWL_OUTPUT_DIR")) and writer is not None)
+        mw = cls(crawler.get_extension(RunState).leases, bool(s.get("FOCUSCRAWL_OUTPUT_DIR")) and writer is not None)
         crawler.signals.connect(mw.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(mw.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(mw.item_dropped, signal=signals.item_error)
@@ -645,7 +648,7 @@ class LeaseFailures:
     def from_crawler(cls, crawler: Crawler) -> "LeaseFailures":
         if not crawler.settings.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
-        return cls(lease_book(crawler))
+        return cls(crawler.get_extension(RunState).leases)
 
     def process_exception(self, request, exception, spider=None):
         token = request.meta.get(LEASE_META)

@@ -192,6 +192,10 @@ DOWNLOADER_MIDDLEWARES = {
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
+    # the owner of the run directory, image store and lease book: built with the extensions,
+    # before every component that gets it (crawler.get_extension); it closes the run
+    # directory at spider_closed after the extensions numbered below it
+    "focuscrawl.extensions.run_state.RunState": 890,
 }
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------

@@ -29,17 +29,14 @@ import hashlib
 import json
 import logging
 import os
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-
-from scrapy.crawler import Crawler
 
 from focuscrawl import settings as defaults
 from focuscrawl.images.final import final_score
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import FileWriter, LineLog, atomic_write_bytes, iter_lines, prefetch, temp_path
-from focuscrawl.output.run import RunOutput, run_output
+from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)
@@ -441,20 +438,3 @@ def with_logged(record: dict[str, Any], payloads: list[str]) -> dict[str, Any]:
 def record_json(record: dict[str, Any]) -> bytes:
     """The bytes of an image record file (compact: the C encoder, no indent)."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")  # C encoder: no indent
-
-
-_stores: "weakref.WeakKeyDictionary[Crawler, ImageStore | None]" = weakref.WeakKeyDictionary()
-
-
-def image_store(crawler: Crawler) -> ImageStore | None:
-    """The crawler's shared image store (``None`` without a run directory)."""
-    if crawler not in _stores:
-        run = run_output(crawler)
-        s = crawler.settings
-        _stores[crawler] = None if run is None else ImageStore(
-            run, crawler.stats,
-            max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
-            max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
-            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"),
-            final_context=s.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT"))
-    return _stores[crawler]

@@ -22,8 +22,9 @@ from scrapy.exceptions import NotConfigured
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.priority import LINKS_LOG_HEADER, link_rows
 from focuscrawl.output.files import GzipLog, LineLog, gzip_members
-from focuscrawl.output.images import ImageStore, image_store
-from focuscrawl.output.run import RunOutput, run_output
+from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.images import ImageStore
+from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ class ImageLogWriterPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageLogWriterPipeline":
-        store = image_store(crawler)
+        store = crawler.get_extension(RunState).images
         if store is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         return cls(store, crawler.stats)
@@ -146,7 +147,7 @@ class PageLogWriterPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "PageLogWriterPipeline":
-        run = run_output(crawler)
+        run = crawler.get_extension(RunState).output
         if run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         s = crawler.settings
