@@ -192,10 +192,7 @@ DOWNLOADER_MIDDLEWARES = {
 }
 EXTENSIONS = {
     "focuscrawl.extensions.progress.CrawlProgress": 500,
-    # the owner of the run directory, image store and lease book: built with the extensions,
-    # before every component that gets it (crawler.get_extension); it closes the run
-    # directory at spider_closed after the extensions numbered below it
-    "focuscrawl.extensions.run_state.RunState": 890,
+    # + focuscrawl.extensions.run_state.RunState at 890, put in by its add-on (ADDONS)
 }
 
 # --- Image pipelines and output writers (issue "Focused crawl") ----------------------
@@ -338,7 +335,9 @@ FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
 #: heartbeat (every 0.5 s).
 FOCUSCRAWL_REDIS_LEASE_TIMEOUT = 30.0
 
-ADDONS = {"focuscrawl.distributed.RedisProfile": 0}
+#: RunStateAddon enables the RunState extension (the owner of the run directory, image store
+#: and lease book) even where a spider or project replaces EXTENSIONS.
+ADDONS = {"focuscrawl.extensions.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0}
 
 #: Scheduler: Scrapy's, plus a frontier journal in JOBDIR (focuscrawl.frontier) that
 #: lets a crawl killed without a clean stop recover its queued and in-flight requests.

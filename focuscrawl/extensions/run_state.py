@@ -1,7 +1,7 @@
 """The one owner of a crawl's run state (docs/ARCHITECTURE.md "Target shape").
 
 ``RunState`` is an extension so that it exists before every component that needs it:
-Scrapy builds the extensions before the engine, the scheduler, the middlewares and the
+Its add-on (``RunStateAddon``, in ``ADDONS``) enables it. Scrapy builds the extensions before the engine, the scheduler, the middlewares and the
 pipelines, and those find it with ``crawler.get_extension(RunState)`` in their
 ``from_crawler`` (other extensions, built alongside it, look it up at ``spider_opened``).
 It owns the run directory (``RunOutput``: the logs and their JOBDIR checkpoint), the
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
 
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.run import RunOutput
@@ -62,3 +63,12 @@ class RunState:
 
     def spider_closed(self, spider=None) -> None:
         self.output.close()
+
+
+class RunStateAddon:
+    """Add-on: enables ``RunState`` whatever ``EXTENSIONS`` a spider or project sets, since the
+    scheduler, middlewares and pipelines get it from the crawler. At 890: its
+    ``spider_closed`` (closing the run directory) runs after the extensions numbered below."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        settings.set_in_component_priority_dict("EXTENSIONS", RunState, 890)
