@@ -302,7 +302,7 @@ class ImageStore:
                 lines = parse_logged(raw)
                 if self._add_sightings(record, [line["sighting"] for line in lines if "sighting" in line],
                                        sum(line.get("over_limit", 0) for line in lines)):
-                    writer.submit(atomic_write_bytes, self.run.path(rel), record_json(record))
+                    writer.submit(atomic_write_bytes, self.run.path(rel), record_json(record), False)
                     self.stats.inc_value("focuscrawl/images/merge/merged")
                 entry = self.entries.get(record.get("image_url"))
                 if entry is not None:
@@ -351,7 +351,7 @@ class ImageStore:
         record["sightings"] = [sighting_of(item, self.final_context, scored="final_score" in item)]
         if entry.pending:
             self._add_sightings(record, entry.pending)
-        atomic_write_bytes(self._record_file(url), record_json(record))
+        atomic_write_bytes(self._record_file(url), record_json(record), fsync=False)
         self._prepared.discard(url)
         self.log.write_lines([row(image_row(item, self.max_parents, self.max_siblings))])
         entry.status, entry.pending, entry.count = WRITTEN, [], len(record["sightings"])

@@ -72,7 +72,7 @@ class AtomicFSFilesStore(FSFilesStore):
         if folder not in self._folders:  # one mkdir per folder (the images are all in one)
             os.makedirs(os.path.join(self.basedir, folder), exist_ok=True)  # thread-safe, unlike FSFilesStore's
             self._folders.add(folder)
-        atomic_write_bytes(os.path.join(self.basedir, path), buf.getvalue())
+        atomic_write_bytes(os.path.join(self.basedir, path), buf.getvalue(), fsync=False)
 
 
 class ImageRejectedFile(ExpectedMediaFailure):
