@@ -55,3 +55,24 @@ def test_without_jobdir_every_whole_row_is_committed(tmp_path):
     log.write_lines(["http://a/\t0"])
     log.write_bytes(b"http://torn")
     assert run.committed_page_urls() == {"http://a/"}
+
+
+def test_a_registered_state_is_restored_once_and_checkpointed_after_the_logs(tmp_path):
+    """``Checkpointed``: ``restore()`` when registered; ``checkpoint()`` after each checkpoint of
+    the logs' offsets (so what it writes never runs ahead of the logs it describes)."""
+    run = RunOutput(tmp_path / "run", tmp_path / "job")
+    log = run.line_log("pages.tsv", "url")
+    calls = []
+
+    class State:
+        def restore(self):
+            calls.append("restore")
+
+        def checkpoint(self):
+            calls.append(("checkpoint", [r["url"] for r in run.committed_rows("pages.tsv")]))
+
+    run.register(State())
+    log.write_lines(["http://a/"])
+    run.commit()
+    run.close()
+    assert calls == ["restore", ("checkpoint", ["http://a/"]), ("checkpoint", ["http://a/"])]

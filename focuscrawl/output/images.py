@@ -152,13 +152,22 @@ class ImageStore:
         self._run_dir = str(run.dir)
         self._record_dirs: set[str] = set()
         self._prepared: set[str] = set()  # image URLs whose record's temp file exists
+        self.sightings = run.line_log(SIGHTINGS_LOG)
+        run.register(self)
+
+    # -- Checkpointed: images.seen, images.pending, sightings.log ------------------------------
+    def restore(self) -> None:
+        """The merge state as of the last checkpoint, the images in flight at a kill, and the
+        sightings a killed session logged (cut back to its checkpoint with JOBDIR) folded."""
         if self.seen is not None:
             self._load_seen()
             self._load_pending()
-            run.checkpoint_listeners.append(self._compact_pending)
-        self.sightings = run.line_log(SIGHTINGS_LOG)
-        self.fold()  # what a killed session logged (cut back to its checkpoint with JOBDIR)
-        run.checkpoint_listeners.append(self._fold_when_big)
+        self.fold()
+
+    def checkpoint(self) -> None:
+        if self.seen is not None:
+            self._compact_pending()
+        self._fold_when_big()
 
     def _load_seen(self) -> None:
         for line in self.seen.lines():

@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator, Protocol
 
 from focuscrawl.output.files import GzipLog, LineLog, AppendFile, atomic_write_bytes, iter_tsv, job_state_dir
 
@@ -39,6 +39,19 @@ def checkpoint_offsets(jobdir: str | Path, directory: str | Path) -> dict[str, i
     return {k: int(v) for k, v in state.get("files", {}).items()}
 
 
+class Checkpointed(Protocol):
+    """A resumable state kept in the run directory or JOBDIR (docs/OUTPUT.md "Never
+    half-written"), registered with ``RunOutput.register``. Its logs come from the
+    ``RunOutput`` (cut back to the last checkpoint when opened); ``restore()``, called once
+    by ``register``, reads its state back from them and repairs what a kill left beyond
+    them; ``checkpoint()``, called after every checkpoint of the logs' offsets, writes the
+    state's own part (whole files, ``atomic_write_bytes``) or tells who waits for it."""
+
+    def restore(self) -> None: ...
+
+    def checkpoint(self) -> None: ...
+
+
 class RunOutput:
     def __init__(self, directory: str | Path, jobdir: str | Path | None = None,
                  checkpoint_interval: float = 0.0) -> None:
@@ -56,8 +69,9 @@ class RunOutput:
         #: each opened log's offset at the last checkpoint: what a kill now would keep
         self._committed: dict[str, int] = {}
         self._closed = False
-        #: Called after every checkpoint: what was written before it survives a kill and a resume.
-        self.checkpoint_listeners: list[Callable[[], None]] = []
+        #: the resumable states, told after every checkpoint (what was written before it
+        #: survives a kill and a resume)
+        self._states: list[Checkpointed] = []
         if self.resumed:
             self.remove_temp_files()
 
@@ -116,7 +130,7 @@ class RunOutput:
         return self._open(STATE_PREFIX + name, lambda off: LineLog(self.state_dir / name, None, off))
 
     def commit(self, force: bool = False) -> None:
-        """Checkpoint every log's offset, then tell ``checkpoint_listeners``.
+        """Checkpoint every log's offset, then every registered state (``Checkpointed.checkpoint``).
 
         At most one checkpoint per ``checkpoint_interval`` seconds unless ``force``:
         after a kill, what came after the last one is cut back and redone (pages by
@@ -132,8 +146,13 @@ class RunOutput:
             state = {"output_dir": str(self.dir), "files": offsets}
             atomic_write_bytes(self.state_dir / OFFSETS_FILE, json.dumps(state, indent=1).encode("utf-8"))
             self._committed.update(offsets)
-        for listener in self.checkpoint_listeners:
-            listener()
+        for state in self._states:
+            state.checkpoint()
+
+    def register(self, state: Checkpointed) -> None:
+        """Restore ``state`` from the last checkpoint now, and checkpoint it with the logs from now on."""
+        state.restore()
+        self._states.append(state)
 
     def empty_log(self, name: str) -> None:
         """Empty the log ``name`` (its lines went elsewhere): the checkpoint's offset of it is set
