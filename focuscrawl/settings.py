@@ -410,7 +410,7 @@ FOCUSCRAWL_LEARNING_RERANK_TOP = 500
 #: links than the thesis's link score did (AUC above chance; docs/CRAWL.md): 0 = thesis
 #: order, 1 = the learner's. A horizon, so that the trust follows the model as it learns.
 FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
-#: The link model's feature groups (focuscrawl.lm.link_learner.FEATURE_GROUPS): anchor words,
+#: The link model's feature groups (focuscrawl.focus.link_learner.FEATURE_GROUPS): anchor words,
 #: URL tokens, same/other host, the page's and its parent's judged topicality, the thesis's
 #: score decade. Fewer groups = an ablation (docs/EVALUATION.md).
 FOCUSCRAWL_LEARNING_FEATURES = ["anchor", "url", "host", "parent", "grandparent", "thesis"]
