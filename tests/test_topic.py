@@ -165,7 +165,8 @@ def test_cli_build_show_and_errors(corpora, tmp_path, capsys):
 
 
 def test_bundled_cats_bundle_loads_and_ranks_cats_first():
-    from focuscrawl.resources import default_keywords_path, default_model_path, default_topic_path
+    from focuscrawl.resources import default_topic_path
+    from focuscrawl.topic.model import default_keywords_path, default_model_path
     from focuscrawl.topic.model import TopicModel
 
     model = TopicModel(default_topic_path())
