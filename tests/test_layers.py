@@ -24,11 +24,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
       "focuscrawl.output.files", "focuscrawl.output.tsv")),
     ("pure maths of texts: text extraction, image contexts, near-duplicates, language models",
      ("focuscrawl.text", "focuscrawl.context", "focuscrawl.dedup", "focuscrawl.lm")),
-    ("models built on them: topic bundles, image rules and scores, link scores and the link "
-     "learner, the crawl's scorer, the run-directory reader, the test web",
+    ("models built on them and a page's analysis: topic bundles, image rules and scores, what "
+     "focuses the crawl (link scores, the link learner), the crawl's scorer, the page analysis, "
+     "the run-directory reader, the test web",
      ("focuscrawl.topic", "focuscrawl.images", "focuscrawl.focus", "focuscrawl.crawl_scorer",
-      "focuscrawl.corpus", "focuscrawl.altfilter", "focuscrawl.testweb")),
-    ("a page's analysis", ("focuscrawl.analysis",)),
+      "focuscrawl.analysis", "focuscrawl.corpus", "focuscrawl.altfilter", "focuscrawl.testweb")),
     ("crawl state: the run directory, the frontier, WARC files",
      ("focuscrawl.output", "focuscrawl.frontier", "focuscrawl.archive")),
     ("Scrapy components", ("focuscrawl.middlewares", "focuscrawl.pipelines", "focuscrawl.extensions",
