@@ -41,8 +41,6 @@ rows of a dead worker's run directory are only checked on its own host);
 """
 from __future__ import annotations
 
-import hashlib
-import importlib
 import logging
 import os
 import socket
@@ -55,15 +53,15 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy_redis import picklecompat
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import iter_tsv
-from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.leases import LeaseBook, redis_connection, redis_key, worker_id
 from focuscrawl.output.run import checkpoint_offsets
+from focuscrawl.output.run_state import RunState
 from focuscrawl.pipelines.writers import page_rows_committed
 from focuscrawl.scrapy_compat import wake_engine
 
@@ -120,21 +118,6 @@ return n
 """
 
 LEASE_META = "focuscrawl_lease"
-
-
-#: scrapy-redis's placeholder for the spider name in its keys
-SPIDER_PLACEHOLDER = "%(spider)s"
-
-
-def redis_key(settings: BaseSettings, suffix: str) -> str:
-    """``focuscrawl:<crawl>:<suffix>``; the crawl name keeps separate crawls apart (an empty
-    ``FOCUSCRAWL_REDIS_CRAWL`` names the crawl after its spider)."""
-    return f"focuscrawl:{settings.get('FOCUSCRAWL_REDIS_CRAWL') or SPIDER_PLACEHOLDER}:{suffix}"
-
-
-def _connect(settings: BaseSettings):
-    import redis
-    return redis.Redis.from_url(settings.get("FOCUSCRAWL_REDIS_URL"))
 
 
 class RedisProfile:
@@ -206,7 +189,7 @@ class RedisHostThrottle:
         if delay < 0:
             delay = s.getfloat("DOWNLOAD_DELAY")
         spider_key = redis_key(s, "host").replace("%(spider)s", crawler.spidercls.name)
-        return cls(crawler.stats, _connect(s), delay, spider_key)
+        return cls(crawler.stats, redis_connection(s), delay, spider_key)
 
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if self.delay_ms <= 0 or request.meta.get("dont_throttle"):
@@ -235,6 +218,10 @@ class RedisWorkers:
     ``workers`` (hash: worker id -> process token ``host:pid:start``) says which
     process runs a worker now; ``alive`` (sorted set: token -> last heartbeat)
     whether it still does. A dead worker's entries in the three go with its leases.
+
+    Takes the crawler because it uses it at run time: whether the engine (which does not exist
+    yet when ``from_crawler`` runs) is busy, and the run directory a dead worker's leases are
+    checked against.
     """
 
     def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,
@@ -267,7 +254,7 @@ class RedisWorkers:
         if not s.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
         name = crawler.spidercls.name
-        ext = cls(crawler, _connect(s), redis_key(s, "busy").replace("%(spider)s", name),
+        ext = cls(crawler, redis_connection(s), redis_key(s, "busy").replace("%(spider)s", name),
                   s.get("SCHEDULER_QUEUE_KEY") % {"spider": name},
                   s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT"), s.getfloat("FOCUSCRAWL_REDIS_LEASE_TIMEOUT"),
                   worker_id(s), s.get("FOCUSCRAWL_OUTPUT_DIR") or "",
@@ -438,102 +425,10 @@ class RedisWorkers:
         self.server.hdel(self.jobdirs_key, self.token)
 
 
-def worker_id(settings: BaseSettings) -> str:
-    """``host:run directory`` (stable: a restarted worker finds its leases), else ``host:pid``."""
-    output = settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
-    return f"{socket.gethostname()}:{os.path.abspath(output) if output else os.getpid()}"
-
-
 def committed_page_urls(pages_tsv: Path, end: int | None = None) -> set[str]:
     """URLs of the rows of a pages.tsv before byte ``end`` (a checkpoint), else of its whole rows
     (a torn last line is not a row)."""
     return {r["url"] for r in iter_tsv(pages_tsv, errors="replace", end=end)}
-
-
-class LeaseBook:
-    """This worker's leases: the queue member of each held request and what its release waits
-    for (its spider output, its items, its pages' checkpoint). One per crawler, owned by
-    ``RunState`` (``crawler.get_extension(RunState).leases``)."""
-
-    def __init__(self, stats, server, key: str, serializer, worker: str = "", workers_key: str = "") -> None:
-        self.stats = stats
-        self.server = server
-        self.key = key  # the worker's leased set
-        self.serializer = serializer
-        self.worker, self.workers_key = worker, workers_key
-        self.token = ""  # the process token, set by RedisWorkers
-        self.held: dict[str, bytes] = {}  # token -> member
-        self.waiting: dict[str, int] = {}  # token -> items not yet safe
-        self.output_done: set[str] = set()
-        self.pages: dict[int, tuple[str, PageItem]] = {}  # id(page item) -> (token, item)
-
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> "LeaseBook":
-        s = crawler.settings
-        name = s.get("SCHEDULER_SERIALIZER")
-        serializer = importlib.import_module(name) if isinstance(name, str) and name else picklecompat
-        spider = crawler.spidercls.name
-        worker = worker_id(s)
-        key = redis_key(s, f"leased:{worker}").replace("%(spider)s", spider)
-        return cls(crawler.stats, _connect(s), key, serializer, worker,
-                   redis_key(s, "workers").replace("%(spider)s", spider))
-    def lease(self, member: bytes) -> str:
-        token = hashlib.sha1(member).hexdigest()
-        self.held[token] = member
-        self.waiting.setdefault(token, 0)
-        self.stats.inc_value("focuscrawl/redis/leases_taken")
-        return token
-
-    def item_started(self, token: str, item, page_via_writer: bool) -> None:
-        if token in self.held:
-            self.waiting[token] += 1
-            if page_via_writer:
-                self.pages[id(item)] = (token, item)
-
-    def item_done(self, token: str | None) -> None:
-        if token in self.held:
-            self.waiting[token] -= 1
-            self._release_if_safe(token)
-
-    def page_done(self, item) -> None:
-        """A PageItem's row is checkpointed (or the item was dropped)."""
-        token, _ = self.pages.pop(id(item), (None, None))
-        self.item_done(token)
-
-    def output_finished(self, token: str) -> None:
-        if token in self.held:
-            self.output_done.add(token)
-            self._release_if_safe(token)
-
-    def engine_idle(self) -> None:
-        """Nothing is being downloaded, parsed or processed: a held request's output is over
-        even if it ended where no middleware sees it (an exception in a downloader
-        middleware's ``process_response`` goes straight to the errback). Pages still waiting
-        for their rows' checkpoint stay held (the idle writer writes them next)."""
-        for token in list(self.held):
-            if token not in self.output_done:
-                self.stats.inc_value("focuscrawl/redis/leases_ended_unseen")
-                self.output_finished(token)
-
-    def _release_if_safe(self, token: str) -> None:
-        if token in self.output_done and self.waiting.get(token, 0) <= 0:
-            self.release(token)
-
-    def release(self, token: str) -> None:
-        """Ack: the request's outcome is safe; it leaves the leased set."""
-        member = self.held.pop(token, None)
-        self.waiting.pop(token, None)
-        self.output_done.discard(token)
-        if member is not None:
-            self.server.zrem(self.key, member)
-            self.stats.inc_value("focuscrawl/redis/leases_released")
-
-    def url(self, member: bytes) -> str:
-        try:
-            return self.serializer.loads(member).get("url", "")
-        except Exception:  # noqa: BLE001 - an unreadable member is re-queued, never dropped
-            return ""
 
 
 class LeasedPriorityQueue(PriorityQueue):

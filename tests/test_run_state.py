@@ -2,7 +2,7 @@
 import pytest
 from scrapy.exceptions import NotConfigured
 
-from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.run_state import RunState
 from focuscrawl.output.run import RunOutput
 from focuscrawl.pipelines.image_merge import ImageMergePipeline
 from focuscrawl.pipelines.writers import ImageLogWriterPipeline, PageLogWriterPipeline

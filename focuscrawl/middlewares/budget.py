@@ -28,13 +28,19 @@ from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro
 
 from focuscrawl.items import PageItem
-from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.run_state import RunState
 from focuscrawl.output.run import RunOutput
 
 logger = logging.getLogger(__name__)
 
 
 class PageBudget:
+    """Ends the crawl when the run has ``FOCUSCRAWL_PAGE_BUDGET`` pages.
+
+    Takes the crawler because it uses it at run time, as Scrapy's ``CloseSpider`` does: it
+    closes the spider through the engine (which does not exist yet when ``from_crawler``
+    runs); ``run``: the run directory whose committed pages it counts at ``spider_opened``."""
+
     def __init__(self, crawler: Crawler, budget: int, run: RunOutput | None = None) -> None:
         self.crawler = crawler
         self.run = run

@@ -20,7 +20,7 @@ from scrapy.http import Response
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
-from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.run_state import RunState
 from focuscrawl.output.images import ImageStore
 
 logger = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from focuscrawl.images.rules import ImageRules, needs_measuring, size_reason
 from focuscrawl.archive.replay import NotArchived
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
-from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.run_state import RunState
 from focuscrawl.output.images import ImageStore, url_sha1
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects)

@@ -11,7 +11,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from focuscrawl.items import ImageItem
-from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.run_state import RunState
 from focuscrawl.output.images import ImageStore
 
 

@@ -22,7 +22,7 @@ from scrapy.exceptions import NotConfigured
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.priority import LINKS_LOG_HEADER, link_rows
 from focuscrawl.output.files import GzipLog, LineLog, gzip_members
-from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.run_state import RunState
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row

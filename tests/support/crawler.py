@@ -15,7 +15,7 @@ from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
-from focuscrawl.extensions.run_state import RunStateAddon
+from focuscrawl.output.run_state import RunStateAddon
 from focuscrawl.resources import project_settings
 
 

@@ -16,7 +16,7 @@ import signal
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from focuscrawl.extensions.run_state import RunState
+from focuscrawl.output.run_state import RunState
 
 
 class KillInResponseChain:

@@ -4,23 +4,21 @@
 Its add-on (``RunStateAddon``, in ``ADDONS``) enables it. Scrapy builds the extensions before the engine, the scheduler, the middlewares and the
 pipelines, and those find it with ``crawler.get_extension(RunState)`` in their
 ``from_crawler`` (other extensions, built alongside it, look it up at ``spider_opened``).
-It owns the run directory (``RunOutput``: the logs and their JOBDIR checkpoint), the
+It lives with the crawl state it owns (``focuscrawl.output``: the frontier, a layer
+below the components, gets it too). It owns the run directory (``RunOutput``: the logs and their JOBDIR checkpoint), the
 ``ImageStore`` that writes into it, and in a Redis crawl the worker's ``LeaseBook``.
 """
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
 from focuscrawl.output.images import ImageStore
+from focuscrawl.output.leases import LeaseBook
 from focuscrawl.output.run import RunOutput
-
-if TYPE_CHECKING:
-    from focuscrawl.distributed import LeaseBook
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +30,7 @@ class RunState:
     written, images are not downloaded); ``leases`` is ``None`` unless ``FOCUSCRAWL_REDIS_URL``."""
 
     def __init__(self, output: RunOutput | None, images: ImageStore | None,
-                 leases: "LeaseBook | None" = None) -> None:
+                 leases: LeaseBook | None = None) -> None:
         self.output = output
         self.images = images
         self.leases = leases
@@ -54,7 +52,6 @@ class RunState:
             logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
         leases = None
         if s.get("FOCUSCRAWL_REDIS_URL"):
-            from focuscrawl.distributed import LeaseBook  # the Redis layer sits above this one
             leases = LeaseBook.from_crawler(crawler)
         state = cls(output, images, leases)
         if output is not None:
