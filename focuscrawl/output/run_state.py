@@ -1,12 +1,13 @@
 """The one owner of a crawl's run state (docs/ARCHITECTURE.md "Target shape").
 
-``RunState`` is an extension so that it exists before every component that needs it:
-Its add-on (``RunStateAddon``, in ``ADDONS``) enables it. Scrapy builds the extensions before the engine, the scheduler, the middlewares and the
-pipelines, and those find it with ``crawler.get_extension(RunState)`` in their
-``from_crawler`` (other extensions, built alongside it, look it up at ``spider_opened``).
-It lives with the crawl state it owns (``focuscrawl.output``: the frontier, a layer
-below the components, gets it too). It owns the run directory (``RunOutput``: the logs and their JOBDIR checkpoint), the
-``ImageStore`` that writes into it, and in a Redis crawl the worker's ``LeaseBook``.
+``RunState`` is an extension (its add-on, ``RunStateAddon`` in ``ADDONS``, enables it) so that
+it exists before every component that needs it: Scrapy builds the extensions before the
+engine, the scheduler, the middlewares and the pipelines, and those find it with
+``crawler.get_extension(RunState)`` in their ``from_crawler`` (other extensions, built
+alongside it, look it up at ``spider_opened``). It owns the run directory (``RunOutput``: the
+logs and their JOBDIR checkpoint), the ``ImageStore`` that writes into it, and in a Redis
+crawl the worker's ``LeaseBook``. It lives with the crawl state it owns (``focuscrawl.output``,
+a layer below the components: the frontier gets it too).
 """
 from __future__ import annotations
 
