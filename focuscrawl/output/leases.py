@@ -62,7 +62,7 @@ class LeaseBook:
         spider = crawler.spidercls.name
         worker = worker_id(s)
         key = redis_key(s, f"leased:{worker}").replace("%(spider)s", spider)
-        return cls(crawler.stats, _connect(s), key, serializer, worker,
+        return cls(crawler.stats, redis_connection(s), key, serializer, worker,
                    redis_key(s, "workers").replace("%(spider)s", spider))
     def lease(self, member: bytes) -> str:
         token = hashlib.sha1(member).hexdigest()
