@@ -40,7 +40,8 @@ keywords) as shipped and as ``MODE/no-language`` (nothing identified: the py3lan
 never loads, every text counts as unknown and nothing is filtered), interleaved in the
 same rounds; CPU ms per page (crawl process + its workers, ``getrusage``: far less
 sensitive to the machine's load than wall time) and pages/s, mean ± sd, and the on/off
-ratio per round.
+ratio per round. ``--language-analysis PAGES``: the same A/B on the page analysis alone,
+in this process (CPU ms per page, no crawl around it), and the model's load time.
 
     python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [--redis] [-s NAME=VALUE]
     python benchmarks/crawl_throughput.py --language-ab --shapes text images real --pages 1000 --repeat 4
@@ -612,6 +613,56 @@ def redis_scaling(port: int, pages: int, repeat: int, profile: str, extra: list[
 ALL_MODES = ("plain", "corpus", "unfocused", "document", "keywords", "learning")
 
 
+def language_analysis(shape: str, n_pages: int, rounds: int, data: str) -> None:
+    """``--language-analysis``: ``analyse_page`` (what a worker does with a page) on
+    ``n_pages`` pages of ``shape`` in this process, with language identification and
+    without, interleaved; CPU ms per page (``process_time``: one thread, no crawl dynamics
+    such as the pages in flight at the budget). The identifier forgets its texts before each
+    round (first sight, as in a crawl); the LM's cache is warm in both (a first round of
+    each is not counted). Also the model's load: from the wheel and from the cached copy."""
+    import dataclasses
+
+    from focuscrawl.analysis import AnalysisConfig, analyse_page
+    from focuscrawl.resources import project_settings, user_cache_dir
+    from focuscrawl.text import language
+
+    make = {"light": page_html, "text": text_page_html, "images": image_page_html}.get(shape)
+    real = real_pages(Path(data)) if shape == "real" else None
+    htmls = [(make(i, 10000) if make else real_page_html(i, 10000, real)).decode("utf-8", "replace")
+             for i in range(n_pages)]
+    on = AnalysisConfig.from_settings(project_settings())
+    off = dataclasses.replace(on, language=NoIdentification(on.language.wanted))
+    scorer = on.scorer()
+    t = time.process_time()
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    wheel = time.process_time() - t
+    language.load_identifier(user_cache_dir() / "py3langid")  # written if missing
+    t = time.process_time()
+    language.load_identifier(user_cache_dir() / "py3langid")
+    cached = time.process_time() - t
+
+    def run(config) -> float:
+        language._classify.cache_clear()
+        start = time.process_time()
+        for i, html in enumerate(htmls):
+            analyse_page(html, f"http://127.0.0.1/p/{i}", f"http://127.0.0.1/p/{i}", 1, config, scorer)
+        return 1000 * (time.process_time() - start) / len(htmls)
+
+    run(on), run(off)
+    ms = {"on": [], "off": []}
+    for n in range(rounds):
+        for name in (("on", "off") if n % 2 == 0 else ("off", "on")):
+            ms[name].append(run(on if name == "on" else off))
+    ratio = [a / b for a, b in zip(ms["on"], ms["off"])]
+    load = os.getloadavg()
+    print(f"{shape}: analyse_page of {n_pages} pages, {rounds} rounds (load {load[0]:.1f}): CPU ms/page "
+          f"on {_mean_sd(ms['on'], 3)}, off {_mean_sd(ms['off'], 3)}, +{_mean_sd([a - b for a, b in zip(ms['on'], ms['off'])], 3)} ms; "
+          f"on/off {_mean_sd(ratio, 3)}x (rounds {' '.join(f'{x:.3f}' for x in ratio)}); model load "
+          f"{1000 * wheel:.0f} ms from the wheel, {1000 * cached:.0f} ms from the cached copy", flush=True)
+
+
 def _mean_sd(values: list[float], digits: int = 2) -> str:
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     return f"{statistics.mean(values):.{digits}f} ± {sd:.{digits}f}"
@@ -633,13 +684,20 @@ def language_costs(rounds: list[dict[str, dict]], modes: list[str]) -> None:
         cpu_on = [1000 * r["cpu_seconds"] / r["analysed"] for r in on]
         cpu_off = [1000 * r["cpu_seconds"] / r["analysed"] for r in off]
         dropped = on[0]["other_language"]
+        # analysed pages/s: the page budget stops a crawl after a number of pages written, but
+        # the pages queued for analysis at that moment (tens to hundreds) are analysed too
+        fair_on, fair_off = ([r["analysed"] / r["seconds"] for r in rs] for rs in (on, off))
         print(f"  {on_kind}: CPU ms per analysed page on {_mean_sd(cpu_on)}, off {_mean_sd(cpu_off)}; "
               f"pages/s on {_mean_sd([r['rate'] for r in on], 1)}, off {_mean_sd([r['rate'] for r in off], 1)}; "
+              f"analysed pages/s on {_mean_sd(fair_on, 1)}, off {_mean_sd(fair_off, 1)} "
+              f"(analysed on {' '.join(str(r['analysed']) for r in on)}, off {' '.join(str(r['analysed']) for r in off)}); "
               f"peak RSS MB on {max(r['peak_rss_mb'] for r in on):.0f}, off {max(r['peak_rss_mb'] for r in off):.0f}")
         cpu = [a / b for a, b in zip(cpu_on, cpu_off)]
         wall = [a["rate"] / b["rate"] for a, b in zip(on, off)]
+        fair = [a / b for a, b in zip(fair_on, fair_off)]
         print(f"  {on_kind} on/off: CPU per page {_mean_sd(cpu, 3)}x (rounds {' '.join(f'{x:.3f}' for x in cpu)}); "
               f"pages/s {_mean_sd(wall, 3)}x (rounds {' '.join(f'{x:.3f}' for x in wall)}); "
+              f"analysed pages/s {_mean_sd(fair, 3)}x (rounds {' '.join(f'{x:.3f}' for x in fair)}); "
               f"the on crawl left {dropped['pages']} pages unscored and dropped {dropped['images']} images "
               f"(of {dropped['images'] + dropped['images_kept']}) as other_language")
 
@@ -678,6 +736,9 @@ def main() -> int:
                         help="the cost of language identification: each focused mode of --modes (default: "
                              "keywords) also as MODE/no-language (nothing identified) in the same rounds; CPU "
                              "ms/page and pages/s, mean +- sd, and the on/off ratio per round")
+    parser.add_argument("--language-analysis", type=int, default=0, metavar="PAGES",
+                        help="only: analyse_page on PAGES pages of each --shapes in this process, language "
+                             "identification on and off interleaved in --repeat rounds, CPU ms/page")
     parser.add_argument("--redis", action="store_true",
                         help="also: keywords crawls of --pages pages on one Redis frontier (a redis-server "
                              "started here), 1 process vs 2 processes, --repeat rounds")
@@ -712,6 +773,10 @@ def main() -> int:
 
     if "real" in args.shapes and not (Path(args.data) / "cleaneval").is_dir():
         parser.error(f"--data {args.data}: not the shared data folder (no cleaneval/): shape real needs it")
+    if args.language_analysis:
+        for shape in args.shapes:
+            language_analysis(shape, args.language_analysis, args.repeat, args.data)
+        return 0
     if args.modes is None:
         args.modes = ["keywords"] if args.cprofile or args.language_ab else list(ALL_MODES)
     if args.language_ab:
