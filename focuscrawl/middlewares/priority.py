@@ -1,9 +1,10 @@
 """Spider middleware that scores every out-link by the crawl mode and sets its priority.
 
-Modelled on Scrapy's ``DepthMiddleware``. The page's document perplexity is read from
-``response.meta["page_perplexity"]``, which the spider sets *before* yielding
-anything (so the order of the spider's output, and other middlewares that add or
-drop items, do not matter). For each Request:
+Modelled on Scrapy's ``DepthMiddleware``. The page's document perplexity (or, in a
+calibrated crawl, its log-odds) is read from the page's analysis
+(``response.meta["page_analysis"]``, ``focuscrawl.analysis.page_analysis``), which the
+spider leaves *before* yielding anything (so the order of the spider's output, and other
+middlewares that add or drop items, do not matter). For each Request:
 
 * ``unfocused``: breadth-first, ``priority = -depth`` (FIFO within a depth);
 * ``document``: the score is the page's perplexity (inherited by all its links);
@@ -40,7 +41,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
+from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
 from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, feature_prefixes, learner_state_path,
                                        link_features, link_learner, url_host)
@@ -169,7 +170,7 @@ class LinkRanker:
         return LinkDecision(score, anchor_value, anchor_kw, name, priority, followed)
 
     def _decide_calibrated(self, doc_logit: float | None, anchor: str, inherited: float | None) -> LinkDecision:
-        """``doc_logit``: the page's log-odds (``page_topic_logit``); ``inherited``: the odds of
+        """``doc_logit``: the page's log-odds (``PageAnalysis.topic_logit``); ``inherited``: the odds of
         the link that led to a page without text. The score is the odds against the topic."""
         if doc_logit is None:
             odds = inherited if inherited is not None else min(self.razor, probability_to_odds(0.5))
@@ -232,12 +233,13 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
 
     # -- learning: every parsed page is a training example for the link that led to it ----
     def _topicality(self, response: Response | None) -> None:
-        """Judge the page at its first output (the spider scores it before yielding anything):
+        """Judge the page at its first output (the spider analyses it before yielding anything):
         ``response.meta["page_topicality"]`` is a feature of its links."""
-        if (self.judge is not None and response is not None and "page_perplexity" in response.meta
-                and "page_topicality" not in response.meta):
-            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"),
-                                                                     response.meta.get("page_topic_logit"))
+        if self.judge is None or response is None or "page_topicality" in response.meta:
+            return
+        analysis = page_analysis(response)
+        if analysis is not None:
+            response.meta["page_topicality"] = self.judge.topicality(analysis.score.weighted, analysis.topic_logit)
 
     def get_processed_item(self, item, response: Response | None):
         """The page's item (after its links; the near-duplicate middleware has marked it):
@@ -293,7 +295,9 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        doc_pp = response.meta.get("page_topic_logit" if self.ranker.topic is not None else "page_perplexity")
+        analysis = page_analysis(response)
+        doc_pp = (None if analysis is None
+                  else analysis.topic_logit if self.ranker.topic is not None else analysis.score.perplexity)
         anchor = meta.get("anchor", "")
         d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"),
                                url=request.url, parent_url=response.url,
