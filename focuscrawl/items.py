@@ -27,6 +27,10 @@ class PageItem(scrapy.Item):
     images = scrapy.Field()  # number of <img> elements on the page
     near_duplicate_of = scrapy.Field()  # URL of an earlier near-identical page, or None
     language = scrapy.Field()  # ISO 639-1 code of the text's language ("": unknown)
+    #: the links.tsv rows of the page's out-links (``LinkPriorityMiddleware``, with
+    #: ``FOCUSCRAWL_LINKS_LOG``); the page writer takes them off the item and writes them in
+    #: the page's batch, so feed exports never see them
+    link_rows = scrapy.Field()
 
 
 class ImageItem(scrapy.Item):

@@ -109,7 +109,7 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
     from tests.support.crawler import focuscrawl_crawler
 
     from focuscrawl.items import PageItem
-    from focuscrawl.middlewares.priority import LinkPriorityMiddleware, link_rows
+    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 
     crawler = focuscrawl_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
                                  FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
@@ -128,11 +128,10 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
 
     out = asyncio.run(run())
     assert out == [*links, page] and [r.priority for r in links] == [-1, -1, -1]
-    assert [line.split("\t")[:3] for line in link_rows(page)] == [
+    assert [line.split("\t")[:3] for line in page["link_rows"]] == [
         ["http://a.test/", f"http://a.test/{i}", f"a{i}"] for i in range(3)]
-    assert "_link_rows" not in dict(page)  # not a field: feed exports do not see it
     again = PageItem(url="http://a.test/")
     assert list(mw.process_spider_output(response, iter(links[:2]))) == links[:2]  # no item: no rows kept
-    assert list(mw.process_spider_output(response, iter([again]))) == [again] and link_rows(again) == []
+    assert list(mw.process_spider_output(response, iter([again]))) == [again] and "link_rows" not in again
     mw.spider_closed()
     assert not (tmp_path / "links.tsv").exists()

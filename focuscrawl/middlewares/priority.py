@@ -22,7 +22,7 @@ scorable text has no perplexity **(choice)**: its links inherit the score of the
 link that led to it, or the razor value for a seed (kept, lowest bucket).
 
 With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row. A response's rows travel
-with its page's item (``link_rows``) to ``PageLogWriterPipeline``, which writes them in the
+in its page's item (field ``PageItem.link_rows``) to ``PageLogWriterPipeline``, which writes them in the
 batch of the page's ``pages.tsv`` row, under the same JOBDIR checkpoint: a resume never
 repeats the links of a page it crawls again. A response without a page item logs none.
 """
@@ -59,14 +59,6 @@ FOCUSED_MODES = ("keywords", "document", "learning")
 LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
 #: links.tsv is read by people and plots: scores to 6 significant digits
 LINKS_LOG_FLOAT_DIGITS = 6
-#: the PageItem attribute that carries its page's links.tsv rows to the page writer
-LINK_ROWS_ATTR = "_link_rows"
-
-
-def link_rows(item: PageItem) -> list[str]:
-    """The ``links.tsv`` rows of the page's out-links (none when the links log is off)."""
-    return getattr(item, LINK_ROWS_ATTR, None) or []
-
 
 @dataclass(frozen=True)
 class LinkDecision:
@@ -280,7 +272,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if isinstance(o, Request):
             return self._decided(o, response, rows)
         if isinstance(o, PageItem) and rows:
-            setattr(o, LINK_ROWS_ATTR, rows.copy())
+            o["link_rows"] = rows.copy()
             rows.clear()
         return self.get_processed_item(o, response)
 
