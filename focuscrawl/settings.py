@@ -246,11 +246,12 @@ FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
 #: near-duplicate middleware (dedup) must have a higher number than 500 so that
 #: ``near_duplicate_of`` is set before images are extracted.
 SPIDER_MIDDLEWARES["focuscrawl.middlewares.images.ImageExtractionMiddleware"] = 500
-#: Item pipelines, in order: merge/dedupe by image URL (first sighting goes on),
-#: final score, download (FilesPipeline), then the writers.
+#: Item pipelines, in order (the image chain: focuscrawl.items.ImageItem): final score of
+#: every sighting, merge/dedupe by image URL (first sighting goes on), download
+#: (FilesPipeline), then the writers.
 ITEM_PIPELINES = {
-    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 100,
-    "focuscrawl.pipelines.score.FinalScorePipeline": 200,
+    "focuscrawl.pipelines.score.FinalScorePipeline": 100,
+    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 200,
     "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
     "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
     "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
