@@ -2,10 +2,11 @@
 
 ``ImageStore`` is shared by the stages of the image chain (``focuscrawl.items.ImageItem``):
 the merge pipeline (first sighting of an image URL goes on, later sightings are merged
-here, each with the final score the score pipeline gave it), the download pipeline (drops)
-and the image log writer (commits the first sighting once it is downloaded). Its state survives a resume: each
-commit appends ``W``/``D`` lines to ``JOBDIR/focuscrawl/images.seen`` (like Scrapy's
-``requests.seen``) and checkpoints all offsets.
+here, each with the final score the score pipeline gave it), the download pipeline
+(drops) and the image log writer (commits the first sighting once it is downloaded). Its
+state survives a resume: each commit appends ``W``/``D`` lines to
+``JOBDIR/focuscrawl/images.seen`` (like Scrapy's ``requests.seen``) and checkpoints all
+offsets.
 
 Record (``records/<sha1[:2]>/<sha1>.json``, written atomically when its image is committed)::
 
