@@ -104,7 +104,7 @@ def calibrated_crawl(settings: BaseSettings) -> bool:
 
 
 def page_topic_model(crawler: Crawler):
-    """The ``TopicModel`` that gives each page its calibrated log-odds (``PageAnalysis.topic_logit``):
+    """The ``TopicModel`` that gives each page its calibrated log-odds (``page_topic_logit``):
     the calibrated crawl's, or in mode ``learning`` with ``FOCUSCRAWL_LEARNING_JUDGE =
     "calibrated"`` the one that judges pages for the link learner; else ``None``."""
     s = crawler.settings
