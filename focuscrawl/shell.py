@@ -37,7 +37,7 @@ from scrapy.utils.response import get_base_url
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.final import final_score
 from focuscrawl.images.rules import ImageRules
-from focuscrawl.lm.link_learner import PageJudge
+from focuscrawl.focus.link_learner import PageJudge
 from focuscrawl.middlewares.priority import LinkDecision, LinkRanker
 from focuscrawl.crawl_scorer import calibrated_crawl, scorer_from_settings, topic_model_from_settings
 from focuscrawl.analysis import AnalysisConfig, analyse_page, budgeted_tree
@@ -52,7 +52,7 @@ def _num(value: float | None) -> str:
 
 def _learner(learner, settings: BaseSettings):
     """A ``LinkLearner``, a saved one's path, or (mode ``learning``) a fresh one from settings."""
-    from focuscrawl.lm.link_learner import LinkLearner, learner_from_settings
+    from focuscrawl.focus.link_learner import LinkLearner, learner_from_settings
 
     if isinstance(learner, (str, Path)):
         return LinkLearner.load(learner)

@@ -10,7 +10,7 @@ middlewares that add or drop items, do not matter). For each Request:
 * ``document``: the score is the page's perplexity (inherited by all its links);
 * ``keywords``: ``link_score(PP_d, PP(anchor), kw(anchor))`` (SPEC §5);
 * ``learning`` (beyond the thesis): the ``keywords`` score is computed and logged, but
-  the priority is the online link learner's score (``focuscrawl.lm.link_learner``):
+  the priority is the online link learner's score (``focuscrawl.focus.link_learner``):
   every judged page trains it on the link that led there; the frontier re-ranks its top
   when the model changes (``focuscrawl.frontier.RerankingPriorityQueue``).
 
@@ -43,11 +43,11 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
-from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, feature_prefixes, learner_state_path,
-                                       link_features, link_learner, url_host)
-from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
-                                 bucket_priority, calibrated_link_logit, link_score, odds_against,
-                                 probability_to_odds, seed_priority)
+from focuscrawl.focus.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, feature_prefixes,
+                                          learner_state_path, link_features, link_learner, url_host)
+from focuscrawl.focus.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
+                                    bucket_priority, calibrated_link_logit, link_score, odds_against,
+                                    probability_to_odds, seed_priority)
 from focuscrawl.crawl_scorer import crawl_topic_model, page_topic_model, topic_scorer
 from focuscrawl.output.tsv import row
 
