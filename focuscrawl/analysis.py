@@ -43,8 +43,9 @@ from focuscrawl.text.normalize import document_sentences
 
 logger = logging.getLogger(__name__)
 
-#: ``response.meta`` key under which the spider leaves the page's ``PageAnalysis``
-#: for the spider middlewares (images, near-duplicates) of the same response.
+#: ``response.meta`` key under which the spider leaves the page's ``PageAnalysis`` before it
+#: yields anything, for the spider middlewares of the same response (link priority and
+#: learner judge, near-duplicates, images); the only page data that travels in meta.
 META_KEY = "page_analysis"
 _SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
 _NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")

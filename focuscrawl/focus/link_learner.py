@@ -376,7 +376,7 @@ class PageJudge:
     ``perplexity``: from the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at
     1) against ``on_topic_pp``, ``topicality = T / (T + wPP)`` (0.5 at the threshold), an
     absolute cut that suits one model's perplexities. ``calibrated``: the topic bundle's
-    calibrated probability of the page's text (``page_topic_logit``), the same scale for
+    calibrated probability of the page's text (``PageAnalysis.topic_logit``), the same scale for
     any model and topic.
     """
 

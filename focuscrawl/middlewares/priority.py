@@ -1,9 +1,10 @@
 """Spider middleware that scores every out-link by the crawl mode and sets its priority.
 
-Modelled on Scrapy's ``DepthMiddleware``. The page's document perplexity is read from
-``response.meta["page_perplexity"]``, which the spider sets *before* yielding
-anything (so the order of the spider's output, and other middlewares that add or
-drop items, do not matter). For each Request:
+Modelled on Scrapy's ``DepthMiddleware``. The page's document perplexity (or, in a
+calibrated crawl, its log-odds) is read from the page's analysis
+(``response.meta["page_analysis"]``, ``focuscrawl.analysis.page_analysis``), which the
+spider leaves *before* yielding anything (so the order of the spider's output, and other
+middlewares that add or drop items, do not matter). For each Request:
 
 * ``unfocused``: breadth-first, ``priority = -depth`` (FIFO within a depth);
 * ``document``: the score is the page's perplexity (inherited by all its links);
@@ -21,7 +22,7 @@ scorable text has no perplexity **(choice)**: its links inherit the score of the
 link that led to it, or the razor value for a seed (kept, lowest bucket).
 
 With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row. A response's rows travel
-with its page's item (``link_rows``) to ``PageLogWriterPipeline``, which writes them in the
+in its page's item (field ``PageItem.link_rows``) to ``PageLogWriterPipeline``, which writes them in the
 batch of the page's ``pages.tsv`` row, under the same JOBDIR checkpoint: a resume never
 repeats the links of a page it crawls again. A response without a page item logs none.
 """
@@ -40,7 +41,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
+from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
 from focuscrawl.focus.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, feature_prefixes,
                                           learner_state_path, link_features, link_learner, url_host)
@@ -58,14 +59,6 @@ FOCUSED_MODES = ("keywords", "document", "learning")
 LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
 #: links.tsv is read by people and plots: scores to 6 significant digits
 LINKS_LOG_FLOAT_DIGITS = 6
-#: the PageItem attribute that carries its page's links.tsv rows to the page writer
-LINK_ROWS_ATTR = "_link_rows"
-
-
-def link_rows(item: PageItem) -> list[str]:
-    """The ``links.tsv`` rows of the page's out-links (none when the links log is off)."""
-    return getattr(item, LINK_ROWS_ATTR, None) or []
-
 
 @dataclass(frozen=True)
 class LinkDecision:
@@ -169,7 +162,7 @@ class LinkRanker:
         return LinkDecision(score, anchor_value, anchor_kw, name, priority, followed)
 
     def _decide_calibrated(self, doc_logit: float | None, anchor: str, inherited: float | None) -> LinkDecision:
-        """``doc_logit``: the page's log-odds (``page_topic_logit``); ``inherited``: the odds of
+        """``doc_logit``: the page's log-odds (``PageAnalysis.topic_logit``); ``inherited``: the odds of
         the link that led to a page without text. The score is the odds against the topic."""
         if doc_logit is None:
             odds = inherited if inherited is not None else min(self.razor, probability_to_odds(0.5))
@@ -232,12 +225,13 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
 
     # -- learning: every parsed page is a training example for the link that led to it ----
     def _topicality(self, response: Response | None) -> None:
-        """Judge the page at its first output (the spider scores it before yielding anything):
+        """Judge the page at its first output (the spider analyses it before yielding anything):
         ``response.meta["page_topicality"]`` is a feature of its links."""
-        if (self.judge is not None and response is not None and "page_perplexity" in response.meta
-                and "page_topicality" not in response.meta):
-            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"),
-                                                                     response.meta.get("page_topic_logit"))
+        if self.judge is None or response is None or "page_topicality" in response.meta:
+            return
+        analysis = page_analysis(response)
+        if analysis is not None:
+            response.meta["page_topicality"] = self.judge.topicality(analysis.score.weighted, analysis.topic_logit)
 
     def get_processed_item(self, item, response: Response | None):
         """The page's item (after its links; the near-duplicate middleware has marked it):
@@ -278,7 +272,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if isinstance(o, Request):
             return self._decided(o, response, rows)
         if isinstance(o, PageItem) and rows:
-            setattr(o, LINK_ROWS_ATTR, rows.copy())
+            o["link_rows"] = rows.copy()
             rows.clear()
         return self.get_processed_item(o, response)
 
@@ -293,7 +287,9 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        doc_pp = response.meta.get("page_topic_logit" if self.ranker.topic is not None else "page_perplexity")
+        analysis = page_analysis(response)
+        doc_pp = (None if analysis is None
+                  else analysis.topic_logit if self.ranker.topic is not None else analysis.score.perplexity)
         anchor = meta.get("anchor", "")
         d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"),
                                url=request.url, parent_url=response.url,

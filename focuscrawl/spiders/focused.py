@@ -3,8 +3,10 @@
     scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused|learning
         [-a topic=BUNDLE_DIR] [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
 
-The spider only extracts: the page's document perplexity goes into the PageItem and
-``response.meta["page_perplexity"]``; every out-link becomes a Request with its
+The spider only extracts: the page's analysis (``focuscrawl.analysis.PageAnalysis``: scores,
+sentences, links, image decisions, SimHash) is left in ``response.meta["page_analysis"]``,
+the one meta key the spider middlewares read it from (``focuscrawl.analysis.page_analysis``);
+its document perplexity also goes into the PageItem; every out-link becomes a Request with its
 anchor text in ``meta["anchor"]``. Scoring and ordering the links is the job of
 ``LinkPriorityMiddleware``, scope and traps of ``ScopeMiddleware``, images of the
 image middleware and pipelines.
@@ -190,11 +192,6 @@ class FocusedSpider(scrapy.Spider):
                         self.text_max_bytes, self.text_max_bytes)
         response.meta[META_KEY] = analysis
         score, sentences, links, images = analysis.score, analysis.sentences, analysis.links, analysis.img_count
-        response.meta["page_perplexity"] = score.perplexity
-        response.meta["page_keyword_score"] = score.keyword_score
-        response.meta["page_weighted_perplexity"] = score.weighted
-        if self.topic_model is not None:  # calibrated page score: the calibrated crawl's or the learner's judge
-            response.meta["page_topic_logit"] = analysis.topic_logit
         self.stats.inc_value("focuscrawl/pages/crawled")
         self.stats.inc_value(f"focuscrawl/language/pages/{analysis.language or 'unknown'}")
         if not analysis.language_wanted:  # crawled through: links followed, text not scored
