@@ -106,13 +106,13 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
     from scrapy import Request
     from scrapy.http import HtmlResponse
 
-    from tests.support.crawler import focuscrawl_crawler
+    from tests.support.crawler import focused_crawler
 
     from focuscrawl.items import PageItem
     from focuscrawl.middlewares.priority import LinkPriorityMiddleware, link_rows
 
-    crawler = focuscrawl_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
-                                 FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
+    crawler = focused_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
+                              FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
     mw = LinkPriorityMiddleware.from_crawler(crawler)
     crawler.stats.open_spider()
     response = HtmlResponse("http://a.test/", body=b"<html></html>", request=Request("http://a.test/"))

@@ -22,3 +22,14 @@ def focuscrawl_crawler(spidercls: type[Spider] | None = None, **settings: Any) -
     project = project_settings()
     defaults = {name: project[name] for name in project if name.startswith("FOCUSCRAWL_")}
     return get_crawler(spidercls, {**defaults, **settings})
+
+
+def focused_crawler(**settings: Any) -> Crawler:
+    """A crawler with its focused spider built (``crawler.spider.focus``: the mode strategy
+    the link, queue and progress components read), the page analysis in this process."""
+    from focuscrawl.spiders.focused import FocusedSpider
+
+    crawler = focuscrawl_crawler(FocusedSpider, **{"FOCUSCRAWL_SEEDS": "http://seed.test/",
+                                                   "FOCUSCRAWL_ANALYSIS_WORKERS": 0, **settings})
+    crawler.spider = crawler._create_spider()
+    return crawler
