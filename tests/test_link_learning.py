@@ -27,12 +27,12 @@ def test_feature_groups_leave_groups_out_for_an_ablation():
     from focuscrawl.focus.ranker import LinkRanker
 
     settings = Settings({"FOCUSCRAWL_LEARNING_FEATURES": ["url", "host", "thesis"]})
-    ranker = LinkRanker.from_settings(settings, "learning")
+    ranker = LinkRanker.from_settings(settings)
     feats = link_features("Cute Cats!", "http://cats-blog-1.test/post", "http://portal.test/", 0.95, None, 12.0,
                           ranker.feature_prefixes)
     assert feats == ["u:cats", "u:blog", "u:test", "u:post", "x:other-host", "t:2"]  # no anchor, no parents
     with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_FEATURES: unknown group"):
-        LinkRanker.from_settings(Settings({"FOCUSCRAWL_LEARNING_FEATURES": ["anchor", "sibling"]}), "learning")
+        LinkRanker.from_settings(Settings({"FOCUSCRAWL_LEARNING_FEATURES": ["anchor", "sibling"]}))
 
 
 def test_host_harvest_rises_and_sinks_but_one_page_is_not_a_verdict():

@@ -294,7 +294,7 @@ def test_link_ranker_calibrated_uses_page_and_anchor_log_odds():
 
     s = get_project_settings().copy()
     model = TopicModel(default_topic_path())
-    ranker = LinkRanker.from_settings(s, "keywords", None, model)
+    ranker = LinkRanker.from_settings(s, None, model, anchors=True)  # the keywords mode's rule
     page = model.logit("the cat sleeps on the sofa\nkittens play with the cat")
     cat = ranker.decide(page, "more cat and kitten photos")
     other = ranker.decide(page, "bus timetable")

@@ -6,18 +6,15 @@ every other component reaches it as ``crawler.spider.focus`` (``crawl_focus``: S
 creates the spider before the engine, scheduler, middlewares and pipelines). It owns the
 crawl's models and answers everything that differs between the modes:
 
-=========  ==============================  ===================  ==========  ============================
-mode       link priority (``ranker``)      scheduler queue      page judge  page score links are ranked by
-=========  ==============================  ===================  ==========  ============================
-keywords   SPEC §5 link score of page      Scrapy's             none        PP, or the bundle's log-odds
-           and anchor, buckets, razor                                       (``FOCUSCRAWL_CRAWL_SCORING``)
-document   the page's score, buckets       Scrapy's             none        the bundle's log-odds (PP
-                                                                            without a topic model)
-unfocused  ``-depth`` (breadth-first)      Scrapy's             none        none
-learning   the online link learner's       re-ranking           ``PageJudge``  PP (the keywords score
-           score (``focuscrawl.lm.         (``focuscrawl.                   is the learner's prior)
-           link_learner``)                 frontier``)
-=========  ==============================  ===================  ==========  ============================
+* ``keywords`` (SPEC): links ranked by the link score of page and anchor (perplexity and
+  keywords; or the topic bundle's log-odds of both with ``FOCUSCRAWL_CRAWL_SCORING =
+  "calibrated"``), buckets, razor; Scrapy's priority queue; no judge.
+* ``document`` (Remus & Biemann): the page's score ranks all its links: the bundle's
+  log-odds when there is a topic model, else its perplexity; Scrapy's queue; no judge.
+* ``unfocused``: breadth-first (``priority = -depth``); Scrapy's queue; no judge.
+* ``learning``: the online link learner's score sets the priority (the ``keywords`` score
+  is its prior); ``RerankingPriorityQueue`` re-ranks the frontier's top when the model
+  changes; a ``PageJudge`` labels each page for the learner (``FOCUSCRAWL_LEARNING_JUDGE``).
 
 ``page_topic`` is the ``TopicModel`` the page analysis computes each page's log-odds with
 (``PageAnalysis.topic_logit``): the calibrated ranking's, or the learner's calibrated judge
@@ -43,8 +40,13 @@ class CrawlFocus:
 
     #: the value of ``FOCUSCRAWL_MODE``
     name: ClassVar[str] = ""
-    #: the link rule scores anchors with the ``TopicScorer`` (keywords, learning)
+    #: links are scored, bucketed and razored (else breadth-first: ``priority = -depth``)
+    focused: ClassVar[bool] = True
+    #: the anchor text's score enters the link's (SPEC §5; the ``TopicScorer``'s, or the
+    #: topic model's log-odds in a calibrated crawl)
     scores_anchors: ClassVar[bool] = False
+    #: the link learner's score sets the priority (else it is only shown, ``explain``)
+    learned_priority: ClassVar[bool] = False
     #: the scheduler's priority queue in place of Scrapy's (``None``: Scrapy's)
     priority_queue: ClassVar[str | None] = None
 
@@ -90,8 +92,9 @@ class CrawlFocus:
         calibrated_judge = learner is not None and settings.get("FOCUSCRAWL_LEARNING_JUDGE") == "calibrated"
         topic = topic_model_from_settings(settings) if ranked or calibrated_judge else None
         judge = PageJudge.from_settings(settings, topic if calibrated_judge else None) if learner is not None else None
-        ranker = LinkRanker.from_settings(settings, cls.name, scorer if cls.scores_anchors else None,
-                                          topic if ranked else None, learner)
+        ranker = LinkRanker.from_settings(settings, scorer if cls.scores_anchors else None, topic if ranked else None,
+                                          learner, focused=cls.focused, anchors=cls.scores_anchors,
+                                          learned_priority=cls.learned_priority)
         paths = []
         if crawl_learner is not None:
             out = settings.get("FOCUSCRAWL_OUTPUT_DIR")
@@ -146,6 +149,7 @@ class UnfocusedFocus(CrawlFocus):
     """Breadth-first: the baseline."""
 
     name = "unfocused"
+    focused = False
 
 
 class LearningFocus(CrawlFocus):
@@ -154,6 +158,7 @@ class LearningFocus(CrawlFocus):
 
     name = "learning"
     scores_anchors = True
+    learned_priority = True
     priority_queue = "focuscrawl.frontier.RerankingPriorityQueue"
 
     @classmethod

@@ -15,9 +15,6 @@ from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bu
                                  bucket_priority, calibrated_link_logit, link_score, odds_against,
                                  probability_to_odds, seed_priority)
 
-FOCUSED_MODES = ("keywords", "document", "learning")
-
-
 @dataclass(frozen=True)
 class LinkDecision:
     """What the crawl does with one out-link (``score`` etc. ``None`` in ``unfocused``)."""
@@ -34,18 +31,22 @@ class LinkDecision:
 
 
 class LinkRanker:
-    """The mode's link rule with its settings: ``decide(doc_pp, anchor, depth)``.
+    """A crawl mode's link rule with its settings: ``decide(doc_pp, anchor, depth)``.
 
-    Built by the crawl's mode strategy; used by ``LinkPriorityMiddleware`` and
-    ``focuscrawl.shell.explain``. With a
+    Built by the crawl's mode strategy (``focuscrawl.focus.modes``), which says what the
+    rule is: ``focused`` (else breadth-first), ``anchors`` (the anchor text's score enters
+    the link's: SPEC §5), ``learned_priority`` (the learner's score sets the priority, mode
+    ``learning``); used by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``. With a
     ``learner`` (mode ``learning``, or ``explain`` showing what a learner would do) the
-    decision also carries the learned score, which sets the priority in mode ``learning``.
+    decision also carries the learned score.
     """
 
-    def __init__(self, mode: str, buckets: list[float], steps_per_decade: int, razor: float,
-                 weights: dict[str, float], cache_size: int, scorer=None, topic=None, learner=None) -> None:
-        self.mode = mode
-        self.focused = self.mode in FOCUSED_MODES
+    def __init__(self, buckets: list[float], steps_per_decade: int, razor: float,
+                 weights: dict[str, float], cache_size: int, scorer=None, topic=None, learner=None, *,
+                 focused: bool = True, anchors: bool = False, learned_priority: bool = False) -> None:
+        self.focused = focused
+        self.anchors = anchors
+        self.learned_priority = learned_priority
         self.learner = learner
         self.last_vector = None  # the learner's vector of the last decided link
         self.buckets = [float(b) for b in buckets]
@@ -61,7 +62,7 @@ class LinkRanker:
             self.floor = ODDS_FLOOR
         #: doc_weight, anchor_weight, keyword_weight, anchor_max_pp of ``link_score``
         self.weights = dict(weights)
-        self.seed_priority = (PRIORITY_STEPS + 1 if self.mode == "learning"
+        self.seed_priority = (PRIORITY_STEPS + 1 if learned_priority
                               else seed_priority(self.buckets, self.steps))
         self.scorer = scorer
         #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
@@ -70,16 +71,16 @@ class LinkRanker:
         self.anchor_score = lru_cache(maxsize=cache_size or 1)(self._anchor_score)
 
     @classmethod
-    def from_settings(cls, settings, mode: str, scorer=None, topic=None, learner=None) -> "LinkRanker":
-        """The rule of crawl ``mode`` (the mode strategy's name) with the link settings."""
+    def from_settings(cls, settings, scorer=None, topic=None, learner=None, **rule: bool) -> "LinkRanker":
+        """The rule (``focused``, ``anchors``, ``learned_priority``) with the link settings."""
         s = settings
         weights = dict(doc_weight=s.getfloat("FOCUSCRAWL_LINK_DOC_WEIGHT"),
                        anchor_weight=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_WEIGHT"),
                        keyword_weight=s.getfloat("FOCUSCRAWL_LINK_KEYWORD_WEIGHT"),
                        anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"))
-        ranker = cls(mode, s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS"),
+        ranker = cls(s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS"),
                      s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"), s.getfloat("FOCUSCRAWL_LINK_RAZOR"), weights,
-                     s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner)
+                     s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner, **rule)
         groups = s.getlist("FOCUSCRAWL_LEARNING_FEATURES")
         ranker.feature_prefixes = feature_prefixes(groups) if groups else None  # unset: all groups
         return ranker
@@ -105,7 +106,7 @@ class LinkRanker:
         else:
             base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
             anchor_pp = anchor_kw = None
-            if self.mode in ("keywords", "learning"):
+            if self.anchors:
                 anchor_pp, anchor_kw = self.anchor_score(anchor)
                 score = link_score(base, anchor_pp, anchor_kw, **self.weights)
             else:
@@ -128,7 +129,7 @@ class LinkRanker:
             odds = inherited if inherited is not None else min(self.razor, probability_to_odds(0.5))
             doc_logit = -math.log(max(odds, 1e-300))
         anchor_logit = None
-        if self.mode == "keywords":
+        if self.anchors:
             anchor_logit, _ = self.anchor_score(anchor)
         value = calibrated_link_logit(doc_logit, anchor_logit, self.weights["doc_weight"],
                                       self.weights["anchor_weight"])
@@ -142,5 +143,5 @@ class LinkRanker:
         vector = self.learner.vector(list(features))
         learned = self.learner.score(None, d.score, url_host(url), vector)
         self.last_vector = vector
-        priority = self.learner.priority(learned) if self.mode == "learning" and d.followed else d.priority
+        priority = self.learner.priority(learned) if self.learned_priority and d.followed else d.priority
         return dataclasses.replace(d, priority=priority, learned=learned, features=features)
