@@ -49,6 +49,12 @@ def _parse_ngrams(value: str) -> tuple[int, ...]:
     return parse_ngrams(value)
 
 
+def _demo_scorer() -> ScorerFiles:
+    from focuscrawl.resources import default_keywords_path, default_model_path
+
+    return ScorerFiles(str(default_model_path()), str(default_keywords_path()))
+
+
 IMAGE_MIDDLEWARE = "focuscrawl.middlewares.images.ImageExtractionMiddleware"
 NEARDUP_MIDDLEWARE = "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"
 
@@ -71,8 +77,9 @@ class AnalysisConfig:
     ngrams: tuple[int, ...] = field(default_factory=lambda: _parse_ngrams(defaults.FOCUSCRAWL_NEARDUP_NGRAMS))
     #: the corpus's languages: identifies page and image texts, filters the unwanted
     language: LanguageFilter = field(default_factory=LanguageFilter)
-    #: where a worker loads the crawl's scorer from (the mode strategy's; ``None``: in-process only)
-    scorer: ScorerFiles | None = None
+    #: where a worker loads the crawl's scorer from (the mode strategy's; by default the
+    #: bundled demo model and keywords; ``None``: in-process only)
+    scorer: ScorerFiles | None = field(default_factory=lambda: _demo_scorer())
 
     @classmethod
     def from_settings(cls, settings, scorer: ScorerFiles | None = None) -> "AnalysisConfig":
