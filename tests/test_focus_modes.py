@@ -96,3 +96,14 @@ def test_components_find_the_spiders_strategy_through_the_crawler():
     assert queue.learner is focus.learner  # one learner: the middleware trains what the queue re-ranks by
     with pytest.raises(RuntimeError, match="no crawl mode strategy"):
         crawl_focus(focuscrawl_crawler())
+
+
+def test_the_progress_line_reads_the_lm_counters_of_the_spiders_scorer():
+    from focuscrawl.extensions.progress import CrawlProgress
+
+    crawler = focused_crawler(FOCUSCRAWL_MODE="keywords")
+    crawler.stats.open_spider()
+    crawler.spider.focus.scorer.score("the cat sleeps on the sofa")
+    progress = CrawlProgress(crawler, 1.0)
+    progress.queue_size = lambda: 0  # the scheduler's size needs a running engine
+    assert "LM 1 queries (0% cached)" in progress.line()
