@@ -22,9 +22,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import re
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from focuscrawl import settings as defaults
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
@@ -42,6 +46,9 @@ logger = logging.getLogger(__name__)
 #: ``response.meta`` key under which the spider leaves the page's ``PageAnalysis``
 #: for the spider middlewares (images, near-duplicates) of the same response.
 META_KEY = "page_analysis"
+_SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
+_NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
+_WS = re.compile(r"\s+")
 
 def _parse_ngrams(value: str) -> tuple[int, ...]:
     from focuscrawl.dedup.simhash import parse_ngrams
@@ -50,7 +57,7 @@ def _parse_ngrams(value: str) -> tuple[int, ...]:
 
 
 def _demo_scorer() -> ScorerFiles:
-    from focuscrawl.resources import default_keywords_path, default_model_path
+    from focuscrawl.topic.model import default_keywords_path, default_model_path
 
     return ScorerFiles(str(default_model_path()), str(default_keywords_path()))
 
@@ -86,6 +93,7 @@ class AnalysisConfig:
         """The analysis the crawl's middlewares need (images, SimHash), with the crawl's
         ``scorer`` files for the workers."""
         from focuscrawl.dedup.simhash import parse_ngrams
+        from focuscrawl.crawl_scorer import language_filter
 
         neardup = (_enabled(settings, "SPIDER_MIDDLEWARES", NEARDUP_MIDDLEWARE)
                    and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED"))
@@ -98,7 +106,7 @@ class AnalysisConfig:
             rules=ImageRules.from_settings(settings),
             context=ContextSettings.from_settings(settings),
             ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))) if neardup else (),
-            language=LanguageFilter.from_settings(settings),
+            language=language_filter(settings),
             scorer=scorer,
         )
 
@@ -154,6 +162,47 @@ def budgeted_tree(html: str, url: str, max_tags: int):
     return parse_tree(page, url), cut
 
 
+def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
+    """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
+
+    Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
+    (``scrapy.utils.response.get_base_url``), as ``response.urljoin`` does.
+
+    Fragments are dropped, links to files with a non-page extension (images,
+    archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
+    several times keeps its first non-empty anchor text.
+    """
+    links: dict[str, str] = {}
+    images = 0
+    if root is None:
+        return links, 0
+    for el in root.iter("a", "img"):
+        if el.tag == "img":
+            images += 1
+            continue
+        href = el.get("href")
+        if not href:
+            continue
+        href = href.strip()
+        if not href or href.lower().startswith(_NOT_LINKS):
+            continue
+        try:
+            url = urljoin(base_url, href)
+        except ValueError:
+            continue
+        url = url.split("#", 1)[0]
+        if not url.startswith(("http://", "https://")):
+            continue
+        path = url.split("?", 1)[0]
+        slash = path.rfind("/")
+        dot = path.rfind(".")
+        if dot > slash > path.find("//") + 1 and path[dot + 1:].lower() in _SKIPPED_EXTENSIONS:
+            continue
+        if not links.get(url):
+            links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
+    return links, images
+
+
 def analyse_page(html: str, url: str, base_url: str, depth: int, config: AnalysisConfig,
                  scorer: TopicScorer, topic=None) -> PageAnalysis:
     """Text, sentences and scores, links, images and SimHash of one decoded HTML page;
@@ -168,8 +217,6 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
     extractor has freed its own and the text is scored, and freed before the SimHash, so
     one tree is alive at a time (``fulltext`` reads its text from the same tree).
     """
-    from focuscrawl.spiders.focused import page_links
-
     root = None
     if config.extractor == "fulltext":
         root, cut = budgeted_tree(html, url, config.text_max_tags)

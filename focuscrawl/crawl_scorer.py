@@ -1,5 +1,5 @@
 """The models a crawl scores with, from its settings: the SPEC ``TopicScorer`` and the
-calibrated ``TopicModel`` of a topic bundle.
+calibrated ``TopicModel`` of a topic bundle, and the crawl's language filter.
 
 A crawl loads them once, in its mode strategy (``focuscrawl.focus.modes``), which every
 component reaches as ``crawler.spider.focus``; ``focuscrawl shell``, the ranking and the
@@ -12,7 +12,9 @@ from pathlib import Path
 from scrapy.settings import BaseSettings
 
 from focuscrawl.lm.scorer import ScorerFiles, TopicScorer
-from focuscrawl.resources import default_keywords_path, default_model_path
+from focuscrawl.resources import default_topic_path
+from focuscrawl.text.language import LanguageFilter, parse_languages
+from focuscrawl.topic.model import bundle_language, default_keywords_path, default_model_path
 
 
 def scorer_files(settings: BaseSettings) -> ScorerFiles:
@@ -46,6 +48,25 @@ def topic_bundle_path(settings: BaseSettings) -> Path | None:
     """``FOCUSCRAWL_TOPIC`` as an absolute folder (``None`` if unset)."""
     value = settings.get("FOCUSCRAWL_TOPIC") or ""
     return Path(value).resolve() if value else None
+
+
+def crawl_bundle(settings: BaseSettings) -> Path | None:
+    """The topic bundle a crawl with ``settings`` scores with: ``FOCUSCRAWL_TOPIC``, else the
+    bundled cats bundle when no ``FOCUSCRAWL_MODEL`` is set (the demo), else none."""
+    bundle = topic_bundle_path(settings)
+    if bundle is None and not settings.get("FOCUSCRAWL_MODEL"):
+        bundle = default_topic_path()
+    return bundle
+
+
+def language_filter(settings: BaseSettings) -> LanguageFilter:
+    """The crawl's languages: ``FOCUSCRAWL_LANGUAGES``, else the crawl bundle's language."""
+    wanted = parse_languages(settings.get("FOCUSCRAWL_LANGUAGES"))
+    if wanted is None:
+        language = bundle_language(crawl_bundle(settings))
+        wanted = frozenset([language]) if language else frozenset()
+    return LanguageFilter(wanted, settings.getfloat("FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE"),
+                          settings.getint("FOCUSCRAWL_LANGUAGE_TEXT_CHARS"))
 
 
 def topic_model_from_settings(settings: BaseSettings):

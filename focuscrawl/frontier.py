@@ -63,7 +63,7 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
-from focuscrawl.lm.link_learner import url_host
+from focuscrawl.focus.link_learner import url_host
 from focuscrawl.output.files import LineLog, complete_lines_size, iter_tsv, job_state_dir
 from focuscrawl.output.run import checkpoint_offsets, run_output
 from focuscrawl.scrapy_compat import read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record

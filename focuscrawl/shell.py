@@ -52,7 +52,7 @@ def _num(value: float | None) -> str:
 
 def _learner(learner):
     """A ``LinkLearner``, or a saved one's path (``None``: the mode's own, mode ``learning``)."""
-    from focuscrawl.lm.link_learner import LinkLearner
+    from focuscrawl.focus.link_learner import LinkLearner
 
     return LinkLearner.load(learner) if isinstance(learner, (str, Path)) else learner
 

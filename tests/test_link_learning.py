@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from focuscrawl.lm.link_learner import HostHarvest, LinkLearner, PageJudge, link_features, ranking_auc, trust_from_auc
+from focuscrawl.focus.link_learner import HostHarvest, LinkLearner, PageJudge, link_features, ranking_auc, trust_from_auc
 from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
@@ -195,7 +195,7 @@ def test_learning_crawl_moves_the_good_host_up_and_the_decoy_down(tmp_path):
 
 
 def test_learning_crawl_resumes_from_jobdir_with_what_it_had_learnt(tmp_path):
-    from focuscrawl.lm.link_learner import LinkLearner
+    from focuscrawl.focus.link_learner import LinkLearner
 
     settings = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1, "JOBDIR": str(tmp_path / "job")}
     with LocalWeb(loopback_web()) as web:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from focuscrawl.lm.links import (LINK_RAZOR, PRIORITY_BUCKETS, bucket_index, bucket_name,
-                                 bucket_priority, link_score, seed_priority)
+from focuscrawl.focus.links import (LINK_RAZOR, PRIORITY_BUCKETS, bucket_index, bucket_name,
+                                    bucket_priority, link_score, seed_priority)
 
 
 def test_thesis_debug_example_listing_3_2():

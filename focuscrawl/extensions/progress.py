@@ -19,6 +19,12 @@ logger = logging.getLogger(__name__)
 
 
 class CrawlProgress:
+    """A progress line every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds.
+
+    Takes the crawler because it uses it at run time, as Scrapy's ``AutoThrottle`` does: the
+    engine's scheduler (the queue size; the engine does not exist yet when ``from_crawler``
+    runs) and the crawl's scorer (its cache), which the spider builds."""
+
     def __init__(self, crawler, interval: float) -> None:
         self.crawler = crawler
         self.stats = crawler.stats

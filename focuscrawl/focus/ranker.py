@@ -10,10 +10,11 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from focuscrawl.lm.link_learner import PRIORITY_STEPS, feature_prefixes, link_features, url_host
-from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
-                                 bucket_priority, calibrated_link_logit, link_score, odds_against,
-                                 probability_to_odds, seed_priority)
+from focuscrawl.focus.link_learner import PRIORITY_STEPS, feature_prefixes, link_features, url_host
+from focuscrawl.focus.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
+                                    bucket_priority, calibrated_link_logit, link_score, odds_against,
+                                    probability_to_odds, seed_priority)
+
 
 @dataclass(frozen=True)
 class LinkDecision:

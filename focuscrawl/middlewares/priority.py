@@ -11,7 +11,7 @@ drop items, do not matter). For each Request:
 * ``document``: the score is the page's perplexity (inherited by all its links);
 * ``keywords``: ``link_score(PP_d, PP(anchor), kw(anchor))`` (SPEC §5);
 * ``learning`` (beyond the thesis): the ``keywords`` score is computed and logged, but
-  the priority is the online link learner's score (``focuscrawl.lm.link_learner``):
+  the priority is the online link learner's score (``focuscrawl.focus.link_learner``):
   every judged page trains it on the link that led there; the frontier re-ranks its top
   when the model changes (``focuscrawl.frontier.RerankingPriorityQueue``).
 
@@ -41,7 +41,7 @@ from focuscrawl.analysis import page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
 from focuscrawl.focus.ranker import LinkRanker
 from focuscrawl.items import PageItem
-from focuscrawl.lm.link_learner import PageJudge, url_host
+from focuscrawl.focus.link_learner import PageJudge, url_host
 from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)

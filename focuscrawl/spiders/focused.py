@@ -12,17 +12,14 @@ image middleware and pipelines.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
-from urllib.parse import urljoin
 
 import scrapy
 from scrapy import signals
 from scrapy.exceptions import UsageError
 from scrapy.http import HtmlResponse, Response
-from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.response import get_base_url
@@ -51,9 +48,6 @@ SPIDER_ARG_SETTINGS = {
     "budget": "FOCUSCRAWL_PAGE_BUDGET",
     "extractor": "FOCUSCRAWL_TEXT_EXTRACTOR",
 }
-_SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
-_NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
-_WS = re.compile(r"\s+")
 
 
 def read_seeds(value: str) -> list[str]:
@@ -85,47 +79,6 @@ def read_seeds(value: str) -> list[str]:
     if not usable:
         raise UsageError(f"no usable seed among {len(urls)}: seeds must be http(s) URLs with a host")
     return usable
-
-
-def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
-    """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
-
-    Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
-    (``scrapy.utils.response.get_base_url``), as ``response.urljoin`` does.
-
-    Fragments are dropped, links to files with a non-page extension (images,
-    archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
-    several times keeps its first non-empty anchor text.
-    """
-    links: dict[str, str] = {}
-    images = 0
-    if root is None:
-        return links, 0
-    for el in root.iter("a", "img"):
-        if el.tag == "img":
-            images += 1
-            continue
-        href = el.get("href")
-        if not href:
-            continue
-        href = href.strip()
-        if not href or href.lower().startswith(_NOT_LINKS):
-            continue
-        try:
-            url = urljoin(base_url, href)
-        except ValueError:
-            continue
-        url = url.split("#", 1)[0]
-        if not url.startswith(("http://", "https://")):
-            continue
-        path = url.split("?", 1)[0]
-        slash = path.rfind("/")
-        dot = path.rfind(".")
-        if dot > slash > path.find("//") + 1 and path[dot + 1:].lower() in _SKIPPED_EXTENSIONS:
-            continue
-        if not links.get(url):
-            links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
-    return links, images
 
 
 def readable_response(response: HtmlResponse, max_bytes: int) -> tuple[HtmlResponse, tuple[str, ...]]:
