@@ -8,6 +8,10 @@ The spider only extracts: the page's document perplexity goes into the PageItem 
 anchor text in ``meta["anchor"]``. Scoring and ordering the links is the job of
 ``LinkPriorityMiddleware``, scope and traps of ``ScopeMiddleware``, images of the
 image middleware and pipelines.
+
+The spider builds the crawl's mode strategy once, in ``from_crawler``, as ``self.focus``
+(``focuscrawl.focus.modes``: the crawl's models, link rule, queue and judge); the other
+components find it as ``crawler.spider.focus``.
 """
 from __future__ import annotations
 
