@@ -106,15 +106,15 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
     from scrapy import Request
     from scrapy.http import HtmlResponse
 
-    from tests.support.crawler import focuscrawl_crawler
+    from tests.support.crawler import focused_crawler
 
     from focuscrawl.analysis import META_KEY, PageAnalysis
     from focuscrawl.items import PageItem
     from focuscrawl.lm.scorer import TextScore
     from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 
-    crawler = focuscrawl_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
-                                 FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
+    crawler = focused_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
+                              FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
     mw = LinkPriorityMiddleware.from_crawler(crawler)
     crawler.stats.open_spider()
     response = HtmlResponse("http://a.test/", body=b"<html></html>", request=Request("http://a.test/"))
