@@ -348,9 +348,10 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         if "no-pool" in variant.split("/"):  # the page analysis in the crawl process (one core)
             settings.set("FOCUSCRAWL_ANALYSIS_WORKERS", 0, priority="cmdline")
         if "no-language" in variant.split("/"):  # reaches the workers pickled in the analysis config
-            import focuscrawl.analysis
+            import focuscrawl.crawl_scorer
 
-            focuscrawl.analysis.LanguageFilter = NoIdentification
+            crawl_filter = focuscrawl.crawl_scorer.language_filter
+            focuscrawl.crawl_scorer.language_filter = lambda settings: NoIdentification(crawl_filter(settings).wanted)
         process = CrawlerProcess(settings)
         crawler = process.create_crawler("focused")
         process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
