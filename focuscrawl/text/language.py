@@ -47,8 +47,8 @@ def _identifier():
 def load_identifier(cache: Path):
     """py3langid's identifier (normalised probabilities) from a memory-mapped, uncompressed
     copy of the model in its wheel, kept under ``cache`` (written on first use, per model
-    file). The wheel's model is xz-compressed: decompressing it cost ~0.6 s of CPU and ~55
-    MB in every analysis worker of every crawl; the copy loads in ~30 ms and its pages are
+    file). The wheel's model is xz-compressed: decompressing it cost ~0.4-0.6 s of CPU and ~55
+    MB in every analysis worker of every crawl; the copy loads in ~10 ms and its pages are
     shared by the workers. A cache that cannot be written or read is skipped (the wheel's
     model then loads as py3langid loads it)."""
     import numpy as np
