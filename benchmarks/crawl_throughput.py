@@ -34,9 +34,17 @@ time, "reactor" the CPU of its reactor thread alone (the serial part of a crawl)
 ``keywords`` crawls of ``--pages`` pages on one Redis frontier (a redis-server on
 127.0.0.1 started for it), 1 process vs 2 processes at once (``--modes`` with no
 names: only that). ``--cprofile OUT`` profiles one crawl of each of ``--modes`` instead
-(default: keywords), into ``OUT`` (one mode) or ``OUT.MODE``.
+(default: keywords), into ``OUT`` (one mode) or ``OUT.MODE``. ``--language-ab``: the cost
+of language identification (issue #30): each focused mode of ``--modes`` (default:
+keywords) as shipped and as ``MODE/no-language`` (nothing identified: the py3langid model
+never loads, every text counts as unknown and nothing is filtered), interleaved in the
+same rounds; CPU ms per page (crawl process + its workers, ``getrusage``: far less
+sensitive to the machine's load than wall time) and pages/s, mean ± sd, and the on/off
+ratio per round. ``--language-analysis PAGES``: the same A/B on the page analysis alone,
+in this process (CPU ms per page, no crawl around it), and the model's load time.
 
     python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [--redis] [-s NAME=VALUE]
+    python benchmarks/crawl_throughput.py --language-ab --shapes text images real --pages 1000 --repeat 4
 """
 from __future__ import annotations
 
@@ -53,6 +61,8 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
+
+from focuscrawl.text.language import UNKNOWN, LanguageFilter
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -335,8 +345,13 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
             name, _, value = item.partition("=")
             settings.set(name, value, priority="cmdline")
         mode, _, variant = kind.partition("/")
-        if variant == "no-pool":  # the page analysis in the crawl process (one core)
+        if "no-pool" in variant.split("/"):  # the page analysis in the crawl process (one core)
             settings.set("FOCUSCRAWL_ANALYSIS_WORKERS", 0, priority="cmdline")
+        if "no-language" in variant.split("/"):  # reaches the workers pickled in the analysis config
+            import focuscrawl.crawl_scorer
+
+            crawl_filter = focuscrawl.crawl_scorer.language_filter
+            focuscrawl.crawl_scorer.language_filter = lambda settings: NoIdentification(crawl_filter(settings).wanted)
         process = CrawlerProcess(settings)
         crawler = process.create_crawler("focused")
         process.crawl(crawler, seeds=f"http://127.0.0.1:{port}/p/0", mode=mode)
@@ -369,6 +384,8 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         "pages": stats.get("focuscrawl/pages/written") or stats.get("focuscrawl/pages/crawled", stats.get(
             "item_scraped_count", stats.get("response_received_count", 0))),
         "responses": stats.get("response_received_count", 0),
+        # pages analysed: the budget's pages and those in flight when it was reached
+        "analysed": stats.get("focuscrawl/pages/crawled", 0),
         "seconds": stats.get("elapsed_time_seconds", 0.0),
         "start": stats["start_time"].timestamp() if stats.get("start_time") else 0.0,
         "finish": stats["finish_time"].timestamp() if stats.get("finish_time") else 0.0,
@@ -381,7 +398,19 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         "rss_trend": peak.trend,
         "windows": peak.windows,
         "frontier": {k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("focuscrawl/frontier/")},
+        "other_language": {"pages": stats.get("focuscrawl/pages/other_language", 0),
+                           "images": stats.get("focuscrawl/images/dropped/other_language", 0),
+                           "images_kept": stats.get("focuscrawl/images/kept", 0)},
     }
+
+
+class NoIdentification(LanguageFilter):
+    """``MODE/no-language``: no text is identified (the model never loads), so every text is
+    unknown and nothing is filtered: the crawl without issue #30's work (a class of this
+    module: the spawned analysis workers unpickle it by name)."""
+
+    def identify(self, text: str) -> str:
+        return UNKNOWN
 
 
 def cpu_seconds(who: tuple[int, ...] = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) -> float:
@@ -585,6 +614,95 @@ def redis_scaling(port: int, pages: int, repeat: int, profile: str, extra: list[
 ALL_MODES = ("plain", "corpus", "unfocused", "document", "keywords", "learning")
 
 
+def language_analysis(shape: str, n_pages: int, rounds: int, data: str) -> None:
+    """``--language-analysis``: ``analyse_page`` (what a worker does with a page) on
+    ``n_pages`` pages of ``shape`` in this process, with language identification and
+    without, interleaved; CPU ms per page (``process_time``: one thread, no crawl dynamics
+    such as the pages in flight at the budget). The identifier forgets its texts before each
+    round (first sight, as in a crawl); the LM's cache is warm in both (a first round of
+    each is not counted). Also the model's load: from the wheel and from the cached copy."""
+    import dataclasses
+
+    from focuscrawl.analysis import AnalysisConfig, analyse_page
+    from focuscrawl.resources import project_settings, user_cache_dir
+    from focuscrawl.text import language
+
+    make = {"light": page_html, "text": text_page_html, "images": image_page_html}.get(shape)
+    real = real_pages(Path(data)) if shape == "real" else None
+    htmls = [(make(i, 10000) if make else real_page_html(i, 10000, real)).decode("utf-8", "replace")
+             for i in range(n_pages)]
+    on = AnalysisConfig.from_settings(project_settings())
+    off = dataclasses.replace(on, language=NoIdentification(on.language.wanted))
+    scorer = on.scorer()
+    t = time.process_time()
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    wheel = time.process_time() - t
+    language.load_identifier(user_cache_dir() / "py3langid")  # written if missing
+    t = time.process_time()
+    language.load_identifier(user_cache_dir() / "py3langid")
+    cached = time.process_time() - t
+
+    def run(config) -> float:
+        language._classify.cache_clear()
+        start = time.process_time()
+        for i, html in enumerate(htmls):
+            analyse_page(html, f"http://127.0.0.1/p/{i}", f"http://127.0.0.1/p/{i}", 1, config, scorer)
+        return 1000 * (time.process_time() - start) / len(htmls)
+
+    run(on), run(off)
+    ms = {"on": [], "off": []}
+    for n in range(rounds):
+        for name in (("on", "off") if n % 2 == 0 else ("off", "on")):
+            ms[name].append(run(on if name == "on" else off))
+    ratio = [a / b for a, b in zip(ms["on"], ms["off"])]
+    load = os.getloadavg()
+    print(f"{shape}: analyse_page of {n_pages} pages, {rounds} rounds (load {load[0]:.1f}): CPU ms/page "
+          f"on {_mean_sd(ms['on'], 3)}, off {_mean_sd(ms['off'], 3)}, +{_mean_sd([a - b for a, b in zip(ms['on'], ms['off'])], 3)} ms; "
+          f"on/off {_mean_sd(ratio, 3)}x (rounds {' '.join(f'{x:.3f}' for x in ratio)}); model load "
+          f"{1000 * wheel:.0f} ms from the wheel, {1000 * cached:.0f} ms from the cached copy", flush=True)
+
+
+def _mean_sd(values: list[float], digits: int = 2) -> str:
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.{digits}f} ± {sd:.{digits}f}"
+
+
+def language_costs(rounds: list[dict[str, dict]], modes: list[str]) -> None:
+    """``--language-ab``: each mode with language identification against ``MODE/no-language``
+    of the same round: CPU ms per analysed page (crawl + workers; the pages in flight when
+    the budget is reached are analysed too, a number that varies from crawl to crawl) and
+    pages/s, mean ± sd over the rounds, and their on/off ratios per round."""
+    load = os.getloadavg()
+    print(f"language identification on / off ({len(rounds)} rounds, interleaved; load average now "
+          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}):")
+    for kind in modes:
+        if "/no-language" not in kind:
+            continue
+        on_kind = kind.replace("/no-language", "")  # MODE/no-language@ab: MODE@ab
+        on, off = [rd[on_kind] for rd in rounds], [rd[kind] for rd in rounds]
+        cpu_on = [1000 * r["cpu_seconds"] / r["analysed"] for r in on]
+        cpu_off = [1000 * r["cpu_seconds"] / r["analysed"] for r in off]
+        dropped = on[0]["other_language"]
+        # analysed pages/s: the page budget stops a crawl after a number of pages written, but
+        # the pages queued for analysis at that moment (tens to hundreds) are analysed too
+        fair_on, fair_off = ([r["analysed"] / r["seconds"] for r in rs] for rs in (on, off))
+        print(f"  {on_kind}: CPU ms per analysed page on {_mean_sd(cpu_on)}, off {_mean_sd(cpu_off)}; "
+              f"pages/s on {_mean_sd([r['rate'] for r in on], 1)}, off {_mean_sd([r['rate'] for r in off], 1)}; "
+              f"analysed pages/s on {_mean_sd(fair_on, 1)}, off {_mean_sd(fair_off, 1)} "
+              f"(analysed on {' '.join(str(r['analysed']) for r in on)}, off {' '.join(str(r['analysed']) for r in off)}); "
+              f"peak RSS MB on {max(r['peak_rss_mb'] for r in on):.0f}, off {max(r['peak_rss_mb'] for r in off):.0f}")
+        cpu = [a / b for a, b in zip(cpu_on, cpu_off)]
+        wall = [a["rate"] / b["rate"] for a, b in zip(on, off)]
+        fair = [a / b for a, b in zip(fair_on, fair_off)]
+        print(f"  {on_kind} on/off: CPU per page {_mean_sd(cpu, 3)}x (rounds {' '.join(f'{x:.3f}' for x in cpu)}); "
+              f"pages/s {_mean_sd(wall, 3)}x (rounds {' '.join(f'{x:.3f}' for x in wall)}); "
+              f"analysed pages/s {_mean_sd(fair, 3)}x (rounds {' '.join(f'{x:.3f}' for x in fair)}); "
+              f"the on crawl left {dropped['pages']} pages unscored and dropped {dropped['images']} images "
+              f"(of {dropped['images'] + dropped['images_kept']}) as other_language")
+
+
 def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}x (runs {min(values):.2f}-{max(values):.2f})"
 
@@ -615,6 +733,13 @@ def main() -> int:
     parser.add_argument("--ab", metavar="SRC", help="A/B: also run each focused mode as MODE@ab with focuscrawl "
                                                     "imported from the checkout SRC (e.g. `git worktree add SRC "
                                                     "main`), in the same rounds")
+    parser.add_argument("--language-ab", action="store_true",
+                        help="the cost of language identification: each focused mode of --modes (default: "
+                             "keywords) also as MODE/no-language (nothing identified) in the same rounds; CPU "
+                             "ms/page and pages/s, mean +- sd, and the on/off ratio per round")
+    parser.add_argument("--language-analysis", type=int, default=0, metavar="PAGES",
+                        help="only: analyse_page on PAGES pages of each --shapes in this process, language "
+                             "identification on and off interleaved in --repeat rounds, CPU ms/page")
     parser.add_argument("--redis", action="store_true",
                         help="also: keywords crawls of --pages pages on one Redis frontier (a redis-server "
                              "started here), 1 process vs 2 processes, --repeat rounds")
@@ -649,8 +774,15 @@ def main() -> int:
 
     if "real" in args.shapes and not (Path(args.data) / "cleaneval").is_dir():
         parser.error(f"--data {args.data}: not the shared data folder (no cleaneval/): shape real needs it")
+    if args.language_analysis:
+        for shape in args.shapes:
+            language_analysis(shape, args.language_analysis, args.repeat, args.data)
+        return 0
     if args.modes is None:
-        args.modes = ["keywords"] if args.cprofile else list(ALL_MODES)
+        args.modes = ["keywords"] if args.cprofile or args.language_ab else list(ALL_MODES)
+    if args.language_ab:
+        args.modes = [k for kind in args.modes for k in ((kind, f"{kind}/no-language")
+                                                          if not kind.startswith(("plain", "corpus")) else (kind,))]
     if args.ab:
         args.modes = [k for kind in args.modes for k in ((kind, f"{kind}@ab") if not kind.startswith(("plain", "corpus"))
                                                            else (kind,))]
@@ -681,6 +813,8 @@ def shape_runs(args, server: subprocess.Popen, port: int, web_pages: int, first:
             pstats.Stats(out).sort_stats("tottime").print_stats(30)
             pstats.Stats(out).sort_stats("cumulative").print_stats(60)
         return
+    load = os.getloadavg()
+    print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores")
     print(f"web: {web_pages} pages (~20 links each{', photo-like ~85 KB JPEGs' if args.photos else ''}) on 127.0.0.1:{port}; {args.repeat} "
           f"interleaved rounds; focused profile: {args.profile}; settings: {args.set or 'as shipped'}")
     print("pages/s = HTML pages / wall seconds; CPU pages/s = pages / CPU seconds of the crawl process "
@@ -746,6 +880,8 @@ def shape_runs(args, server: subprocess.Popen, port: int, web_pages: int, first:
                     wall = [rd[kind]["rate"] / rd["keywords"]["rate"] for rd in rounds]
                     print(f"{kind} / keywords: wall {_spread(wall)} (target >= 1x: "
                           f"{'OK' if statistics.median(wall) >= 0.97 else 'SLOWER'}; within 3% counts as equal)")
+        if args.language_ab:
+            language_costs(rounds, args.modes)
         for kind in args.modes:
             if kind.endswith("@ab"):
                 wall = [rd[kind[:-3]]["rate"] / rd[kind]["rate"] for rd in rounds]

@@ -426,12 +426,10 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
 
     @classmethod
     def from_crawler(cls, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
-        from focuscrawl.focus.link_learner import link_learner
-
-        s = crawler.settings
-        learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
+        focus = getattr(crawler.spider, "focus", None)  # the mode strategy: mode ``learning`` has a learner
         return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls,
-                   learner=learner, top=s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
+                   learner=focus.learner if focus is not None else None,
+                   top=crawler.settings.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
 
     def pop(self):
         learner = self.learner

@@ -74,13 +74,13 @@ DOWNLOADER_MIDDLEWARES = {
     # next to the downloader: stores bodies as sent (still content-encoded) (FOCUSCRAWL_WARC_*)
     "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
 }
-#: Item pipelines, in order: merge/dedupe by image URL (first sighting goes on),
-#: final score, download (FilesPipeline), then the writers. FOCUSCRAWL_OUTPUT_DIR is the
-#: run directory; empty = nothing is written and images are not downloaded (merge,
-#: download and writers stay off).
+#: Item pipelines, in order (the image chain: focuscrawl.items.ImageItem): final score of
+#: every sighting, merge/dedupe by image URL (first sighting goes on), download
+#: (FilesPipeline), then the writers. FOCUSCRAWL_OUTPUT_DIR is the run directory; empty =
+#: nothing is written and images are not downloaded (merge, download and writers stay off).
 ITEM_PIPELINES = {
-    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 100,
-    "focuscrawl.pipelines.score.FinalScorePipeline": 200,
+    "focuscrawl.pipelines.score.FinalScorePipeline": 100,
+    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 200,
     "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
     "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
     "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,

@@ -92,10 +92,61 @@ def test_images_in_another_language_are_dropped_with_a_reason(tmp_path):
         # a name says nothing: the element around it (a figure with a French caption) decides,
         # else (a date around it) the page's language
         ("http://x.test/name.jpg", OTHER_LANGUAGE), ("http://x.test/name2.jpg", OTHER_LANGUAGE)]
-    assert decisions[0].item["language"] == "en" and decisions[3].item["language"] == "de"
+    assert decisions[0].item["language"] == "en"
+    # the language is decided before the LM: an image dropped for it is not scored
+    assert [d.item is None for d in decisions] == [False, True, True, True]
+    shown = image_items(root, "http://x.test/", scorer, page_item={"language": "de"},
+                        language=LanguageFilter(frozenset({"en"})), score_dropped=True)  # the shell's view
+    assert [(d.reason, d.item["language"]) for d in shown] == [
+        (None, "en"), (OTHER_LANGUAGE, "fr"), (OTHER_LANGUAGE, "fr"), (OTHER_LANGUAGE, "de")]
     # without wanted languages every image is kept, with its language
     kept = image_items(root, "http://x.test/", scorer, page_item={"language": "en"}, language=LanguageFilter())
     assert [(d.reason, d.item["language"]) for d in kept] == [(None, "en"), (None, "fr"), (None, "fr"), (None, "en")]
+
+
+def test_an_image_in_another_language_costs_no_lm_query(tmp_path):
+    html = f"""<html><body><div><p>{EN}</p>
+      <figure><img src="/fr.jpg" alt="un chat tigré qui dort sur le canapé rouge" width="600" height="400">
+      <figcaption>{FR}</figcaption></figure></div></body></html>"""
+    root = parse_tree(html, "http://x.test/")
+    scorer = _scorer(tmp_path)
+    dropped = image_items(root, "http://x.test/", scorer, page_item={"language": "en"},
+                          language=LanguageFilter(frozenset({"en"})))
+    assert [d.reason for d in dropped] == [OTHER_LANGUAGE] and scorer.queries == 0
+    kept = image_items(root, "http://x.test/", scorer, page_item={"language": "en"}, language=LanguageFilter())
+    assert [d.reason for d in kept] == [None] and scorer.queries > 0
+
+
+def test_identification_is_remembered_per_text_and_bounded():
+    from focuscrawl.text import language
+
+    language._classify.cache_clear()
+    assert identify(FR) == "fr" and identify(FR) == "fr" and identify(FR[:50]) == "fr"
+    info = language._classify.cache_info()
+    assert (info.hits, info.misses, info.maxsize) == (1, 2, language.MEMO_TEXTS)
+    # a text longer than MEMO_CHARS is identified, not remembered
+    assert identify(EN * 10, max_chars=0) == "en" and language._classify.cache_info().currsize == 2
+
+
+def test_the_model_loads_from_its_cached_uncompressed_copy(tmp_path):
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from focuscrawl.text.language import load_identifier
+
+    texts = [EN, FR, DE, "a tabby cat asleep on a red sofa", "Jane Smith", "日本語のテキストです", "12 34"]
+    wheel = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    first = load_identifier(tmp_path / "cache")  # writes the copy
+    (copy,) = (tmp_path / "cache").iterdir()
+    assert sorted(p.name for p in copy.iterdir()) == [
+        "classes.npy", "nextmove.npy", "nextmove_row.npy", "out_feat.npy", "pc.npy", "ptc.npy"]
+    cached = load_identifier(tmp_path / "cache")  # reads it
+    assert [first.classify(t) for t in texts] == [cached.classify(t) for t in texts] == [wheel.classify(t) for t in texts]
+    # a damaged copy is written again; an unwritable cache is skipped
+    (copy / "ptc.npy").write_bytes(b"not an array")
+    assert load_identifier(tmp_path / "cache").classify(FR) == wheel.classify(FR)
+    assert (copy / "ptc.npy").stat().st_size > 1_000_000 and list((tmp_path / "cache").iterdir()) == [copy]
+    (tmp_path / "file").write_text("")
+    assert load_identifier(tmp_path / "file" / "cache").classify(DE) == wheel.classify(DE)
 
 
 def test_a_page_in_another_language_is_not_scored_but_keeps_links_and_sentences(tmp_path):

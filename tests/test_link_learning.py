@@ -24,9 +24,9 @@ def test_features_name_anchor_url_parents_and_thesis_score():
 
 
 def test_feature_groups_leave_groups_out_for_an_ablation():
-    from focuscrawl.middlewares.priority import LinkRanker
+    from focuscrawl.focus.ranker import LinkRanker
 
-    settings = Settings({"FOCUSCRAWL_MODE": "learning", "FOCUSCRAWL_LEARNING_FEATURES": ["url", "host", "thesis"]})
+    settings = Settings({"FOCUSCRAWL_LEARNING_FEATURES": ["url", "host", "thesis"]})
     ranker = LinkRanker.from_settings(settings)
     feats = link_features("Cute Cats!", "http://cats-blog-1.test/post", "http://portal.test/", 0.95, None, 12.0,
                           ranker.feature_prefixes)

@@ -1,4 +1,5 @@
 """NearDuplicatePageMiddleware with real Scrapy crawlers, responses, items and JOBDIR files."""
+import functools
 from pathlib import Path
 
 import pytest
@@ -6,10 +7,10 @@ from scrapy import Request, Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
 
+from focuscrawl.analysis import META_KEY, AnalysisConfig, analyse_page
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.neardup import STATE_FILE, NearDuplicatePageMiddleware
 from focuscrawl.output.files import JOB_STATE_DIR
-from focuscrawl.text.normalize import document_sentences
 from tests.support.crawler import focuscrawl_crawler
 
 ARTICLE = """The domestic cat is a small carnivorous mammal.
@@ -38,16 +39,23 @@ Focused crawlers use such scores to decide which links to follow first on the we
 A crawler frontier keeps the pending requests ordered by the estimated relevance."""
 
 
-def page(url: str, text: str) -> tuple[HtmlResponse, PageItem]:
+@functools.lru_cache(maxsize=1)
+def scorer():
+    return AnalysisConfig().scorer()
+
+
+def page(url: str, text: str, ngrams: tuple[int, ...]) -> tuple[HtmlResponse, PageItem]:
+    """The response with the page analysis the spider leaves in its meta (its SimHash with
+    ``ngrams``), and the page's item."""
     html = "<html><body>" + "".join(f"<p>{line}</p>" for line in text.splitlines()) + "</body></html>"
     response = HtmlResponse(url=url, body=html.encode(), encoding="utf-8", request=Request(url))
-    body = "\n".join(response.css("p::text").getall())
-    item = PageItem(url=url, depth=0, status=200, sentences=document_sentences(body))
-    return response, item
+    config = AnalysisConfig(extractor="fulltext", images=False, ngrams=ngrams)
+    analysis = response.meta[META_KEY] = analyse_page(response.text, url, url, 0, config, scorer())
+    return response, PageItem(url=url, depth=0, status=200, sentences=analysis.sentences)
 
 
 def run(mw: NearDuplicatePageMiddleware, url: str, text: str) -> list:
-    response, item = page(url, text)
+    response, item = page(url, text, mw.ngrams)
     image = ImageItem(image_url=url + "/a.jpg", page_url=url)
     out = list(mw.process_spider_output(response, [item, image, Request(url + "/next")]))
     assert out[1] is image and isinstance(out[2], Request)  # everything else passes untouched

@@ -31,9 +31,9 @@ COMPONENTS = {
         "focuscrawl.middlewares.redirect.RedirectMiddleware": 600,
         "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
     },
-    "ITEM_PIPELINES": {
-        "focuscrawl.pipelines.image_merge.ImageMergePipeline": 100,
-        "focuscrawl.pipelines.score.FinalScorePipeline": 200,
+    "ITEM_PIPELINES": {  # the score before the merge (#29: every sighting scored once, in one place)
+        "focuscrawl.pipelines.score.FinalScorePipeline": 100,
+        "focuscrawl.pipelines.image_merge.ImageMergePipeline": 200,
         "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
         "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
         "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,

@@ -213,7 +213,7 @@ from focuscrawl.analysis import AnalysisConfig, analyse_page
 from focuscrawl.text.html import markup_budget
 path, cap = sys.argv[1], int(sys.argv[2])
 config = AnalysisConfig(text_max_tags=markup_budget(cap))
-scorer = config.scorer()
+scorer = config.scorer.load()
 with open(path, encoding="utf-8") as fh:
     html = fh.read()
 page = analyse_page(html, "http://dense.test/", "http://dense.test/", 0, config, scorer)

@@ -289,14 +289,13 @@ def test_calibrated_link_rule_and_odds_priorities():
 def test_link_ranker_calibrated_uses_page_and_anchor_log_odds():
     from scrapy.utils.project import get_project_settings
 
-    from focuscrawl.middlewares.priority import LinkRanker
+    from focuscrawl.focus.ranker import LinkRanker
     from focuscrawl.resources import default_topic_path
     from focuscrawl.topic.model import TopicModel
 
     s = get_project_settings().copy()
-    s.set("FOCUSCRAWL_MODE", "keywords", priority="cmdline")
     model = TopicModel(default_topic_path())
-    ranker = LinkRanker.from_settings(s, None, model)
+    ranker = LinkRanker.from_settings(s, None, model, anchors=True)  # the keywords mode's rule
     page = model.logit("the cat sleeps on the sofa\nkittens play with the cat")
     cat = ranker.decide(page, "more cat and kitten photos")
     other = ranker.decide(page, "bus timetable")

@@ -13,7 +13,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from focuscrawl.crawl_scorer import topic_scorer
+from focuscrawl.focus.modes import crawl_focus
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class CrawlProgress:
         then, pages_then = self._last
         rate = (pages - pages_then) / max(now - then, 1e-9)
         self._last = (now, pages)
-        scorer = topic_scorer(self.crawler)  # the spider built it at start
+        scorer = crawl_focus(self.crawler).scorer
         queries = scorer.queries
         hits = f"{scorer.cache_hits / queries:.0%}" if queries else "-"
         return (f"progress: {pages} pages ({rate:.1f} pages/s), "

@@ -99,7 +99,7 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
     extra = context.bind_extra(root) if context.extra else {}
     text_cache: dict = {}  # element -> context text, shared by the page's images
     page_scorer = _PageScorer(scorer)  # a page's texts (its body, shared parents) are scored once
-    languages: dict[str, str] = {}  # text -> language, for the page's images
+    page_language = (page_item or {}).get("language", UNKNOWN)
     kept = 0
     for img in _iter_imgs(root):
         attrs = read_attributes(img.attrib, base, rules.lazy_src)
@@ -108,11 +108,20 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
             reason = PAGE_LIMIT
         item = None
         if reason is None or score_dropped:
-            item = _scored_item(img, attrs, page_url, page_item, page_scorer, context, extra, text_cache)
+            # the language before the LM: an image dropped for it is not scored
+            contexts = None
             if language is not None:
-                item["language"] = image_language(item, language, languages, (page_item or {}).get("language", UNKNOWN))
-                if reason is None and language.unwanted(item["language"]):
+                found = known_language(language, attrs.alt, attrs.title)
+                if found is None:  # its ALT and title say nothing: the element around it, else the page
+                    contexts = context.extract(img, text_cache)
+                    found = known_language(language, parent_context(contexts)) or page_language
+                if reason is None and language.unwanted(found):
                     reason = OTHER_LANGUAGE
+            if reason is None or score_dropped:
+                item = _scored_item(img, attrs, page_url, page_item, page_scorer, context, extra, text_cache,
+                                    contexts)
+                if language is not None:
+                    item["language"] = found
         if reason is None:
             kept += 1
         decisions.append(ImageDecision(attrs.src or (attrs.raw_src or None), reason, item, attrs.lazy))
@@ -124,24 +133,23 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
 IMAGE_TEXT_CHARS = 200
 
 
-def image_language(item: Any, language: LanguageFilter, memo: dict[str, str], page_language: str = UNKNOWN
-                   ) -> str:
-    """The language of an image's texts: of its ALT text, else its title, else its parent-0
-    context (the element around it: a figure with its caption), each read up to
-    ``IMAGE_TEXT_CHARS``, the first that is known; else the page's. The wider contexts are
-    the page's text: identifying them again cost ~0.5 ms a page (``memo``: text ->
-    language, per page)."""
-    parent0 = next((c.get("text") for c in item.get("contexts") or ()
-                    if c.get("kind") == "parent" and c.get("level") == 0), None)
-    for text in (item.get("alt"), item.get("title"), parent0):
-        if not text:
-            continue
-        found = memo.get(text)
-        if found is None:
-            found = memo[text] = language.identify(text[:IMAGE_TEXT_CHARS])
-        if found != UNKNOWN:
+def known_language(language: LanguageFilter, *texts: str | None) -> str | None:
+    """The language of the first of an image's ``texts`` whose language is known, each read
+    up to ``IMAGE_TEXT_CHARS``; ``None`` when none is.
+
+    An image's language is that of its ALT text, else its title, else its parent-0 context
+    (the element around it: a figure with its caption), else the page's; the contexts are
+    extracted only when ALT and title say nothing. The wider contexts are the page's text:
+    identifying them again cost ~0.5 ms a page."""
+    for text in texts:
+        if text and (found := language.identify(text[:IMAGE_TEXT_CHARS])) != UNKNOWN:
             return found
-    return page_language
+    return None
+
+
+def parent_context(contexts: list[dict[str, Any]]) -> str | None:
+    """The text of the element around an image (its parent-0 context)."""
+    return next((c.get("text") for c in contexts if c.get("kind") == "parent" and c.get("level") == 0), None)
 
 
 class _PageScorer:
@@ -159,9 +167,11 @@ class _PageScorer:
 
 
 def _scored_item(img, attrs, page_url, page_item, score, context: ContextSettings,
-                 extra: dict[str, Callable[[etree._Element], str]], text_cache: dict) -> ImageItem:
+                 extra: dict[str, Callable[[etree._Element], str]], text_cache: dict,
+                 contexts: list[dict[str, Any]] | None = None) -> ImageItem:
     src_guess = src_guess_string(attrs.src) if attrs.src else ""
-    contexts = context.extract(img, text_cache)
+    if contexts is None:
+        contexts = context.extract(img, text_cache)
     for c in contexts:
         c["scores"] = score(c["text"])
     extra_contexts = {}

@@ -1,9 +1,10 @@
 """Near-duplicate pages: SimHash of each page's main text against all earlier pages.
 
-``NearDuplicatePageMiddleware`` sees the spider's ``PageItem`` on its way out,
-fingerprints the page's normalised sentences (SPEC §10: 64-bit SimHash of
-tf-weighted word n-grams) and sets ``near_duplicate_of`` to the URL of the nearest
-earlier page within Hamming distance k (None otherwise). It runs before the image
+``NearDuplicatePageMiddleware`` sees the spider's ``PageItem`` on its way out, looks up
+the fingerprint of the page's normalised sentences (SPEC §10: 64-bit SimHash of
+tf-weighted word n-grams), which the page analysis computed (``PageAnalysis.simhash``,
+``response.meta["page_analysis"]``), and sets the item's ``near_duplicate_of`` to the URL
+of the nearest earlier page within Hamming distance k (None otherwise). It runs before the image
 middleware on output, which skips or marks the images of such pages
 (``FOCUSCRAWL_NEARDUP_IMAGES``).
 
@@ -29,7 +30,7 @@ from scrapy.utils.job import job_dir
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.dedup.index import SimHashIndex
-from focuscrawl.dedup.simhash import parse_ngrams, sentences_simhash
+from focuscrawl.dedup.simhash import parse_ngrams
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import LineLog, iter_lines, job_state_dir
 
@@ -110,32 +111,30 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
     def get_processed_item(self, item: Any, response: Response | None) -> Any:
         if isinstance(item, PageItem):
             analysis = page_analysis(response)
-            self.check_page(item, analysis.simhash if analysis is not None else None)
+            item["near_duplicate_of"] = self.check_page(item.get("url") or "",
+                                                        analysis.simhash if analysis is not None else None)
         return item
 
-    def check_page(self, item: PageItem, fp: int | None = None) -> None:
-        """Record one page and set its ``near_duplicate_of``; ``fp`` is its fingerprint
-        (the page analysis computed it), else it is computed from the item's sentences."""
-        url = item.get("url") or ""
-        if fp is None:
-            fp = sentences_simhash(item.get("sentences") or (), self.ngrams)
-        item["near_duplicate_of"] = None
+    def check_page(self, url: str, fp: int | None) -> str | None:
+        """Record one page by its fingerprint (``None``: no text, nothing to compare) and
+        return the URL of an earlier near-identical page, if any."""
         if fp is None:
             self.stats.inc_value("focuscrawl/neardup/pages_without_text")
-            return
+            return None
         self.stats.inc_value("focuscrawl/neardup/pages_checked")
+        duplicate_of = None
         seen_before = False
         for ident, _distance in self.index.query(fp):
             other = self.urls[ident]
             if other == url:  # the same page again (fetched again after a resume)
                 seen_before = True
-                continue
-            if item["near_duplicate_of"] is None:
-                item["near_duplicate_of"] = other
-        if item["near_duplicate_of"] is not None:
+            elif duplicate_of is None:
+                duplicate_of = other
+        if duplicate_of is not None:
             self.stats.inc_value("focuscrawl/neardup/near_duplicates")
         if not seen_before:
             self.index.add(fp)
             self.urls.append(url)
             if self.log:
                 self.log.write_lines([f"{fp:016x}\t{_url_cell(url)}"])
+        return duplicate_of

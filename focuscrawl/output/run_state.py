@@ -46,8 +46,7 @@ class RunState:
             images = ImageStore(output, crawler.stats,
                                 max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
                                 max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
-                                max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"),
-                                final_context=s.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT"))
+                                max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"))
             logger.info("run directory %s%s", output.dir, " (resumed)" if output.resumed else "")
         else:
             logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
