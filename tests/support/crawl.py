@@ -5,11 +5,9 @@
   a thread of its own (Scrapy's reactor cannot restart), with ``CrawlerRunner``, as an
   embedding script would. That saves the 3-5 s a process costs to import Scrapy, the
   language identifier and the models. Its log comes back as the ``stderr`` of a
-  ``CompletedProcess``. ``crawl(..., process=True)`` runs it in a process instead
-  (``tests/support/run_crawl.py``), for what only a process's main thread has (the
-  SIGALRM extraction time limit).
-* ``focused_cmd``/``start_focused``: the same crawl as a process the caller waits for,
-  signals or kills.
+  ``CompletedProcess``. (Not in the main thread: no SIGALRM extraction time limit.)
+* ``focused_cmd``/``start_focused``: the crawl as a process (``tests/support/run_crawl.py``)
+  that the caller waits for, signals or kills.
 * the link spider of the Redis tests: ``links_cmd``/``run_links``/``start_links``.
 """
 from __future__ import annotations
@@ -58,9 +56,9 @@ def start_focused(stats: Path, settings: dict, args: dict, *, web=None, stdout=s
 
 
 def crawl(web, tmp: Path, seeds: str, mode: str = "keywords", settings: dict | None = None,
-          timeout: float = 60, process: bool = False, **args) -> tuple[dict, subprocess.CompletedProcess]:
-    """Crawl to the end with the toy model through ``web`` as proxy; returns (stats, process):
-    the process's return code and log (``stderr``), also when it ran in this process."""
+          timeout: float = 60, **args) -> tuple[dict, subprocess.CompletedProcess]:
+    """Crawl to the end with the toy model through ``web`` as proxy, in this process; returns
+    (stats, a ``CompletedProcess`` with the return code and the log as ``stderr``)."""
     model, keywords = write_model(tmp)
     out = tmp / "out"
     base = {
@@ -77,13 +75,7 @@ def crawl(web, tmp: Path, seeds: str, mode: str = "keywords", settings: dict | N
     spider_args = {"seeds": seeds, "mode": mode, "model": str(model), "keywords": str(keywords),
                    "output": str(out)}
     spider_args.update(args)
-    if not process:
-        return crawl_here(web, base, spider_args, timeout)
-    stats_path = tmp / "stats.json"
-    proc = subprocess.run(focused_cmd(stats_path, base, spider_args), cwd=ROOT, env=proxy_env(web),
-                          capture_output=True, text=True, timeout=timeout)
-    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
-    return stats, proc
+    return crawl_here(web, base, spider_args, timeout)
 
 
 _reactor_thread: threading.Thread | None = None
