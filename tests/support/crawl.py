@@ -31,8 +31,10 @@ from tests.support.toymodel import write_model
 ROOT = Path(__file__).resolve().parents[2]
 RUN_CRAWL = ROOT / "tests" / "support" / "run_crawl.py"
 LINKSPIDER = ROOT / "tests" / "spiders_for_tests" / "linkspider.py"
-# no delays, no progress lines: for ``scrapy`` command lines (``-s NAME=VALUE``)
-FAST = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO"]
+# no delays, no progress lines, no analysis worker to start: for ``scrapy`` command lines
+# (``-s NAME=VALUE``)
+FAST = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO",
+        "FOCUSCRAWL_ANALYSIS_WORKERS=0"]
 
 
 def focused_cmd(stats: Path, settings: dict, args: dict) -> list[str]:
