@@ -7,7 +7,7 @@ Each case crawls the demo's offline test web (bundled model, keywords and cats b
 request at a time (the same web gives the same crawl order), in every crawl mode and on two
 web seeds, plus one crawl stopped by its page budget and resumed from its JOBDIR. The digest
 of each output file is taken after masking what depends on the clock or the machine: stats
-of times, memory and rates, and the ``*_time``/``*seconds`` fields and columns. ``compare``
+of times, memory and rates, the checkout's path, and the ``*_time``/``*seconds`` fields and columns. ``compare``
 prints every file whose digest differs, with its first differing line, and exits 1.
 """
 from __future__ import annotations
@@ -17,7 +17,6 @@ import gzip
 import hashlib
 import json
 import re
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +26,7 @@ from focuscrawl.eval.crawls import run_crawl
 from focuscrawl.resources import default_topic_path
 from focuscrawl.testweb.server import TestWebServer
 
+CHECKOUT = str(Path(__file__).resolve().parent.parent)
 MODES = ("keywords", "document", "unfocused", "learning")
 SEEDS = (1, 2)
 BUDGET = 60
@@ -82,7 +82,10 @@ def normalised_lines(path: Path) -> list[str]:
 
 
 def _stats_line(stats: dict) -> str:
-    return "\t".join(f"{k}={v}" for k, v in sorted(stats.items()) if not CLOCK_STAT.search(k))
+    # paths of the checkout (the bundled topic bundle) are written relative to it: the same
+    # code in another worktree gives the same digests
+    return "\t".join(f"{k}={str(v).replace(CHECKOUT, '<checkout>')}" for k, v in sorted(stats.items())
+                     if not CLOCK_STAT.search(k))
 
 
 def _normalised(path: Path) -> list[str]:
@@ -130,13 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("golden", type=Path, help="folder of the saved digests")
     ap.add_argument("--keep", type=Path, help="keep the crawls' run directories here")
     args = ap.parse_args(argv)
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="focuscrawl-golden-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        now = run_all(folder)
-    finally:
-        if not args.keep:
-            shutil.rmtree(folder, ignore_errors=True)
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        now = run_all(args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="focuscrawl-golden-") as folder:
+            now = run_all(Path(folder))
     manifest = args.golden / "digests.json"
     if args.action == "save":
         args.golden.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ from lxml import html as lhtml  # noqa: E402
 
 from focuscrawl.images.extract import image_items  # noqa: E402
 from focuscrawl.lm.scorer import TopicScorer  # noqa: E402
-from focuscrawl.resources import default_keywords_path, default_model_path  # noqa: E402
+from focuscrawl.topic.model import default_keywords_path, default_model_path  # noqa: E402
 
 
 def part1(data: Path) -> None:

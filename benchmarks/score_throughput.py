@@ -21,7 +21,7 @@ from pathlib import Path
 
 from focuscrawl.lm.scorer import TopicScorer, load_kenlm
 from focuscrawl.lm.keywords import KeywordList
-from focuscrawl.resources import default_keywords_path, default_model_path
+from focuscrawl.topic.model import default_keywords_path, default_model_path
 from focuscrawl.text.normalize import document_sentences, text_sentences
 from focuscrawl.text.sources import bytes_to_text, read_bytes
 from lm_corpus import DEFAULT_DATA

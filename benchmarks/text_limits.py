@@ -40,7 +40,7 @@ path, cap, name, limit, analysis = sys.argv[1], int(sys.argv[2]), sys.argv[3], f
 if analysis:  # the crawl's page analysis: the demo model's scorer, loaded before the clock
     from focuscrawl.analysis import AnalysisConfig, analyse_page
     config = AnalysisConfig(extractor=name, text_time_limit=limit, text_max_tags=markup_budget(cap))
-    scorer = config.scorer()
+    scorer = config.scorer.load()
 if name.startswith("trafilatura"):  # one-time caches, loaded at trafilatura's first jusText fallback
     from justext.core import define_stoplist
     from trafilatura.external import jt_stoplist_init

@@ -88,7 +88,7 @@ def run_one(trainer: str, corpus: str, output: str, order: int, memory: str, job
     else:
         import logging
         logging.basicConfig(level=logging.INFO, format="    %(message)s", stream=sys.stderr)
-        from focuscrawl.lm.train import train_lm
+        from focuscrawl.lm.external import train_lm
         model = train_lm([corpus], output, order=order, normalized=True, memory=memory, jobs=jobs)
     seconds = time.perf_counter() - t0
     print(json.dumps({"seconds": seconds, "tokens": model.tokens, "counts": model.counts(),

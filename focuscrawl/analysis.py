@@ -22,14 +22,18 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import re
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from focuscrawl import settings as defaults
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.rules import ImageRules
-from focuscrawl.lm.scorer import TextScore, TopicScorer
+from focuscrawl.lm.scorer import ScorerFiles, TextScore, TopicScorer
 from focuscrawl.processes import signals_held, worker_process
 from focuscrawl.text.language import UNKNOWN, LanguageFilter
 from focuscrawl.text.extractors import (TRUNCATED, ExtractionError, ExtractionTimeout, PageText, extract_page,
@@ -39,14 +43,24 @@ from focuscrawl.text.normalize import document_sentences
 
 logger = logging.getLogger(__name__)
 
-#: ``response.meta`` key under which the spider leaves the page's ``PageAnalysis``
-#: for the spider middlewares (images, near-duplicates) of the same response.
+#: ``response.meta`` key under which the spider leaves the page's ``PageAnalysis`` before it
+#: yields anything, for the spider middlewares of the same response (link priority and
+#: learner judge, near-duplicates, images); the only page data that travels in meta.
 META_KEY = "page_analysis"
+_SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
+_NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
+_WS = re.compile(r"\s+")
 
 def _parse_ngrams(value: str) -> tuple[int, ...]:
     from focuscrawl.dedup.simhash import parse_ngrams
 
     return parse_ngrams(value)
+
+
+def _demo_scorer() -> ScorerFiles:
+    from focuscrawl.topic.model import default_keywords_path, default_model_path
+
+    return ScorerFiles(str(default_model_path()), str(default_keywords_path()))
 
 
 IMAGE_MIDDLEWARE = "focuscrawl.middlewares.images.ImageExtractionMiddleware"
@@ -71,18 +85,16 @@ class AnalysisConfig:
     ngrams: tuple[int, ...] = field(default_factory=lambda: _parse_ngrams(defaults.FOCUSCRAWL_NEARDUP_NGRAMS))
     #: the corpus's languages: identifies page and image texts, filters the unwanted
     language: LanguageFilter = field(default_factory=LanguageFilter)
-    #: model files and topic bundle ("" = none: the bundled demo) and scorer settings: a
-    #: worker builds the crawl's scorer
-    model: str = ""
-    keywords: str = ""
-    topic: str = ""
-    cache_size: int = defaults.FOCUSCRAWL_LM_CACHE_SIZE
-    keyword_weight: float = defaults.FOCUSCRAWL_KEYWORD_WEIGHT
+    #: where a worker loads the crawl's scorer from (the mode strategy's; by default the
+    #: bundled demo model and keywords; ``None``: in-process only)
+    scorer: ScorerFiles | None = field(default_factory=lambda: _demo_scorer())
 
     @classmethod
-    def from_settings(cls, settings) -> "AnalysisConfig":
+    def from_settings(cls, settings, scorer: ScorerFiles | None = None) -> "AnalysisConfig":
+        """The analysis the crawl's middlewares need (images, SimHash), with the crawl's
+        ``scorer`` files for the workers."""
         from focuscrawl.dedup.simhash import parse_ngrams
-        from focuscrawl.crawl_scorer import topic_bundle_path
+        from focuscrawl.crawl_scorer import language_filter
 
         neardup = (_enabled(settings, "SPIDER_MIDDLEWARES", NEARDUP_MIDDLEWARE)
                    and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED"))
@@ -95,21 +107,9 @@ class AnalysisConfig:
             rules=ImageRules.from_settings(settings),
             context=ContextSettings.from_settings(settings),
             ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))) if neardup else (),
-            language=LanguageFilter.from_settings(settings),
-            model=settings.get("FOCUSCRAWL_MODEL") or "", keywords=settings.get("FOCUSCRAWL_KEYWORDS") or "",
-            topic=str(topic_bundle_path(settings) or ""),
-            cache_size=settings.getint("FOCUSCRAWL_LM_CACHE_SIZE"),
-            keyword_weight=settings.getfloat("FOCUSCRAWL_KEYWORD_WEIGHT"),
+            language=language_filter(settings),
+            scorer=scorer,
         )
-
-    def scorer(self) -> TopicScorer:
-        """The crawl's scorer, built as ``focuscrawl.crawl_scorer.scorer_from_settings`` does."""
-        from focuscrawl.resources import project_settings
-        from focuscrawl.crawl_scorer import scorer_from_settings
-
-        return scorer_from_settings(project_settings({
-            "FOCUSCRAWL_MODEL": self.model, "FOCUSCRAWL_KEYWORDS": self.keywords, "FOCUSCRAWL_TOPIC": self.topic,
-            "FOCUSCRAWL_LM_CACHE_SIZE": self.cache_size, "FOCUSCRAWL_KEYWORD_WEIGHT": self.keyword_weight}))
 
 
 def _enabled(settings, name: str, path: str) -> bool:
@@ -163,6 +163,47 @@ def budgeted_tree(html: str, url: str, max_tags: int):
     return parse_tree(page, url), cut
 
 
+def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
+    """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
+
+    Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
+    (``scrapy.utils.response.get_base_url``), as ``response.urljoin`` does.
+
+    Fragments are dropped, links to files with a non-page extension (images,
+    archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
+    several times keeps its first non-empty anchor text.
+    """
+    links: dict[str, str] = {}
+    images = 0
+    if root is None:
+        return links, 0
+    for el in root.iter("a", "img"):
+        if el.tag == "img":
+            images += 1
+            continue
+        href = el.get("href")
+        if not href:
+            continue
+        href = href.strip()
+        if not href or href.lower().startswith(_NOT_LINKS):
+            continue
+        try:
+            url = urljoin(base_url, href)
+        except ValueError:
+            continue
+        url = url.split("#", 1)[0]
+        if not url.startswith(("http://", "https://")):
+            continue
+        path = url.split("?", 1)[0]
+        slash = path.rfind("/")
+        dot = path.rfind(".")
+        if dot > slash > path.find("//") + 1 and path[dot + 1:].lower() in _SKIPPED_EXTENSIONS:
+            continue
+        if not links.get(url):
+            links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
+    return links, images
+
+
 def analyse_page(html: str, url: str, base_url: str, depth: int, config: AnalysisConfig,
                  scorer: TopicScorer, topic=None) -> PageAnalysis:
     """Text, sentences and scores, links, images and SimHash of one decoded HTML page;
@@ -177,8 +218,6 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
     extractor has freed its own and the text is scored, and freed before the SimHash, so
     one tree is alive at a time (``fulltext`` reads its text from the same tree).
     """
-    from focuscrawl.spiders.focused import page_links
-
     root = None
     if config.extractor == "fulltext":
         root, cut = budgeted_tree(html, url, config.text_max_tags)
@@ -230,7 +269,7 @@ def _init_worker(config: AnalysisConfig, topic, parent: int) -> None:
     flight) and dies with the crawl process (``focuscrawl.processes``)."""
     global _worker
     worker_process(parent)
-    _worker = (config, config.scorer(), topic)
+    _worker = (config, config.scorer.load(), topic)
     if config.extractor != "fulltext":  # its imports and lazy models now, not on the first page
         extract_page(get_extractor(config.extractor), _WARM_UP_HTML)
     config.language.identify(_WARM_UP_HTML)  # the language model too

@@ -235,6 +235,10 @@ class RedisWorkers:
     ``workers`` (hash: worker id -> process token ``host:pid:start``) says which
     process runs a worker now; ``alive`` (sorted set: token -> last heartbeat)
     whether it still does. A dead worker's entries in the three go with its leases.
+
+    Takes the crawler because it uses it at run time: whether the engine (which does not exist
+    yet when ``from_crawler`` runs) is busy, and the run directory a dead worker's leases are
+    checked against.
     """
 
     def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,

@@ -24,14 +24,14 @@ class CachingRequestFingerprinter(RequestFingerprinter):
     """Scrapy's default fingerprinter with a bounded LRU cache keyed by (method, URL, body,
     ``verbatim_url``); ``size`` 0 turns the cache off."""
 
-    def __init__(self, crawler: Crawler | None = None, size: int = 0) -> None:
-        super().__init__(crawler)
+    def __init__(self, size: int = 0) -> None:
+        super().__init__()
         self.size = size
         self._cache: OrderedDict[tuple, bytes] = OrderedDict()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "CachingRequestFingerprinter":
-        return cls(crawler, crawler.settings.getint("FOCUSCRAWL_FINGERPRINT_CACHE_SIZE"))
+        return cls(crawler.settings.getint("FOCUSCRAWL_FINGERPRINT_CACHE_SIZE"))
 
     def fingerprint(self, request: Request) -> bytes:
         body = request.body

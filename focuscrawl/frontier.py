@@ -63,7 +63,7 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
-from focuscrawl.lm.link_learner import url_host
+from focuscrawl.focus.link_learner import url_host
 from focuscrawl.output.files import LineLog, complete_lines_size, iter_tsv, job_state_dir
 from focuscrawl.output.run import checkpoint_offsets, run_output
 from focuscrawl.scrapy_compat import read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record
@@ -436,12 +436,10 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
 
     @classmethod
     def from_crawler(cls, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
-        from focuscrawl.lm.link_learner import link_learner
-
-        s = crawler.settings
-        learner = link_learner(crawler) if s.get("FOCUSCRAWL_MODE") == "learning" else None
+        focus = getattr(crawler.spider, "focus", None)  # the mode strategy: mode ``learning`` has a learner
         return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls,
-                   learner=learner, top=s.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
+                   learner=focus.learner if focus is not None else None,
+                   top=crawler.settings.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
 
     def pop(self):
         learner = self.learner

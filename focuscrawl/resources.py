@@ -32,22 +32,6 @@ def bundled_path(name: str) -> Path:
     return _cache[name]
 
 
-def default_model_path() -> Path:
-    """The bundled cats topic LM."""
-    from focuscrawl.topic.model import read_manifest
-
-    folder = default_topic_path()
-    return folder / read_manifest(folder)["topic_lm"]
-
-
-def default_keywords_path() -> Path:
-    """The bundled cats keywords."""
-    from focuscrawl.topic.model import read_manifest
-
-    folder = default_topic_path()
-    return folder / read_manifest(folder)["keywords"]
-
-
 def default_topic_path() -> Path:
     """A folder path to the bundled cats topic bundle (files of a zipped egg extracted once)."""
     if BUNDLED_TOPIC not in _cache:

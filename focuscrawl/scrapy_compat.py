@@ -17,15 +17,12 @@ from scrapy import Request as _Request
 from scrapy.core.downloader import Downloader as _Downloader
 from scrapy.exceptions import (CannotResolveHostError, DownloadCancelledError, DownloadConnectionRefusedError,
                                DownloadFailedError, DownloadTimeoutError, IgnoreRequest, ResponseDataLossError)
+# media failures of this type are expected: logged without a traceback
+from scrapy.pipelines.media import _MediaRequestFiltered as ExpectedMediaFailure
 from scrapy.statscollectors import MemoryStatsCollector as _MemoryStatsCollector
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.defer import _schedule_coro
 from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
-
-try:  # Scrapy >= 2.18: media failures of this type are expected, logged without a traceback
-    from scrapy.pipelines.media import _MediaRequestFiltered as ExpectedMediaFailure
-except ImportError:  # Scrapy 2.15-2.17: logged like any FileException
-    from scrapy.pipelines.media import FileException as ExpectedMediaFailure
 
 __all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "seen_record", "request_to_dict",
            "rerank_queue_top", "wake_engine", "is_decompression_too_big", "is_too_many_redirects",

@@ -2,6 +2,10 @@
 
 Every ``FOCUSCRAWL_*`` setting is documented here; components read them in
 ``from_crawler``. Override with ``-s NAME=VALUE`` or ``custom_settings``.
+
+Grouped by concern: the project and politeness, then the crawl's components (each
+component dict is defined once, in "Components"), then the settings of each part of the
+crawl in the order a page goes through it, then the tools that work on a finished run.
 """
 
 BOT_NAME = "focuscrawl"
@@ -33,86 +37,86 @@ TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
+#: No Referer header: the crawl does not need it, and Scrapy's RefererMiddleware
+#: computes a referrer policy for every out-link (~10% of the CPU per page with 20 links).
+REFERER_ENABLED = False
 
-# --- Text (SPEC §2) ----------------------------------------------------------------
-#: Page-text extractor by name: "trafilatura", "trafilatura-recall", "auto", "justext",
-#: "fulltext" (all body text) or a boilerpy3 one ("article", "default", ...); see
-#: focuscrawl.text.extractors. Default "trafilatura": trafilatura.extract(html) with the
-#: library's own defaults (the full text when it finds none), chosen by leave-one-set-out
-#: over CLEANEVAL, the article benchmark and Mozilla Readability's pages (docs/extraction.md):
-#: the per-page chooser of "auto" and every other tuned rule fell below it on a held-out
-#: set (article benchmark: 0.922 vs 0.947 LCS-F1), so no tuned rule is the default.
-#: "trafilatura-recall" is what "trafilatura" meant before issue #25 (favor_recall,
-#: comments out); "auto" was the default of #18.
-FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
-#: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
-#: page is cut (stat focuscrawl/text/truncated). 2 MiB is above every real page of the
-#: evaluation sets (largest 1.6 MB) and bounds the C part of extraction. Text extraction
-#: also parses at most cap/256 start tags (8,192; the evaluation pages have at most ~3,000
-#: elements; stat focuscrawl/text/truncated), which bounds its memory (~11× the cap over
-#: the process's base with the default extractor); benchmarks/text_limits.py measures the
-#: worst pages of this size (docs/extraction.md). 0 = no cap.
-FOCUSCRAWL_TEXT_MAX_BYTES = 2 * 1024 * 1024
-#: Seconds of extraction per page before the page is skipped (stat
-#: focuscrawl/skipped/extraction_timeout). Interrupts Python code only (SIGALRM, main
-#: thread); the size cap bounds what runs in C. 0 = no limit.
-FOCUSCRAWL_TEXT_TIME_LIMIT = 30.0
-#: A sentence counts for page perplexity and the sentence log with ≥ this many tokens.
-FOCUSCRAWL_MIN_SENTENCE_TOKENS = 5
+# --- Components ---------------------------------------------------------------------
+#: Spider middlewares: spider output flows from high to low numbers (closest to the
+#: spider first): Scrapy's depth (900) and URL length (800) middlewares, then scope and
+#: link priority; images after near-duplicates.
+SPIDER_MIDDLEWARES = {
+    # next to the spider: the pages of an over-budget response reach no other middleware
+    # (FOCUSCRAWL_PAGE_BUDGET)
+    "focuscrawl.middlewares.budget.PageBudget": 990,
+    # near-duplicates (FOCUSCRAWL_NEARDUP_*): a higher number than the image middleware, so
+    # that each PageItem's near_duplicate_of is set before its images are extracted
+    "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware": 950,
+    # crawl scope and traps (FOCUSCRAWL_ALLOWED_DOMAINS, _REJECT_SURTS, _MAX_PATH_*, ...)
+    "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
+    # link scores and priorities (FOCUSCRAWL_MODE, FOCUSCRAWL_LINK_*, FOCUSCRAWL_LEARNING_*)
+    "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+    # one ImageItem per <img> the page analysis kept, after each PageItem (FOCUSCRAWL_IMAGE_*)
+    "focuscrawl.middlewares.images.ImageExtractionMiddleware": 500,
+}
+DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's offsite filter only when there are allowed domains (it checked every scheduled
+    # request against "allow all" otherwise; focuscrawl.middlewares.offsite)
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
+    # pages per host and per domain (FOCUSCRAWL_MAX_PAGES_PER_HOST, _PER_DOMAIN)
+    "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+    # Scrapy's redirect middlewares at their places, minus the Referer handling (REFERER_ENABLED)
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "focuscrawl.middlewares.redirect.RedirectMiddleware": 600,
+    # next to the downloader: stores bodies as sent (still content-encoded) (FOCUSCRAWL_WARC_*)
+    "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
+}
+#: Item pipelines, in order (the image chain: focuscrawl.items.ImageItem): final score of
+#: every sighting, merge/dedupe by image URL (first sighting goes on), download
+#: (FilesPipeline), then the writers. FOCUSCRAWL_OUTPUT_DIR is the run directory; empty =
+#: nothing is written and images are not downloaded (merge, download and writers stay off).
+ITEM_PIPELINES = {
+    "focuscrawl.pipelines.score.FinalScorePipeline": 100,
+    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 200,
+    "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
+    "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
+    "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
+}
+EXTENSIONS = {
+    # a progress line every FOCUSCRAWL_PROGRESS_INTERVAL seconds
+    "focuscrawl.extensions.progress.CrawlProgress": 500,
+    # stats.json in the run directory when the crawl ends
+    "focuscrawl.output.stats.StatsFileWriter": 900,
+}
+#: Redis profile (focuscrawl.distributed; FOCUSCRAWL_REDIS_*): off unless FOCUSCRAWL_REDIS_URL is set.
+ADDONS = {"focuscrawl.distributed.RedisProfile": 0}
+#: Scheduler: Scrapy's, plus a frontier journal in JOBDIR (focuscrawl.frontier) that
+#: lets a crawl killed without a clean stop recover its queued and in-flight requests.
+SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
+#: Scrapy's downloader keeping each host to CONCURRENT_REQUESTS_PER_DOMAIN: Scrapy's own
+#: starts every request queued in a host's slot at once (focuscrawl.scrapy_compat), so a
+#: page's image downloads went out in bursts beyond the limit, each on a new connection.
+DOWNLOADER = "focuscrawl.scrapy_compat.SlotBoundDownloader"
+#: Request fingerprints (the dupefilter's, the frontier journal's) cached by method, URL
+#: and body (focuscrawl.fingerprints): each link of each page used to be fingerprinted
+#: anew, a site's navigation links on every page. The same fingerprints as Scrapy's.
+REQUEST_FINGERPRINTER_CLASS = "focuscrawl.fingerprints.CachingRequestFingerprinter"
+#: Scrapy's in-memory stats without the deprecation check Scrapy wraps around every stats
+#: call (~100 a page: ~5% of the crawl process's CPU); same stats.
+STATS_CLASS = "focuscrawl.scrapy_compat.MemoryStatsCollector"
+#: Scrapy's per-response and per-item log messages are not built when no log handler
+#: would write them (~8 a page: ~2% of the crawl process); with DEBUG logging all are.
+LOG_FORMATTER = "focuscrawl.logformatter.LevelLogFormatter"
 
-# --- Language model and keywords (SPEC §3, §4) ----------------------------------------
-#: ARPA or KenLM binary model; empty = the bundled cats demo model.
-FOCUSCRAWL_MODEL = ""
-#: Keyword file (token;score lines); empty = the bundled cats keywords.
-FOCUSCRAWL_KEYWORDS = ""
-#: Sentence scores kept in the LRU cache.
-FOCUSCRAWL_LM_CACHE_SIZE = 200_000
-#: γ_kw in weighted PP = PP * (1 - γ_kw * keyword score).
-FOCUSCRAWL_KEYWORD_WEIGHT = 3.0
-
-# --- Link scoring (SPEC §5) ---------------------------------------------------------
-#: Crawl mode: "keywords" (thesis method), "document" (Remus & Biemann), "unfocused",
-#: "learning" (online link learning, beyond the thesis: settings FOCUSCRAWL_LEARNING_*).
-FOCUSCRAWL_MODE = "keywords"
-#: γ_d, γ_otx, γ_linkkw and T_otx of the link score formula.
-FOCUSCRAWL_LINK_DOC_WEIGHT = 0.7
-FOCUSCRAWL_LINK_ANCHOR_WEIGHT = 0.3
-FOCUSCRAWL_LINK_KEYWORD_WEIGHT = 3.0
-FOCUSCRAWL_LINK_ANCHOR_MAX_PP = 3000.0
-#: Bucket boundaries (high / medium / normal / low), ascending scores.
-FOCUSCRAWL_PRIORITY_BUCKETS = [6e2, 2e3, 1e4]
-#: Links scoring above this are not followed in focused modes.
-FOCUSCRAWL_LINK_RAZOR = 3e4
-
-# --- Images (SPEC §6) ---------------------------------------------------------------
-FOCUSCRAWL_IMAGE_MIN_WIDTH = 512
-FOCUSCRAWL_IMAGE_MIN_HEIGHT = 384
-FOCUSCRAWL_IMAGE_MAX_WIDTH = 9600
-FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
-#: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
-FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
-#: Instead of dropping an image without width/height attributes, download it and apply
-#: the size limits to its real size (counted as focuscrawl/images/size_measured/rescued|dropped).
-#: Off for a live crawl (the thesis could not afford those downloads); on for
-#: `focuscrawl warc` / the archive spider, where the bytes are in the archive anyway.
-FOCUSCRAWL_IMAGE_MEASURE_UNSIZED = False
-FOCUSCRAWL_IMAGE_FORMATS = ["jpg", "jpeg", "png", "gif"]
-#: At most this many non-empty ancestors are collected as context.
-FOCUSCRAWL_IMAGE_MAX_PARENTS = 5
-#: Distance value per context level (imgDistanceWeight).
-FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT = 500
-#: Final scores kept for evaluation/ranking (inclusive).
-FOCUSCRAWL_SCORE_MIN = 2.0
-FOCUSCRAWL_SCORE_MAX = 70000.0
-
-# --- Crawl scope, modes, queue, traps, links log (issue "Focused crawl") ------------
+# --- Seeds, crawl scope and traps (docs/CRAWL.md) -----------------------------------
 #: Seeds: a file (one URL per line, # comments) or comma-separated URLs (spider arg ``seeds``).
 #: Spider arguments ``seeds mode model keywords output domains budget extractor`` override
 #: the settings FOCUSCRAWL_SEEDS/_MODE/_MODEL/_KEYWORDS/_OUTPUT_DIR/_ALLOWED_DOMAINS,
 #: FOCUSCRAWL_PAGE_BUDGET and FOCUSCRAWL_TEXT_EXTRACTOR before any component is built.
 FOCUSCRAWL_SEEDS = ""
-#: Run directory (links.tsv, pages.tsv, ...); empty = no files written.
-FOCUSCRAWL_OUTPUT_DIR = ""
 #: Only these domains and their subdomains are crawled (empty = all).
 FOCUSCRAWL_ALLOWED_DOMAINS: list[str] = []
 #: Links whose SURT starts with one of these are rejected (SPEC §5 thesis scope); a
@@ -122,8 +126,8 @@ FOCUSCRAWL_REJECT_SURTS = [
 ]
 #: Page budget (spider arg ``budget``): the run has exactly this many HTML pages
 #: (pages.tsv rows), counted by the spider middleware focuscrawl.middlewares.budget.
-#: PageBudget (enabled below; pages still in flight when it is spent are not written);
-#: Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
+#: PageBudget (enabled in "Components"; pages still in flight when it is spent are not
+#: written); Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
 FOCUSCRAWL_PAGE_BUDGET = 0
@@ -152,196 +156,32 @@ URLLENGTH_LIMIT = 2048
 FOCUSCRAWL_MAX_PATH_REPEATS = 2
 FOCUSCRAWL_MAX_PATH_SEGMENTS = 12
 FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
-#: Order inside a priority bucket (choice: SPEC §5 is silent on it): k > 0 = best-first,
-#: k log-scale priorities per power of ten of the link score, a better bucket always
-#: first; 0 = one Scrapy priority per bucket, FIFO inside it (Heritrix-style). With the
-#: thesis's boundaries and a model whose perplexities are ~10-1,000 (the bundled one)
-#: nearly every link is "high", so 0 crawls almost breadth-first (docs/EVALUATION.md).
-FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE = 10
-#: Write links.tsv (every scored link with its decision) into the output dir.
-FOCUSCRAWL_LINKS_LOG = False
-#: Seconds between progress lines (pages/s, items, queue size, LM cache); 0 = off.
-FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
-#: Strict best-first: one global priority queue across hosts (Scrapy's default
-#: DownloaderAwarePriorityQueue orders only within a host's slot), FIFO within a
-#: priority (breadth-first for `unfocused`, where priority = -depth). The order lags by
-#: one response per free download slot (Scrapy starts the next request before the spider
-#: has queued the finished page's links); SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 with
-#: CONCURRENT_REQUESTS = 1 makes it exact at the cost of throughput, so both keep
-#: Scrapy's defaults here (focuscrawl.eval.crawls and the crawl-order tests set them).
-SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
-SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
-SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
-#: No Referer header: the crawl does not need it, and Scrapy's RefererMiddleware
-#: computes a referrer policy for every out-link (~10% of the CPU per page with 20 links).
-REFERER_ENABLED = False
-SPIDER_MIDDLEWARES = {
-    # output runs from high to low numbers: depth (900), url length (800), scope, priority
-    "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
-    "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
-    # next to the spider: the pages of an over-budget response reach no other middleware
-    "focuscrawl.middlewares.budget.PageBudget": 990,
-}
-DOWNLOADER_MIDDLEWARES = {
-    "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
-    # Scrapy's redirect middlewares at their places, minus the Referer handling (REFERER_ENABLED)
-    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
-    "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
-    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
-    "focuscrawl.middlewares.redirect.RedirectMiddleware": 600,
-}
-EXTENSIONS = {
-    "focuscrawl.extensions.progress.CrawlProgress": 500,
-}
 
-# --- Image pipelines and output writers (issue "Focused crawl") ----------------------
-# FOCUSCRAWL_OUTPUT_DIR (crawl section) is the run directory; empty = nothing is
-# written and images are not downloaded (merge, download and writers stay off).
-#: At most this many element siblings (with text) are collected as context.
-FOCUSCRAWL_IMAGE_MAX_SIBLINGS = 5
-#: A context text longer than this is stored and scored cut to this many characters
-#: (a parent near <body> is the whole page); its full length is kept in the record.
-FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS = 10_000
-#: Lazy-loading attributes read when ``src`` is missing or a ``data:`` placeholder
-#: **(choice)**: the thesis read ``src`` only; [] restores that.
-FOCUSCRAWL_IMAGE_LAZY_SRC = ["data-src", "data-lazy-src", "data-original"]
-#: Candidate images kept per page; more are dropped as ``page_limit`` (crawler traps).
-FOCUSCRAWL_IMAGE_MAX_PER_PAGE = 200
-#: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
-#: "mark" = extracted with ``near_duplicate_page=True``; "skip" = not extracted.
-FOCUSCRAWL_NEARDUP_IMAGES = "mark"
-#: Folder whose ``images/`` the image files are written to; empty = the run directory.
-#: ``focuscrawl warc --jobs`` points every job at the merged run directory (a file is
-#: named by its URL, so jobs that fetch one image write the same bytes to one name) and
-#: its merge then has no image file to link; ``image_path`` is relative to this folder.
-FOCUSCRAWL_IMAGE_STORE = ""
-#: Largest image file downloaded (bytes, per-request ``download_maxsize``).
-FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
-#: Decompression-bomb guard: images with more pixels are rejected before decoding.
-#: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
-FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
-#: Image URLs that redirect (http -> https, CDNs) are followed (Scrapy's media setting).
-MEDIA_ALLOW_REDIRECTS = True
-#: Later sightings merged into one image record at most (a logo on every page).
-FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
-#: sentences.txt.gz is written as one gzip member per batch of this many bytes of
-#: text (with the batch's pages.tsv and links.tsv rows); 0 = one member per page.
-FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
-#: ... or once its first page waited this many seconds (0 = no time limit): pages with little
-#: text are still committed every few seconds, so a crawl killed again and again (with
-#: JOBDIR) commits new pages in every session (issue #31: before, a trap site's short pages
-#: never filled a batch between two kills, and no session after the first committed a row).
-FOCUSCRAWL_SENTENCES_BATCH_SECONDS = 5.0
-#: With JOBDIR: images a killed crawl had accepted but not written are downloaded again
-#: after the seeds, at most this many at a time, so that slow ones cannot fill every
-#: per-host download slot ahead of new pages (issue #16, resume starvation).
-FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
-
-#: With JOBDIR: seconds between checkpoints of the run directory's offsets (0 = after
-#: every image and page batch). After a kill the rows since the last checkpoint are
-#: cut back and redone (frontier journal, images.pending).
-FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
-
-#: Spider middlewares: spider output flows from high to low numbers. The
-#: near-duplicate middleware (dedup) must have a higher number than 500 so that
-#: ``near_duplicate_of`` is set before images are extracted.
-SPIDER_MIDDLEWARES["focuscrawl.middlewares.images.ImageExtractionMiddleware"] = 500
-#: Item pipelines, in order: merge/dedupe by image URL (first sighting goes on),
-#: final score, download (FilesPipeline), then the writers.
-ITEM_PIPELINES = {
-    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 100,
-    "focuscrawl.pipelines.score.FinalScorePipeline": 200,
-    "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
-    "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
-    "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
-}
-#: stats.json in the run directory when the crawl ends.
-EXTENSIONS["focuscrawl.output.stats.StatsFileWriter"] = 900
-
-
-# --- Context extractors and page-text extraction (issue "Text and image-context") ----
-#: Context extractors (focuscrawl.context.extractors: full, nt10, nt20, nt10-20, ant, par,
-#: mon, art, art2d, clus, figure, thesis-parent0/1) whose text is recorded and scored per
-#: image in ImageItem["extra_contexts"]; empty = only the thesis parents/siblings.
-FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS: list[str] = []
-#: Context of the final image score: "thesis" (parent-1, SPEC §6) or a name listed in
-#: FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS (e.g. "figure", best on captioned figures, docs/context.md).
-FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
-
-
-# --- Near-duplicates (issue "Near-duplicate detection") -------------------------------
-#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
-#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
-FOCUSCRAWL_NEARDUP_ENABLED = True
-#: Word n-grams of the SimHash features: "3", "5" or "3+5" (the union in one vector).
-FOCUSCRAWL_NEARDUP_NGRAMS = "3"
-#: k: pages whose 64-bit SimHashes differ in at most k bits are near-duplicates.
-FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
-#: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
-FOCUSCRAWL_NEARDUP_BLOCKS = 4
-#: A higher number is closer to the spider: at 950 the middleware sees each PageItem
-#: before the image middleware (lower number) reads its near_duplicate_of.
-SPIDER_MIDDLEWARES["focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"] = 950
-
-
-# --- Evaluation and test web (issue "Benchmark web and evaluation") -------------------
-
-
-# --- Ranking, export, annotation (issue "Corpus ranking") -----------------------------
-# Read by `focuscrawl rank` and `focuscrawl annotate` as their defaults (docs/CORPUS.md);
-# the score cut of the ranking is FOCUSCRAWL_SCORE_MIN / FOCUSCRAWL_SCORE_MAX above.
-#: Images loaded for annotation from the top of the ranking (thesis: 2500).
-FOCUSCRAWL_ANNOTATION_TOP = 2500
-#: Distinct annotators per image (thesis: 3).
-FOCUSCRAWL_ANNOTATION_PER_IMAGE = 3
-#: The five image-topic categories shown to annotators: topic, pet, animal, living being, other.
-FOCUSCRAWL_ANNOTATION_IMAGE_LABELS = ["Cat", "Pet", "Animal", "Living being", "Other"]
-#: SQLite database of `focuscrawl annotate` (the environment variable of the same name
-#: overrides it; so does --db).
-FOCUSCRAWL_ANNOTATION_DB = "annotation.sqlite3"
-
-
-# --- Deployment, Redis, WARC, resume (issue "Deployment and scale") -------------------
-
-#: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC
-#: files in this directory; empty = off. Files are ``*.warc.gz``; the one being
-#: written is ``*.warc.gz.open`` until rotated or closed (complete records only).
-FOCUSCRAWL_WARC_DIR = ""
-#: Rotate to a new WARC file once the current one reaches this many bytes.
-FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
-#: File name prefix of written WARC files (the process id is part of the name too).
-FOCUSCRAWL_WARC_PREFIX = "focuscrawl"
-
-DOWNLOADER_MIDDLEWARES = {
-    **DOWNLOADER_MIDDLEWARES,
-    # next to the downloader: stores bodies as sent (still content-encoded)
-    "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
-}
-
-#: Redis profile (focuscrawl.distributed): a redis:// URL switches the crawl to the
-#: shared scrapy-redis frontier + dupefilter, the Redis per-host throttle and worker
-#: coordination. Empty = single-process crawl with the JOBDIR-capable local scheduler.
-FOCUSCRAWL_REDIS_URL = ""
-#: Name of the shared crawl (Redis key namespace); empty = the spider name.
-FOCUSCRAWL_REDIS_CRAWL = ""
-#: Minimum seconds between request starts to one host across all processes;
-#: -1 = DOWNLOAD_DELAY.
-FOCUSCRAWL_REDIS_HOST_DELAY = -1
-#: An idle process waits while another was busy within this many seconds.
-FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
-#: A worker's leased requests go back to the shared queue when its process is gone:
-#: at once on the same host (no such pid), else after this many seconds without a
-#: heartbeat (every 0.5 s).
-FOCUSCRAWL_REDIS_LEASE_TIMEOUT = 30.0
-
-ADDONS = {"focuscrawl.distributed.RedisProfile": 0}
-
-#: Scheduler: Scrapy's, plus a frontier journal in JOBDIR (focuscrawl.frontier) that
-#: lets a crawl killed without a clean stop recover its queued and in-flight requests.
-SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
-#: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
-#: loses the requests it had queued).
-FOCUSCRAWL_FRONTIER_JOURNAL = True
+# --- Page text (SPEC §2) ------------------------------------------------------------
+#: Page-text extractor by name: "trafilatura", "trafilatura-recall", "auto", "justext",
+#: "fulltext" (all body text) or a boilerpy3 one ("article", "default", ...); see
+#: focuscrawl.text.extractors. Default "trafilatura": trafilatura.extract(html) with the
+#: library's own defaults (the full text when it finds none), chosen by leave-one-set-out
+#: over CLEANEVAL, the article benchmark and Mozilla Readability's pages (docs/extraction.md):
+#: the per-page chooser of "auto" and every other tuned rule fell below it on a held-out
+#: set (article benchmark: 0.922 vs 0.947 LCS-F1), so no tuned rule is the default.
+#: "trafilatura-recall" is what "trafilatura" meant before issue #25 (favor_recall,
+#: comments out); "auto" was the default of #18.
+FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
+#: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
+#: page is cut (stat focuscrawl/text/truncated). 2 MiB is above every real page of the
+#: evaluation sets (largest 1.6 MB) and bounds the C part of extraction. Text extraction
+#: also parses at most cap/256 start tags (8,192; the evaluation pages have at most ~3,000
+#: elements; stat focuscrawl/text/truncated), which bounds its memory (~11× the cap over
+#: the process's base with the default extractor); benchmarks/text_limits.py measures the
+#: worst pages of this size (docs/extraction.md). 0 = no cap.
+FOCUSCRAWL_TEXT_MAX_BYTES = 2 * 1024 * 1024
+#: Seconds of extraction per page before the page is skipped (stat
+#: focuscrawl/skipped/extraction_timeout). Interrupts Python code only (SIGALRM, main
+#: thread); the size cap bounds what runs in C. 0 = no limit.
+FOCUSCRAWL_TEXT_TIME_LIMIT = 30.0
+#: A sentence counts for page perplexity and the sentence log with ≥ this many tokens.
+FOCUSCRAWL_MIN_SENTENCE_TOKENS = 5
 
 # --- Language (issue #30; docs/CORPUS.md "Language", focuscrawl.text.language) ----------
 #: The corpus's languages (ISO 639-1 codes, comma-separated, e.g. "en,de"). A page whose
@@ -363,6 +203,16 @@ FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE = 0.5
 #: benchmark pages were identified and 1 left unknown, none wrong (docs/CORPUS.md).
 FOCUSCRAWL_LANGUAGE_TEXT_CHARS = 300
 
+# --- Language model and keywords (SPEC §3, §4) ----------------------------------------
+#: ARPA or KenLM binary model; empty = the bundled cats demo model.
+FOCUSCRAWL_MODEL = ""
+#: Keyword file (token;score lines); empty = the bundled cats keywords.
+FOCUSCRAWL_KEYWORDS = ""
+#: Sentence scores kept in the LRU cache.
+FOCUSCRAWL_LM_CACHE_SIZE = 200_000
+#: γ_kw in weighted PP = PP * (1 - γ_kw * keyword score).
+FOCUSCRAWL_KEYWORD_WEIGHT = 3.0
+
 # --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
 #: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
 #: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is
@@ -383,6 +233,39 @@ FOCUSCRAWL_SCORING = "combined"
 #: topic model (a bundle, or the bundled cats one without FOCUSCRAWL_MODEL): SPEC's page
 #: perplexity is captured by look-alike topics; FOCUSCRAWL_SCORING = "thesis" gives SPEC's.
 FOCUSCRAWL_CRAWL_SCORING = "thesis"
+
+# --- Link scoring, crawl modes and the frontier (SPEC §5; docs/CRAWL.md) --------------
+#: Crawl mode: "keywords" (thesis method), "document" (Remus & Biemann), "unfocused",
+#: "learning" (online link learning, beyond the thesis: settings FOCUSCRAWL_LEARNING_*).
+FOCUSCRAWL_MODE = "keywords"
+#: γ_d, γ_otx, γ_linkkw and T_otx of the link score formula.
+FOCUSCRAWL_LINK_DOC_WEIGHT = 0.7
+FOCUSCRAWL_LINK_ANCHOR_WEIGHT = 0.3
+FOCUSCRAWL_LINK_KEYWORD_WEIGHT = 3.0
+FOCUSCRAWL_LINK_ANCHOR_MAX_PP = 3000.0
+#: Bucket boundaries (high / medium / normal / low), ascending scores.
+FOCUSCRAWL_PRIORITY_BUCKETS = [6e2, 2e3, 1e4]
+#: Links scoring above this are not followed in focused modes.
+FOCUSCRAWL_LINK_RAZOR = 3e4
+#: Order inside a priority bucket (choice: SPEC §5 is silent on it): k > 0 = best-first,
+#: k log-scale priorities per power of ten of the link score, a better bucket always
+#: first; 0 = one Scrapy priority per bucket, FIFO inside it (Heritrix-style). With the
+#: thesis's boundaries and a model whose perplexities are ~10-1,000 (the bundled one)
+#: nearly every link is "high", so 0 crawls almost breadth-first (docs/EVALUATION.md).
+FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE = 10
+#: Strict best-first: one global priority queue across hosts (Scrapy's default
+#: DownloaderAwarePriorityQueue orders only within a host's slot), FIFO within a
+#: priority (breadth-first for `unfocused`, where priority = -depth). The order lags by
+#: one response per free download slot (Scrapy starts the next request before the spider
+#: has queued the finished page's links); SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 with
+#: CONCURRENT_REQUESTS = 1 makes it exact at the cost of throughput, so both keep
+#: Scrapy's defaults here (focuscrawl.eval.crawls and the crawl-order tests set them).
+SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+#: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
+#: loses the requests it had queued).
+FOCUSCRAWL_FRONTIER_JOURNAL = True
 
 # --- Crawl mode "learning": online link learning (issue #13, docs/CRAWL.md) -----------
 #: A page is judged on topic when its weighted perplexity is at most this
@@ -410,12 +293,102 @@ FOCUSCRAWL_LEARNING_RERANK_TOP = 500
 #: links than the thesis's link score did (AUC above chance; docs/CRAWL.md): 0 = thesis
 #: order, 1 = the learner's. A horizon, so that the trust follows the model as it learns.
 FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
-#: The link model's feature groups (focuscrawl.lm.link_learner.FEATURE_GROUPS): anchor words,
+#: The link model's feature groups (focuscrawl.focus.link_learner.FEATURE_GROUPS): anchor words,
 #: URL tokens, same/other host, the page's and its parent's judged topicality, the thesis's
 #: score decade. Fewer groups = an ablation (docs/EVALUATION.md).
 FOCUSCRAWL_LEARNING_FEATURES = ["anchor", "url", "host", "parent", "grandparent", "thesis"]
 
-# --- Throughput (issue #14) ---------------------------------------------------------
+# --- Images (SPEC §6) ---------------------------------------------------------------
+FOCUSCRAWL_IMAGE_MIN_WIDTH = 512
+FOCUSCRAWL_IMAGE_MIN_HEIGHT = 384
+FOCUSCRAWL_IMAGE_MAX_WIDTH = 9600
+FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
+#: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
+FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
+#: Instead of dropping an image without width/height attributes, download it and apply
+#: the size limits to its real size (counted as focuscrawl/images/size_measured/rescued|dropped).
+#: Off for a live crawl (the thesis could not afford those downloads); on for
+#: `focuscrawl warc` / the archive spider, where the bytes are in the archive anyway.
+FOCUSCRAWL_IMAGE_MEASURE_UNSIZED = False
+FOCUSCRAWL_IMAGE_FORMATS = ["jpg", "jpeg", "png", "gif"]
+#: At most this many non-empty ancestors are collected as context.
+FOCUSCRAWL_IMAGE_MAX_PARENTS = 5
+#: Distance value per context level (imgDistanceWeight).
+FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT = 500
+#: At most this many element siblings (with text) are collected as context.
+FOCUSCRAWL_IMAGE_MAX_SIBLINGS = 5
+#: A context text longer than this is stored and scored cut to this many characters
+#: (a parent near <body> is the whole page); its full length is kept in the record.
+FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS = 10_000
+#: Context extractors (focuscrawl.context.extractors: full, nt10, nt20, nt10-20, ant, par,
+#: mon, art, art2d, clus, figure, thesis-parent0/1) whose text is recorded and scored per
+#: image in ImageItem["extra_contexts"]; empty = only the thesis parents/siblings.
+FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS: list[str] = []
+#: Context of the final image score: "thesis" (parent-1, SPEC §6) or a name listed in
+#: FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS (e.g. "figure", best on captioned figures, docs/context.md).
+FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
+#: Lazy-loading attributes read when ``src`` is missing or a ``data:`` placeholder
+#: **(choice)**: the thesis read ``src`` only; [] restores that.
+FOCUSCRAWL_IMAGE_LAZY_SRC = ["data-src", "data-lazy-src", "data-original"]
+#: Candidate images kept per page; more are dropped as ``page_limit`` (crawler traps).
+FOCUSCRAWL_IMAGE_MAX_PER_PAGE = 200
+#: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
+#: "mark" = extracted with ``near_duplicate_page=True``; "skip" = not extracted.
+FOCUSCRAWL_NEARDUP_IMAGES = "mark"
+#: Final scores kept for evaluation/ranking (inclusive).
+FOCUSCRAWL_SCORE_MIN = 2.0
+FOCUSCRAWL_SCORE_MAX = 70000.0
+#: Folder whose ``images/`` the image files are written to; empty = the run directory.
+#: ``focuscrawl warc --jobs`` points every job at the merged run directory (a file is
+#: named by its URL, so jobs that fetch one image write the same bytes to one name) and
+#: its merge then has no image file to link; ``image_path`` is relative to this folder.
+FOCUSCRAWL_IMAGE_STORE = ""
+#: Largest image file downloaded (bytes, per-request ``download_maxsize``).
+FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
+#: Decompression-bomb guard: images with more pixels are rejected before decoding.
+#: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
+FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
+#: Image URLs that redirect (http -> https, CDNs) are followed (Scrapy's media setting).
+MEDIA_ALLOW_REDIRECTS = True
+#: Later sightings merged into one image record at most (a logo on every page).
+FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
+
+# --- Near-duplicates (SPEC §10; docs/NEARDUP.md) --------------------------------------
+#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
+#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
+FOCUSCRAWL_NEARDUP_ENABLED = True
+#: Word n-grams of the SimHash features: "3", "5" or "3+5" (the union in one vector).
+FOCUSCRAWL_NEARDUP_NGRAMS = "3"
+#: k: pages whose 64-bit SimHashes differ in at most k bits are near-duplicates.
+FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
+#: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
+FOCUSCRAWL_NEARDUP_BLOCKS = 4
+
+# --- Run directory and resume (docs/OUTPUT.md) ---------------------------------------
+#: Run directory (links.tsv, pages.tsv, ...); empty = no files written.
+FOCUSCRAWL_OUTPUT_DIR = ""
+#: Write links.tsv (every scored link with its decision) into the output dir.
+FOCUSCRAWL_LINKS_LOG = False
+#: sentences.txt.gz is written as one gzip member per batch of this many bytes of
+#: text (with the batch's pages.tsv and links.tsv rows); 0 = one member per page.
+FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
+#: ... or once its first page waited this many seconds (0 = no time limit): pages with little
+#: text are still committed every few seconds, so a crawl killed again and again (with
+#: JOBDIR) commits new pages in every session (issue #31: before, a trap site's short pages
+#: never filled a batch between two kills, and no session after the first committed a row).
+FOCUSCRAWL_SENTENCES_BATCH_SECONDS = 5.0
+#: With JOBDIR: images a killed crawl had accepted but not written are downloaded again
+#: after the seeds, at most this many at a time, so that slow ones cannot fill every
+#: per-host download slot ahead of new pages (issue #16, resume starvation).
+FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
+#: With JOBDIR: seconds between checkpoints of the run directory's offsets (0 = after
+#: every image and page batch). After a kill the rows since the last checkpoint are
+#: cut back and redone (frontier journal, images.pending).
+FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
+#: Seconds between progress lines (pages/s, items, queue size, LM cache); 0 = off.
+FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
+
+# --- Throughput (issue #14; docs/CRAWL.md) -------------------------------------------
 #: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:
 #: text extraction within FOCUSCRAWL_TEXT_TIME_LIMIT, sentence and document scores, the
 #: calibrated page score, links, image contexts and scores, SimHash); each loads the
@@ -426,28 +399,44 @@ FOCUSCRAWL_ANALYSIS_WORKERS = 1
 #: 100 asyncio tasks per response whatever it yields; a page yields ~25 here, and 16
 #: cut the crawl's CPU per page by ~18% (benchmarks/crawl_throughput.py, docs/CRAWL.md).
 CONCURRENT_ITEMS = 16
-#: Scrapy's in-memory stats without the deprecation check Scrapy wraps around every stats
-#: call (~100 a page: ~5% of the crawl process's CPU); same stats.
-STATS_CLASS = "focuscrawl.scrapy_compat.MemoryStatsCollector"
-#: Scrapy's per-response and per-item log messages are not built when no log handler
-#: would write them (~8 a page: ~2% of the crawl process); with DEBUG logging all are.
-LOG_FORMATTER = "focuscrawl.logformatter.LevelLogFormatter"
-
-# --- Request path (issue #14, linkpath) ----------------------------------------------
-#: Scrapy's downloader keeping each host to CONCURRENT_REQUESTS_PER_DOMAIN: Scrapy's own
-#: starts every request queued in a host's slot at once (focuscrawl.scrapy_compat), so a
-#: page's image downloads went out in bursts beyond the limit, each on a new connection.
-DOWNLOADER = "focuscrawl.scrapy_compat.SlotBoundDownloader"
-#: Request fingerprints (the dupefilter's, the frontier journal's) cached by method, URL
-#: and body (focuscrawl.fingerprints): each link of each page used to be fingerprinted
-#: anew, a site's navigation links on every page. The same fingerprints as Scrapy's.
-REQUEST_FINGERPRINTER_CLASS = "focuscrawl.fingerprints.CachingRequestFingerprinter"
-#: URLs whose fingerprint is kept (least recently used dropped first; ~300 bytes each).
+#: URLs whose request fingerprint is kept (REQUEST_FINGERPRINTER_CLASS; least recently
+#: used dropped first; ~300 bytes each).
 FOCUSCRAWL_FINGERPRINT_CACHE_SIZE = 20_000
-#: Scrapy's offsite filter only when there are allowed domains (it checked every scheduled
-#: request against "allow all" otherwise; focuscrawl.middlewares.offsite).
-DOWNLOADER_MIDDLEWARES = {
-    **DOWNLOADER_MIDDLEWARES,
-    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
-    "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
-}
+
+# --- Deployment: WARC files, Redis (docs/DEPLOY.md) ----------------------------------
+#: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC
+#: files in this directory; empty = off. Files are ``*.warc.gz``; the one being
+#: written is ``*.warc.gz.open`` until rotated or closed (complete records only).
+FOCUSCRAWL_WARC_DIR = ""
+#: Rotate to a new WARC file once the current one reaches this many bytes.
+FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
+#: File name prefix of written WARC files (the process id is part of the name too).
+FOCUSCRAWL_WARC_PREFIX = "focuscrawl"
+#: Redis profile (focuscrawl.distributed): a redis:// URL switches the crawl to the
+#: shared scrapy-redis frontier + dupefilter, the Redis per-host throttle and worker
+#: coordination. Empty = single-process crawl with the JOBDIR-capable local scheduler.
+FOCUSCRAWL_REDIS_URL = ""
+#: Name of the shared crawl (Redis key namespace); empty = the spider name.
+FOCUSCRAWL_REDIS_CRAWL = ""
+#: Minimum seconds between request starts to one host across all processes;
+#: -1 = DOWNLOAD_DELAY.
+FOCUSCRAWL_REDIS_HOST_DELAY = -1
+#: An idle process waits while another was busy within this many seconds.
+FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
+#: A worker's leased requests go back to the shared queue when its process is gone:
+#: at once on the same host (no such pid), else after this many seconds without a
+#: heartbeat (every 0.5 s).
+FOCUSCRAWL_REDIS_LEASE_TIMEOUT = 30.0
+
+# --- Ranking, export, annotation (docs/CORPUS.md) ------------------------------------
+# Read by `focuscrawl rank` and `focuscrawl annotate` as their defaults (docs/CORPUS.md);
+# the score cut of the ranking is FOCUSCRAWL_SCORE_MIN / FOCUSCRAWL_SCORE_MAX above.
+#: Images loaded for annotation from the top of the ranking (thesis: 2500).
+FOCUSCRAWL_ANNOTATION_TOP = 2500
+#: Distinct annotators per image (thesis: 3).
+FOCUSCRAWL_ANNOTATION_PER_IMAGE = 3
+#: The five image-topic categories shown to annotators: topic, pet, animal, living being, other.
+FOCUSCRAWL_ANNOTATION_IMAGE_LABELS = ["Cat", "Pet", "Animal", "Living being", "Other"]
+#: SQLite database of `focuscrawl annotate` (the environment variable of the same name
+#: overrides it; so does --db).
+FOCUSCRAWL_ANNOTATION_DB = "annotation.sqlite3"

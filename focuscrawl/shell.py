@@ -37,9 +37,9 @@ from scrapy.utils.response import get_base_url
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.final import final_score
 from focuscrawl.images.rules import ImageRules
-from focuscrawl.lm.link_learner import PageJudge
-from focuscrawl.middlewares.priority import LinkDecision, LinkRanker
-from focuscrawl.crawl_scorer import calibrated_crawl, scorer_from_settings, topic_model_from_settings
+from focuscrawl.focus.modes import focus_from_settings
+from focuscrawl.focus.ranker import LinkDecision
+from focuscrawl.crawl_scorer import scorer_from_settings, topic_model_from_settings
 from focuscrawl.analysis import AnalysisConfig, analyse_page, budgeted_tree
 from focuscrawl.topic.images import item_logit
 from focuscrawl.topic.model import sigmoid
@@ -50,15 +50,11 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def _learner(learner, settings: BaseSettings):
-    """A ``LinkLearner``, a saved one's path, or (mode ``learning``) a fresh one from settings."""
-    from focuscrawl.lm.link_learner import LinkLearner, learner_from_settings
+def _learner(learner):
+    """A ``LinkLearner``, or a saved one's path (``None``: the mode's own, mode ``learning``)."""
+    from focuscrawl.focus.link_learner import LinkLearner
 
-    if isinstance(learner, (str, Path)):
-        return LinkLearner.load(learner)
-    if learner is None and settings.get("FOCUSCRAWL_MODE") == "learning":
-        return learner_from_settings(settings)
-    return learner
+    return LinkLearner.load(learner) if isinstance(learner, (str, Path)) else learner
 
 
 def fetch_robots(url: str, user_agent: str) -> bytes | None:
@@ -115,20 +111,15 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     settings = _settings(settings).copy()
     if mode:
         settings.set("FOCUSCRAWL_MODE", mode, priority="cmdline")
-    learner = _learner(learner, settings)
-    scorer = scorer or scorer_from_settings(settings)
     if not isinstance(response, HtmlResponse):
         raise ValueError(f"not an HTML page: {response.url} ({response.headers.get('Content-Type')})")
-    topic = (topic_model_from_settings(settings)
-             if settings.get("FOCUSCRAWL_LEARNING_JUDGE") == "calibrated" or calibrated_crawl(settings) else None)
+    focus = focus_from_settings(settings, scorer, _learner(learner))  # the crawl's mode, as the spider builds it
     depth = response.meta.get("depth", 0) if response.request is not None else 0
-    page = _analysis(response, settings, scorer, depth, topic)
+    page = _analysis(response, focus.analysis, focus.scorer, depth, focus.page_topic)
     doc = page.score
-    crawl_topic = topic if calibrated_crawl(settings) else None
-    ranker = LinkRanker.from_settings(settings, scorer, crawl_topic, learner=learner)
-    doc_value = page.topic_logit if crawl_topic is not None else doc.perplexity  # what the crawl's ranker reads
-    judge = PageJudge.from_settings(settings, topic)
-    topicality = judge.topicality(doc.weighted, page.topic_logit)
+    ranker = focus.ranker
+    doc_value = focus.page_score(page)  # what the crawl's ranker reads
+    topicality = focus.judge.topicality(doc.weighted, page.topic_logit) if focus.judge is not None else None
     grand = response.meta.get("parent_topicality") if response.request is not None else None
     reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
     allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
@@ -157,10 +148,10 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     return doc.perplexity, doc.keyword_score, rows
 
 
-def _analysis(response: HtmlResponse, settings: BaseSettings, scorer, depth: int = 0, topic=None):
+def _analysis(response: HtmlResponse, config: AnalysisConfig, scorer, depth: int = 0, topic=None):
     """The page as the crawl reads it (``analysis.analyse_page``: its text extractor and
     markup budget), without its images (``explain_images`` shows dropped ones too)."""
-    config = dataclasses.replace(AnalysisConfig.from_settings(settings), images=False, ngrams=())
+    config = dataclasses.replace(config, images=False, ngrams=())
     return analyse_page(response.text, response.url, get_base_url(response), depth, config, scorer, topic)
 
 
@@ -213,7 +204,8 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
     print(f"page {response.url}\n  document perplexity {_num(doc_pp)}, keyword score {kw:.4f}, "
           f"{len(rows)} links", file=out)
     if model is not None:
-        text = "\n".join(_analysis(response, settings, scorer_from_settings(settings)).sentences)
+        text = "\n".join(_analysis(response, AnalysisConfig.from_settings(settings),
+                                    scorer_from_settings(settings)).sentences)
         probs = model.scores(text) or {}
         print(f"  P(on topic) under topic bundle {model.manifest.get('name')!r}: "
               + ", ".join(f"{k} {v:.3f}" for k, v in probs.items())

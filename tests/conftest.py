@@ -31,7 +31,7 @@ def thesis_keywords_path() -> Path:
 def cats_scorer():
     """The bundled cats demo model and keywords (shipped in the package, not shared/ data)."""
     from focuscrawl.lm.scorer import TopicScorer
-    from focuscrawl.resources import default_keywords_path, default_model_path
+    from focuscrawl.topic.model import default_keywords_path, default_model_path
 
     return TopicScorer.from_files(default_model_path(), default_keywords_path())
 

@@ -17,7 +17,7 @@ import pytest
 import webdataset as wds
 from PIL import Image
 
-from focuscrawl.resources import default_keywords_path, default_model_path
+from focuscrawl.topic.model import default_keywords_path, default_model_path
 from tests.support.archives import write_warc
 from tests.support.localweb import LocalWeb, link_site, png_bytes
 from tests.support.net import free_port

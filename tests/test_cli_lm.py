@@ -13,7 +13,7 @@ import pytest
 from focuscrawl.cli import main
 from focuscrawl.lm.keywords import KeywordList, learn_keywords
 from focuscrawl.lm.scorer import TopicScorer
-from focuscrawl.resources import default_keywords_path, default_model_path
+from focuscrawl.topic.model import default_keywords_path, default_model_path
 from focuscrawl.text.normalize import document_sentences
 
 PAGES = {

@@ -24,6 +24,17 @@ SCRAPY_SIGNATURES = {
 }
 
 
+#: components whose ``__init__`` still takes the crawler because they use it at run time for
+#: what does not exist yet when ``from_crawler`` runs, as Scrapy's own ``CloseSpider`` and
+#: ``AutoThrottle`` do; each says so in its docstring ("at run time")
+RUN_TIME_CRAWLER = {
+    "PageBudget": "closes the spider through the engine; counts the run directory's committed pages",
+    "HostPageLimitMiddleware": "counts the run directory's committed pages per host at spider_opened",
+    "CrawlProgress": "reads the engine's scheduler and the crawl's scorer every interval",
+    "RedisWorkers": "asks the engine whether it is busy; the run directory of a dead worker's leases",
+}
+
+
 #: spiders get their spider arguments in ``__init__`` and the crawler after it, so Scrapy's
 #: own spiders (``CrawlSpider``) configure themselves in ``from_crawler``
 SPIDERS = {"FocusedSpider", "ArchiveSpider"}
@@ -84,6 +95,25 @@ def test_init_reads_no_setting_and_from_crawler_patches_nothing():
         if patched and cls.name not in SCRAPY_SIGNATURES.keys() | SPIDERS:
             wrong.append(f"{where}.from_crawler sets {patched} after construction")
     assert len(found) > 15 and wrong == []
+
+
+def test_init_takes_no_crawler():
+    """``from_crawler`` hands ``__init__`` plain values and the crawler objects it uses (stats,
+    a writer), not the crawler, unless Scrapy dictates the signature or the class needs the
+    crawler at run time (both listed above, and said in the class)."""
+    wrong = []
+    for path, cls in _components():
+        init = _method(cls, "__init__")
+        params = {a.arg for a in init.args.args + init.args.kwonlyargs} if init is not None else set()
+        if "crawler" in params and cls.name not in SCRAPY_SIGNATURES.keys() | RUN_TIME_CRAWLER.keys():
+            wrong.append(f"{path.relative_to(PACKAGE.parent)}: {cls.name}.__init__ takes the crawler")
+    assert wrong == []
+
+
+def test_run_time_crawlers_say_why():
+    classes = {cls.name: cls for _, cls in _components()}
+    for name, why in RUN_TIME_CRAWLER.items():
+        assert "at run time" in (ast.get_docstring(classes[name]) or ""), f"{name}: say why it keeps the crawler ({why})"
 
 
 def test_scrapy_dictated_signatures_say_so():

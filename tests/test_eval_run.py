@@ -50,7 +50,7 @@ def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
 
 
 def test_a_given_model_is_used_as_is_on_the_whole_web(tmp_path):
-    from focuscrawl.resources import default_model_path
+    from focuscrawl.topic.model import default_model_path
 
     model = str(default_model_path())
     args = ["--data", "bundled", "--scale", "0.04", "--budget", "3", "--modes", "unfocused", "--model", model]

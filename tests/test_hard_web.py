@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from focuscrawl.eval.oracle import PageTruth, bound_fractions, harvest_of, oracle_bounds, simulate
+from focuscrawl.testweb.render import respond
 from focuscrawl.testweb.web import GENERIC_ANCHORS, TestWeb, web_config
 from tests.support.testweb_pool import small_pool
 
@@ -32,7 +33,7 @@ def test_hard_web_is_rare_unseeded_and_deterministic(pool, hard):
     again = TestWeb(pool, "cat", 3, web_config("hard", scale=0.4))
     assert again.truth() == hard.truth() and again.seeds() == seeds
     some = [p["url"] for p in pages[::97]]
-    assert all(hard.respond(*_split(u)).body == again.respond(*_split(u)).body for u in some)
+    assert all(respond(hard, *_split(u)).body == respond(again, *_split(u)).body for u in some)
     other = TestWeb(pool, "cat", 4, web_config("hard", scale=0.4))
     assert other.truth() != hard.truth()
 
@@ -56,7 +57,7 @@ def test_a_third_of_the_anchors_are_generic(hard):
     anchors: Counter = Counter()
     for host in hard.by_kind["portal"][:3] + hard.by_kind["topic"][:2]:
         for url in [f"http://{host}/"] + [hard.article(host, i).url for i in range(min(8, hard.hosts[host].n_articles))]:
-            body = hard.respond(*_split(url)).body.decode("utf-8", "replace")
+            body = respond(hard, *_split(url)).body.decode("utf-8", "replace")
             for text in re.findall(r'<h2><a href="[^"]+">([^<]*)</a></h2>', body):
                 anchors["generic" if text in GENERIC_ANCHORS else "title"] += 1
     share = anchors["generic"] / sum(anchors.values())

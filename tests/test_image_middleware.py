@@ -30,7 +30,7 @@ def analysed(url, body=HTML, depth=1):
     """An HtmlResponse with the page analysis the spider would have left in its meta."""
     resp = HtmlResponse(url, body=body, request=Request(url))
     config = AnalysisConfig()
-    resp.meta[META_KEY] = analyse_page(resp.text, url, get_base_url(resp), depth, config, config.scorer())
+    resp.meta[META_KEY] = analyse_page(resp.text, url, get_base_url(resp), depth, config, config.scorer.load())
     return resp
 
 

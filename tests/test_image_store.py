@@ -7,6 +7,7 @@ from scrapy.utils.test import get_crawler
 from focuscrawl.items import ImageItem
 from focuscrawl.output.images import ImageStore, record_path
 from focuscrawl.output.run import RunOutput
+from focuscrawl.pipelines.score import FinalScorePipeline
 
 
 def stats():
@@ -16,9 +17,11 @@ def stats():
 
 
 def item(url, page, alt="a cat", parent="The cat sleeps."):
-    return ImageItem(image_url=url, page_url=page, alt=alt, title="", alt_scores={"weighted": 4.0},
-                     title_scores={"weighted": None},
-                     contexts=[{"kind": "parent", "level": 0, "text": parent, "scores": {"weighted": 9.0}}])
+    """A sighting as it reaches the merge: with the final score the score pipeline gave it."""
+    it = ImageItem(image_url=url, page_url=page, alt=alt, title="", alt_scores={"weighted": 4.0},
+                   title_scores={"weighted": None},
+                   contexts=[{"kind": "parent", "level": 0, "text": parent, "scores": {"weighted": 9.0}}])
+    return FinalScorePipeline("thesis").process_item(it)
 
 
 def record(run, url):
@@ -244,3 +247,25 @@ def test_images_pending_is_compacted_at_checkpoints_and_a_kill_still_recovers_th
     store = ImageStore(RunOutput(out, job), stats(), max_parents=1, max_siblings=0)  # a kill
     assert [i["image_url"] for i in store.take_recovered()] == \
         [i["image_url"] for i in accepted[91:]] + ["http://s.test/late.jpg"]
+
+
+def test_each_sighting_keeps_the_final_score_it_came_with(tmp_path):
+    """The final score is computed once, by the score pipeline (before the merge): the store
+    records the score each sighting carries, the later sightings' too, and computes none."""
+    from focuscrawl.resources import project_settings
+
+    pipelines = project_settings().getwithbase("ITEM_PIPELINES")
+    assert (pipelines["focuscrawl.pipelines.score.FinalScorePipeline"]
+            < pipelines["focuscrawl.pipelines.image_merge.ImageMergePipeline"])
+    run = RunOutput(tmp_path / "out")
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    first, later, logged = (item("http://s.test/a.jpg", f"http://s.test/{n}") for n in (1, 2, 3))
+    later["final_score"], later["final_context"] = 1.5, "alt+figure"  # as another context setting gave it
+    assert store.first_sighting(first) and not store.first_sighting(later)
+    store.commit(first)
+    logged["final_score"] = None
+    assert not store.first_sighting(logged)
+    store.close()
+    run.close()
+    scores = [(s["final_score"], s["final_context"]) for s in record(run, "http://s.test/a.jpg")["sightings"]]
+    assert scores == [(pytest.approx(6.0), "alt+parent-0"), (1.5, "alt+figure"), (None, "alt+parent-0")]

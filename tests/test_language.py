@@ -14,11 +14,12 @@ from tests.support.localweb import LocalWeb, Page
 from tests.support.runfiles import read_tsv
 
 from focuscrawl.analysis import AnalysisConfig, analyse_page, parse_tree
+from focuscrawl.crawl_scorer import language_filter
 from focuscrawl.images.extract import image_items
 from focuscrawl.lm.scorer import TopicScorer
 from focuscrawl.resources import default_topic_path, project_settings
-from focuscrawl.text.language import (OTHER_LANGUAGE, UNKNOWN, LanguageFilter, bundle_language, corpus_language,
-                                      identify, parse_languages)
+from focuscrawl.text.language import OTHER_LANGUAGE, UNKNOWN, LanguageFilter, corpus_language, identify, parse_languages
+from focuscrawl.topic.model import bundle_language
 
 EN = ("The cat slept on the warm windowsill all afternoon while the rain fell outside. "
       "Later it woke up, stretched and asked loudly for its dinner.")
@@ -48,8 +49,8 @@ def test_wanted_languages_setting_and_bundle_language(tmp_path):
         parse_languages("en,xx")
     # the bundled cats bundle records its language; the default filter is the bundle's
     assert bundle_language(default_topic_path()) == "en"
-    assert LanguageFilter.from_settings(project_settings()).wanted == frozenset({"en"})
-    assert LanguageFilter.from_settings(project_settings({"FOCUSCRAWL_LANGUAGES": "any"})).wanted == frozenset()
+    assert language_filter(project_settings()).wanted == frozenset({"en"})
+    assert language_filter(project_settings({"FOCUSCRAWL_LANGUAGES": "any"})).wanted == frozenset()
     # a bundle built before issue #30 has no language: no filter (it loads as before)
     old = tmp_path / "old"
     old.mkdir()
@@ -58,12 +59,12 @@ def test_wanted_languages_setting_and_bundle_language(tmp_path):
     (old / "bundle.json").write_text(json.dumps(manifest))
     assert bundle_language(old) == UNKNOWN
     settings = project_settings({"FOCUSCRAWL_TOPIC": str(old)})
-    assert LanguageFilter.from_settings(settings).wanted == frozenset()
+    assert language_filter(settings).wanted == frozenset()
     # a custom model without a bundle: no filter
-    assert LanguageFilter.from_settings(Settings({"FOCUSCRAWL_MODEL": "x.arpa", "FOCUSCRAWL_TOPIC": "",
-                                                   "FOCUSCRAWL_LANGUAGES": "",
-                                                   "FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE": 0.5,
-                                                   "FOCUSCRAWL_LANGUAGE_TEXT_CHARS": 300})).wanted == frozenset()
+    assert language_filter(Settings({"FOCUSCRAWL_MODEL": "x.arpa", "FOCUSCRAWL_TOPIC": "",
+                                    "FOCUSCRAWL_LANGUAGES": "",
+                                    "FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE": 0.5,
+                                    "FOCUSCRAWL_LANGUAGE_TEXT_CHARS": 300})).wanted == frozenset()
     assert corpus_language([EN, FR, EN.lower(), "12 34"]) == "en"
 
 

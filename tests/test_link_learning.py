@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from focuscrawl.lm.link_learner import HostHarvest, LinkLearner, PageJudge, link_features, ranking_auc, trust_from_auc
+from focuscrawl.focus.link_learner import HostHarvest, LinkLearner, PageJudge, link_features, ranking_auc, trust_from_auc
 from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
@@ -24,9 +24,9 @@ def test_features_name_anchor_url_parents_and_thesis_score():
 
 
 def test_feature_groups_leave_groups_out_for_an_ablation():
-    from focuscrawl.middlewares.priority import LinkRanker
+    from focuscrawl.focus.ranker import LinkRanker
 
-    settings = Settings({"FOCUSCRAWL_MODE": "learning", "FOCUSCRAWL_LEARNING_FEATURES": ["url", "host", "thesis"]})
+    settings = Settings({"FOCUSCRAWL_LEARNING_FEATURES": ["url", "host", "thesis"]})
     ranker = LinkRanker.from_settings(settings)
     feats = link_features("Cute Cats!", "http://cats-blog-1.test/post", "http://portal.test/", 0.95, None, 12.0,
                           ranker.feature_prefixes)
@@ -195,7 +195,7 @@ def test_learning_crawl_moves_the_good_host_up_and_the_decoy_down(tmp_path):
 
 
 def test_learning_crawl_resumes_from_jobdir_with_what_it_had_learnt(tmp_path):
-    from focuscrawl.lm.link_learner import LinkLearner
+    from focuscrawl.focus.link_learner import LinkLearner
 
     settings = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1, "JOBDIR": str(tmp_path / "job")}
     with LocalWeb(loopback_web()) as web:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from focuscrawl.lm.links import (LINK_RAZOR, PRIORITY_BUCKETS, bucket_index, bucket_name,
-                                 bucket_priority, link_score, seed_priority)
+from focuscrawl.focus.links import (LINK_RAZOR, PRIORITY_BUCKETS, bucket_index, bucket_name,
+                                    bucket_priority, link_score, seed_priority)
 
 
 def test_thesis_debug_example_listing_3_2():
@@ -106,16 +106,20 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
     from scrapy import Request
     from scrapy.http import HtmlResponse
 
-    from tests.support.crawler import focuscrawl_crawler
+    from tests.support.crawler import focused_crawler
 
+    from focuscrawl.analysis import META_KEY, PageAnalysis
     from focuscrawl.items import PageItem
-    from focuscrawl.middlewares.priority import LinkPriorityMiddleware, link_rows
+    from focuscrawl.lm.scorer import TextScore
+    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 
-    crawler = focuscrawl_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
-                                 FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
+    crawler = focused_crawler(FOCUSCRAWL_MODE="unfocused", FOCUSCRAWL_LINKS_LOG=True,
+                              FOCUSCRAWL_OUTPUT_DIR=str(tmp_path))
     mw = LinkPriorityMiddleware.from_crawler(crawler)
     crawler.stats.open_spider()
     response = HtmlResponse("http://a.test/", body=b"<html></html>", request=Request("http://a.test/"))
+    # the page's score comes from the analysis the spider left in meta (no other key)
+    response.meta[META_KEY] = PageAnalysis(TextScore(123.0, 0.5, 80.0, 9), [], {}, 0, [], None)
     links = [Request(f"http://a.test/{i}", meta={"anchor": f"a{i}", "depth": 1}) for i in range(3)]
     page = PageItem(url="http://a.test/")
 
@@ -128,11 +132,10 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
 
     out = asyncio.run(run())
     assert out == [*links, page] and [r.priority for r in links] == [-1, -1, -1]
-    assert [line.split("\t")[:3] for line in link_rows(page)] == [
-        ["http://a.test/", f"http://a.test/{i}", f"a{i}"] for i in range(3)]
-    assert "_link_rows" not in dict(page)  # not a field: feed exports do not see it
+    assert [line.split("\t")[:4] for line in page["link_rows"]] == [
+        ["http://a.test/", f"http://a.test/{i}", f"a{i}", "123"] for i in range(3)]
     again = PageItem(url="http://a.test/")
     assert list(mw.process_spider_output(response, iter(links[:2]))) == links[:2]  # no item: no rows kept
-    assert list(mw.process_spider_output(response, iter([again]))) == [again] and link_rows(again) == []
+    assert list(mw.process_spider_output(response, iter([again]))) == [again] and "link_rows" not in again
     mw.spider_closed()
     assert not (tmp_path / "links.tsv").exists()

@@ -1,5 +1,5 @@
 """NearDuplicatePageMiddleware with real Scrapy crawlers, responses, items and JOBDIR files."""
-import struct
+import functools
 from pathlib import Path
 
 import pytest
@@ -7,10 +7,10 @@ from scrapy import Request, Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
 
+from focuscrawl.analysis import META_KEY, AnalysisConfig, analyse_page
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.neardup import STATE_FILE, NearDuplicatePageMiddleware
 from focuscrawl.output.files import JOB_STATE_DIR
-from focuscrawl.text.normalize import document_sentences
 from tests.support.crawler import focuscrawl_crawler
 
 ARTICLE = """The domestic cat is a small carnivorous mammal.
@@ -39,16 +39,23 @@ Focused crawlers use such scores to decide which links to follow first on the we
 A crawler frontier keeps the pending requests ordered by the estimated relevance."""
 
 
-def page(url: str, text: str) -> tuple[HtmlResponse, PageItem]:
+@functools.lru_cache(maxsize=1)
+def scorer():
+    return AnalysisConfig().scorer()
+
+
+def page(url: str, text: str, ngrams: tuple[int, ...]) -> tuple[HtmlResponse, PageItem]:
+    """The response with the page analysis the spider leaves in its meta (its SimHash with
+    ``ngrams``), and the page's item."""
     html = "<html><body>" + "".join(f"<p>{line}</p>" for line in text.splitlines()) + "</body></html>"
     response = HtmlResponse(url=url, body=html.encode(), encoding="utf-8", request=Request(url))
-    body = "\n".join(response.css("p::text").getall())
-    item = PageItem(url=url, depth=0, status=200, sentences=document_sentences(body))
-    return response, item
+    config = AnalysisConfig(extractor="fulltext", images=False, ngrams=ngrams)
+    analysis = response.meta[META_KEY] = analyse_page(response.text, url, url, 0, config, scorer())
+    return response, PageItem(url=url, depth=0, status=200, sentences=analysis.sentences)
 
 
 def run(mw: NearDuplicatePageMiddleware, url: str, text: str) -> list:
-    response, item = page(url, text)
+    response, item = page(url, text, mw.ngrams)
     image = ImageItem(image_url=url + "/a.jpg", page_url=url)
     out = list(mw.process_spider_output(response, [item, image, Request(url + "/next")]))
     assert out[1] is image and isinstance(out[2], Request)  # everything else passes untouched
@@ -145,55 +152,6 @@ def test_torn_header_starts_a_fresh_file(tmp_path):
     mw2.spider_closed()
 
 
-def legacy_state(header: str, records: list[tuple[int, str]]) -> bytes:
-    """A state file as the previous version wrote it: ``JOBDIR/neardup.fingerprints``, a header
-    line, then binary records (little-endian u64 fingerprint, u32 URL length, UTF-8 URL)."""
-    return (header + "\n").encode() + b"".join(struct.pack("<QI", fp, len(url.encode())) + url.encode()
-                                              for fp, url in records)
-
-
-def test_previous_versions_state_is_moved_once_without_loss_or_duplicates(tmp_path):
-    mw, _ = middleware()  # no JOBDIR: the fingerprints of two pages, as the old version stored them
-    run(mw, "http://a.test/1", ARTICLE)
-    run(mw, "http://b.test/2", OTHER)
-    fingerprints = [int(fp) for fp in mw.index.fingerprints]
-    old = tmp_path / STATE_FILE
-    data = legacy_state("focuscrawl-neardup 1 ngrams=3", list(zip(fingerprints, mw.urls)))
-    old.write_bytes(data + struct.pack("<QI", 7, 30) + b"http://c.te")  # and a record torn by a kill
-
-    mw2, crawler2 = middleware(tmp_path)
-    assert not old.exists() and state_path(tmp_path).exists()
-    assert mw2.urls == ["http://a.test/1", "http://b.test/2"]
-    stats = crawler2.stats.get_stats()
-    assert stats["focuscrawl/neardup/fingerprints_migrated"] == 2 and stats["focuscrawl/neardup/torn_records"] == 1
-    assert run(mw2, "http://e.test/mirror", ARTICLE)[0]["near_duplicate_of"] == "http://a.test/1"
-    assert run(mw2, "http://b.test/2", OTHER)[0]["near_duplicate_of"] is None  # not stored twice
-    mw2.spider_closed()
-
-    mw3, crawler3 = middleware(tmp_path)  # the next resume reads the new file only
-    assert mw3.urls == ["http://a.test/1", "http://b.test/2", "http://e.test/mirror"]
-    assert "focuscrawl/neardup/fingerprints_migrated" not in crawler3.stats.get_stats()
-    mw3.spider_closed()
-
-
-def test_a_kill_between_copy_and_delete_of_the_old_state_loses_and_repeats_nothing(tmp_path):
-    mw, _ = middleware(tmp_path)
-    run(mw, "http://a.test/1", ARTICLE)
-    mw.spider_closed()
-    fp = int(mw.index.fingerprints[0])
-    (tmp_path / STATE_FILE).write_bytes(legacy_state("focuscrawl-neardup 1 ngrams=3", [(fp, "http://a.test/1")]))
-    mw2, _ = middleware(tmp_path)  # the copy was written whole before the old file goes
-    assert mw2.urls == ["http://a.test/1"] and not (tmp_path / STATE_FILE).exists()
-    mw2.spider_closed()
-
-
-def test_previous_versions_state_with_other_ngrams_is_refused(tmp_path):
-    (tmp_path / STATE_FILE).write_bytes(legacy_state("focuscrawl-neardup 1 ngrams=5", [(1, "http://a.test/")]))
-    with pytest.raises(ValueError, match="other near-duplicate settings"):
-        middleware(tmp_path)
-    assert (tmp_path / STATE_FILE).exists()  # kept for a resume with the old settings
-
-
 # --- real crawls of a local web with the focused spider ------------------------------
 
 from tests.support.crawl import crawl, items  # noqa: E402
@@ -213,10 +171,8 @@ SITE = {
 }
 
 
-@pytest.mark.parametrize("previous_version", [False, True], ids=["same", "from-previous-version"])
-def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path, previous_version):
-    """Run 1 stops after 2 HTML pages (the page budget); run 2 resumes the JOBDIR and finds the copy of a run-1 page.
-    ``from-previous-version``: run 1's fingerprints are where and as the previous version kept them."""
+def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path):
+    """Run 1 stops after 2 HTML pages (the page budget); run 2 resumes the JOBDIR and finds the copy of a run-1 page."""
     jobdir = tmp_path / "job"
     settings = {"JOBDIR": str(jobdir)}
     with LocalWeb(SITE) as web:
@@ -224,12 +180,6 @@ def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path, previous_versi
         assert proc1.returncode == 0, proc1.stderr[-3000:]
         first = [p["url"] for p in items(tmp_path) if "sentences" in p]
         assert "http://cats.test/" in first and "http://cats.test/print" not in first
-        if previous_version:
-            lines = state_path(jobdir).read_text().splitlines()
-            records = [(int(fp, 16), url) for fp, url in (line.split("\t") for line in lines[1:])]
-            assert [url for _, url in records] == first
-            (jobdir / STATE_FILE).write_bytes(legacy_state("focuscrawl-neardup 1 ngrams=3", records))
-            state_path(jobdir).unlink()
         stats2, proc2 = crawl(web, tmp_path, "http://seed.test/", mode="unfocused", settings=settings)
         assert proc2.returncode == 0, proc2.stderr[-3000:]
     pages = [p for p in items(tmp_path) if "sentences" in p]
@@ -240,8 +190,6 @@ def test_real_crawl_stopped_and_resumed_keeps_comparing(tmp_path, previous_versi
     assert by_url["http://lm.test/"]["near_duplicate_of"] is None
     assert stats2["focuscrawl/neardup/fingerprints_loaded"] == len(first)
     assert stats2["focuscrawl/neardup/near_duplicates"] == 1
-    assert stats2.get("focuscrawl/neardup/fingerprints_migrated") == (len(first) if previous_version else None)
-    assert not (jobdir / STATE_FILE).exists()
     # Scrapy's own files, and focuscrawl's resume state in one folder
     assert {p.name for p in jobdir.iterdir()} <= {"requests.queue", "requests.seen", "spider.state", JOB_STATE_DIR}
 

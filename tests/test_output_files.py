@@ -285,11 +285,10 @@ def _page_writer(out, job=None, interval=0.0):
 def _page(i: int, sentences: int, links: int = 2):
     """A page item as the link middleware hands it on: with its links.tsv rows."""
     from focuscrawl.items import PageItem
-    from focuscrawl.middlewares.priority import LINK_ROWS_ATTR
 
-    item = PageItem(url=f"http://s.test/{i}", sentences=[f"page {i} sentence number {k} here" for k in range(sentences)])
-    setattr(item, LINK_ROWS_ATTR, [row([item["url"], f"http://s.test/{i}/{k}"]) for k in range(links)])
-    return item
+    url = f"http://s.test/{i}"
+    return PageItem(url=url, sentences=[f"page {i} sentence number {k} here" for k in range(sentences)],
+                    link_rows=[row([url, f"http://s.test/{i}/{k}"]) for k in range(links)])
 
 
 def _state(out):
@@ -320,6 +319,24 @@ def test_links_tsv_is_cut_back_to_the_checkpoint_with_pages_and_sentences(tmp_pa
     run.close()
     assert _state(out)[2] == ["http://s.test/0"] * 2 + ["http://s.test/1"] * 3
     assert "focuscrawl/sentences/orphans_cut" not in stats.get_stats()  # a resume is cut by its checkpoint
+
+
+def test_link_rows_are_written_and_taken_off_the_item_before_feed_exports(tmp_path):
+    """PageItem.link_rows is declared, but the page writer (the last pipeline) takes it off
+    the item: a FEEDS export of the page (after every pipeline) has the same fields as
+    without the links log."""
+    import io
+    import json
+
+    from scrapy.exporters import JsonLinesItemExporter
+
+    run, writer, _ = _page_writer(tmp_path / "out")
+    item = writer.process_item(_page(0, 1, links=2))
+    run.close()
+    assert _state(tmp_path / "out")[2] == ["http://s.test/0"] * 2
+    buffer = io.BytesIO()
+    JsonLinesItemExporter(buffer).export_item(item)
+    assert set(json.loads(buffer.getvalue())) == {"url", "sentences"}
 
 
 def test_sentences_without_their_rows_are_cut_when_the_run_directory_is_opened(tmp_path):

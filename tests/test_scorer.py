@@ -91,7 +91,7 @@ def test_scores_equal_the_definition_over_sentences(toy_arpa):
 def test_models_load_quietly(capfd):
     """KenLM writes to file descriptor 2 from C++ (a "build a binary file" hint and a
     progress bar for every ARPA load): every command loading a model printed them."""
-    from focuscrawl.resources import default_model_path
+    from focuscrawl.topic.model import default_model_path
 
     model = load_kenlm(default_model_path())
     assert model.order == 5

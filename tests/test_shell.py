@@ -66,7 +66,7 @@ def test_explain_refuses_non_html(settings):
 
 
 def test_explain_shows_the_learned_score_of_a_saved_learner(settings, tmp_path):
-    from focuscrawl.lm.link_learner import LinkLearner, link_features
+    from focuscrawl.focus.link_learner import LinkLearner, link_features
 
     learner = LinkLearner(retrain_every=2)
     for i in range(6):  # links to a.test led to off-topic pages, links to seed.test to on-topic ones

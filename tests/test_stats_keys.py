@@ -1,5 +1,5 @@
 """One stats-key scheme, ``focuscrawl/<area>/<name>`` (issue #17): every stat focuscrawl
-writes is named so, and runs made before it still read back (eval, rank, merge)."""
+writes is named so, and eval, rank and merge read a run's stats by these names."""
 from __future__ import annotations
 
 import ast
@@ -9,7 +9,7 @@ from pathlib import Path
 import focuscrawl
 from focuscrawl.eval.crawl_metrics import Run, image_funnel
 from focuscrawl.output.merge import merge_runs
-from focuscrawl.output.stats import current_key, read_stats
+from focuscrawl.output.stats import read_stats
 from focuscrawl.pipelines.writers import PAGE_COLUMNS
 from focuscrawl.ranking import _crawl_drops_text, run_topic_bundle
 from focuscrawl.resources import default_topic_path
@@ -17,14 +17,7 @@ from focuscrawl.resources import default_topic_path
 PACKAGE = Path(focuscrawl.__file__).parent
 STATS_METHODS = {"inc_value", "set_value", "max_value", "min_value"}
 
-#: a run's stats.json as focuscrawl wrote it before the scheme, and the same with today's keys
-OLD = {"images/seen": 20, "images/dropped/no_alt_title": 6, "images/dropped/size_unspecified": 4,
-       "images/dropped/format": 2, "images/kept": 8, "images/failed/http_status": 3, "pages/written": 2,
-       "sentences/written": 7, "focuscrawl/pages": 3, "focuscrawl/pages_without_text": 1,
-       "focuscrawl/page_budget_reached": 2, "frontier/recovered": 4, "neardup/near_duplicates": 1,
-       "warc/records": 5, "archive/missing": 1, "lm/queries": 9, "redis_throttle/requests": 6,
-       "redis_workers/idle_waits": 2, "focuscrawl/links/found": 11, "focuscrawl/scope/host_limit": 1,
-       "downloader/response_count": 5, "elapsed_time_seconds": 1.5, "finish_reason": "finished"}
+#: a run's stats.json
 NEW = {"focuscrawl/images/seen": 20, "focuscrawl/images/dropped/no_alt_title": 6,
        "focuscrawl/images/dropped/size_unspecified": 4, "focuscrawl/images/dropped/format": 2,
        "focuscrawl/images/kept": 8, "focuscrawl/images/failed/http_status": 3, "focuscrawl/pages/written": 2,
@@ -45,9 +38,8 @@ def _run(folder: Path, stats: dict) -> Path:
     return folder
 
 
-def test_read_stats_maps_an_old_runs_keys(tmp_path):
-    assert read_stats(_run(tmp_path / "old", OLD) / "stats.json") == NEW
-    assert read_stats(_run(tmp_path / "new", NEW) / "stats.json") == NEW  # today's keys unchanged
+def test_read_stats(tmp_path):
+    assert read_stats(_run(tmp_path / "new", NEW) / "stats.json") == NEW
     (tmp_path / "list.json").write_text("[1, 2]")
     try:
         read_stats(tmp_path / "list.json")
@@ -57,25 +49,16 @@ def test_read_stats_maps_an_old_runs_keys(tmp_path):
         raise AssertionError("a JSON list is not a stats file")
 
 
-def test_scrapy_keys_keep_their_names():
-    for key in ("downloader/response_count", "log_count/ERROR", "robotstxt/request_count", "item_scraped_count",
-                "scheduler/enqueued", "file_status_count/downloaded", "focuscrawl/links/bucket/high"):
-        assert current_key(key) == key
-
-
-def test_eval_rank_and_merge_read_an_old_run_as_a_new_one(tmp_path):
-    old, new = _run(tmp_path / "old", OLD), _run(tmp_path / "new", NEW)
-    assert image_funnel(Run.load(old)) == image_funnel(Run.load(new)) == {
-        "initial": 10, "language": 10, "format": 8, "score": 0, "unique": 0}
-    assert _crawl_drops_text(old) == _crawl_drops_text(new)
-    assert "20 images; its main drop reasons (stats.json): dropped/no_alt_title 6" in _crawl_drops_text(old)
+def test_eval_rank_and_merge_read_a_runs_stats(tmp_path):
+    run = _run(tmp_path / "run", NEW)
+    assert image_funnel(Run.load(run)) == {"initial": 10, "language": 10, "format": 8, "score": 0, "unique": 0}
+    assert "20 images; its main drop reasons (stats.json): dropped/no_alt_title 6" in _crawl_drops_text(run)
     bundle = str(default_topic_path())
-    for key in ("focuscrawl/topic", "focuscrawl/topic/bundle"):
-        (old / "stats.json").write_text(json.dumps({**OLD, key: bundle}))
-        assert run_topic_bundle(old) == bundle
-    merge_runs([old, new], tmp_path / "merged")
+    (run / "stats.json").write_text(json.dumps({**NEW, "focuscrawl/topic/bundle": bundle}))
+    assert run_topic_bundle(run) == bundle
+    merge_runs([run, _run(tmp_path / "other", NEW)], tmp_path / "merged")
     parts = json.loads((tmp_path / "merged" / "stats.json").read_text())["parts"]
-    assert parts["old"]["focuscrawl/topic/bundle"] == bundle and parts["new"] == NEW
+    assert parts["run"]["focuscrawl/topic/bundle"] == bundle and parts["other"] == NEW
 
 
 def _written_keys(tree: ast.AST):

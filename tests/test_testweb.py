@@ -9,7 +9,7 @@ import pytest
 from lxml import html as lxml_html
 
 from focuscrawl.testweb.cli import write_truth
-from focuscrawl.testweb.render import image_bytes
+from focuscrawl.testweb.render import image_bytes, respond
 from focuscrawl.testweb.web import NEIGHBOURS, TestWeb, WebConfig, image_spec, web_config
 from tests.support.testweb_pool import BASEBALL_CAPTIONS, TENNIS_CAPTIONS, small_pool, sports_pool
 
@@ -32,7 +32,7 @@ def path_of(url: str) -> tuple[str, str]:
 
 
 def fetch(web: TestWeb, url: str):
-    return web.respond(*path_of(url))
+    return respond(web, *path_of(url))
 
 
 def test_same_seed_same_web_other_seed_other_web(pool, web):
@@ -132,7 +132,7 @@ def test_truth_is_written_beside_the_web_and_never_served(web, tmp_path):
     assert (tmp_path / "truth_pages.tsv.gz").stat().st_size > 0
     host = web.by_kind["topic"][0]
     for path in ("/truth_pages.tsv.gz", "/web.json", "/truth_images.tsv.gz"):
-        assert web.respond(host, path).status == 404
+        assert respond(web, host, path).status == 404
 
 
 def test_other_topics_use_captions_mentioning_them(pool):
@@ -161,13 +161,13 @@ def test_traps_are_infinite_but_cheap(web):
 
 def test_http_behaviours(web):
     hosts = list(web.hosts.values())
-    robots = {h.robots: web.respond(h.name, "/robots.txt") for h in hosts}
+    robots = {h.robots: respond(web, h.name, "/robots.txt") for h in hosts}
     assert robots["standard"].status == 200 and b"Disallow: /private/" in robots["standard"].body
     topic = web.hosts[web.by_kind["topic"][0]]
-    go = web.respond(topic.name, "/go/2")
+    go = respond(web, topic.name, "/go/2")
     assert go.status == 301 and go.headers["Location"] == web.article(topic.name, 2).url
-    assert web.respond(topic.name, f"/post/{topic.n_articles + 7}-removed.html").status == 404
-    assert web.respond("nowhere.test", "/").status == 502
+    assert respond(web, topic.name, f"/post/{topic.n_articles + 7}-removed.html").status == 404
+    assert respond(web, "nowhere.test", "/").status == 502
     w, h, fmt = image_spec(topic.name, "/wp-content/uploads/2015/02/img_1234.jpg")
     from io import BytesIO
 
@@ -234,7 +234,7 @@ def test_tennis_has_the_look_alike_neighbour_baseball():
     on = {i["photo"] for i in images if i["shows_topic"]}
     assert on and all(k.startswith("tennis:") for k in on)
     neighbour = web.by_kind["neighbour"][0]
-    body = web.respond(neighbour, "/").body.decode()
+    body = respond(web, neighbour, "/").body.decode()
     assert re.search(r"\bbaseball\b", body, re.I) and not re.search(r"\btennis\b", body, re.I)
     baseball_words = {w for c in BASEBALL_CAPTIONS for w in re.findall(r"[a-z]+", c.lower())}
     tennis_words = [w for c in TENNIS_CAPTIONS for w in re.findall(r"[a-z]+", c.lower())]

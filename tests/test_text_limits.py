@@ -180,7 +180,7 @@ def analyse(path, cap: int) -> tuple[list[str], int, list[str], list[str]]:
 
     config = AnalysisConfig(text_max_tags=markup_budget(cap))
     page = analyse_page(path.read_text(encoding="utf-8"), "http://dense.test/", "http://dense.test/", 0, config,
-                        config.scorer())
+                        config.scorer.load())
     return list(page.links), page.img_count, [d.src for d in page.images], list(page.notes)
 
 

@@ -165,7 +165,8 @@ def test_cli_build_show_and_errors(corpora, tmp_path, capsys):
 
 
 def test_bundled_cats_bundle_loads_and_ranks_cats_first():
-    from focuscrawl.resources import default_keywords_path, default_model_path, default_topic_path
+    from focuscrawl.resources import default_topic_path
+    from focuscrawl.topic.model import default_keywords_path, default_model_path
     from focuscrawl.topic.model import TopicModel
 
     model = TopicModel(default_topic_path())
@@ -273,8 +274,8 @@ def test_average_precision_and_ablation_metrics():
 
 # -- the calibrated crawl ----------------------------------------------------------------
 def test_calibrated_link_rule_and_odds_priorities():
-    from focuscrawl.lm.links import (ODDS_FLOOR, bucket_priority, calibrated_link_logit, odds_against,
-                                     probability_to_odds)
+    from focuscrawl.focus.links import (ODDS_FLOOR, bucket_priority, calibrated_link_logit, odds_against,
+                                        probability_to_odds)
 
     assert calibrated_link_logit(2.0, 4.0) == pytest.approx(0.7 * 2 + 0.3 * 4)
     assert calibrated_link_logit(2.0, -5.0) == 2.0 and calibrated_link_logit(2.0, None) == 2.0
@@ -288,14 +289,13 @@ def test_calibrated_link_rule_and_odds_priorities():
 def test_link_ranker_calibrated_uses_page_and_anchor_log_odds():
     from scrapy.utils.project import get_project_settings
 
-    from focuscrawl.middlewares.priority import LinkRanker
+    from focuscrawl.focus.ranker import LinkRanker
     from focuscrawl.resources import default_topic_path
     from focuscrawl.topic.model import TopicModel
 
     s = get_project_settings().copy()
-    s.set("FOCUSCRAWL_MODE", "keywords", priority="cmdline")
     model = TopicModel(default_topic_path())
-    ranker = LinkRanker.from_settings(s, None, model)
+    ranker = LinkRanker.from_settings(s, None, model, anchors=True)  # the keywords mode's rule
     page = model.logit("the cat sleeps on the sofa\nkittens play with the cat")
     cat = ranker.decide(page, "more cat and kitten photos")
     other = ranker.decide(page, "bus timetable")

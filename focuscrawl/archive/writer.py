@@ -143,13 +143,12 @@ class WarcWriterMiddleware:
     replays (``focuscrawl warc``) are not written again.
     """
 
-    def __init__(self, crawler: Crawler, writer: RotatingWarcWriter):
-        self.crawler = crawler
+    def __init__(self, stats, writer: RotatingWarcWriter) -> None:
+        self.stats = stats
         self.writer = writer
-        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         for path, cut in writer.recovered:
-            crawler.stats.inc_value("focuscrawl/warc/recovered_files")
-            crawler.stats.inc_value("focuscrawl/warc/recovered_bytes_cut", cut)
+            stats.inc_value("focuscrawl/warc/recovered_files")
+            stats.inc_value("focuscrawl/warc/recovered_bytes_cut", cut)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "WarcWriterMiddleware":
@@ -159,16 +158,17 @@ class WarcWriterMiddleware:
         max_size = crawler.settings.getint("FOCUSCRAWL_WARC_MAX_SIZE")
         if max_size <= 0:
             raise ValueError(f"FOCUSCRAWL_WARC_MAX_SIZE must be > 0, got {max_size}")
-        return cls(crawler, RotatingWarcWriter(directory, max_size,
-                                               crawler.settings.get("FOCUSCRAWL_WARC_PREFIX")))
+        mw = cls(crawler.stats, RotatingWarcWriter(directory, max_size, crawler.settings.get("FOCUSCRAWL_WARC_PREFIX")))
+        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        return mw
 
     def process_response(self, request: Request, response: Response, spider: Spider) -> Response:
         if "archive" not in response.flags:
             self.writer.write(request, response)
-            self.crawler.stats.inc_value("focuscrawl/warc/records")
-            self.crawler.stats.inc_value("focuscrawl/warc/bytes", len(response.body))
+            self.stats.inc_value("focuscrawl/warc/records")
+            self.stats.inc_value("focuscrawl/warc/bytes", len(response.body))
         return response
 
     def spider_closed(self, spider: Spider) -> None:
         self.writer.close_file()
-        self.crawler.stats.set_value("focuscrawl/warc/files", len(self.writer.files))
+        self.stats.set_value("focuscrawl/warc/files", len(self.writer.files))

@@ -30,7 +30,7 @@ def _run_folders(folder: Path) -> dict[str, Path]:
 
 def _log10_prob(model: str | None, eval_meta: dict, folder: Path):
     from focuscrawl.lm.scorer import load_kenlm
-    from focuscrawl.resources import default_model_path
+    from focuscrawl.topic.model import default_model_path
 
     used = eval_meta.get("model")  # relative: inside the evaluation folder (a trained held-out model)
     lm = load_kenlm(model or (folder / used if used else None) or default_model_path())

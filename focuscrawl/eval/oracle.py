@@ -1,7 +1,8 @@
 """Oracle bounds: what crawlers with perfect knowledge harvest on the same graph, seeds and budget.
 
-A graph simulation of the test web, no crawl: pages are rendered by the web itself
-(``TestWeb.respond``) and their links read by the spider's own ``page_links``, with the
+A graph simulation of the test web, no crawl: pages are rendered as the test web serves
+them (``focuscrawl.testweb.render.respond``) and their links read by the crawl's own
+``page_links`` (``focuscrawl.analysis``), with the
 crawl's fetch accounting: robots.txt per host (Protego, as Scrapy), the scope rules
 (path repeats, query variants), one fetch per URL (redirects followed, a redirect to a
 URL already seen is dropped), and only 2xx HTML pages count towards the page budget
@@ -32,6 +33,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.response import get_base_url
 
 from focuscrawl import settings as defaults
+from focuscrawl.testweb.render import respond
 from focuscrawl.urls import QueryVariantLimit, repeated_path_segment
 
 POLICIES = ("breadth_first", "page_classifier", "link_oracle")
@@ -112,7 +114,7 @@ class SimulatedFetcher:
         host = urlsplit(url).hostname or ""
         rules = self.robots.get(host)
         if rules is None:  # Scrapy parses whatever robots.txt answers (a 404 or 500 body: no rules)
-            r = self.web.respond(host, "/robots.txt")
+            r = respond(self.web, host, "/robots.txt")
             rules = self.robots[host] = Protego.parse(r.body.decode("utf-8", "replace"))
         return rules.can_fetch(url, self.user_agent)
 
@@ -122,13 +124,13 @@ class SimulatedFetcher:
 
     def fetch(self, url: str, seen: set[str]) -> tuple[str, dict[str, str]] | None:
         """``(final URL, links)`` of a 2xx HTML page, ``None`` for anything else (not a page)."""
-        from focuscrawl.spiders.focused import page_links
+        from focuscrawl.analysis import page_links
 
         for _ in range(MAX_REDIRECTS + 1):
             if not self.allowed(url):
                 return None
             parts = urlsplit(url)
-            r = self.web.respond(parts.hostname or "", parts.path + ("?" + parts.query if parts.query else ""))
+            r = respond(self.web, parts.hostname or "", parts.path + ("?" + parts.query if parts.query else ""))
             if r.status in (301, 302, 303, 307, 308) and "Location" in r.headers:
                 url = urljoin(url, r.headers["Location"])
                 if url in seen:  # the dupe filter drops the redirected request

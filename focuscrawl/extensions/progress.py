@@ -13,12 +13,18 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from focuscrawl.crawl_scorer import topic_scorer
+from focuscrawl.focus.modes import crawl_focus
 
 logger = logging.getLogger(__name__)
 
 
 class CrawlProgress:
+    """A progress line every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds.
+
+    Takes the crawler because it uses it at run time, as Scrapy's ``AutoThrottle`` does: the
+    engine's scheduler (the queue size; the engine does not exist yet when ``from_crawler``
+    runs) and the crawl's scorer (its cache), which the spider builds."""
+
     def __init__(self, crawler, interval: float) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
@@ -54,7 +60,7 @@ class CrawlProgress:
         then, pages_then = self._last
         rate = (pages - pages_then) / max(now - then, 1e-9)
         self._last = (now, pages)
-        scorer = topic_scorer(self.crawler)  # the spider built it at start
+        scorer = crawl_focus(self.crawler).scorer
         queries = scorer.queries
         hits = f"{scorer.cache_hits / queries:.0%}" if queries else "-"
         return (f"progress: {pages} pages ({rate:.1f} pages/s), "

@@ -6,13 +6,13 @@ import json
 import sys
 
 from focuscrawl.lm.binary import write_binary
-from focuscrawl.lm.external import DEFAULT_MEMORY
+from focuscrawl.lm.external import DEFAULT_MEMORY, train_lm
 from focuscrawl.lm.keywords import DEFAULT_TOP_N, learn_keywords, write_keywords
 from focuscrawl.lm.scorer import TopicScorer
-from focuscrawl.lm.train import DEFAULT_ORDER, train_lm
+from focuscrawl.lm.train import DEFAULT_ORDER
 from focuscrawl.processes import exit_on_sigterm
-from focuscrawl.resources import default_keywords_path, default_model_path
 from focuscrawl.text.sources import PoliteFetcher, corpus_tokens
+from focuscrawl.topic.model import default_keywords_path, default_model_path
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -71,7 +71,7 @@ def train_topic_model(corpus: Path, out: Path, name: str) -> tuple[Path, Path]:
     """``train-lm --normalized`` and ``keywords`` on a ``write_corpus`` folder: ``out/<name>.arpa``
     and ``out/<name>.keywords.txt``."""
     from focuscrawl.lm.keywords import learn_keywords, write_keywords
-    from focuscrawl.lm.train import train_lm
+    from focuscrawl.lm.external import train_lm
     from focuscrawl.text.sources import corpus_tokens
 
     out.mkdir(parents=True, exist_ok=True)

@@ -46,8 +46,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from focuscrawl.lm.train import (BOS_ID, DISCOUNT_FALLBACK, SPECIAL_WORDS, count_of_counts, format_log10,
-                                 discounts_from_count_of_counts, prune_thresholds)
+from focuscrawl.lm.train import (BOS_ID, DEFAULT_ORDER, DISCOUNT_FALLBACK, SPECIAL_WORDS, corpus_sentences,
+                                 count_of_counts, discounts_from_count_of_counts, format_log10, prune_thresholds)
 from focuscrawl.processes import worker_process
 
 logger = logging.getLogger(__name__)
@@ -712,6 +712,24 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
         finally:  # stopped (Ctrl-C, SIGTERM, an error): the chunks not started are dropped
             pool.shutdown(wait=True, cancel_futures=True)
     return ExternalModel(vocab, kept, discounts, fallback, n_tokens, n_sent, n_runs)
+
+
+def train_lm(inputs: Sequence[str | Path], output: str | Path, order: int = DEFAULT_ORDER,
+             normalized: bool = False, extractor: str = "fulltext", memory: int | str | None = None,
+             jobs: int | None = None, tmpdir: str | Path | None = None, prune: Sequence[int] | None = None):
+    """Read ``inputs``, estimate a modified Kneser–Ney model within the ``memory`` budget
+    and write it as ARPA."""
+    for path in inputs:  # before any work: a folder given as an input, or as the temp folder
+        if Path(path).is_dir():
+            raise ValueError(f"{path} is a folder: give the text or HTML files in it")
+    if tmpdir is not None and not Path(tmpdir).is_dir():
+        raise ValueError(f"-T {tmpdir}: not a folder (the sorted runs are written into a folder)")
+    model = estimate_to_arpa(corpus_sentences(inputs, normalized, extractor), output, order,
+                             memory=memory or DEFAULT_MEMORY, jobs=jobs, tmpdir=tmpdir, prune=prune)
+    logger.info("%d sentences, %d tokens, vocabulary %d; n-grams %s; discounts %s",
+                model.sentences, model.tokens, len(model.vocab), model.counts(),
+                ["%.3f/%.3f/%.3f" % d for d in model.discounts])
+    return model
 
 
 def _kept_count(files: OrderFiles, threshold: int, block: int) -> int:

@@ -70,6 +70,22 @@ def load_kenlm(path: str | Path):
         raise ValueError(f"cannot load language model {path}: {exc}") from exc
 
 
+@dataclass(frozen=True)
+class ScorerFiles:
+    """The files and settings a ``TopicScorer`` is loaded from: plain and picklable, so that
+    each analysis worker (``focuscrawl.analysis``) loads the crawl's scorer itself."""
+
+    model: str
+    #: the keyword list (``""``: none, keyword score 0)
+    keywords: str = ""
+    cache_size: int = defaults.FOCUSCRAWL_LM_CACHE_SIZE
+    keyword_weight: float = KEYWORD_WEIGHT
+
+    def load(self) -> "TopicScorer":
+        return TopicScorer.from_files(self.model, self.keywords or None, cache_size=self.cache_size,
+                                      keyword_weight=self.keyword_weight)
+
+
 class TopicScorer:
     """Scores texts by perplexity and keywords, caching sentence log-probabilities."""
 

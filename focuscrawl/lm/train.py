@@ -24,7 +24,7 @@ Even lmplz's count-of-counts quirk is reproduced: the n-grams still open when it
 adjust-counts loop ends are counted with their raw count instead of the adjusted one.
 
 ``estimate`` holds the whole corpus in memory and is the reference; ``train_lm`` (the
-CLI) uses ``focuscrawl.lm.external``, which computes the same file in a memory budget.
+CLI, in ``focuscrawl.lm.external``) computes the same file in a memory budget.
 """
 from __future__ import annotations
 
@@ -416,23 +416,3 @@ def write_arpa(model: KneserNeyModel, path: str | Path) -> None:
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def train_lm(inputs: Sequence[str | Path], output: str | Path, order: int = DEFAULT_ORDER,
-             normalized: bool = False, extractor: str = "fulltext", memory: int | str | None = None,
-             jobs: int | None = None, tmpdir: str | Path | None = None, prune: Sequence[int] | None = None):
-    """Read ``inputs``, estimate a modified Kneser–Ney model within the ``memory`` budget
-    (``focuscrawl.lm.external``) and write it as ARPA."""
-    from focuscrawl.lm.external import DEFAULT_MEMORY, estimate_to_arpa
-
-    for path in inputs:  # before any work: a folder given as an input, or as the temp folder
-        if Path(path).is_dir():
-            raise ValueError(f"{path} is a folder: give the text or HTML files in it")
-    if tmpdir is not None and not Path(tmpdir).is_dir():
-        raise ValueError(f"-T {tmpdir}: not a folder (the sorted runs are written into a folder)")
-    model = estimate_to_arpa(corpus_sentences(inputs, normalized, extractor), output, order,
-                             memory=memory or DEFAULT_MEMORY, jobs=jobs, tmpdir=tmpdir, prune=prune)
-    logger.info("%d sentences, %d tokens, vocabulary %d; n-grams %s; discounts %s",
-                model.sentences, model.tokens, len(model.vocab), model.counts(),
-                ["%.3f/%.3f/%.3f" % d for d in model.discounts])
-    return model

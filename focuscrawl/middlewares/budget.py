@@ -34,6 +34,12 @@ logger = logging.getLogger(__name__)
 
 
 class PageBudget:
+    """Ends the crawl when the run has ``FOCUSCRAWL_PAGE_BUDGET`` pages.
+
+    Takes the crawler because it uses it at run time, as Scrapy's ``CloseSpider`` does: it
+    closes the spider through the engine (which does not exist yet when ``from_crawler``
+    runs) and counts the run directory's committed pages at ``spider_opened``."""
+
     def __init__(self, crawler: Crawler, budget: int) -> None:
         self.crawler = crawler
         self.stats = crawler.stats

@@ -18,7 +18,10 @@ class HostPageLimitMiddleware:
     downloads not counted) and ignores the ones over either limit (stats
     ``focuscrawl/scope/host_limit``, ``focuscrawl/scope/domain_limit``). Placed after
     ``RobotsTxtMiddleware`` so that disallowed URLs do not use up a host's pages. A crawl
-    resumed from JOBDIR starts from the pages per host ``pages.tsv`` has."""
+    resumed from JOBDIR starts from the pages per host ``pages.tsv`` has.
+
+    Takes the crawler because it uses it at run time: the run directory's committed pages
+    are counted at ``spider_opened``, once the scheduler has opened the run directory."""
 
     def __init__(self, limit: int, stats, crawler=None, domain_limit: int = 0) -> None:
         self.limit = limit

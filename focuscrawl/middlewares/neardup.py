@@ -1,9 +1,10 @@
 """Near-duplicate pages: SimHash of each page's main text against all earlier pages.
 
-``NearDuplicatePageMiddleware`` sees the spider's ``PageItem`` on its way out,
-fingerprints the page's normalised sentences (SPEC §10: 64-bit SimHash of
-tf-weighted word n-grams) and sets ``near_duplicate_of`` to the URL of the nearest
-earlier page within Hamming distance k (None otherwise). It runs before the image
+``NearDuplicatePageMiddleware`` sees the spider's ``PageItem`` on its way out, looks up
+the fingerprint of the page's normalised sentences (SPEC §10: 64-bit SimHash of
+tf-weighted word n-grams), which the page analysis computed (``PageAnalysis.simhash``,
+``response.meta["page_analysis"]``), and sets the item's ``near_duplicate_of`` to the URL
+of the nearest earlier page within Hamming distance k (None otherwise). It runs before the image
 middleware on output, which skips or marks the images of such pages
 (``FOCUSCRAWL_NEARDUP_IMAGES``).
 
@@ -13,14 +14,10 @@ With a JOBDIR the fingerprints and URLs are appended to
 crawl keeps comparing against every page seen before the stop. A line torn by a kill
 is cut off when the file is opened. The file is not cut back to the outputs'
 checkpoint: a page crawled again after a resume is recognised by its URL.
-
-A JOBDIR of an earlier version kept binary records in ``JOBDIR/neardup.fingerprints``;
-they are converted once into the new file and the old one is removed.
 """
 from __future__ import annotations
 
 import logging
-import struct
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +30,9 @@ from scrapy.utils.job import job_dir
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.dedup.index import SimHashIndex
-from focuscrawl.dedup.simhash import parse_ngrams, sentences_simhash
+from focuscrawl.dedup.simhash import parse_ngrams
 from focuscrawl.items import PageItem
-from focuscrawl.output.files import LineLog, atomic_write_bytes, iter_lines, job_state_dir
+from focuscrawl.output.files import LineLog, iter_lines, job_state_dir
 
 logger = logging.getLogger(__name__)
 
@@ -49,52 +46,6 @@ def state_header(ngrams: str) -> str:
 def _url_cell(url: str) -> str:
     """A URL as one cell (Scrapy's URLs hold no tab or newline; anything else is escaped)."""
     return url.replace("\t", "%09").replace("\n", "%0A").replace("\r", "%0D")
-
-
-_LEGACY_RECORD = struct.Struct("<QI")  # version 1: fingerprint, URL length; the UTF-8 URL follows
-
-
-def read_legacy_state(path: Path) -> tuple[str, list[tuple[int, str]], int]:
-    """The header line, the whole records and the torn tail's length of a version-1 (binary) state file."""
-    data = path.read_bytes()
-    line_end = data.find(b"\n") + 1
-    if not line_end:  # the header itself was torn
-        return "", [], len(data)
-    records = []
-    pos = line_end
-    while pos + _LEGACY_RECORD.size <= len(data):
-        fp, length = _LEGACY_RECORD.unpack_from(data, pos)
-        end = pos + _LEGACY_RECORD.size + length
-        if end > len(data):
-            break
-        records.append((fp, data[pos + _LEGACY_RECORD.size:end].decode("utf-8")))
-        pos = end
-    return data[:line_end - 1].decode("utf-8", "replace"), records, len(data) - pos
-
-
-def migrate_legacy_state(jobdir: Path, path: Path, ngrams: str) -> tuple[int, int]:
-    """Convert ``JOBDIR/neardup.fingerprints`` (version 1) into ``path``, once:
-    ``(records moved, bytes of a torn tail left behind)``.
-
-    The new file is written whole (``atomic_write_bytes``) before the old one is removed,
-    so a kill at any moment leaves one of them complete: both present means the copy is done.
-    """
-    legacy = jobdir / STATE_FILE
-    if not legacy.exists():
-        return 0, 0
-    moved = torn = 0
-    if not path.exists():
-        header, records, torn = read_legacy_state(legacy)
-        if header and header != f"focuscrawl-neardup 1 ngrams={ngrams}":
-            raise ValueError(f"{legacy} was written with other near-duplicate settings ({header!r}); "
-                             f"use a new JOBDIR or the old FOCUSCRAWL_NEARDUP_NGRAMS")
-        lines = [state_header(ngrams)] + [f"{fp:016x}\t{_url_cell(url)}" for fp, url in records]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
-        moved = len(records)
-        logger.info("Moved %d page fingerprints from %s to %s", moved, legacy, path)
-    legacy.unlink()
-    return moved, torn
 
 
 class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
@@ -129,9 +80,6 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         ngrams = "+".join(map(str, self.ngrams))
         path = job_state_dir(jobdir) / STATE_FILE
         header = state_header(ngrams)
-        moved, torn = migrate_legacy_state(jobdir, path, ngrams)
-        if moved:
-            self.stats.set_value("focuscrawl/neardup/fingerprints_migrated", moved)
         try:
             self.log = LineLog(path, header)  # a line torn by a kill is cut here
         except ValueError:
@@ -152,9 +100,9 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         if self.urls:
             self.stats.set_value("focuscrawl/neardup/fingerprints_loaded", len(self.urls))
             logger.info("Loaded %d page fingerprints from %s", len(self.urls), path)
-        if self.log.cut_bytes or torn:
+        if self.log.cut_bytes:
             self.stats.inc_value("focuscrawl/neardup/torn_records")
-            logger.warning("Cut a torn record (%d bytes) off %s", self.log.cut_bytes or torn, path)
+            logger.warning("Cut a torn record (%d bytes) off %s", self.log.cut_bytes, path)
 
     def spider_closed(self, spider: Any = None) -> None:
         if self.log:
@@ -163,32 +111,30 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
     def get_processed_item(self, item: Any, response: Response | None) -> Any:
         if isinstance(item, PageItem):
             analysis = page_analysis(response)
-            self.check_page(item, analysis.simhash if analysis is not None else None)
+            item["near_duplicate_of"] = self.check_page(item.get("url") or "",
+                                                        analysis.simhash if analysis is not None else None)
         return item
 
-    def check_page(self, item: PageItem, fp: int | None = None) -> None:
-        """Record one page and set its ``near_duplicate_of``; ``fp`` is its fingerprint
-        (the page analysis computed it), else it is computed from the item's sentences."""
-        url = item.get("url") or ""
-        if fp is None:
-            fp = sentences_simhash(item.get("sentences") or (), self.ngrams)
-        item["near_duplicate_of"] = None
+    def check_page(self, url: str, fp: int | None) -> str | None:
+        """Record one page by its fingerprint (``None``: no text, nothing to compare) and
+        return the URL of an earlier near-identical page, if any."""
         if fp is None:
             self.stats.inc_value("focuscrawl/neardup/pages_without_text")
-            return
+            return None
         self.stats.inc_value("focuscrawl/neardup/pages_checked")
+        duplicate_of = None
         seen_before = False
         for ident, _distance in self.index.query(fp):
             other = self.urls[ident]
             if other == url:  # the same page again (fetched again after a resume)
                 seen_before = True
-                continue
-            if item["near_duplicate_of"] is None:
-                item["near_duplicate_of"] = other
-        if item["near_duplicate_of"] is not None:
+            elif duplicate_of is None:
+                duplicate_of = other
+        if duplicate_of is not None:
             self.stats.inc_value("focuscrawl/neardup/near_duplicates")
         if not seen_before:
             self.index.add(fp)
             self.urls.append(url)
             if self.log:
                 self.log.write_lines([f"{fp:016x}\t{_url_cell(url)}"])
+        return duplicate_of

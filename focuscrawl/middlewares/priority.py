@@ -1,7 +1,9 @@
 """Spider middleware that scores every out-link by the crawl mode and sets its priority.
 
-Modelled on Scrapy's ``DepthMiddleware``. The page's document perplexity is read from
-``response.meta["page_perplexity"]``, which the spider sets *before* yielding
+Modelled on Scrapy's ``DepthMiddleware``. The link rule, the page score it reads and the
+learner's page judge are the crawl mode strategy's (``crawler.spider.focus``,
+``focuscrawl.focus.modes``). The page's score is read from its analysis
+(``response.meta["page_analysis"]``), which the spider leaves *before* yielding
 anything (so the order of the spider's output, and other middlewares that add or
 drop items, do not matter). For each Request:
 
@@ -9,7 +11,7 @@ drop items, do not matter). For each Request:
 * ``document``: the score is the page's perplexity (inherited by all its links);
 * ``keywords``: ``link_score(PP_d, PP(anchor), kw(anchor))`` (SPEC §5);
 * ``learning`` (beyond the thesis): the ``keywords`` score is computed and logged, but
-  the priority is the online link learner's score (``focuscrawl.lm.link_learner``):
+  the priority is the online link learner's score (``focuscrawl.focus.link_learner``):
   every judged page trains it on the link that led there; the frontier re-ranks its top
   when the model changes (``focuscrawl.frontier.RerankingPriorityQueue``).
 
@@ -21,18 +23,13 @@ scorable text has no perplexity **(choice)**: its links inherit the score of the
 link that led to it, or the razor value for a seed (kept, lowest bucket).
 
 With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row. A response's rows travel
-with its page's item (``link_rows``) to ``PageLogWriterPipeline``, which writes them in the
+in its page's item (field ``PageItem.link_rows``) to ``PageLogWriterPipeline``, which writes them in the
 batch of the page's ``pages.tsv`` row, under the same JOBDIR checkpoint: a resume never
 repeats the links of a page it crawls again. A response without a page item logs none.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
-import os
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, AsyncIterator, Iterable, Iterator
 
 from scrapy import Request, signals
@@ -40,191 +37,44 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from focuscrawl.crawl_scorer import crawl_topic_model, topic_scorer
+from focuscrawl.analysis import page_analysis
+from focuscrawl.focus.modes import CrawlFocus, crawl_focus
+from focuscrawl.focus.ranker import LinkRanker
 from focuscrawl.items import PageItem
-from focuscrawl.lm.link_learner import (LEARNER_FILE, PRIORITY_STEPS, PageJudge, feature_prefixes, learner_state_path,
-                                       link_features, link_learner, url_host)
-from focuscrawl.lm.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
-                                 bucket_priority, calibrated_link_logit, link_score, odds_against,
-                                 probability_to_odds, seed_priority)
-from focuscrawl.crawl_scorer import crawl_topic_model, page_topic_model, topic_scorer
+from focuscrawl.focus.link_learner import PageJudge, url_host
 from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)
 
 LINKS_LOG_COLUMNS = ("from", "to", "anchor", "doc_pp", "anchor_pp", "anchor_kw", "score",
                      "bucket", "priority", "followed", "learned", "features")
-FOCUSED_MODES = ("keywords", "document", "learning")
 LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
 #: links.tsv is read by people and plots: scores to 6 significant digits
 LINKS_LOG_FLOAT_DIGITS = 6
-#: the PageItem attribute that carries its page's links.tsv rows to the page writer
-LINK_ROWS_ATTR = "_link_rows"
-
-
-def link_rows(item: PageItem) -> list[str]:
-    """The ``links.tsv`` rows of the page's out-links (none when the links log is off)."""
-    return getattr(item, LINK_ROWS_ATTR, None) or []
-
-
-@dataclass(frozen=True)
-class LinkDecision:
-    """What the crawl does with one out-link (``score`` etc. ``None`` in ``unfocused``)."""
-
-    score: float | None
-    anchor_perplexity: float | None
-    anchor_keyword_score: float | None
-    bucket: str
-    priority: int
-    followed: bool
-    #: mode ``learning``: the learner's score in (0, 1) (higher = earlier) and its features
-    learned: float | None = None
-    features: tuple[str, ...] | None = None
-
-
-class LinkRanker:
-    """The mode's link rule with its settings: ``decide(doc_pp, anchor, depth)``.
-
-    Shared by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``. With a
-    ``learner`` (mode ``learning``, or ``explain`` showing what a learner would do) the
-    decision also carries the learned score, which sets the priority in mode ``learning``.
-    """
-
-    def __init__(self, mode: str, buckets: list[float], steps_per_decade: int, razor: float,
-                 weights: dict[str, float], cache_size: int, scorer=None, topic=None, learner=None) -> None:
-        self.mode = mode
-        self.focused = self.mode in FOCUSED_MODES
-        self.learner = learner
-        self.last_vector = None  # the learner's vector of the last decided link
-        self.buckets = [float(b) for b in buckets]
-        self.steps = steps_per_decade
-        self.razor = razor
-        self.floor = 1.0
-        #: calibrated crawl: a topic model (focuscrawl.topic) scores pages and anchors in log-odds;
-        #: link scores are odds against the topic, buckets and razor are probabilities
-        self.topic = topic
-        if topic is not None:
-            self.buckets = [probability_to_odds(p) for p in CALIBRATED_BUCKET_PROBABILITIES]
-            self.razor = probability_to_odds(topic.threshold("razor")) if topic.threshold("razor") > 0 else math.inf
-            self.floor = ODDS_FLOOR
-        #: doc_weight, anchor_weight, keyword_weight, anchor_max_pp of ``link_score``
-        self.weights = dict(weights)
-        self.seed_priority = (PRIORITY_STEPS + 1 if self.mode == "learning"
-                              else seed_priority(self.buckets, self.steps))
-        self.scorer = scorer
-        #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
-        self.feature_prefixes: frozenset[str] | None = None
-        # navigation anchors repeat on every page of a site: remember their scores
-        self.anchor_score = lru_cache(maxsize=cache_size or 1)(self._anchor_score)
-
-    @classmethod
-    def from_settings(cls, settings, scorer=None, topic=None, learner=None) -> "LinkRanker":
-        s = settings
-        weights = dict(doc_weight=s.getfloat("FOCUSCRAWL_LINK_DOC_WEIGHT"),
-                       anchor_weight=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_WEIGHT"),
-                       keyword_weight=s.getfloat("FOCUSCRAWL_LINK_KEYWORD_WEIGHT"),
-                       anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"))
-        ranker = cls(s.get("FOCUSCRAWL_MODE"), s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS"),
-                     s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"), s.getfloat("FOCUSCRAWL_LINK_RAZOR"), weights,
-                     s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner)
-        groups = s.getlist("FOCUSCRAWL_LEARNING_FEATURES")
-        ranker.feature_prefixes = feature_prefixes(groups) if groups else None  # unset: all groups
-        return ranker
-
-    def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
-        if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers
-            return self.topic.logit(anchor), 0.0
-        score = self.scorer.score(anchor)
-        return score.perplexity, score.keyword_score
-
-    def decide(self, doc_pp: float | None, anchor: str, depth: int = 0,
-               inherited: float | None = None, *, url: str = "", parent_url: str = "",
-               parent_topicality: float | None = None,
-               grandparent_topicality: float | None = None) -> LinkDecision:
-        """Score, bucket, priority and razor decision of a link found on a page with
-        perplexity ``doc_pp`` (``None``: the page had no text; ``inherited``, the score of
-        the link that led to the page, or the razor value stands in). The learner also
-        sees the link's ``url``, the page's URL and the page's and its parent's topicality."""
-        if not self.focused:
-            return LinkDecision(None, None, None, "", -depth, True)
-        if self.topic is not None:
-            d = self._decide_calibrated(doc_pp, anchor, inherited)
-        else:
-            base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
-            anchor_pp = anchor_kw = None
-            if self.mode in ("keywords", "learning"):
-                anchor_pp, anchor_kw = self.anchor_score(anchor)
-                score = link_score(base, anchor_pp, anchor_kw, **self.weights)
-            else:
-                score = base
-            d = self._decision(score, anchor_pp, anchor_kw)
-        if self.learner is None:
-            return d
-        return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality)
-
-    def _decision(self, score: float, anchor_value: float | None, anchor_kw: float | None) -> LinkDecision:
-        name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
-        followed = not score > self.razor
-        priority = bucket_priority(score, self.buckets, self.steps, self.floor) if followed else 0
-        return LinkDecision(score, anchor_value, anchor_kw, name, priority, followed)
-
-    def _decide_calibrated(self, doc_logit: float | None, anchor: str, inherited: float | None) -> LinkDecision:
-        """``doc_logit``: the page's log-odds (``page_topic_logit``); ``inherited``: the odds of
-        the link that led to a page without text. The score is the odds against the topic."""
-        if doc_logit is None:
-            odds = inherited if inherited is not None else min(self.razor, probability_to_odds(0.5))
-            doc_logit = -math.log(max(odds, 1e-300))
-        anchor_logit = None
-        if self.mode == "keywords":
-            anchor_logit, _ = self.anchor_score(anchor)
-        value = calibrated_link_logit(doc_logit, anchor_logit, self.weights["doc_weight"],
-                                      self.weights["anchor_weight"])
-        return self._decision(odds_against(value), anchor_logit, None)
-
-    def _learned(self, d: LinkDecision, anchor: str, url: str, parent_url: str, parent_topicality: float | None,
-                 grandparent_topicality: float | None) -> LinkDecision:
-        """The decision with the learner's score (and, in mode ``learning``, its priority)."""
-        features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score,
-                                       self.feature_prefixes))
-        vector = self.learner.vector(list(features))
-        learned = self.learner.score(None, d.score, url_host(url), vector)
-        self.last_vector = vector
-        priority = self.learner.priority(learned) if self.mode == "learning" and d.followed else d.priority
-        return dataclasses.replace(d, priority=priority, learned=learned, features=features)
 
 
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
 
-    def __init__(self, stats, ranker: LinkRanker, judge: PageJudge | None = None, log_links: bool = False,
-                 learner_paths: list[str] = ()) -> None:  # pylint: disable=super-init-not-called
+    def __init__(self, stats, focus: CrawlFocus, log_links: bool = False) -> None:  # pylint: disable=super-init-not-called
         self.stats = stats
-        self.ranker = ranker
+        #: the crawl's mode strategy: its link rule, page score and (mode ``learning``) judge
+        self.focus = focus
+        self.ranker: LinkRanker = focus.ranker
         #: mode ``learning``: judges each page, which labels the link that led to it
-        self.judge = judge
+        self.judge: PageJudge | None = focus.judge
         #: links.tsv rows are made (and handed to the page writer with the page's item)
         self.log_links = log_links
-        self.learner_paths = list(learner_paths)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LinkPriorityMiddleware":
         s = crawler.settings
-        mode = s.get("FOCUSCRAWL_MODE")
-        learning = mode == "learning"
-        topic = crawl_topic_model(crawler) if mode in ("keywords", "document") else None
-        ranker = LinkRanker.from_settings(s, topic_scorer(crawler) if mode in ("keywords", "learning") else None,
-                                          topic, link_learner(crawler) if learning else None)
-        judge = PageJudge.from_settings(s, page_topic_model(crawler)) if learning else None
-        out = s.get("FOCUSCRAWL_OUTPUT_DIR")
-        learner_paths = [p for p in (learner_state_path(s), os.path.join(out, LEARNER_FILE) if out else None)
-                         if p] if learning else []
-        mw = cls(crawler.stats, ranker, judge, s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(out), learner_paths)
+        mw = cls(crawler.stats, crawl_focus(crawler),
+                 s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(s.get("FOCUSCRAWL_OUTPUT_DIR")))
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         return mw
 
     def spider_closed(self, spider=None) -> None:
-        for path in self.learner_paths:  # JOBDIR: a resume goes on learning; run dir: explain()
-            self.ranker.learner.save(path)
         if self.ranker.scorer is not None:  # anchors answered from the per-anchor cache
             info = self.ranker.anchor_score.cache_info()
             self.stats.set_value("focuscrawl/links/anchor_lookups", info.hits + info.misses)
@@ -234,10 +84,11 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
     def _topicality(self, response: Response | None) -> None:
         """Judge the page at its first output (the spider scores it before yielding anything):
         ``response.meta["page_topicality"]`` is a feature of its links."""
-        if (self.judge is not None and response is not None and "page_perplexity" in response.meta
-                and "page_topicality" not in response.meta):
-            response.meta["page_topicality"] = self.judge.topicality(response.meta.get("page_weighted_perplexity"),
-                                                                     response.meta.get("page_topic_logit"))
+        if self.judge is None or response is None or "page_topicality" in response.meta:
+            return
+        analysis = page_analysis(response)
+        if analysis is not None:
+            response.meta["page_topicality"] = self.judge.topicality(analysis.score.weighted, analysis.topic_logit)
 
     def get_processed_item(self, item, response: Response | None):
         """The page's item (after its links; the near-duplicate middleware has marked it):
@@ -278,7 +129,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if isinstance(o, Request):
             return self._decided(o, response, rows)
         if isinstance(o, PageItem) and rows:
-            setattr(o, LINK_ROWS_ATTR, rows.copy())
+            o["link_rows"] = rows.copy()
             rows.clear()
         return self.get_processed_item(o, response)
 
@@ -293,7 +144,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        doc_pp = response.meta.get("page_topic_logit" if self.ranker.topic is not None else "page_perplexity")
+        analysis = page_analysis(response)
+        doc_pp = None if analysis is None else self.focus.page_score(analysis)
         anchor = meta.get("anchor", "")
         d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"),
                                url=request.url, parent_url=response.url,

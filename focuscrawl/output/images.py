@@ -1,10 +1,12 @@
 """One record per image URL, the image perplexity log, and the merge state (SPEC §6 steps 5, 7).
 
-``ImageStore`` is shared by the merge pipeline (first sighting of an image URL goes
-on, later sightings are merged here) and the image log writer (commits the first
-sighting once it is scored and downloaded). Its state survives a resume: each
-commit appends ``W``/``D`` lines to ``JOBDIR/focuscrawl/images.seen`` (like Scrapy's
-``requests.seen``) and checkpoints all offsets.
+``ImageStore`` is shared by the stages of the image chain (``focuscrawl.items.ImageItem``):
+the merge pipeline (first sighting of an image URL goes on, later sightings are merged
+here, each with the final score the score pipeline gave it), the download pipeline
+(drops) and the image log writer (commits the first sighting once it is downloaded). Its
+state survives a resume: each commit appends ``W``/``D`` lines to
+``JOBDIR/focuscrawl/images.seen`` (like Scrapy's ``requests.seen``) and checkpoints all
+offsets.
 
 Record (``records/<sha1[:2]>/<sha1>.json``, written atomically when its image is committed)::
 
@@ -36,7 +38,6 @@ from typing import Any
 from scrapy.crawler import Crawler
 
 from focuscrawl import settings as defaults
-from focuscrawl.images.final import final_score
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import FileWriter, LineLog, atomic_write_bytes, iter_lines, prefetch, temp_path
 from focuscrawl.output.run import RunOutput, run_output
@@ -108,16 +109,11 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
     return values
 
 
-def sighting_of(item: Any, context_name: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT,
-                scored: bool = False) -> dict[str, Any]:
-    """One page's view of an image, with the final score that sighting alone gives
-    (``scored``: the item's own, which ``FinalScorePipeline`` set with the same context)."""
+def sighting_of(item: Any) -> dict[str, Any]:
+    """One page's view of an image, with the final score that sighting alone gives (set on
+    every sighting by ``FinalScorePipeline``, before the merge)."""
     s = {f: item.get(f) for f in SIGHTING_FIELDS}
-    if scored:
-        s["final_score"], s["final_context"] = item["final_score"], item.get("final_context")
-    else:
-        s["final_score"], s["final_context"] = final_score(s["alt_scores"], s["title_scores"], s["contexts"],
-                                                           s["extra_contexts"], context_name)
+    s["final_score"], s["final_context"] = item.get("final_score"), item.get("final_context")
     return s
 
 
@@ -139,9 +135,8 @@ class _Entry:
 class ImageStore:
     def __init__(self, run: RunOutput, stats, max_parents: int = defaults.FOCUSCRAWL_IMAGE_MAX_PARENTS,
                  max_siblings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIBLINGS,
-                 max_sightings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIGHTINGS,
-                 final_context: str = defaults.FOCUSCRAWL_IMAGE_FINAL_CONTEXT) -> None:
-        self.run, self.stats, self.final_context = run, stats, final_context
+                 max_sightings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIGHTINGS) -> None:
+        self.run, self.stats = run, stats
         self.max_parents, self.max_siblings, self.max_sightings = max_parents, max_siblings, max_sightings
         self.entries: dict[str, _Entry] = {}
         self.next_order = 0
@@ -258,7 +253,7 @@ class ImageStore:
                 self.pending_log.write_lines([line])
                 self._pending_line(url, line)
             return True
-        self._merge(url, entry, sighting_of(item, self.final_context))
+        self._merge(url, entry, sighting_of(item))
         return False
 
     def _merge(self, url: str, entry: _Entry, sighting: dict[str, Any]) -> None:
@@ -351,7 +346,7 @@ class ImageStore:
             entry = self.entries[url] = _Entry(item.get("first_seen", self.next_order), PENDING)
         record = {f: item.get(f) for f in IMAGE_FIELDS}
         record["html_width"], record["html_height"] = item.get("html_width"), item.get("html_height")
-        record["sightings"] = [sighting_of(item, self.final_context, scored="final_score" in item)]
+        record["sightings"] = [sighting_of(item)]
         if entry.pending:
             self._add_sightings(record, entry.pending)
         atomic_write_bytes(self._record_file(url), record_json(record))
@@ -455,6 +450,5 @@ def image_store(crawler: Crawler) -> ImageStore | None:
             run, crawler.stats,
             max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
             max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
-            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"),
-            final_context=s.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT"))
+            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"))
     return _stores[crawler]

@@ -29,42 +29,13 @@ logger = logging.getLogger(__name__)
 
 SESSIONS_FILE = "stats.sessions.jsonl"
 
-#: Keys of runs made before the ``focuscrawl/<area>/<name>`` scheme (issue #17) -> today's
-LEGACY_KEYS = {
-    "focuscrawl/pages": "focuscrawl/pages/crawled",
-    "focuscrawl/pages_without_text": "focuscrawl/pages/without_text",
-    "focuscrawl/page_budget_reached": "focuscrawl/budget/reached",
-    "focuscrawl/topic": "focuscrawl/topic/bundle",
-    "pages/written": "focuscrawl/pages/written",
-    "sentences/written": "focuscrawl/sentences/written",
-    "redis_throttle/requests": "focuscrawl/redis/throttle_requests",
-    "redis_throttle/delayed": "focuscrawl/redis/throttle_delayed",
-    "redis_throttle/wait_ms": "focuscrawl/redis/throttle_wait_ms",
-    "redis_workers/idle_waits": "focuscrawl/redis/idle_waits",
-}
-#: areas whose old keys only lacked the ``focuscrawl/`` prefix (no Scrapy key starts so)
-LEGACY_AREAS = ("images/", "frontier/", "neardup/", "warc/", "archive/", "lm/")
-
-
-def current_key(key: str) -> str:
-    """Today's name of a stats key (an old run's key mapped, any other unchanged)."""
-    if key in LEGACY_KEYS:
-        return LEGACY_KEYS[key]
-    return "focuscrawl/" + key if key.startswith(LEGACY_AREAS) else key
-
-
-def current_stats(stats: dict[str, Any]) -> dict[str, Any]:
-    """``stats`` with today's keys."""
-    return {current_key(key): value for key, value in stats.items()}
-
-
 def read_stats(path: str | Path) -> dict[str, Any]:
-    """A ``stats.json`` with today's keys, whenever its run was made. Raises ``OSError``
-    when unreadable and ``ValueError`` when it is not a JSON object."""
+    """A run's ``stats.json``. Raises ``OSError`` when unreadable and ``ValueError`` when it
+    is not a JSON object."""
     stats = json.loads(Path(path).read_text(encoding="utf-8"))
     if not isinstance(stats, dict):
         raise ValueError(f"{path}: not a JSON object of stats")
-    return current_stats(stats)
+    return stats
 
 
 def _jsonable(value):

@@ -1,9 +1,10 @@
 """Merge and dedupe images by URL: the first sighting goes on, later ones join its record.
 
 A later sighting (the same image URL on another page) adds its page, texts,
-contexts and scores to the image's record (``ImageStore``) and is dropped from the
-pipeline (``DropItem`` at DEBUG level), so each image URL is downloaded, scored and
-logged once, and nothing seen is lost.
+contexts and scores (its final score too: the score pipeline runs first) to the image's
+record (``ImageStore``) and is dropped from the pipeline (``DropItem`` at DEBUG level), so
+each image URL is downloaded and logged once, and nothing seen is lost. Unique images are
+counted by the context of their final score (``focuscrawl/images/final_context/<label>``).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class ImageMergePipeline:
             return item
         if self.store.first_sighting(item):
             self.stats.inc_value("focuscrawl/images/unique")
+            self.stats.inc_value(f"focuscrawl/images/final_context/{item.get('final_context') or 'none'}")
             return item
         self.stats.inc_value("focuscrawl/images/merge/later_sightings")
         raise DropItem(f"image {item['image_url']} already seen: merged into its record", log_level="DEBUG")

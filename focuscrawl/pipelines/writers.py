@@ -4,10 +4,10 @@
 row + merge state) through the shared ``ImageStore``. ``PageLogWriterPipeline``
 writes one pages.tsv row per PageItem and all its sentences, in crawl order, in
 batches: a batch is one gzip member of sentences.txt.gz, the links.tsv rows its pages
-carry (``LinkPriorityMiddleware``), then its pages.tsv rows, then a JOBDIR checkpoint
-(docs/OUTPUT.md): the three files are cut back to the same batch on resume. Once a
-checkpoint covers a batch, the ``page_rows_committed`` signal names its items (the
-Redis profile releases their requests' leases then: focuscrawl.distributed).
+carry (``PageItem.link_rows``, taken off the item), then its pages.tsv rows, then a
+JOBDIR checkpoint (docs/OUTPUT.md): the three files are cut back to the same batch on
+resume. Once a checkpoint covers a batch, the ``page_rows_committed`` signal names its
+items (the Redis profile releases their requests' leases then: focuscrawl.distributed).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl.items import ImageItem, PageItem
-from focuscrawl.middlewares.priority import LINKS_LOG_HEADER, link_rows
+from focuscrawl.middlewares.priority import LINKS_LOG_HEADER
 from focuscrawl.output.files import GzipLog, LineLog, gzip_members
 from focuscrawl.output.images import ImageStore, image_store
 from focuscrawl.output.run import RunOutput, run_output
@@ -182,7 +182,8 @@ class PageLogWriterPipeline:
             self._items.append(item)
             self._lines.extend(s.replace("\n", " ") for s in sentences)
             self._size += sum(len(s) + 1 for s in sentences)
-            if self.links is not None and (links := link_rows(item)):
+            links = item.pop("link_rows", None)  # written here, not exported (FEEDS)
+            if self.links is not None and links:
                 self._links += links
                 self._links_size += sum(len(r) + 1 for r in links)
             self.stats.inc_value("focuscrawl/pages/written")

@@ -3,45 +3,45 @@
     scrapy crawl focused -a seeds=FILE_OR_COMMA_LIST -a mode=keywords|document|unfocused|learning
         [-a topic=BUNDLE_DIR] [-a model=ARPA] [-a keywords=FILE] [-a output=DIR] [-a domains=a.org,b.com] [-a budget=N]
 
-The spider only extracts: the page's document perplexity goes into the PageItem and
-``response.meta["page_perplexity"]``; every out-link becomes a Request with its
+The spider only extracts: the page's analysis (``focuscrawl.analysis.PageAnalysis``: scores,
+sentences, links, image decisions, SimHash) is left in ``response.meta["page_analysis"]``,
+the one meta key the spider middlewares read it from (``focuscrawl.analysis.page_analysis``);
+its document perplexity also goes into the PageItem; every out-link becomes a Request with its
 anchor text in ``meta["anchor"]``. Scoring and ordering the links is the job of
 ``LinkPriorityMiddleware``, scope and traps of ``ScopeMiddleware``, images of the
 image middleware and pipelines.
+
+The spider builds the crawl's mode strategy once, in ``from_crawler``, as ``self.focus``
+(``focuscrawl.focus.modes``: the crawl's models, link rule, queue and judge); the other
+components find it as ``crawler.spider.focus``.
 """
 from __future__ import annotations
 
 import logging
-import re
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
-from urllib.parse import urljoin
 
 import scrapy
 from scrapy import signals
 from scrapy.exceptions import UsageError
 from scrapy.http import HtmlResponse, Response
-from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.response import get_base_url
 from twisted.internet.defer import Deferred
 
-from focuscrawl.analysis import META_KEY, AnalysisConfig, AnalysisFailed, PageAnalyser
+from focuscrawl.analysis import META_KEY, AnalysisFailed, PageAnalyser
+from focuscrawl.focus.modes import focus_class
 from focuscrawl.items import PageItem
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
 from focuscrawl.processes import ignore_stop_signals_once_stopped
-from focuscrawl.crawl_scorer import page_topic_model, topic_scorer
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, get_extractor
 from focuscrawl.text.html import clip_html, fallback_encoding
 from focuscrawl.urls import excerpt, url_problem
 
 logger = logging.getLogger(__name__)
 
-MODES = ("keywords", "document", "unfocused", "learning")
-#: the frontier queue of mode ``learning``: re-ranks its top when the link learner's model changes
-LEARNING_PRIORITY_QUEUE = "focuscrawl.frontier.RerankingPriorityQueue"
 #: spider argument -> setting it overrides (applied before any component is built)
 SPIDER_ARG_SETTINGS = {
     "mode": "FOCUSCRAWL_MODE",
@@ -54,9 +54,6 @@ SPIDER_ARG_SETTINGS = {
     "budget": "FOCUSCRAWL_PAGE_BUDGET",
     "extractor": "FOCUSCRAWL_TEXT_EXTRACTOR",
 }
-_SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
-_NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
-_WS = re.compile(r"\s+")
 
 
 def read_seeds(value: str) -> list[str]:
@@ -88,47 +85,6 @@ def read_seeds(value: str) -> list[str]:
     if not usable:
         raise UsageError(f"no usable seed among {len(urls)}: seeds must be http(s) URLs with a host")
     return usable
-
-
-def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
-    """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
-
-    Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
-    (``scrapy.utils.response.get_base_url``), as ``response.urljoin`` does.
-
-    Fragments are dropped, links to files with a non-page extension (images,
-    archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
-    several times keeps its first non-empty anchor text.
-    """
-    links: dict[str, str] = {}
-    images = 0
-    if root is None:
-        return links, 0
-    for el in root.iter("a", "img"):
-        if el.tag == "img":
-            images += 1
-            continue
-        href = el.get("href")
-        if not href:
-            continue
-        href = href.strip()
-        if not href or href.lower().startswith(_NOT_LINKS):
-            continue
-        try:
-            url = urljoin(base_url, href)
-        except ValueError:
-            continue
-        url = url.split("#", 1)[0]
-        if not url.startswith(("http://", "https://")):
-            continue
-        path = url.split("?", 1)[0]
-        slash = path.rfind("/")
-        dot = path.rfind(".")
-        if dot > slash > path.find("//") + 1 and path[dot + 1:].lower() in _SKIPPED_EXTENSIONS:
-            continue
-        if not links.get(url):
-            links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
-    return links, images
 
 
 def readable_response(response: HtmlResponse, max_bytes: int) -> tuple[HtmlResponse, tuple[str, ...]]:
@@ -164,34 +120,41 @@ class FocusedSpider(scrapy.Spider):
 
     def _configure(self, crawler) -> None:
         settings = crawler.settings
-        mode = settings.get("FOCUSCRAWL_MODE")
-        if mode not in MODES:
-            raise UsageError(f"unknown crawl mode {mode!r}; choose one of {', '.join(MODES)}")
-        self.mode = mode
-        if mode == "learning" and settings.get("SCHEDULER_PRIORITY_QUEUE") == "scrapy.pqueues.ScrapyPriorityQueue":
-            settings.set("SCHEDULER_PRIORITY_QUEUE", LEARNING_PRIORITY_QUEUE, priority="spider")
+        try:
+            mode = focus_class(settings)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        self.mode = mode.name
         self.seed_urls = read_seeds(settings.get("FOCUSCRAWL_SEEDS") or "")
         try:
             self.extractor_name = settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")
             get_extractor(self.extractor_name)
-            # load the model now: a bad path stops the crawl before any request
-            self.scorer = topic_scorer(crawler)
-            self.topic_model = page_topic_model(crawler)
-            self.analyser = PageAnalyser(AnalysisConfig.from_settings(settings), self.scorer,
-                                         settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"), self.topic_model)
+            # load the models now: a bad path stops the crawl before any request
+            self.focus = mode.from_settings(settings)
+            self.analyser = PageAnalyser(self.focus.analysis, self.focus.scorer,
+                                         settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"), self.focus.page_topic)
         except (ValueError, FileNotFoundError) as exc:
             raise UsageError(str(exc)) from exc
-        # after topic_scorer's own handler: the workers' LM counters are added to the crawl's
-        crawler.signals.connect(self._close_analyser, signal=signals.spider_closed)
+        self.focus.use_priority_queue(settings)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ignore_stop_signals_once_stopped, signal=signals.engine_stopped, weak=False)
         self.text_max_bytes = settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")
         self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
 
-    def _close_analyser(self, spider=None) -> None:
+    def _spider_opened(self, spider=None) -> None:
+        if self.focus.bundle is not None:  # `focuscrawl rank` ranks the run with the bundle it was crawled with
+            self.stats.set_value("focuscrawl/topic/bundle", str(self.focus.bundle))
+
+    def _spider_closed(self, spider=None) -> None:
+        """The crawl process's LM counters, then the workers' added; the learner saved."""
+        for key, value in self.focus.stats().items():
+            self.stats.set_value(key, value)
         self.analyser.close()
         for key, value in self.analyser.worker_counters().items():
             if value:
                 self.stats.inc_value(key, value)
+        self.focus.save_learner()
 
     @property
     def stats(self):
@@ -237,11 +200,6 @@ class FocusedSpider(scrapy.Spider):
                         self.text_max_bytes, self.text_max_bytes)
         response.meta[META_KEY] = analysis
         score, sentences, links, images = analysis.score, analysis.sentences, analysis.links, analysis.img_count
-        response.meta["page_perplexity"] = score.perplexity
-        response.meta["page_keyword_score"] = score.keyword_score
-        response.meta["page_weighted_perplexity"] = score.weighted
-        if self.topic_model is not None:  # calibrated page score: the calibrated crawl's or the learner's judge
-            response.meta["page_topic_logit"] = analysis.topic_logit
         self.stats.inc_value("focuscrawl/pages/crawled")
         self.stats.inc_value(f"focuscrawl/language/pages/{analysis.language or 'unknown'}")
         if not analysis.language_wanted:  # crawled through: links followed, text not scored

@@ -17,6 +17,7 @@ ARTICLE_RE = re.compile(r"^/post/(\d+)-[^/]*\.html$")
 
 
 def respond(web: TestWeb, host_name: str, target: str) -> Response:
+    """The response of ``web`` for ``http://host_name/target`` (path with query)."""
     host = web.hosts.get(host_name.lower().split(":")[0])
     if host is None:
         return _text(502, "unknown host (the test web has no such site)\n")

@@ -14,6 +14,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from focuscrawl.testweb.render import respond
 from focuscrawl.testweb.web import TestWeb
 
 
@@ -36,7 +37,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, send_body: bool) -> None:
         owner: TestWebServer = self.server.owner  # type: ignore[attr-defined]
         host, target = self._target()
-        response = owner.web.respond(host, target)
+        response = respond(owner.web, host, target)
         owner.record(host, target, response.status)
         if response.delay and owner.slow_factor:
             time.sleep(response.delay * owner.slow_factor)

@@ -425,13 +425,6 @@ class TestWeb:
                 "hosts_by_kind": {k: len(v) for k, v in sorted(self.by_kind.items())},
                 "seeds": self.seeds()}
 
-    # -- serving --------------------------------------------------------------------------
-    def respond(self, host_name: str, path: str) -> Response:
-        """The response for ``http://host_name/path`` (path with query)."""
-        from focuscrawl.testweb import render  # pages live in their own module
-
-        return render.respond(self, host_name, path)
-
 
 def _title_from_caption(caption: str) -> str:
     words = caption.strip().rstrip(".").split()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from focuscrawl import settings as defaults
 
@@ -82,37 +81,6 @@ class LanguageFilter:
     def unwanted(self, language: str) -> bool:
         """A known language the corpus does not want (an unknown one is always kept)."""
         return bool(self.wanted) and language != UNKNOWN and language not in self.wanted
-
-    @classmethod
-    def from_settings(cls, settings) -> "LanguageFilter":
-        wanted = parse_languages(settings.get("FOCUSCRAWL_LANGUAGES"))
-        if wanted is None:
-            language = bundle_language(crawl_bundle(settings))
-            wanted = frozenset([language]) if language else frozenset()
-        return cls(wanted, settings.getfloat("FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE"),
-                   settings.getint("FOCUSCRAWL_LANGUAGE_TEXT_CHARS"))
-
-
-def crawl_bundle(settings) -> Path | None:
-    """The topic bundle a crawl with ``settings`` scores with: ``FOCUSCRAWL_TOPIC``, else the
-    bundled cats bundle when no ``FOCUSCRAWL_MODEL`` is set (the demo), else none."""
-    from focuscrawl.crawl_scorer import topic_bundle_path
-    from focuscrawl.resources import default_topic_path
-
-    bundle = topic_bundle_path(settings)
-    if bundle is None and not settings.get("FOCUSCRAWL_MODEL"):
-        bundle = default_topic_path()
-    return bundle
-
-
-def bundle_language(bundle: str | Path | None) -> str:
-    """The ``language`` a topic bundle's manifest records (``""``: none, or a bundle built
-    before issue #30)."""
-    if bundle is None:
-        return UNKNOWN
-    from focuscrawl.topic.model import read_manifest
-
-    return str(read_manifest(bundle).get("language") or UNKNOWN)
 
 
 def corpus_language(sentences: list[str], min_confidence: float = defaults.FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE

@@ -18,13 +18,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-from importlib import resources
 from pathlib import Path
 
 from focuscrawl.text.normalize import split_sentences
-from focuscrawl.topic.build import MIN_TOKENS, unique_sentences
+from focuscrawl.topic.build import MIN_TOKENS
 
-BACKGROUND_FILE = "background.txt.gz"
 LEAD_CHARS = 1500
 
 
@@ -40,12 +38,6 @@ def build_background(data: str | Path, out: str | Path) -> dict[str, int]:
     raw = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), 9, mtime=0)
     Path(out).write_bytes(raw)
     return {"captions": len(captions), "lead_sentences": len(lead_sentences), "lines": len(lines), "bytes": len(raw)}
-
-
-def background_sentences() -> list[str]:
-    """The bundled background's normalised sentences (≥ ``MIN_TOKENS`` tokens), first occurrence only."""
-    ref = resources.files("focuscrawl.models").joinpath(BACKGROUND_FILE)
-    return unique_sentences(gzip.decompress(ref.read_bytes()).decode("utf-8").splitlines())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,11 +18,13 @@ its sentences that contain one of the topic's three strongest keywords are dropp
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import shutil
 import tempfile
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -36,6 +38,8 @@ from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, KINDS, SCORERS
 FORMAT_VERSION = 1
 HELDOUT_SHARE = 5  # one sentence in 5 is held out for calibration
 MIN_TOKENS = 3  # shorter lines (headings, list items) are not training sentences
+#: the bundled general-English background in ``focuscrawl.models`` (``focuscrawl.topic.background`` builds it)
+BACKGROUND_FILE = "background.txt.gz"
 DOC_SENTENCES = 10  # keyword learning counts documents of this many consecutive sentences
 BACKGROUND_FILTER_KEYWORDS = 3
 #: the background LM's order: measured to rank as well as order 5 at a fifth of the size
@@ -76,6 +80,12 @@ def unique_sentences(lines: Iterable[str]) -> list[str]:
     return list(seen)
 
 
+def background_sentences() -> list[str]:
+    """The bundled background's normalised sentences (≥ ``MIN_TOKENS`` tokens), first occurrence only."""
+    ref = resources.files("focuscrawl.models").joinpath(BACKGROUND_FILE)
+    return unique_sentences(gzip.decompress(ref.read_bytes()).decode("utf-8").splitlines())
+
+
 def _source_name(src: str | Path) -> str:
     """A URL as it is, a file by its name (the bundle can move; its folder is not its provenance)."""
     from focuscrawl.text.sources import is_url
@@ -106,7 +116,6 @@ def _train_lm(sentences: Sequence[str], folder: Path, stem: str, order: int, bin
     """Train an LM into ``folder`` within train-lm's memory budget; returns its file name:
     ``STEM.binary`` (KenLM's binary format, loads fast) when ``binary`` and KenLM's
     build_binary is installed, else ``STEM.arpa.gz`` (KenLM reads it; a third of the size)."""
-    import gzip
     import shutil
 
     from focuscrawl.lm.binary import find_build_binary, write_binary
@@ -247,7 +256,6 @@ def build_bundle(positive: Sequence[str | Path], neutral: Sequence[str | Path] |
 
 def _build(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None, out: Path, order: int,
            background_order: int, name: str, progress, binary: bool) -> dict:
-    from focuscrawl.topic.background import background_sentences
     from focuscrawl.topic.classifier import HashedNgramClassifier
 
     t0 = time.perf_counter()

@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, KeywordList
+from focuscrawl.resources import default_topic_path
+from focuscrawl.text.language import UNKNOWN
 from focuscrawl.text.normalize import text_tokens
 from focuscrawl.urls import excerpt
 
@@ -102,6 +104,26 @@ def read_manifest(folder: str | Path) -> dict:
     for name in names:
         bundle_file(folder, name)
     return manifest
+
+
+def default_model_path() -> Path:
+    """The bundled cats topic LM."""
+    folder = default_topic_path()
+    return folder / read_manifest(folder)["topic_lm"]
+
+
+def default_keywords_path() -> Path:
+    """The bundled cats keywords."""
+    folder = default_topic_path()
+    return folder / read_manifest(folder)["keywords"]
+
+
+def bundle_language(bundle: str | Path | None) -> str:
+    """The ``language`` a topic bundle's manifest records (``""``: none, or a bundle built
+    before issue #30)."""
+    if bundle is None:
+        return UNKNOWN
+    return str(read_manifest(bundle).get("language") or UNKNOWN)
 
 
 def _number(value: object, what: str, where: str, low: float = -math.inf, high: float = math.inf) -> float:

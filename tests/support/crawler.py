@@ -22,3 +22,22 @@ def focuscrawl_crawler(spidercls: type[Spider] | None = None, **settings: Any) -
     project = project_settings()
     defaults = {name: project[name] for name in project if name.startswith("FOCUSCRAWL_")}
     return get_crawler(spidercls, {**defaults, **settings})
+
+
+def focused_crawler(**settings: Any) -> Crawler:
+    """A crawler with its focused spider built, as ``Crawler.crawl`` does it (the spider
+    first, then the settings are frozen and the crawler's stats and extensions built):
+    ``crawler.spider.focus`` is the mode strategy the link, queue and progress components
+    read. The page analysis runs in this process."""
+    from scrapy.utils.test import get_reactor_settings
+
+    from focuscrawl.spiders.focused import FocusedSpider
+
+    project = project_settings()
+    defaults = {name: project[name] for name in project if name.startswith("FOCUSCRAWL_")}
+    crawler = Crawler(FocusedSpider, {"TELNETCONSOLE_ENABLED": False, **get_reactor_settings(), **defaults,
+                                      "FOCUSCRAWL_SEEDS": "http://seed.test/", "FOCUSCRAWL_ANALYSIS_WORKERS": 0,
+                                      **settings})
+    crawler.spider = crawler._create_spider()
+    crawler._apply_settings()
+    return crawler

@@ -35,7 +35,6 @@ import gc
 import math
 import pickle
 import re
-import weakref
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
@@ -376,7 +375,7 @@ class PageJudge:
     ``perplexity``: from the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at
     1) against ``on_topic_pp``, ``topicality = T / (T + wPP)`` (0.5 at the threshold), an
     absolute cut that suits one model's perplexities. ``calibrated``: the topic bundle's
-    calibrated probability of the page's text (``page_topic_logit``), the same scale for
+    calibrated probability of the page's text (``PageAnalysis.topic_logit``), the same scale for
     any model and topic.
     """
 
@@ -419,9 +418,6 @@ def learner_from_settings(settings) -> LinkLearner:
     )
 
 
-_learners: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 LEARNER_FILE = "link_learner.pkl"
 
 
@@ -431,13 +427,8 @@ def learner_state_path(settings) -> Path | None:
     return state_dir / LEARNER_FILE if state_dir else None
 
 
-def link_learner(crawler) -> LinkLearner:
-    """The crawler's one learner, shared by ``LinkPriorityMiddleware`` and the frontier queue
-    (restored from JOBDIR when a crawl is resumed)."""
-    learner = _learners.get(crawler)
-    if learner is None:
-        state = learner_state_path(crawler.settings)
-        learner = (LinkLearner.load(state) if state is not None and state.exists()
-                   else learner_from_settings(crawler.settings))
-        _learners[crawler] = learner
-    return learner
+def crawl_learner(settings) -> LinkLearner:
+    """A crawl's learner: restored from JOBDIR when a crawl is resumed, else new (the mode
+    strategy of mode ``learning`` owns it: ``focuscrawl.focus.modes``)."""
+    state = learner_state_path(settings)
+    return LinkLearner.load(state) if state is not None and state.exists() else learner_from_settings(settings)

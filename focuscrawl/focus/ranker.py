@@ -1,0 +1,148 @@
+"""The link rule of a crawl mode: a link's score, bucket, Scrapy priority and razor decision.
+
+``LinkRanker`` is built by the crawl's mode strategy (``focuscrawl.focus.modes``) and used
+by ``focuscrawl.middlewares.priority.LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from focuscrawl.focus.link_learner import PRIORITY_STEPS, feature_prefixes, link_features, url_host
+from focuscrawl.focus.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
+                                    bucket_priority, calibrated_link_logit, link_score, odds_against,
+                                    probability_to_odds, seed_priority)
+
+
+@dataclass(frozen=True)
+class LinkDecision:
+    """What the crawl does with one out-link (``score`` etc. ``None`` in ``unfocused``)."""
+
+    score: float | None
+    anchor_perplexity: float | None
+    anchor_keyword_score: float | None
+    bucket: str
+    priority: int
+    followed: bool
+    #: mode ``learning``: the learner's score in (0, 1) (higher = earlier) and its features
+    learned: float | None = None
+    features: tuple[str, ...] | None = None
+
+
+class LinkRanker:
+    """A crawl mode's link rule with its settings: ``decide(doc_pp, anchor, depth)``.
+
+    Built by the crawl's mode strategy (``focuscrawl.focus.modes``), which says what the
+    rule is: ``focused`` (else breadth-first), ``anchors`` (the anchor text's score enters
+    the link's: SPEC §5), ``learned_priority`` (the learner's score sets the priority, mode
+    ``learning``); used by ``LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``. With a
+    ``learner`` (mode ``learning``, or ``explain`` showing what a learner would do) the
+    decision also carries the learned score.
+    """
+
+    def __init__(self, buckets: list[float], steps_per_decade: int, razor: float,
+                 weights: dict[str, float], cache_size: int, scorer=None, topic=None, learner=None, *,
+                 focused: bool = True, anchors: bool = False, learned_priority: bool = False) -> None:
+        self.focused = focused
+        self.anchors = anchors
+        self.learned_priority = learned_priority
+        self.learner = learner
+        self.last_vector = None  # the learner's vector of the last decided link
+        self.buckets = [float(b) for b in buckets]
+        self.steps = steps_per_decade
+        self.razor = razor
+        self.floor = 1.0
+        #: calibrated crawl: a topic model (focuscrawl.topic) scores pages and anchors in log-odds;
+        #: link scores are odds against the topic, buckets and razor are probabilities
+        self.topic = topic
+        if topic is not None:
+            self.buckets = [probability_to_odds(p) for p in CALIBRATED_BUCKET_PROBABILITIES]
+            self.razor = probability_to_odds(topic.threshold("razor")) if topic.threshold("razor") > 0 else math.inf
+            self.floor = ODDS_FLOOR
+        #: doc_weight, anchor_weight, keyword_weight, anchor_max_pp of ``link_score``
+        self.weights = dict(weights)
+        self.seed_priority = (PRIORITY_STEPS + 1 if learned_priority
+                              else seed_priority(self.buckets, self.steps))
+        self.scorer = scorer
+        #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
+        self.feature_prefixes: frozenset[str] | None = None
+        # navigation anchors repeat on every page of a site: remember their scores
+        self.anchor_score = lru_cache(maxsize=cache_size or 1)(self._anchor_score)
+
+    @classmethod
+    def from_settings(cls, settings, scorer=None, topic=None, learner=None, **rule: bool) -> "LinkRanker":
+        """The rule (``focused``, ``anchors``, ``learned_priority``) with the link settings."""
+        s = settings
+        weights = dict(doc_weight=s.getfloat("FOCUSCRAWL_LINK_DOC_WEIGHT"),
+                       anchor_weight=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_WEIGHT"),
+                       keyword_weight=s.getfloat("FOCUSCRAWL_LINK_KEYWORD_WEIGHT"),
+                       anchor_max_pp=s.getfloat("FOCUSCRAWL_LINK_ANCHOR_MAX_PP"))
+        ranker = cls(s.getlist("FOCUSCRAWL_PRIORITY_BUCKETS"),
+                     s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"), s.getfloat("FOCUSCRAWL_LINK_RAZOR"), weights,
+                     s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner, **rule)
+        groups = s.getlist("FOCUSCRAWL_LEARNING_FEATURES")
+        ranker.feature_prefixes = feature_prefixes(groups) if groups else None  # unset: all groups
+        return ranker
+
+    def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
+        if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers
+            return self.topic.logit(anchor), 0.0
+        score = self.scorer.score(anchor)
+        return score.perplexity, score.keyword_score
+
+    def decide(self, doc_pp: float | None, anchor: str, depth: int = 0,
+               inherited: float | None = None, *, url: str = "", parent_url: str = "",
+               parent_topicality: float | None = None,
+               grandparent_topicality: float | None = None) -> LinkDecision:
+        """Score, bucket, priority and razor decision of a link found on a page with
+        perplexity ``doc_pp`` (``None``: the page had no text; ``inherited``, the score of
+        the link that led to the page, or the razor value stands in). The learner also
+        sees the link's ``url``, the page's URL and the page's and its parent's topicality."""
+        if not self.focused:
+            return LinkDecision(None, None, None, "", -depth, True)
+        if self.topic is not None:
+            d = self._decide_calibrated(doc_pp, anchor, inherited)
+        else:
+            base = doc_pp if doc_pp is not None else (inherited if inherited is not None else self.razor)
+            anchor_pp = anchor_kw = None
+            if self.anchors:
+                anchor_pp, anchor_kw = self.anchor_score(anchor)
+                score = link_score(base, anchor_pp, anchor_kw, **self.weights)
+            else:
+                score = base
+            d = self._decision(score, anchor_pp, anchor_kw)
+        if self.learner is None:
+            return d
+        return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality)
+
+    def _decision(self, score: float, anchor_value: float | None, anchor_kw: float | None) -> LinkDecision:
+        name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
+        followed = not score > self.razor
+        priority = bucket_priority(score, self.buckets, self.steps, self.floor) if followed else 0
+        return LinkDecision(score, anchor_value, anchor_kw, name, priority, followed)
+
+    def _decide_calibrated(self, doc_logit: float | None, anchor: str, inherited: float | None) -> LinkDecision:
+        """``doc_logit``: the page's log-odds (``PageAnalysis.topic_logit``); ``inherited``: the odds of
+        the link that led to a page without text. The score is the odds against the topic."""
+        if doc_logit is None:
+            odds = inherited if inherited is not None else min(self.razor, probability_to_odds(0.5))
+            doc_logit = -math.log(max(odds, 1e-300))
+        anchor_logit = None
+        if self.anchors:
+            anchor_logit, _ = self.anchor_score(anchor)
+        value = calibrated_link_logit(doc_logit, anchor_logit, self.weights["doc_weight"],
+                                      self.weights["anchor_weight"])
+        return self._decision(odds_against(value), anchor_logit, None)
+
+    def _learned(self, d: LinkDecision, anchor: str, url: str, parent_url: str, parent_topicality: float | None,
+                 grandparent_topicality: float | None) -> LinkDecision:
+        """The decision with the learner's score (and, in mode ``learning``, its priority)."""
+        features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score,
+                                       self.feature_prefixes))
+        vector = self.learner.vector(list(features))
+        learned = self.learner.score(None, d.score, url_host(url), vector)
+        self.last_vector = vector
+        priority = self.learner.priority(learned) if self.learned_priority and d.followed else d.priority
+        return dataclasses.replace(d, priority=priority, learned=learned, features=features)

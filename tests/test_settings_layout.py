@@ -1,0 +1,69 @@
+"""``focuscrawl/settings.py`` is grouped by concern (issue #29): each setting, component
+dicts included, is bound once, no section is empty, and the crawl's components are the
+ones (and at the places) they were before the file was regrouped."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from focuscrawl import settings
+
+SOURCE = Path(settings.__file__).read_text(encoding="utf-8")
+
+#: The component dicts as the crawl had them when settings.py was regrouped: a change here
+#: is a change of the crawl, to be made on purpose.
+COMPONENTS = {
+    "SPIDER_MIDDLEWARES": {
+        "focuscrawl.middlewares.budget.PageBudget": 990,
+        "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware": 950,
+        "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
+        "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+        "focuscrawl.middlewares.images.ImageExtractionMiddleware": 500,
+    },
+    "DOWNLOADER_MIDDLEWARES": {
+        "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+        "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
+        "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+        "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+        "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
+        "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+        "focuscrawl.middlewares.redirect.RedirectMiddleware": 600,
+        "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
+    },
+    "ITEM_PIPELINES": {  # the score before the merge (#29: every sighting scored once, in one place)
+        "focuscrawl.pipelines.score.FinalScorePipeline": 100,
+        "focuscrawl.pipelines.image_merge.ImageMergePipeline": 200,
+        "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
+        "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
+        "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
+    },
+    "EXTENSIONS": {
+        "focuscrawl.extensions.progress.CrawlProgress": 500,
+        "focuscrawl.output.stats.StatsFileWriter": 900,
+    },
+    "ADDONS": {"focuscrawl.distributed.RedisProfile": 0},
+}
+
+
+def test_component_dicts_are_unchanged():
+    assert {name: getattr(settings, name) for name in COMPONENTS} == COMPONENTS
+
+
+def test_every_setting_is_bound_once_and_never_patched():
+    bound, patched = [], []
+    for node in ast.parse(SOURCE).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            if isinstance(target, ast.Name):
+                bound.append(target.id)
+            else:  # SPIDER_MIDDLEWARES["..."] = 500: a dict completed in another section
+                patched.append(ast.unparse(target))
+    assert patched == []
+    assert sorted(name for name in set(bound) if bound.count(name) > 1) == []
+
+
+def test_no_empty_section():
+    sections = re.split(r"^# --- .*$", SOURCE, flags=re.M)[1:]
+    assert sections and all(re.search(r"^[A-Z_]+\s*[:=]", s, flags=re.M) for s in sections)
