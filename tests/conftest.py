@@ -5,9 +5,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.crawl import install_reactor
 from tests.support.toymodel import write_arpa
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_configure(config) -> None:
+    # the reactor of in-process crawls, installed before anything imports Twisted's default
+    install_reactor()
 
 
 @pytest.fixture

@@ -6,10 +6,13 @@ import json
 from focuscrawl.cli import main
 from focuscrawl.eval.crawl_metrics import read_tsv
 
+#: each crawl analyses its pages in its own process: a worker costs seconds to start
+NO_WORKER = ["-s", "FOCUSCRAWL_ANALYSIS_WORKERS=0"]
+
 
 def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
     args = ["--data", "bundled", "--scale", "0.04", "--budget", "15", "--deterministic"]
-    assert main(["eval", "run", *args, "-o", str(tmp_path / "a")]) == 0
+    assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "a")]) == 0
     meta = json.loads((tmp_path / "a" / "eval.json").read_text())
     assert [r["mode"] for r in meta["runs"]] == ["keywords", "document", "unfocused"]
     assert meta["server"]["robots_violations"] == 0
@@ -40,7 +43,7 @@ def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
     assert all(0 <= f <= 1 for r in summary["runs"].values() for f in r["upper_bound"].values() if f is not None)
     assert (tmp_path / "a" / "report" / "report.html").exists()
     # same seed and settings, one request at a time: the same crawl
-    assert main(["eval", "run", *args, "--modes", "keywords", "-o", str(tmp_path / "b")]) == 0
+    assert main(["eval", "run", *args, *NO_WORKER, "--modes", "keywords", "-o", str(tmp_path / "b")]) == 0
     first = [p["url"] for p in read_tsv(tmp_path / "a" / "runs" / "keywords" / "pages.tsv")][:15]
     again = [p["url"] for p in read_tsv(tmp_path / "b" / "runs" / "keywords" / "pages.tsv")][:15]
     assert first == again
@@ -51,7 +54,7 @@ def test_a_given_model_is_used_as_is_on_the_whole_web(tmp_path):
 
     model = str(default_model_path())
     args = ["--data", "bundled", "--scale", "0.04", "--budget", "3", "--modes", "unfocused", "--model", model]
-    assert main(["eval", "run", *args, "-o", str(tmp_path / "e")]) == 0
+    assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "e")]) == 0
     meta = json.loads((tmp_path / "e" / "eval.json").read_text())
     assert meta["model"] == model and meta["web"]["heldout"] is False
     assert not (tmp_path / "e" / "model").exists()
@@ -59,7 +62,7 @@ def test_a_given_model_is_used_as_is_on_the_whole_web(tmp_path):
 
 def test_another_topic_gets_its_own_model(tmp_path):
     args = ["--data", "bundled", "--topic", "dog", "--scale", "0.04", "--budget", "3", "--modes", "keywords"]
-    assert main(["eval", "run", *args, "-o", str(tmp_path / "d")]) == 0
+    assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "d")]) == 0
     keywords = (tmp_path / "d" / "model" / "dog.keywords.txt").read_text().splitlines()
     assert keywords[0].split(";")[0] == "dog"
     pages = read_tsv(tmp_path / "d" / "runs" / "keywords" / "pages.tsv")
@@ -69,7 +72,7 @@ def test_another_topic_gets_its_own_model(tmp_path):
 def test_several_web_seeds_give_mean_and_spread(tmp_path):
     args = ["--data", "bundled", "--profile", "hard", "--scale", "0.1", "--budget", "6", "--deterministic",
             "--modes", "unfocused", "learning", "--seed", "1", "2"]
-    assert main(["eval", "run", *args, "-o", str(tmp_path / "s")]) == 0
+    assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "s")]) == 0
     for seed in (1, 2):
         meta = json.loads((tmp_path / "s" / f"seed-{seed}" / "eval.json").read_text())
         assert meta["web"]["seed"] == seed and meta["web"]["profile"] == "hard"

@@ -41,7 +41,7 @@ A crawler frontier keeps the pending requests ordered by the estimated relevance
 
 @functools.lru_cache(maxsize=1)
 def scorer():
-    return AnalysisConfig().scorer()
+    return AnalysisConfig().scorer.load()
 
 
 def page(url: str, text: str, ngrams: tuple[int, ...]) -> tuple[HtmlResponse, PageItem]:

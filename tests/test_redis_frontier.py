@@ -109,13 +109,21 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
 
     pages = image_site()
     for page in pages.values():
-        page.delay = 0.5  # long enough that start-up jitter cannot let one process take every page
+        page.delay = 0.5  # long enough that the process that gets page0 cannot take every page
     with LocalWeb(pages) as web:
         single = subprocess.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert single.returncode == 0, single.stderr[-3000:]
         web.requests.clear()
+        # no answer before both spiders are open: the first process started cannot crawl the
+        # whole web while the second one still starts (a loaded machine's start-up jitter)
+        web.hold = threading.Event()
+        logs = [tmp_path / f"part-{i}.log" for i in range(2)]
         procs = [subprocess.Popen(focused(tmp_path / f"part-{i}", *redis_settings(redis_server, crawl="focused")),
-                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
+                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(log, "w")) for i, log in enumerate(logs)]
+        deadline = time.monotonic() + 60
+        while not all("Spider opened" in log.read_text() for log in logs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        web.hold.set()
         for p in procs:
             assert p.wait(120) == 0
         fetched = Counter(web.fetched())

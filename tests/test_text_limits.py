@@ -4,7 +4,6 @@ import gzip
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -25,17 +24,10 @@ def deep_page(depth: int = DEEP) -> str:
             + "<p>after the nest</p></body></html>")
 
 
-def run_cli(*args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
-    """``focuscrawl ARGS`` in a child process; (result, the child's peak RSS in MB)."""
-    code = ("import resource, subprocess, sys, json\n"
-            "p = subprocess.run([sys.executable, '-m', 'focuscrawl.cli'] + json.loads(sys.argv[1]),"
-            " capture_output=True, text=True)\n"
-            "sys.stdout.write(json.dumps([p.returncode, p.stdout, p.stderr,"
-            " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))\n")
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(list(args))], capture_output=True, text=True,
-                         timeout=timeout, check=True)
-    rc, stdout, stderr, rss = json.loads(out.stdout)
-    return subprocess.CompletedProcess(args, rc, stdout, stderr), rss
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``focuscrawl ARGS`` in a child process."""
+    return subprocess.run([sys.executable, "-m", "focuscrawl.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
 
 
 # --- charsets -------------------------------------------------------------------------
@@ -51,7 +43,7 @@ def test_latin1_under_a_utf8_declaration_falls_back_per_document():
 
 def test_extract_keeps_accents_of_a_mislabelled_page(tmp_path):
     (tmp_path / "latin.html").write_bytes(LATIN1_PAGE)
-    proc, _ = run_cli("extract", str(tmp_path / "latin.html"), "-o", str(tmp_path / "out"))
+    proc = run_cli("extract", str(tmp_path / "latin.html"), "-o", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
     assert "Café naïve crème brûlée" in (tmp_path / "out" / "latin.txt").read_text(encoding="utf-8")
     assert "charset fallback 1" in proc.stderr
@@ -86,7 +78,7 @@ def test_deeply_nested_page_text_is_recovered(name):
 
 def test_extract_counts_deep_pages(tmp_path):
     (tmp_path / "deep.html").write_text(deep_page())
-    proc, _ = run_cli("extract", "--extractor", "trafilatura", str(tmp_path / "deep.html"), "-o", str(tmp_path / "o"))
+    proc = run_cli("extract", "--extractor", "trafilatura", str(tmp_path / "deep.html"), "-o", str(tmp_path / "o"))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "too deep 1" in proc.stderr
     assert "deep text here" in (tmp_path / "o" / "deep.txt").read_text()
@@ -100,7 +92,7 @@ def test_boilerpy3_failures_are_one_line_reasons(tmp_path, name):
     (tmp_path / "noise.html").write_bytes(bytes(range(256)) * 8)
     (tmp_path / "ok.html").write_text("<html><body><p>" + "The cat sat on the mat. " * 20 + "</p></body></html>")
     inputs = [str(tmp_path / f) for f in ("empty.html", "blank.html", "noise.html", "ok.html")]
-    proc, _ = run_cli("extract", "--extractor", name, *inputs, "-o", str(tmp_path / "o"))
+    proc = run_cli("extract", "--extractor", name, *inputs, "-o", str(tmp_path / "o"))
     assert "Traceback" not in proc.stderr and "ERROR" not in proc.stderr
     skips = [line for line in proc.stderr.splitlines() if line.startswith("skipped ")]
     assert skips and proc.returncode == 1
@@ -117,25 +109,11 @@ def test_clip_cuts_before_a_tag_and_says_so():
     assert clipped and cut == b"<p>" + b"x" * 50 + b"</p>"
 
 
-#: Peak RSS of ``extract`` over a run on a small page, in multiples of the size cap: the
-#: decoded text, the page's tree, trafilatura's three copies of it (docs/extraction.md
-#: "Size"; measured ~10x at most, benchmarks/text_limits.py).
-MEMORY_MULTIPLE = 12
-#: The same for trafilatura on a 2 MB text page (its readability fallback copies the tree
-#: and the text: measured 10-12x; 26x before focuscrawl.text.lean_trim) and for the crawl's
-#: whole page analysis of dense markup at the cap (auto's four copies of the budgeted tree:
-#: 12.4x measured; 26-37x before the analysis read the page under the markup budget), and
-#: for ``extract`` of dense markup at a 1 MiB cap (11.6x while every command loaded every
-#: subcommand's libraries, ~190 MB whose free memory the page's trees partly reused;
-#: 12.1-12.3x since a command loads its own module alone, peak 75 MB instead of 260 MB).
-FALLBACK_MEMORY_MULTIPLE = 14
-
-
 @pytest.mark.parametrize("extractor", ["auto", "trafilatura"])
-def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path, extractor):
-    """The page is read up to the cap only, and its text costs at most MEMORY_MULTIPLE x the
-    cap above a run on a small page (the interpreter and the libraries, ~250 MB); with
-    trafilatura too, whose fallbacks (readability) take the text of this page."""
+def test_a_50mb_page_is_read_up_to_the_cap(tmp_path, extractor):
+    """The page is read up to the cap only; with trafilatura too, whose fallbacks
+    (readability) take the text of this page. (Its memory, a multiple of the cap, is
+    measured by benchmarks/text_limits.py.)"""
     cap = 2 * 1024 * 1024
     para = "<p>" + "The cat sat on the mat and looked at the dog. " * 20 + "</p>\n"
     with open(tmp_path / "huge.html", "w") as fh:
@@ -143,50 +121,37 @@ def test_a_50mb_page_is_cut_to_the_cap_with_bounded_memory(tmp_path, extractor):
         for _ in range(50 * 1024 * 1024 // len(para)):
             fh.write(para)
         fh.write("</body></html>")
-    (tmp_path / "small.html").write_text("<html><body>" + para + "</body></html>")
     options = ("--extractor", extractor, "--max-bytes", str(cap))
-    base, base_rss = run_cli("extract", *options, str(tmp_path / "small.html"), "-o", str(tmp_path / "s"))
-    assert base.returncode == 0, base.stderr
-    start = time.monotonic()
-    proc, rss = run_cli("extract", *options, str(tmp_path / "huge.html"), "-o", str(tmp_path / "h"))
+    proc = run_cli("extract", *options, str(tmp_path / "huge.html"), "-o", str(tmp_path / "h"))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert f"cut {tmp_path / 'huge.html'}: longer than {cap} bytes" in proc.stderr
     assert "truncated 1" in proc.stderr
     text = (tmp_path / "h" / "huge.txt").read_text()
     assert 0.5 * cap < len(text) < cap
-    multiple = MEMORY_MULTIPLE if extractor == "auto" else FALLBACK_MEMORY_MULTIPLE
-    assert rss - base_rss < multiple * cap / 2 ** 20, (rss, base_rss)
-    assert time.monotonic() - start < 120
 
 
 def test_dense_markup_at_the_cap_is_parsed_up_to_the_markup_budget(tmp_path):
     """A page of the cap's size made of linked images (~70,000 elements: a tree of ~40 MB,
-    trafilatura copies it three times) is parsed up to its max_bytes/256-th start tag, noted
-    as cut, and costs at most MEMORY_MULTIPLE x the cap above a small page."""
+    trafilatura copies it three times) is parsed up to its max_bytes/256-th start tag, and
+    noted as cut."""
     from focuscrawl.text.html import markup_budget
 
     cap = 1024 * 1024
     links = "".join(f'<a href="/p{i}"><img src="/i{i}.jpg" alt="cat {i}">cat {i}</a>\n' for i in range(cap // 50))
     (tmp_path / "dense.html").write_text(f"<html><body>{links}</body></html>"[:cap])
-    (tmp_path / "small.html").write_text("<html><body>" + links[:2000] + "</body></html>")
-    base, base_rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "small.html"), "-o", str(tmp_path / "s"))
-    assert base.returncode == 0, base.stderr
-    proc, rss = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "dense.html"), "-o", str(tmp_path / "d"))
+    proc = run_cli("extract", "--max-bytes", str(cap), str(tmp_path / "dense.html"), "-o", str(tmp_path / "d"))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "truncated 1" in proc.stderr  # within the byte cap, cut by the markup budget
     text = (tmp_path / "d" / "dense.txt").read_text()
     last = markup_budget(cap) // 2 - 2  # <html>, <body>, then two start tags per link
     assert f"cat {last}" in text and f"cat {last + 1}" not in text
-    assert rss - base_rss < FALLBACK_MEMORY_MULTIPLE * cap / 2 ** 20, (rss, base_rss)
 
 
 def test_time_limit_skips_a_slow_page_with_a_reason(tmp_path):
     # 30k tiny blocks: jusText's neighbour search is quadratic (minutes); the limit stops it
     (tmp_path / "slow.html").write_text("<html><body>" + "<div>a</div>" * 30_000 + "</body></html>")
-    start = time.monotonic()
-    proc, _ = run_cli("extract", "--extractor", "justext", "--time-limit", "2", str(tmp_path / "slow.html"),
-                      "-o", str(tmp_path / "o"))
-    assert time.monotonic() - start < 60
+    proc = run_cli("extract", "--extractor", "justext", "--time-limit", "2", str(tmp_path / "slow.html"),
+                   "-o", str(tmp_path / "o"), timeout=60)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "skipped " in proc.stderr and "ran past the 2 s limit" in proc.stderr
     assert not (tmp_path / "o" / "slow.txt").exists()
@@ -207,48 +172,36 @@ def test_warc_keeps_accents_of_a_mislabelled_page_and_counts_it(tmp_path):
 
 
 # --- the crawl's page analysis: links, images and contexts under the markup budget --------
-_ANALYSE = r"""
-import json, resource, sys
-from focuscrawl.analysis import AnalysisConfig, analyse_page
-from focuscrawl.text.html import markup_budget
-path, cap = sys.argv[1], int(sys.argv[2])
-config = AnalysisConfig(text_max_tags=markup_budget(cap))
-scorer = config.scorer.load()
-with open(path, encoding="utf-8") as fh:
-    html = fh.read()
-page = analyse_page(html, "http://dense.test/", "http://dense.test/", 0, config, scorer)
-print(json.dumps([list(page.links), page.img_count, [d.src for d in page.images], list(page.notes),
-                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))
-"""
+def analyse(path, cap: int) -> tuple[list[str], int, list[str], list[str]]:
+    """``analyse_page`` (default extractor, images, the bundled model) of a file, as the
+    crawl's analysis reads a page at the cap ``cap``: links, img count, image sources, notes."""
+    from focuscrawl.analysis import AnalysisConfig, analyse_page
+    from focuscrawl.text.html import markup_budget
 
-
-def analyse_in_child(path, cap: int) -> tuple[list[str], int, list[str], list[str], float]:
-    """``analyse_page`` (default extractor, images, the bundled model) of a file in a fresh
-    process: links, img count, image sources, notes and the process's peak RSS in MB."""
-    out = subprocess.run([sys.executable, "-c", _ANALYSE, str(path), str(cap)], capture_output=True, text=True,
-                         timeout=300, check=True)
-    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+    config = AnalysisConfig(text_max_tags=markup_budget(cap))
+    page = analyse_page(path.read_text(encoding="utf-8"), "http://dense.test/", "http://dense.test/", 0, config,
+                        config.scorer.load())
+    return list(page.links), page.img_count, [d.src for d in page.images], list(page.notes)
 
 
 def test_page_analysis_of_dense_markup_is_parsed_up_to_the_markup_budget(tmp_path):
     """The crawl's analysis of a page of the cap's size made of linked images (~80,000
     elements: a tree of ~20x the cap, and an image decision with contexts and scores for
-    each) reads links and images up to the max_bytes/256-th start tag, notes the cut, and
-    costs at most FALLBACK_MEMORY_MULTIPLE x the cap above a small page."""
+    each) reads links and images up to the max_bytes/256-th start tag and notes the cut
+    (its memory, a multiple of the cap: benchmarks/text_limits.py --analysis)."""
     from focuscrawl.text.html import markup_budget
 
     cap = 2 * 1024 * 1024
     links = "".join(f'<a href="/p{i}"><img src="/i{i}.jpg" alt="cat {i}">cat {i}</a>\n' for i in range(cap // 50))
     (tmp_path / "dense.html").write_text(f"<html><body>{links}</body></html>"[:cap])
     (tmp_path / "small.html").write_text("<html><body>" + "".join(links.splitlines(True)[:20]) + "</body></html>")
-    small_links, small_imgs, _, small_notes, base_rss = analyse_in_child(tmp_path / "small.html", cap)
+    small_links, small_imgs, _, small_notes = analyse(tmp_path / "small.html", cap)
     assert len(small_links) == small_imgs == 20 and small_notes == []
-    found, img_count, images, notes, rss = analyse_in_child(tmp_path / "dense.html", cap)
+    found, img_count, images, notes = analyse(tmp_path / "dense.html", cap)
     n = markup_budget(cap) // 2 - 1  # <html>, <body>, then two start tags per link
     assert found == [f"http://dense.test/p{i}" for i in range(n)]
     assert img_count == n and images == [f"http://dense.test/i{i}.jpg" for i in range(n)]
     assert notes == ["truncated"]
-    assert rss - base_rss < FALLBACK_MEMORY_MULTIPLE * cap / 2 ** 20, (rss, base_rss)
 
 
 @pytest.mark.parametrize("workers", [0, 1])

@@ -1,28 +1,40 @@
-"""Run crawls as real Scrapy processes (one reactor each) from tests.
+"""Run real Scrapy crawls from tests: in this process, or as a process of their own.
 
-Two launchers, one per spider:
-
-* ``focused``: ``focused_cmd``/``start_focused`` run ``tests/support/run_crawl.py``
-  (the ``focused`` spider with a settings dict and spider arguments, stats dumped as
-  JSON); ``crawl`` runs it to the end with the toy model against a ``LocalWeb``.
+* ``crawl`` runs the ``focused`` spider to the end with the toy model against a
+  ``LocalWeb``, in this process: on one asyncio reactor that runs for the whole session in
+  a thread of its own (Scrapy's reactor cannot restart), with ``CrawlerRunner``, as an
+  embedding script would. That saves the 3-5 s a process costs to import Scrapy, the
+  language identifier and the models. Its log comes back as the ``stderr`` of a
+  ``CompletedProcess``. (Not in the main thread: no SIGALRM extraction time limit.)
+* ``focused_cmd``/``start_focused``: the crawl as a process (``tests/support/run_crawl.py``)
+  that the caller waits for, signals or kills.
 * the link spider of the Redis tests: ``links_cmd``/``run_links``/``start_links``.
 """
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import subprocess
 import sys
+import threading
+import traceback
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
+from tests.support.run_crawl import plain_stats
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import write_model
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_CRAWL = ROOT / "tests" / "support" / "run_crawl.py"
 LINKSPIDER = ROOT / "tests" / "spiders_for_tests" / "linkspider.py"
-# no delays, no progress lines: for ``scrapy`` command lines (``-s NAME=VALUE``)
-FAST = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO"]
+# no delays, no progress lines, no analysis worker to start: for ``scrapy`` command lines
+# (``-s NAME=VALUE``)
+FAST = ["DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO",
+        "FOCUSCRAWL_ANALYSIS_WORKERS=0"]
 
 
 def focused_cmd(stats: Path, settings: dict, args: dict) -> list[str]:
@@ -47,7 +59,8 @@ def start_focused(stats: Path, settings: dict, args: dict, *, web=None, stdout=s
 
 def crawl(web, tmp: Path, seeds: str, mode: str = "keywords", settings: dict | None = None,
           timeout: float = 60, **args) -> tuple[dict, subprocess.CompletedProcess]:
-    """Crawl to the end with the toy model through ``web`` as proxy; returns (stats, process)."""
+    """Crawl to the end with the toy model through ``web`` as proxy, in this process; returns
+    (stats, a ``CompletedProcess`` with the return code and the log as ``stderr``)."""
     model, keywords = write_model(tmp)
     out = tmp / "out"
     base = {
@@ -56,16 +69,127 @@ def crawl(web, tmp: Path, seeds: str, mode: str = "keywords", settings: dict | N
         "CONCURRENT_REQUESTS": 1, "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 1, "DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False,
         "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "LOG_LEVEL": "INFO", "RETRY_ENABLED": False,
         "FOCUSCRAWL_LINKS_LOG": True, "FEEDS": {str(out / "items.jsonl"): {"format": "jsonlines"}},
+        # pages analysed in the crawl's own process: a worker process costs seconds to start
+        # (tests of the pool set 1)
+        "FOCUSCRAWL_ANALYSIS_WORKERS": 0,
     }
     base.update(settings or {})
     spider_args = {"seeds": seeds, "mode": mode, "model": str(model), "keywords": str(keywords),
                    "output": str(out)}
     spider_args.update(args)
-    stats_path = tmp / "stats.json"
-    proc = subprocess.run(focused_cmd(stats_path, base, spider_args), cwd=ROOT, env=proxy_env(web),
-                          capture_output=True, text=True, timeout=timeout)
-    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
-    return stats, proc
+    return crawl_here(web, base, spider_args, timeout)
+
+
+_reactor_thread: threading.Thread | None = None
+
+
+def install_reactor() -> None:
+    """Install Scrapy's asyncio reactor before anything imports the default one (conftest
+    calls this at start-up, as Scrapy's own suite does); it runs once the first crawl needs it."""
+    from scrapy.utils.reactor import install_reactor as install
+
+    install("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+
+
+def _running_reactor():
+    """The session's reactor, running in a daemon thread (started on first use). Twisted's
+    log goes to Python's logging, as ``CrawlerProcess`` sets it up."""
+    global _reactor_thread
+    import asyncio
+    from logging.config import dictConfig
+
+    from scrapy.utils.log import DEFAULT_LOGGING
+    from twisted.internet import reactor
+    from twisted.python import log as twisted_log
+
+    if _reactor_thread is None:
+        twisted_log.PythonLoggingObserver("twisted").start()
+        dictConfig(DEFAULT_LOGGING)
+        loop = reactor._asyncioEventloop
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            reactor.run(installSignalHandlers=False)
+
+        _reactor_thread = threading.Thread(target=run, daemon=True, name="test-reactor")
+        _reactor_thread.start()
+    return reactor
+
+
+@contextmanager
+def _proxy(web) -> Iterator[None]:
+    """``web`` as the HTTP proxy of the crawls started inside (``HttpProxyMiddleware`` reads
+    the environment when the crawler is built)."""
+    saved = dict(os.environ)
+    os.environ.update(proxy_env(web))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextmanager
+def _captured_log(settings) -> Iterator[io.StringIO]:
+    """The log records (and Python warnings) of the block, formatted as a crawl process's
+    stderr: Scrapy's format, the crawl's ``LOG_LEVEL``."""
+    from scrapy.utils.log import _get_formatter
+
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(_get_formatter(handler, settings))
+    handler.setLevel(settings.get("LOG_LEVEL"))
+    root_level = logging.root.level
+    logging.root.setLevel(logging.NOTSET)
+    logging.root.addHandler(handler)
+    logging.captureWarnings(True)
+    try:
+        yield buffer
+    finally:
+        logging.captureWarnings(False)
+        logging.root.removeHandler(handler)
+        logging.root.setLevel(root_level)
+
+
+def crawl_here(web, settings: dict, spider_args: dict, timeout: float) -> tuple[dict, subprocess.CompletedProcess]:
+    """Run ``focused`` in this process with ``settings`` at cmdline priority (as
+    ``run_crawl.py`` does); (stats, ``CompletedProcess`` with return code 1 and the traceback
+    in ``stderr`` if the crawl failed)."""
+    from scrapy.crawler import CrawlerRunner
+    from twisted.internet import threads
+
+    from focuscrawl.resources import project_settings
+
+    reactor = _running_reactor()
+    full = project_settings(settings)
+    done = threading.Event()
+    result: dict = {}
+
+    def failed(failure) -> None:
+        result["error"] = failure.getTraceback()
+
+    def start() -> None:
+        try:
+            runner = CrawlerRunner(full)
+            crawler = result["crawler"] = runner.create_crawler("focused")
+            d = runner.crawl(crawler, **spider_args)
+        except Exception:
+            result["error"] = traceback.format_exc()
+            done.set()
+            return
+        d.addErrback(failed)
+        d.addBoth(lambda _: done.set())
+
+    with _proxy(web), _captured_log(full) as log:
+        reactor.callFromThread(start)
+        if not done.wait(timeout):
+            threads.blockingCallFromThread(reactor, lambda: result["crawler"].stop())
+            done.wait(30)
+            raise subprocess.TimeoutExpired(["crawl_here", spider_args["seeds"]], timeout, stderr=log.getvalue())
+    crawler = result.get("crawler")
+    stats = plain_stats(crawler) if crawler is not None and crawler._stats is not None else {}
+    stderr = log.getvalue() + result.get("error", "")
+    return stats, subprocess.CompletedProcess(["crawl_here"], 1 if "error" in result else 0, "", stderr)
 
 
 def links_log(tmp: Path) -> list[dict]:

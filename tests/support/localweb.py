@@ -44,6 +44,9 @@ class LocalWeb:
         self.referers: dict[str, str | None] = {}  # host/path -> Referer header of its last request
         self.user_agents: dict[str, str | None] = {}  # host/path -> User-Agent header of its last request
         self.in_flight = self.max_in_flight = 0  # requests being answered at once (politeness tests)
+        #: set to an unset ``threading.Event``: every answer waits until it is set (60 s at most),
+        #: so that crawls started one after the other all reach the web before any page comes
+        self.hold: threading.Event | None = None
         self._lock = threading.Lock()
         web = self
 
@@ -71,6 +74,8 @@ class LocalWeb:
                 if page is None and host == DIRECT_HOST:
                     page = web.pages.get(path)
                 page = page or Page("not found", "text/plain", 404)
+                if web.hold is not None:
+                    web.hold.wait(60)
                 if page.delay:
                     time.sleep(page.delay)
                 body = gzip.compress(page.body) if page.gzip else page.body
