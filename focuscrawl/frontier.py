@@ -179,32 +179,65 @@ class Recovery:
     seen: Iterable[Request] = ()
 
 
-def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path,
-                  fingerprints_only: bool) -> tuple[LineLog, Recovery, set[str]]:
-    """``(journal, what an unclean stop left to do, fingerprints still queued)``."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    run = crawler.get_extension(RunState).output
-    path = state_dir / JOURNAL
-    clean = (state_dir / CLEAN_MARKER).exists()
-    existed = path.exists() and path.stat().st_size > 0
-    # Not cut back to the outputs' checkpoint: a page's row can be committed before
-    # its links are queued, so the journal must run ahead; pages whose rows were cut
-    # back are found by their "p" lines and crawled again.
-    recovery = _prepare_recovery(crawler, path, run, jobdir, fingerprints_only) if existed and not clean \
-        else Recovery()
-    # After a clean stop Scrapy restores its own queue: those requests are still pending
-    # in the journal and must get their "p" and "-" when fetched in this session, or a
-    # later kill would queue them again although their rows were written.
-    queued = set(scan_journal(path).pending) if existed and clean else set()
-    journal = LineLog(path)  # a torn last line (kill mid-write) is dropped here
-    (state_dir / CLEAN_MARKER).unlink(missing_ok=True)
-    return journal, recovery, queued
+class FrontierJournal:
+    """``JOBDIR/focuscrawl/frontier.log`` as a resumable state (``focuscrawl.output.run.Checkpointed``,
+    registered with ``RunState``, with or without a run directory). ``restore``: after an
+    unclean stop, compact the journal, rebuild the seen-set from it and leave the requests
+    to queue again in ``recovery``; after a clean one, ``queued`` holds the fingerprints
+    Scrapy's own queue restores. ``checkpoint``: nothing, the journal is not cut back to the
+    outputs' checkpoint (a page's row can be committed before its links are queued, so the
+    journal runs ahead, one whole line per event; pages whose rows were cut back are found
+    by their ``p`` lines and crawled again). ``close`` (a clean stop, after the outputs'
+    last checkpoint): compacted, then marked clean."""
+
+    def __init__(self, jobdir: Path, run, stats, fingerprints_only: bool) -> None:
+        self.jobdir = jobdir
+        self.state_dir = job_state_dir(jobdir)
+        self.path = self.state_dir / JOURNAL
+        self.run = run  # the run directory's RunOutput (None: no pages are written)
+        self.stats = stats
+        self.fingerprints_only = fingerprints_only
+        self.log: LineLog | None = None
+        self.recovery = Recovery()
+        self.queued: set[str] = set()
+
+    def restore(self) -> None:
+        """Before Scrapy's dupefilter reads ``requests.seen`` and its queue is opened."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        clean = (self.state_dir / CLEAN_MARKER).exists()
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        if existed and not clean:
+            self.recovery = _prepare_recovery(self.stats, self.path, self.run, self.jobdir, self.fingerprints_only)
+        # After a clean stop Scrapy restores its own queue: those requests are still pending
+        # in the journal and must get their "p" and "-" when fetched in this session, or a
+        # later kill would queue them again although their rows were written.
+        if existed and clean:
+            self.queued = set(scan_journal(self.path).pending)
+        self.log = LineLog(self.path)  # a torn last line (kill mid-write) is dropped here
+        (self.state_dir / CLEAN_MARKER).unlink(missing_ok=True)
+
+    def write_lines(self, lines: list[str]) -> None:
+        self.log.write_lines(lines)
+
+    def checkpoint(self) -> None:
+        """Nothing: the journal runs ahead of the outputs' checkpoint (see the class docstring)."""
+
+    def close(self) -> None:
+        """Scrapy has saved its queue (its scheduler closes before ``spider_closed``): a clean
+        stop. The journal is compacted first: a kill during it finds no marker and recovers
+        from the journal, old or new, which say the same."""
+        self.log.close()
+        size = self.path.stat().st_size
+        compact_journal(self.path, scan_journal(self.path),
+                        self.run.committed_page_urls() if self.run is not None else set(), self.fingerprints_only)
+        self.stats.set_value("focuscrawl/frontier/compacted_bytes", size - self.path.stat().st_size)
+        self.log = LineLog(self.path)  # anything said after the close goes to the new file
+        (self.state_dir / CLEAN_MARKER).write_text("clean stop\n")
 
 
-def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path, fingerprints_only: bool) -> Recovery:
+def _prepare_recovery(stats, path: Path, run, jobdir: Path, fingerprints_only: bool) -> Recovery:
     """Unclean stop: compact the journal, rebuild the seen-set from it, drop Scrapy's stale queue."""
     started = time.monotonic()
-    stats = crawler.stats
     size = path.stat().st_size
     state = scan_journal(path)
     written = run.committed_page_urls() if run is not None else set()
@@ -261,7 +294,8 @@ def _journal_requests(path: Path, end: int, stats) -> Iterator[Request]:
 class JournaledScheduler(Scheduler):
     """Scrapy's scheduler; with JOBDIR it journals the frontier and recovers it after a kill.
 
-    ``journal`` is None without JOBDIR or with ``FOCUSCRAWL_FRONTIER_JOURNAL`` off: then
+    ``journal`` (a ``FrontierJournal``, registered with ``RunState``, which restores and
+    closes it) is None without JOBDIR or with ``FOCUSCRAWL_FRONTIER_JOURNAL`` off: then
     it is Scrapy's scheduler unchanged. ``recovery`` is what an unclean stop left to do
     (requests to queue again, requests to mark as seen); ``queued`` the fingerprints
     Scrapy's own queue restores; ``fingerprints_only``: the dupefilter is Scrapy's
@@ -272,12 +306,12 @@ class JournaledScheduler(Scheduler):
     journal.
     """
 
-    def __init__(self, dupefilter, jobdir: str | None = None, *, journal: LineLog | None = None,
-                 state_dir: Path | None = None, recovery: Recovery | None = None,
+    def __init__(self, dupefilter, jobdir: str | None = None, *, journal: FrontierJournal | None = None,
+                 recovery: Recovery | None = None,
                  queued: set[str] = frozenset(), fingerprints_only: bool = False,
                  crawler: Crawler | None = None, **kwargs) -> None:
         super().__init__(dupefilter, jobdir, crawler=crawler, **kwargs)
-        self.journal, self.state_dir, self.fingerprints_only = journal, state_dir, fingerprints_only
+        self.journal, self.fingerprints_only = journal, fingerprints_only
         self._recovery = recovery or Recovery()
         for request in self._recovery.seen:  # a custom dupefilter: it is given the requests
             self.df.request_seen(request)
@@ -289,7 +323,6 @@ class JournaledScheduler(Scheduler):
             crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
             crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
             crawler.signals.connect(self._response_received, signal=signals.response_received)
-            crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "JournaledScheduler":
@@ -297,11 +330,11 @@ class JournaledScheduler(Scheduler):
         jobdir = job_dir(settings)
         dupefilter_class = load_object(settings["DUPEFILTER_CLASS"])
         fingerprints_only = dupefilter_class is RFPDupeFilter  # it fingerprints with crawler.request_fingerprinter
-        journal, state_dir, recovery, queued = None, None, None, set()
+        journal = None
         if jobdir and settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
-            # before Scrapy's dupefilter reads requests.seen and its queue is opened
-            state_dir = job_state_dir(jobdir)
-            journal, recovery, queued = _open_journal(crawler, Path(jobdir), state_dir, fingerprints_only)
+            run_state = crawler.get_extension(RunState)
+            journal = FrontierJournal(Path(jobdir), run_state.output, crawler.stats, fingerprints_only)
+            run_state.register(journal)  # restored before Scrapy's dupefilter reads requests.seen
         return cls(
             build_from_crawler(dupefilter_class, crawler),
             jobdir,
@@ -311,7 +344,8 @@ class JournaledScheduler(Scheduler):
             stats=crawler.stats,
             pqclass=load_object(settings["SCHEDULER_PRIORITY_QUEUE"]),
             crawler=crawler,
-            journal=journal, state_dir=state_dir, recovery=recovery, queued=queued,
+            journal=journal, recovery=journal.recovery if journal else None,
+            queued=journal.queued if journal else frozenset(),
             fingerprints_only=fingerprints_only,
         )
 
@@ -383,20 +417,6 @@ class JournaledScheduler(Scheduler):
         self._statuses[fp] = response.status
         if 200 <= response.status < 300 and (isinstance(response, HtmlResponse) or type(response) is Response):
             self.journal.write_lines([f"p\t{fp}\t{response.url}"])
-
-    def _spider_closed(self, spider: Spider, reason: str) -> None:
-        # Scrapy has saved its queue (close() runs before spider_closed): a clean stop. The
-        # journal is compacted first: a kill during it finds no marker and recovers from
-        # the journal, old or new, which say the same.
-        self.journal.close()
-        path = self.state_dir / JOURNAL
-        size = path.stat().st_size
-        run = self.crawler.get_extension(RunState).output
-        compact_journal(path, scan_journal(path), run.committed_page_urls() if run is not None else set(),
-                        self.fingerprints_only)
-        self.crawler.stats.set_value("focuscrawl/frontier/compacted_bytes", size - path.stat().st_size)
-        self.journal = LineLog(path)  # anything said after the close goes to the new file
-        (self.state_dir / CLEAN_MARKER).write_text(reason + "\n")
 
 
 class RerankingPriorityQueue(ScrapyPriorityQueue):

@@ -28,10 +28,10 @@ SCRAPY_SIGNATURES = {
 #: what does not exist yet when ``from_crawler`` runs, as Scrapy's own ``CloseSpider`` and
 #: ``AutoThrottle`` do; each says so in its docstring ("at run time")
 RUN_TIME_CRAWLER = {
-    "PageBudget": "closes the spider through the engine; counts the run directory's committed pages",
-    "HostPageLimitMiddleware": "counts the run directory's committed pages per host at spider_opened",
-    "CrawlProgress": "reads the engine's scheduler and the crawl's scorer every interval",
-    "RedisWorkers": "asks the engine whether it is busy; the run directory of a dead worker's leases",
+    "PageBudget": "closes the spider through the engine",
+    "CrawlProgress": "reads the engine's scheduler every interval",
+    "RedisWorkers": "asks the engine whether it is busy; gets RunState (lease book, run directory) "
+                    "at spider_opened, as an extension cannot reach another one while they are built",
 }
 
 

@@ -66,7 +66,7 @@ def test_learning_mode_sets_its_queue_unless_the_crawl_names_its_own(tmp_path):
     own = settings(FOCUSCRAWL_MODE="learning", SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.DownloaderAwarePriorityQueue")
     focus_from_settings(own).use_priority_queue(own)
     assert own["SCHEDULER_PRIORITY_QUEUE"] == "scrapy.pqueues.DownloaderAwarePriorityQueue"
-    focus.save_learner()  # where a resume and explain() find it
+    focus.learner_state.close()  # at a clean stop: where a resume and explain() find it
     assert (tmp_path / "job" / "focuscrawl" / "link_learner.pkl").exists()
     assert (tmp_path / "out" / "link_learner.pkl").exists()
 

@@ -91,7 +91,7 @@ def test_state_survives_jobdir_and_same_url_is_not_its_own_duplicate(tmp_path):
     mw, _ = middleware(tmp_path)
     run(mw, "http://a.test/1", ARTICLE)
     run(mw, "http://b.test/2", OTHER)
-    mw.spider_closed()
+    mw.close()
     size = state_path(tmp_path).stat().st_size
 
     mw2, crawler2 = middleware(tmp_path)
@@ -99,7 +99,7 @@ def test_state_survives_jobdir_and_same_url_is_not_its_own_duplicate(tmp_path):
     assert run(mw2, "http://e.test/mirror", ARTICLE)[0]["near_duplicate_of"] == "http://a.test/1"
     # the same URL fetched again after a resume is not a duplicate of itself, nor stored twice
     assert run(mw2, "http://b.test/2", OTHER)[0]["near_duplicate_of"] is None
-    mw2.spider_closed()
+    mw2.close()
     assert len(mw2.urls) == 3
     assert state_path(tmp_path).stat().st_size == size + len("0123456789abcdef\thttp://e.test/mirror\n")
 
@@ -108,7 +108,7 @@ def test_torn_record_is_cut_and_crawl_goes_on(tmp_path):
     mw, _ = middleware(tmp_path)
     run(mw, "http://a.test/1", ARTICLE)
     run(mw, "http://b.test/2", OTHER)
-    mw.spider_closed()
+    mw.close()
     path = state_path(tmp_path)
     whole = path.read_bytes()
     path.write_bytes(whole[:-5])  # killed in the middle of the last record
@@ -116,10 +116,10 @@ def test_torn_record_is_cut_and_crawl_goes_on(tmp_path):
     assert mw2.urls == ["http://a.test/1"]
     assert crawler2.stats.get_value("focuscrawl/neardup/torn_records") == 1
     assert run(mw2, "http://b.test/2", OTHER)[0]["near_duplicate_of"] is None
-    mw2.spider_closed()
+    mw2.close()
     mw3, _ = middleware(tmp_path)
     assert mw3.urls == ["http://a.test/1", "http://b.test/2"]
-    mw3.spider_closed()
+    mw3.close()
 
 
 def test_settings_ngrams_k_blocks_and_errors(tmp_path):
@@ -135,7 +135,7 @@ def test_settings_ngrams_k_blocks_and_errors(tmp_path):
     # a JOBDIR written with other n-grams is refused instead of silently compared
     mw, _ = middleware(tmp_path)
     run(mw, "http://a.test/1", ARTICLE)
-    mw.spider_closed()
+    mw.close()
     with pytest.raises(ValueError, match="other near-duplicate settings"):
         middleware(tmp_path, FOCUSCRAWL_NEARDUP_NGRAMS="5")
 
@@ -146,10 +146,10 @@ def test_torn_header_starts_a_fresh_file(tmp_path):
     mw, crawler = middleware(tmp_path)
     assert mw.urls == [] and crawler.stats.get_value("focuscrawl/neardup/torn_records") == 1
     run(mw, "http://a.test/1", ARTICLE)
-    mw.spider_closed()
+    mw.close()
     mw2, _ = middleware(tmp_path)
     assert mw2.urls == ["http://a.test/1"]
-    mw2.spider_closed()
+    mw2.close()
 
 
 # --- real crawls of a local web with the focused spider ------------------------------

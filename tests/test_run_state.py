@@ -1,5 +1,6 @@
 """One owner of the run state (issue #29): the ``RunState`` extension, reached through the crawler."""
 import pytest
+from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl.output.run_state import RunState
@@ -76,3 +77,65 @@ def test_a_registered_state_is_restored_once_and_checkpointed_after_the_logs(tmp
     run.commit()
     run.close()
     assert calls == ["restore", ("checkpoint", ["http://a/"]), ("checkpoint", ["http://a/"])]
+
+
+class Recorded:
+    """A ``Checkpointed`` state that records what ``RunState`` asks of it."""
+
+    def __init__(self, name, calls):
+        self.name, self.calls = name, calls
+
+    def restore(self):
+        self.calls.append(("restore", self.name))
+
+    def checkpoint(self):
+        self.calls.append(("checkpoint", self.name))
+
+    def close(self):
+        self.calls.append(("close", self.name))
+
+
+def test_a_state_registered_without_a_run_directory_is_restored_checkpointed_and_closed(tmp_path):
+    """JOBDIR-only states (frontier journal, near-duplicate fingerprints, link learner) run
+    without FOCUSCRAWL_OUTPUT_DIR too: RunState restores them when registered and, at
+    spider_closed, checkpoints then closes them, in the order they registered."""
+    crawler = focuscrawl_crawler(JOBDIR=str(tmp_path / "job"))
+    state = crawler.get_extension(RunState)
+    assert state.output is None
+    calls = []
+    state.register(Recorded("a", calls))
+    state.register(Recorded("b", calls))
+    assert calls == [("restore", "a"), ("restore", "b")]
+    crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
+    assert calls[2:] == [("checkpoint", "a"), ("checkpoint", "b"), ("close", "a"), ("close", "b")]
+
+
+def test_with_a_run_directory_registered_states_are_closed_after_the_last_checkpoint(tmp_path):
+    crawler = focuscrawl_crawler(JOBDIR=str(tmp_path / "job"), FOCUSCRAWL_OUTPUT_DIR=str(tmp_path / "run"))
+    state = crawler.get_extension(RunState)
+    calls = []
+    state.register(Recorded("a", calls))
+    state.output.line_log("pages.tsv", "url").write_lines(["http://a/"])
+    crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
+    assert calls == [("restore", "a"), ("checkpoint", "a"), ("close", "a")]
+    assert state.output.committed_page_urls() == {"http://a/"}
+
+
+def test_the_jobdir_states_are_restored_and_closed_through_run_state_without_a_run_directory(tmp_path):
+    """The near-duplicate fingerprints without FOCUSCRAWL_OUTPUT_DIR: written in one crawl,
+    closed by RunState at spider_closed, read back by the next one's registration."""
+    from scrapy import Spider
+    from focuscrawl.middlewares.neardup import NearDuplicatePageMiddleware
+
+    def session():
+        crawler = focuscrawl_crawler(Spider, JOBDIR=str(tmp_path / "job"))
+        return crawler, NearDuplicatePageMiddleware.from_crawler(crawler)
+
+    crawler, mw = session()
+    assert crawler.get_extension(RunState).output is None
+    mw.check_page("http://a.test/", 0x0123456789ABCDEF)
+    crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
+    assert mw.log.fd == -1  # closed by RunState
+    crawler2, mw2 = session()
+    assert mw2.urls == ["http://a.test/"]
+    assert mw2.check_page("http://b.test/", 0x0123456789ABCDEF) == "http://a.test/"

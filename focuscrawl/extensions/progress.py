@@ -23,7 +23,8 @@ class CrawlProgress:
 
     Takes the crawler because it uses it at run time, as Scrapy's ``AutoThrottle`` does: the
     engine's scheduler (the queue size; the engine does not exist yet when ``from_crawler``
-    runs) and the crawl's scorer (its cache), which the spider builds."""
+    runs). The crawl's scorer (its cache counters) is the spider's, looked up with the line:
+    the extension is enabled for any spider, and only the focused one has a scorer."""
 
     def __init__(self, crawler, interval: float) -> None:
         self.crawler = crawler

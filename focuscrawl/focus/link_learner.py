@@ -39,7 +39,7 @@ from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -364,9 +364,13 @@ class LinkLearner:
     def load(cls, path: str | Path) -> "LinkLearner":
         """A learner saved by ``save`` (a crawl writes ``link_learner.pkl`` into its run directory)."""
         learner = cls()  # today's defaults for what an older save lacks (e.g. ``trust``, added later)
-        with open(path, "rb") as fh:
-            learner.__dict__.update(pickle.load(fh))
+        learner.load_state(path)
         return learner
+
+    def load_state(self, path: str | Path) -> None:
+        """Go on from a learner saved by ``save``, in place (what it lacks keeps this one's value)."""
+        with open(path, "rb") as fh:
+            self.__dict__.update(pickle.load(fh))
 
 
 class PageJudge:
@@ -427,8 +431,27 @@ def learner_state_path(settings) -> Path | None:
     return state_dir / LEARNER_FILE if state_dir else None
 
 
-def crawl_learner(settings) -> LinkLearner:
-    """A crawl's learner: restored from JOBDIR when a crawl is resumed, else new (the mode
-    strategy of mode ``learning`` owns it: ``focuscrawl.focus.modes``)."""
-    state = learner_state_path(settings)
-    return LinkLearner.load(state) if state is not None and state.exists() else learner_from_settings(settings)
+class LearnerState:
+    """The crawl's link learner as a resumable state (``focuscrawl.output.run.Checkpointed``,
+    registered with ``RunState`` by the link middleware, with or without a run directory):
+    ``restore`` goes on with what a crawl resumed from JOBDIR had learnt (into the same
+    learner object, which the link rule and the re-ranking queue hold already); the learner
+    is saved whole (``atomic_write_bytes``) at ``close``, a clean stop, to JOBDIR and the run
+    directory (``explain``). Between checkpoints there is nothing to write: after a kill a
+    resume learns again from the learner of the last clean stop."""
+
+    def __init__(self, learner: LinkLearner, restore_from: Path | None = None, save_to: Iterable[Path] = ()) -> None:
+        self.learner = learner
+        self.restore_from = restore_from
+        self.save_to = list(save_to)
+
+    def restore(self) -> None:
+        if self.restore_from is not None and self.restore_from.exists():
+            self.learner.load_state(self.restore_from)
+
+    def checkpoint(self) -> None:
+        """Nothing between clean stops (see the class docstring)."""
+
+    def close(self) -> None:
+        for path in self.save_to:
+            self.learner.save(path)

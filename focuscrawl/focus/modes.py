@@ -28,7 +28,7 @@ from typing import ClassVar
 from focuscrawl.analysis import AnalysisConfig, PageAnalysis
 from focuscrawl.crawl_scorer import scorer_files, topic_bundle_path, topic_model_from_settings
 from focuscrawl.focus.ranker import LinkRanker
-from focuscrawl.focus.link_learner import LEARNER_FILE, LinkLearner, PageJudge, crawl_learner, learner_state_path
+from focuscrawl.focus.link_learner import LEARNER_FILE, LearnerState, LinkLearner, PageJudge, learner_from_settings, learner_state_path
 from focuscrawl.lm.scorer import TopicScorer
 
 #: Scrapy's default priority queue (``SCHEDULER_PRIORITY_QUEUE``), which a mode may replace
@@ -52,7 +52,7 @@ class CrawlFocus:
 
     def __init__(self, scorer: TopicScorer, ranker: LinkRanker, analysis: AnalysisConfig, page_topic=None,
                  judge: PageJudge | None = None, bundle: Path | None = None,
-                 learner_paths: list[Path] = ()) -> None:
+                 learner_state: LearnerState | None = None) -> None:
         self.scorer = scorer
         self.ranker = ranker
         self.analysis = analysis
@@ -60,9 +60,10 @@ class CrawlFocus:
         self.judge = judge
         #: the topic bundle the crawl was run with (``focuscrawl rank`` ranks the run with it)
         self.bundle = bundle
-        #: where the learner is saved when the crawl stops (JOBDIR: a resume goes on learning;
-        #: run directory: ``explain``)
-        self.learner_paths = list(learner_paths)
+        #: the crawl's learner as a resumable state, restored from and saved to JOBDIR (a resume
+        #: goes on learning) and saved to the run directory (``explain``); the link middleware
+        #: registers it with ``RunState``
+        self.learner_state = learner_state
 
     @property
     def learner(self) -> LinkLearner | None:
@@ -95,12 +96,14 @@ class CrawlFocus:
         ranker = LinkRanker.from_settings(settings, scorer if cls.scores_anchors else None, topic if ranked else None,
                                           learner, focused=cls.focused, anchors=cls.scores_anchors,
                                           learned_priority=cls.learned_priority)
-        paths = []
+        state = None
         if crawl_learner is not None:
             out = settings.get("FOCUSCRAWL_OUTPUT_DIR")
-            paths = [p for p in (learner_state_path(settings), Path(out) / LEARNER_FILE if out else None) if p]
+            jobdir_file = learner_state_path(settings)
+            state = LearnerState(crawl_learner, jobdir_file,
+                                 [p for p in (jobdir_file, Path(out) / LEARNER_FILE if out else None) if p])
         return cls(scorer, ranker, AnalysisConfig.from_settings(settings, files), topic, judge,
-                   topic_bundle_path(settings), paths)
+                   topic_bundle_path(settings), state)
 
     def page_score(self, analysis: PageAnalysis) -> float | None:
         """The page score its links are ranked by: the calibrated log-odds when the ranker
@@ -116,10 +119,6 @@ class CrawlFocus:
     def stats(self) -> dict[str, int]:
         """The crawl-process scorer's LM counters (the analysis workers add theirs)."""
         return self.scorer.counters()
-
-    def save_learner(self) -> None:
-        for path in self.learner_paths:
-            self.learner.save(path)
 
 
 class KeywordsFocus(CrawlFocus):
@@ -163,7 +162,7 @@ class LearningFocus(CrawlFocus):
 
     @classmethod
     def crawl_learner(cls, settings) -> LinkLearner:
-        return crawl_learner(settings)
+        return learner_from_settings(settings)  # restored from JOBDIR by its ``LearnerState``
 
 
 MODES: dict[str, type[CrawlFocus]] = {m.name: m for m in (KeywordsFocus, DocumentFocus, UnfocusedFocus, LearningFocus)}

@@ -39,7 +39,8 @@ class PageBudget:
 
     Takes the crawler because it uses it at run time, as Scrapy's ``CloseSpider`` does: it
     closes the spider through the engine (which does not exist yet when ``from_crawler``
-    runs); ``run``: the run directory whose committed pages it counts at ``spider_opened``."""
+    runs). ``run``: the ``RunState``'s run directory, whose committed pages it counts at
+    ``spider_opened``."""
 
     def __init__(self, crawler: Crawler, budget: int, run: RunOutput | None = None) -> None:
         self.crawler = crawler

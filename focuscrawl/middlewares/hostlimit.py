@@ -19,10 +19,8 @@ class HostPageLimitMiddleware:
     downloads not counted) and ignores the ones over either limit (stats
     ``focuscrawl/scope/host_limit``, ``focuscrawl/scope/domain_limit``). Placed after
     ``RobotsTxtMiddleware`` so that disallowed URLs do not use up a host's pages. A crawl
-    resumed from JOBDIR starts from the pages per host ``pages.tsv`` has.
-
-    Takes the crawler because it uses it at run time: the run directory's committed pages
-    are counted at ``spider_opened``, once the scheduler has opened the run directory."""
+    resumed from JOBDIR starts from the pages per host ``pages.tsv`` has (``run``, the
+    ``RunState``'s run directory: its committed rows are counted at ``spider_opened``)."""
 
     def __init__(self, limit: int, stats, run: RunOutput | None = None, domain_limit: int = 0) -> None:
         self.limit = limit

@@ -13,7 +13,9 @@ With a JOBDIR the fingerprints and URLs are appended to
 ``<fingerprint hex>\t<url>``, behind a header naming the n-gram mode), so a resumed
 crawl keeps comparing against every page seen before the stop. A line torn by a kill
 is cut off when the file is opened. The file is not cut back to the outputs'
-checkpoint: a page crawled again after a resume is recognised by its URL.
+checkpoint: a page crawled again after a resume is recognised by its URL. The middleware
+is a ``Checkpointed`` state registered with ``RunState`` (with or without a run directory):
+``restore`` reads the file back, ``close`` closes it.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
@@ -33,6 +34,7 @@ from focuscrawl.dedup.index import SimHashIndex
 from focuscrawl.dedup.simhash import parse_ngrams
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import LineLog, iter_lines, job_state_dir
+from focuscrawl.output.run_state import RunState
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +54,8 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
     """Sets ``PageItem["near_duplicate_of"]`` from a SimHash index of all earlier pages."""
 
     def __init__(self, stats, ngrams: str, max_distance: int, blocks: int,
-                 jobdir: str | None = None) -> None:  # pylint: disable=super-init-not-called
-        """``jobdir``: the fingerprints of earlier pages are kept there and read back."""
+                 state_path: Path | None = None) -> None:  # pylint: disable=super-init-not-called
+        """``state_path``: the fingerprints of earlier pages are kept there and read back (``restore``)."""
         try:
             self.ngrams = parse_ngrams(ngrams)
             self.index = SimHashIndex(max_distance, blocks)
@@ -62,23 +64,26 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         self.stats = stats
         self.urls: list[str] = []
         self.log: LineLog | None = None
-        if jobdir:
-            self._open_state(Path(jobdir))
+        self.state_path = state_path
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "NearDuplicatePageMiddleware":
         s = crawler.settings
         if not s.getbool("FOCUSCRAWL_NEARDUP_ENABLED"):
             raise NotConfigured("FOCUSCRAWL_NEARDUP_ENABLED is off")
+        state_dir = job_state_dir(job_dir(s))
         mw = cls(crawler.stats, str(s.get("FOCUSCRAWL_NEARDUP_NGRAMS")), s.getint("FOCUSCRAWL_NEARDUP_MAX_DISTANCE"),
-                 s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), job_dir(s))
-        crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+                 s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), state_dir / STATE_FILE if state_dir else None)
+        crawler.get_extension(RunState).register(mw)
         return mw
 
-    def _open_state(self, jobdir: Path) -> None:
+    # -- Checkpointed: JOBDIR/focuscrawl/neardup.fingerprints ----------------------------------
+    def restore(self) -> None:
         """Load the fingerprints of earlier sessions and open the file for appending."""
+        if self.state_path is None:
+            return
         ngrams = "+".join(map(str, self.ngrams))
-        path = job_state_dir(jobdir) / STATE_FILE
+        path = self.state_path
         header = state_header(ngrams)
         try:
             self.log = LineLog(path, header)  # a line torn by a kill is cut here
@@ -104,7 +109,10 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             self.stats.inc_value("focuscrawl/neardup/torn_records")
             logger.warning("Cut a torn record (%d bytes) off %s", self.log.cut_bytes, path)
 
-    def spider_closed(self, spider: Any = None) -> None:
+    def checkpoint(self) -> None:
+        """Nothing to do: each page's line is written whole when it is checked."""
+
+    def close(self) -> None:
         if self.log:
             self.log.close()
 

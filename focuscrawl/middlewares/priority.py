@@ -42,6 +42,7 @@ from focuscrawl.focus.modes import CrawlFocus, crawl_focus
 from focuscrawl.focus.ranker import LinkRanker
 from focuscrawl.items import PageItem
 from focuscrawl.focus.link_learner import PageJudge, url_host
+from focuscrawl.output.run_state import RunState
 from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         mw = cls(crawler.stats, crawl_focus(crawler),
                  s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(s.get("FOCUSCRAWL_OUTPUT_DIR")))
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
+        if mw.focus.learner_state is not None:  # mode ``learning``: restored now, saved at a clean stop
+            crawler.get_extension(RunState).register(mw.focus.learner_state)
         return mw
 
     def spider_closed(self, spider=None) -> None:

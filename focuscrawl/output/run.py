@@ -45,11 +45,16 @@ class Checkpointed(Protocol):
     ``RunOutput`` (cut back to the last checkpoint when opened); ``restore()``, called once
     by ``register``, reads its state back from them and repairs what a kill left beyond
     them; ``checkpoint()``, called after every checkpoint of the logs' offsets, writes the
-    state's own part (whole files, ``atomic_write_bytes``) or tells who waits for it."""
+    state's own part (whole files, ``atomic_write_bytes``) or tells who waits for it.
+    A state registered with ``RunState.register`` (the one way for a component; it works
+    without a run directory too) is also ``close()``d once, after the last checkpoint, at
+    ``spider_closed``: what a clean stop leaves (a compacted journal, a saved model)."""
 
     def restore(self) -> None: ...
 
     def checkpoint(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class RunOutput:

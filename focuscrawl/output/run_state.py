@@ -19,7 +19,7 @@ from scrapy.settings import BaseSettings
 
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.leases import LeaseBook
-from focuscrawl.output.run import RunOutput
+from focuscrawl.output.run import Checkpointed, RunOutput
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,18 @@ class RunState:
         self.output = output
         self.images = images
         self.leases = leases
+        #: the states registered here, closed (after a last checkpoint) at ``spider_closed``
+        self._states: list[Checkpointed] = []
+
+    def register(self, state: Checkpointed) -> None:
+        """Restore ``state`` from the last checkpoint now, checkpoint it with the run directory's
+        logs from now on (without a run directory: once, at ``spider_closed``), and ``close()``
+        it after the last checkpoint."""
+        if self.output is not None:
+            self.output.register(state)
+        else:
+            state.restore()
+        self._states.append(state)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "RunState":
@@ -54,12 +66,19 @@ class RunState:
         if s.get("FOCUSCRAWL_REDIS_URL"):
             leases = LeaseBook.from_crawler(crawler)
         state = cls(output, images, leases)
-        if output is not None:
-            crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
         return state
 
     def spider_closed(self, spider=None) -> None:
-        self.output.close()
+        """The last checkpoint (the run directory's, with its states), then every registered
+        state closed, in the order they registered."""
+        if self.output is not None:
+            self.output.close()
+        else:
+            for state in self._states:
+                state.checkpoint()
+        for state in self._states:
+            state.close()
 
 
 class RunStateAddon:

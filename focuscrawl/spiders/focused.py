@@ -147,14 +147,13 @@ class FocusedSpider(scrapy.Spider):
             self.stats.set_value("focuscrawl/topic/bundle", str(self.focus.bundle))
 
     def _spider_closed(self, spider=None) -> None:
-        """The crawl process's LM counters, then the workers' added; the learner saved."""
+        """The crawl process's LM counters, then the workers' added."""
         for key, value in self.focus.stats().items():
             self.stats.set_value(key, value)
         self.analyser.close()
         for key, value in self.analyser.worker_counters().items():
             if value:
                 self.stats.inc_value(key, value)
-        self.focus.save_learner()
 
     @property
     def stats(self):
