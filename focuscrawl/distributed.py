@@ -41,13 +41,10 @@ rows of a dead worker's run directory are only checked on its own host);
 """
 from __future__ import annotations
 
-import hashlib
-import importlib
 import logging
 import os
 import socket
 import time
-import weakref
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -56,14 +53,15 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy_redis import picklecompat
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import iter_tsv
-from focuscrawl.output.run import checkpoint_offsets, run_output
+from focuscrawl.output.leases import LeaseBook, redis_connection, redis_key, worker_id
+from focuscrawl.output.run import checkpoint_offsets
+from focuscrawl.output.run_state import RunState
 from focuscrawl.pipelines.writers import page_rows_committed
 from focuscrawl.scrapy_compat import wake_engine
 
@@ -120,21 +118,6 @@ return n
 """
 
 LEASE_META = "focuscrawl_lease"
-
-
-#: scrapy-redis's placeholder for the spider name in its keys
-SPIDER_PLACEHOLDER = "%(spider)s"
-
-
-def redis_key(settings: BaseSettings, suffix: str) -> str:
-    """``focuscrawl:<crawl>:<suffix>``; the crawl name keeps separate crawls apart (an empty
-    ``FOCUSCRAWL_REDIS_CRAWL`` names the crawl after its spider)."""
-    return f"focuscrawl:{settings.get('FOCUSCRAWL_REDIS_CRAWL') or SPIDER_PLACEHOLDER}:{suffix}"
-
-
-def _connect(settings: BaseSettings):
-    import redis
-    return redis.Redis.from_url(settings.get("FOCUSCRAWL_REDIS_URL"))
 
 
 class RedisProfile:
@@ -206,7 +189,7 @@ class RedisHostThrottle:
         if delay < 0:
             delay = s.getfloat("DOWNLOAD_DELAY")
         spider_key = redis_key(s, "host").replace("%(spider)s", crawler.spidercls.name)
-        return cls(crawler.stats, _connect(s), delay, spider_key)
+        return cls(crawler.stats, redis_connection(s), delay, spider_key)
 
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if self.delay_ms <= 0 or request.meta.get("dont_throttle"):
@@ -242,8 +225,9 @@ class RedisWorkers:
     """
 
     def __init__(self, crawler: Crawler, server, key: str, queue_key: str, busy_timeout: float,
-                 lease_timeout: float, worker: str, output: str, book: LeaseBook, jobdir: str = "") -> None:
-        """``crawler``: its engine (is it busy?), stats and run directory, at run time."""
+                 lease_timeout: float, worker: str, output: str, jobdir: str = "") -> None:
+        """``crawler``: its engine (is it busy?), stats and ``RunState`` (lease book, run
+        directory), at run time: an extension cannot reach another one while they are built."""
         self.crawler = crawler
         self.server = server
         self.key = key
@@ -259,10 +243,9 @@ class RedisWorkers:
         self.token = f"{socket.gethostname()}:{os.getpid()}:{time.time():.3f}"
         self.output = output
         self.jobdir = jobdir
-        self.book = book
-        self.book.token = self.token
+        self.book: LeaseBook | None = None  # RunState's, at spider_opened (before the first pop)
         self._requeue = server.register_script(_REQUEUE_LEASES)
-        self._claim()
+        self._previous = self._claim()
         self._loop = task.LoopingCall(self._beat)
 
     @classmethod
@@ -271,10 +254,10 @@ class RedisWorkers:
         if not s.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
         name = crawler.spidercls.name
-        ext = cls(crawler, _connect(s), redis_key(s, "busy").replace("%(spider)s", name),
+        ext = cls(crawler, redis_connection(s), redis_key(s, "busy").replace("%(spider)s", name),
                   s.get("SCHEDULER_QUEUE_KEY") % {"spider": name},
                   s.getfloat("FOCUSCRAWL_REDIS_BUSY_TIMEOUT"), s.getfloat("FOCUSCRAWL_REDIS_LEASE_TIMEOUT"),
-                  worker_id(s), s.get("FOCUSCRAWL_OUTPUT_DIR") or "", lease_book(crawler),
+                  worker_id(s), s.get("FOCUSCRAWL_OUTPUT_DIR") or "",
                   os.path.abspath(s.get("JOBDIR")) if s.get("JOBDIR") else "")
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_idle, signal=signals.spider_idle)
@@ -296,9 +279,9 @@ class RedisWorkers:
         seen = self.server.zscore(self.alive_key, token)
         return seen is None or seen < time.time() - self.lease_timeout
 
-    def _claim(self) -> None:
-        """Become the process of this worker; refuse a run directory a live process writes; a
-        restarted worker takes back the leases its killed predecessor held."""
+    def _claim(self) -> str:
+        """Become the process of this worker; refuse a run directory a live process writes.
+        Returns the token of the killed process this one replaces ("": none)."""
         previous = ""
         # beat before claiming: a claimed worker without a heartbeat looks dead to the others;
         # say where its checkpoint is: the others read its rows only up to it once it is dead
@@ -318,13 +301,13 @@ class RedisWorkers:
                 self.server.zrem(self.alive_key, previous)
                 self.server.hdel(self.jobdirs_key, previous)
                 break
-        if previous:
-            committed = set()
-            if self.output:
-                run = run_output(self.crawler)  # cuts pages.tsv back to its checkpoint
-                run.line_log("pages.tsv")
-                committed = committed_page_urls(run.path("pages.tsv"))
-            self._recover(self.worker, self.token, committed, "focuscrawl/redis/leases_recovered_own")
+        return previous
+
+    def _recover_own(self) -> None:
+        """A restarted worker takes back the leases its killed predecessor held."""
+        run = self.crawler.get_extension(RunState).output
+        committed = run.committed_page_urls() if run is not None else set()
+        self._recover(self.worker, self.token, committed, "focuscrawl/redis/leases_recovered_own")
 
     def _recover(self, worker: str, token: str, committed: set[str], stat: str, forget: bool = False) -> int:
         """Move ``worker``'s leases back to the queue, except those whose page rows are committed;
@@ -388,6 +371,10 @@ class RedisWorkers:
 
     # --- signals --------------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
+        self.book = self.crawler.get_extension(RunState).leases
+        self.book.token = self.token
+        if self._previous:
+            self._recover_own()
         self.server.zadd(self.key, {self.worker: time.time()})
         self._loop.start(0.5, now=False)
 
@@ -438,107 +425,10 @@ class RedisWorkers:
         self.server.hdel(self.jobdirs_key, self.token)
 
 
-def worker_id(settings: BaseSettings) -> str:
-    """``host:run directory`` (stable: a restarted worker finds its leases), else ``host:pid``."""
-    output = settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
-    return f"{socket.gethostname()}:{os.path.abspath(output) if output else os.getpid()}"
-
-
 def committed_page_urls(pages_tsv: Path, end: int | None = None) -> set[str]:
     """URLs of the rows of a pages.tsv before byte ``end`` (a checkpoint), else of its whole rows
     (a torn last line is not a row)."""
     return {r["url"] for r in iter_tsv(pages_tsv, errors="replace", end=end)}
-
-
-class LeaseBook:
-    """This worker's leases: the queue member of each held request and what its release waits
-    for (its spider output, its items, its pages' checkpoint). One per crawler."""
-
-    def __init__(self, stats, server, key: str, serializer, worker: str = "", workers_key: str = "") -> None:
-        self.stats = stats
-        self.server = server
-        self.key = key  # the worker's leased set
-        self.serializer = serializer
-        self.worker, self.workers_key = worker, workers_key
-        self.token = ""  # the process token, set by RedisWorkers
-        self.held: dict[str, bytes] = {}  # token -> member
-        self.waiting: dict[str, int] = {}  # token -> items not yet safe
-        self.output_done: set[str] = set()
-        self.pages: dict[int, tuple[str, PageItem]] = {}  # id(page item) -> (token, item)
-
-    def lease(self, member: bytes) -> str:
-        token = hashlib.sha1(member).hexdigest()
-        self.held[token] = member
-        self.waiting.setdefault(token, 0)
-        self.stats.inc_value("focuscrawl/redis/leases_taken")
-        return token
-
-    def item_started(self, token: str, item, page_via_writer: bool) -> None:
-        if token in self.held:
-            self.waiting[token] += 1
-            if page_via_writer:
-                self.pages[id(item)] = (token, item)
-
-    def item_done(self, token: str | None) -> None:
-        if token in self.held:
-            self.waiting[token] -= 1
-            self._release_if_safe(token)
-
-    def page_done(self, item) -> None:
-        """A PageItem's row is checkpointed (or the item was dropped)."""
-        token, _ = self.pages.pop(id(item), (None, None))
-        self.item_done(token)
-
-    def output_finished(self, token: str) -> None:
-        if token in self.held:
-            self.output_done.add(token)
-            self._release_if_safe(token)
-
-    def engine_idle(self) -> None:
-        """Nothing is being downloaded, parsed or processed: a held request's output is over
-        even if it ended where no middleware sees it (an exception in a downloader
-        middleware's ``process_response`` goes straight to the errback). Pages still waiting
-        for their rows' checkpoint stay held (the idle writer writes them next)."""
-        for token in list(self.held):
-            if token not in self.output_done:
-                self.stats.inc_value("focuscrawl/redis/leases_ended_unseen")
-                self.output_finished(token)
-
-    def _release_if_safe(self, token: str) -> None:
-        if token in self.output_done and self.waiting.get(token, 0) <= 0:
-            self.release(token)
-
-    def release(self, token: str) -> None:
-        """Ack: the request's outcome is safe; it leaves the leased set."""
-        member = self.held.pop(token, None)
-        self.waiting.pop(token, None)
-        self.output_done.discard(token)
-        if member is not None:
-            self.server.zrem(self.key, member)
-            self.stats.inc_value("focuscrawl/redis/leases_released")
-
-    def url(self, member: bytes) -> str:
-        try:
-            return self.serializer.loads(member).get("url", "")
-        except Exception:  # noqa: BLE001 - an unreadable member is re-queued, never dropped
-            return ""
-
-
-_books: "weakref.WeakKeyDictionary[Crawler, LeaseBook]" = weakref.WeakKeyDictionary()
-
-
-def lease_book(crawler: Crawler) -> LeaseBook:
-    """The crawler's ``LeaseBook`` (shared by the queue, the scheduler, the middlewares, RedisWorkers)."""
-    if crawler not in _books:
-        s = crawler.settings
-        name = s.get("SCHEDULER_SERIALIZER")
-        serializer = importlib.import_module(name) if isinstance(name, str) and name else picklecompat
-        spider = crawler.spidercls.name
-        worker = worker_id(s)
-        key = redis_key(s, f"leased:{worker}").replace("%(spider)s", spider)
-        _books[crawler] = LeaseBook(crawler.stats, _connect(s), key, serializer, worker,
-                                    redis_key(s, "workers").replace("%(spider)s", spider))
-    return _books[crawler]
 
 
 class LeasedPriorityQueue(PriorityQueue):
@@ -547,7 +437,7 @@ class LeasedPriorityQueue(PriorityQueue):
 
     def __init__(self, server, spider, key, serializer=None):
         super().__init__(server, spider, key, serializer)
-        self.book = lease_book(spider.crawler)
+        self.book = spider.crawler.get_extension(RunState).leases
         self._pop_lease = server.register_script(_POP_LEASE)
 
     def pop(self, timeout=0):
@@ -564,11 +454,15 @@ class LeasedScheduler(RedisScheduler):
     """scrapy-redis's scheduler; a request that comes back carrying a lease (a redirect or a
     retry of a leased request) is queued first, then its parent's lease is released."""
 
+    def open(self, spider: Spider):
+        self.book: LeaseBook = spider.crawler.get_extension(RunState).leases
+        return super().open(spider)
+
     def enqueue_request(self, request: Request) -> bool:
         token = request.meta.pop(LEASE_META, None)
         accepted = super().enqueue_request(request)
         if token is not None:
-            lease_book(self.spider.crawler).release(token)
+            self.book.release(token)
         return accepted
 
 
@@ -592,7 +486,7 @@ class LeaseOutcomes:
         if not s.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
         writer = s.getwithbase("ITEM_PIPELINES").get("focuscrawl.pipelines.writers.PageLogWriterPipeline")
-        mw = cls(lease_book(crawler), bool(s.get("FOCUSCRAWL_OUTPUT_DIR")) and writer is not None)
+        mw = cls(crawler.get_extension(RunState).leases, bool(s.get("FOCUSCRAWL_OUTPUT_DIR")) and writer is not None)
         crawler.signals.connect(mw.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(mw.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(mw.item_dropped, signal=signals.item_error)
@@ -649,7 +543,7 @@ class LeaseFailures:
     def from_crawler(cls, crawler: Crawler) -> "LeaseFailures":
         if not crawler.settings.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
-        return cls(lease_book(crawler))
+        return cls(crawler.get_extension(RunState).leases)
 
     def process_exception(self, request, exception, spider=None):
         token = request.meta.get(LEASE_META)

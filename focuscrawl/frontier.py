@@ -63,9 +63,9 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
+from focuscrawl.output.run_state import RunState
 from focuscrawl.focus.link_learner import url_host
-from focuscrawl.output.files import LineLog, complete_lines_size, iter_tsv, job_state_dir
-from focuscrawl.output.run import checkpoint_offsets, run_output
+from focuscrawl.output.files import LineLog, complete_lines_size, job_state_dir
 from focuscrawl.scrapy_compat import read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record
 
 logger = logging.getLogger(__name__)
@@ -168,14 +168,6 @@ def compact_journal(path: Path, state: JournalState, written: set[str], fingerpr
     return requeue
 
 
-def _committed_page_urls(run, jobdir: Path) -> set[str]:
-    """URLs of the pages.tsv rows in the outputs' last checkpoint (what a resume keeps)."""
-    if run is None:
-        return set()
-    end = checkpoint_offsets(jobdir, run.dir).get("pages.tsv")
-    return {row["url"] for row in iter_tsv(run.path("pages.tsv"), end=end)}
-
-
 @dataclass
 class Recovery:
     """What an unclean stop leaves to do: ``requeue``, the offsets of the journal's ``+`` lines
@@ -191,7 +183,7 @@ def _open_journal(crawler: Crawler, jobdir: Path, state_dir: Path,
                   fingerprints_only: bool) -> tuple[LineLog, Recovery, set[str]]:
     """``(journal, what an unclean stop left to do, fingerprints still queued)``."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    run = run_output(crawler)
+    run = crawler.get_extension(RunState).output
     path = state_dir / JOURNAL
     clean = (state_dir / CLEAN_MARKER).exists()
     existed = path.exists() and path.stat().st_size > 0
@@ -215,9 +207,7 @@ def _prepare_recovery(crawler: Crawler, path: Path, run, jobdir: Path, fingerpri
     stats = crawler.stats
     size = path.stat().st_size
     state = scan_journal(path)
-    if run is not None:
-        run.line_log("pages.tsv")  # cut pages.tsv back to its checkpoint before reading it
-    written = _committed_page_urls(run, jobdir)
+    written = run.committed_page_urls() if run is not None else set()
     seen_path = jobdir / "requests.seen"
     unrecovered = read_seen_fingerprints(seen_path)  # what is left of it is not in the journal
     seen_tmp = jobdir / ".requests.seen.journal"
@@ -401,8 +391,8 @@ class JournaledScheduler(Scheduler):
         self.journal.close()
         path = self.state_dir / JOURNAL
         size = path.stat().st_size
-        jobdir = Path(job_dir(self.crawler.settings))
-        compact_journal(path, scan_journal(path), _committed_page_urls(run_output(self.crawler), jobdir),
+        run = self.crawler.get_extension(RunState).output
+        compact_journal(path, scan_journal(path), run.committed_page_urls() if run is not None else set(),
                         self.fingerprints_only)
         self.crawler.stats.set_value("focuscrawl/frontier/compacted_bytes", size - path.stat().st_size)
         self.journal = LineLog(path)  # anything said after the close goes to the new file

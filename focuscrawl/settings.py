@@ -88,11 +88,15 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     # a progress line every FOCUSCRAWL_PROGRESS_INTERVAL seconds
     "focuscrawl.extensions.progress.CrawlProgress": 500,
+    # + focuscrawl.output.run_state.RunState at 890 (the owner of the run directory,
+    # image store and lease book), put in by its add-on below
     # stats.json in the run directory when the crawl ends
     "focuscrawl.output.stats.StatsFileWriter": 900,
 }
+#: RunStateAddon enables the RunState extension even where a spider or project replaces
+#: EXTENSIONS (the scheduler, middlewares and pipelines get it from the crawler).
 #: Redis profile (focuscrawl.distributed; FOCUSCRAWL_REDIS_*): off unless FOCUSCRAWL_REDIS_URL is set.
-ADDONS = {"focuscrawl.distributed.RedisProfile": 0}
+ADDONS = {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0}
 #: Scheduler: Scrapy's, plus a frontier journal in JOBDIR (focuscrawl.frontier) that
 #: lets a crawl killed without a clean stop recover its queued and in-flight requests.
 SCHEDULER = "focuscrawl.frontier.JournaledScheduler"

@@ -4,12 +4,10 @@ import asyncio
 import pytest
 from PIL import Image
 from scrapy import Request
-from scrapy.utils.test import get_crawler
-
-from focuscrawl.resources import project_settings
 
 from focuscrawl.items import ImageItem
 from focuscrawl.pipelines.download import ImageDownloadPipeline
+from tests.support.crawler import focuscrawl_crawler
 from tests.support.imagesite import image_bytes
 
 URL = "http://127.0.0.1/a.jpg"
@@ -24,9 +22,7 @@ def pillow_limit():
 
 
 def pipeline(out):
-    settings = {k: v for k, v in project_settings().items() if k.startswith("FOCUSCRAWL_IMAGE")}  # the defaults
-    settings["FOCUSCRAWL_OUTPUT_DIR"] = str(out)
-    return ImageDownloadPipeline.from_crawler(get_crawler(settings_dict=settings))
+    return ImageDownloadPipeline.from_crawler(focuscrawl_crawler(FOCUSCRAWL_OUTPUT_DIR=str(out)))
 
 
 def test_a_new_run_directory_fetches_every_image_without_looking(tmp_path):

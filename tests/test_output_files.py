@@ -79,6 +79,18 @@ def test_atomic_write_bytes(tmp_path):
     assert os.listdir(tmp_path) == ["r.json"]
 
 
+def test_atomic_write_bytes_syncs_the_temp_file_before_the_rename(tmp_path, monkeypatch):
+    """Checkpoints (offsets.json, images.pending, the learner) reach the disk before their name
+    does; the per-image files opt out (fsync=False)."""
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or real_fsync(fd))
+    atomic_write_bytes(tmp_path / "offsets.json", b"{}")
+    assert [os.path.basename(p) for p in synced] == [f".offsets.json.tmp{os.getpid()}"]
+    atomic_write_bytes(tmp_path / "record.json", b"{}", fsync=False)
+    assert len(synced) == 1
+
+
 def test_header_given_by_a_later_opener(tmp_path):
     from focuscrawl.output.run import RunOutput
 

@@ -42,7 +42,7 @@ COMPONENTS = {
         "focuscrawl.extensions.progress.CrawlProgress": 500,
         "focuscrawl.output.stats.StatsFileWriter": 900,
     },
-    "ADDONS": {"focuscrawl.distributed.RedisProfile": 0},
+    "ADDONS": {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0},
 }
 
 

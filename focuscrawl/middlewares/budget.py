@@ -34,7 +34,8 @@ from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro
 
 from focuscrawl.items import PageItem
-from focuscrawl.output.run import run_output
+from focuscrawl.output.run_state import RunState
+from focuscrawl.output.run import RunOutput
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +51,12 @@ class PageBudget:
 
     Takes the crawler because it uses it at run time, as Scrapy's ``CloseSpider`` does: it
     pauses and closes the spider through the engine (which does not exist yet when
-    ``from_crawler`` runs) and counts the run directory's committed pages at ``spider_opened``."""
+    ``from_crawler`` runs); ``run``: the run directory whose committed pages it counts at
+    ``spider_opened``."""
 
-    def __init__(self, crawler: Crawler, budget: int) -> None:
+    def __init__(self, crawler: Crawler, budget: int, run: RunOutput | None = None) -> None:
         self.crawler = crawler
+        self.run = run
         self.stats = crawler.stats
         self.budget = budget
         self.pages = 0
@@ -66,13 +69,13 @@ class PageBudget:
         budget = crawler.settings.getint("FOCUSCRAWL_PAGE_BUDGET")
         if budget <= 0:
             raise NotConfigured
-        mw = cls(crawler, budget)
+        mw = cls(crawler, budget, crawler.get_extension(RunState).output)
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         return mw
 
     def spider_opened(self, spider=None) -> None:
-        run = run_output(self.crawler)
-        self.pages = sum(1 for _ in run.committed_rows("pages.tsv")) if run is not None else 0
+        run = self.run
+        self.pages = sum(1 for _ in run.committed_rows("pages.tsv")) if run is not None and run.resumed else 0
         if self.pages:
             self.stats.set_value("focuscrawl/budget/pages_before_resume", self.pages)
         if self.pages >= self.budget:

@@ -8,7 +8,8 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from focuscrawl.output.run import run_output
+from focuscrawl.output.run_state import RunState
+from focuscrawl.output.run import RunOutput
 from focuscrawl.urls import registered_domain
 
 
@@ -23,11 +24,11 @@ class HostPageLimitMiddleware:
     Takes the crawler because it uses it at run time: the run directory's committed pages
     are counted at ``spider_opened``, once the scheduler has opened the run directory."""
 
-    def __init__(self, limit: int, stats, crawler=None, domain_limit: int = 0) -> None:
+    def __init__(self, limit: int, stats, run: RunOutput | None = None, domain_limit: int = 0) -> None:
         self.limit = limit
         self.domain_limit = domain_limit
         self.stats = stats
-        self.crawler = crawler
+        self.run = run
         self.sent: Counter[str] = Counter()
         self.sent_domain: Counter[str] = Counter()
 
@@ -37,14 +38,13 @@ class HostPageLimitMiddleware:
         domain_limit = crawler.settings.getint("FOCUSCRAWL_MAX_PAGES_PER_DOMAIN")
         if limit <= 0 and domain_limit <= 0:
             raise NotConfigured
-        mw = cls(limit, crawler.stats, crawler, domain_limit)
+        mw = cls(limit, crawler.stats, crawler.get_extension(RunState).output, domain_limit)
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         return mw
 
     def spider_opened(self, spider=None) -> None:
-        run = run_output(self.crawler)
-        if run is not None:
-            for row in run.committed_rows("pages.tsv"):
+        if self.run is not None and self.run.resumed:
+            for row in self.run.committed_rows("pages.tsv"):
                 self._count((row.get("host") or "").lower())
 
     def _count(self, host: str) -> None:

@@ -20,7 +20,8 @@ from scrapy.http import Response
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
-from focuscrawl.output.images import ImageStore, image_store
+from focuscrawl.output.run_state import RunState
+from focuscrawl.output.images import ImageStore
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,8 @@ class ImageExtractionMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageExtractionMiddleware":
         s = crawler.settings
-        return cls(crawler.stats, crawler.signals, str(s.get("FOCUSCRAWL_NEARDUP_IMAGES")), image_store(crawler),
+        return cls(crawler.stats, crawler.signals, str(s.get("FOCUSCRAWL_NEARDUP_IMAGES")),
+                   crawler.get_extension(RunState).images,
                    s.getint("FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT"))
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:

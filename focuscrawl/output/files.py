@@ -6,7 +6,7 @@
 * ``GzipLog``: a gzip file appended as one complete gzip member per write
   (concatenated members are one valid gzip stream); on open anything after the
   last complete member is cut.
-* ``atomic_write_bytes``: temp file + ``os.replace`` for files rewritten whole.
+* ``atomic_write_bytes``: temp file + fsync + ``os.replace`` for files rewritten whole.
 * ``iter_lines`` / ``LineLog.lines``: the whole lines read back (a torn tail is not a
   line); ``iter_tsv``: a TSV's rows read back as dicts (``parse_float`` types a cell).
   ``focuscrawl.output.tsv`` formats the cells written.
@@ -41,15 +41,21 @@ def job_state_dir(jobdir: str | Path | None) -> Path | None:
     return Path(jobdir).resolve() / JOB_STATE_DIR if jobdir else None
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+def atomic_write_bytes(path: str | Path, data: bytes, fsync: bool = True) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new file, never a part.
 
+    The temp file is fsynced before the rename (as the frontier journal's compaction is), so
+    the new name never points at data the disk does not hold yet. ``fsync=False`` for the
+    files a crawl writes per image (records, downloaded images): an fsync costs ~6 ms here,
+    100x the write, and a killed process leaves them whole anyway (the rename alone does it).
     Plain ``os`` calls on ``str`` paths: the crawl writes three image record files a page
     through here, and ``open()`` + ``pathlib`` cost more than the write itself."""
     tmp = temp_path(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)  # or one made ahead
     try:
         _write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         os.unlink(tmp)

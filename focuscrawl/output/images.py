@@ -31,16 +31,13 @@ import hashlib
 import json
 import logging
 import os
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-
-from scrapy.crawler import Crawler
 
 from focuscrawl import settings as defaults
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import FileWriter, LineLog, atomic_write_bytes, iter_lines, prefetch, temp_path
-from focuscrawl.output.run import RunOutput, run_output
+from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)
@@ -150,13 +147,22 @@ class ImageStore:
         self._run_dir = str(run.dir)
         self._record_dirs: set[str] = set()
         self._prepared: set[str] = set()  # image URLs whose record's temp file exists
+        self.sightings = run.line_log(SIGHTINGS_LOG)
+        run.register(self)
+
+    # -- Checkpointed: images.seen, images.pending, sightings.log ------------------------------
+    def restore(self) -> None:
+        """The merge state as of the last checkpoint, the images in flight at a kill, and the
+        sightings a killed session logged (cut back to its checkpoint with JOBDIR) folded."""
         if self.seen is not None:
             self._load_seen()
             self._load_pending()
-            run.checkpoint_listeners.append(self._compact_pending)
-        self.sightings = run.line_log(SIGHTINGS_LOG)
-        self.fold()  # what a killed session logged (cut back to its checkpoint with JOBDIR)
-        run.checkpoint_listeners.append(self._fold_when_big)
+        self.fold()
+
+    def checkpoint(self) -> None:
+        if self.seen is not None:
+            self._compact_pending()
+        self._fold_when_big()
 
     def _load_seen(self) -> None:
         for line in self.seen.lines():
@@ -300,7 +306,7 @@ class ImageStore:
                 lines = parse_logged(raw)
                 if self._add_sightings(record, [line["sighting"] for line in lines if "sighting" in line],
                                        sum(line.get("over_limit", 0) for line in lines)):
-                    writer.submit(atomic_write_bytes, self.run.path(rel), record_json(record))
+                    writer.submit(atomic_write_bytes, self.run.path(rel), record_json(record), False)
                     self.stats.inc_value("focuscrawl/images/merge/merged")
                 entry = self.entries.get(record.get("image_url"))
                 if entry is not None:
@@ -349,7 +355,7 @@ class ImageStore:
         record["sightings"] = [sighting_of(item)]
         if entry.pending:
             self._add_sightings(record, entry.pending)
-        atomic_write_bytes(self._record_file(url), record_json(record))
+        atomic_write_bytes(self._record_file(url), record_json(record), fsync=False)
         self._prepared.discard(url)
         self.log.write_lines([row(image_row(item, self.max_parents, self.max_siblings))])
         entry.status, entry.pending, entry.count = WRITTEN, [], len(record["sightings"])
@@ -436,19 +442,3 @@ def with_logged(record: dict[str, Any], payloads: list[str]) -> dict[str, Any]:
 def record_json(record: dict[str, Any]) -> bytes:
     """The bytes of an image record file (compact: the C encoder, no indent)."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")  # C encoder: no indent
-
-
-_stores: "weakref.WeakKeyDictionary[Crawler, ImageStore | None]" = weakref.WeakKeyDictionary()
-
-
-def image_store(crawler: Crawler) -> ImageStore | None:
-    """The crawler's shared image store (``None`` without a run directory)."""
-    if crawler not in _stores:
-        run = run_output(crawler)
-        s = crawler.settings
-        _stores[crawler] = None if run is None else ImageStore(
-            run, crawler.stats,
-            max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
-            max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
-            max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"))
-    return _stores[crawler]

@@ -1,6 +1,7 @@
 """The crawl's run directory (``FOCUSCRAWL_OUTPUT_DIR``) and its JOBDIR checkpoint.
 
-One ``RunOutput`` per crawler, shared by the writers (``run_output(crawler)``).
+One ``RunOutput`` per crawler, owned by the ``RunState`` extension
+(``crawler.get_extension(RunState).output``).
 Every log's byte offset is checkpointed to ``JOBDIR/focuscrawl/offsets.json``
 (temp file + ``os.replace``) after each committed unit (an image row, a batch of
 pages). A resumed crawl truncates every log back to its checkpoint, so logs and
@@ -12,12 +13,8 @@ import json
 import logging
 import os
 import time
-import weakref
 from pathlib import Path
-from typing import Callable, Iterator
-
-from scrapy import signals
-from scrapy.crawler import Crawler
+from typing import Iterator, Protocol
 
 from focuscrawl.output.files import GzipLog, LineLog, AppendFile, atomic_write_bytes, iter_tsv, job_state_dir
 
@@ -42,6 +39,19 @@ def checkpoint_offsets(jobdir: str | Path, directory: str | Path) -> dict[str, i
     return {k: int(v) for k, v in state.get("files", {}).items()}
 
 
+class Checkpointed(Protocol):
+    """A resumable state kept in the run directory or JOBDIR (docs/OUTPUT.md "Never
+    half-written"), registered with ``RunOutput.register``. Its logs come from the
+    ``RunOutput`` (cut back to the last checkpoint when opened); ``restore()``, called once
+    by ``register``, reads its state back from them and repairs what a kill left beyond
+    them; ``checkpoint()``, called after every checkpoint of the logs' offsets, writes the
+    state's own part (whole files, ``atomic_write_bytes``) or tells who waits for it."""
+
+    def restore(self) -> None: ...
+
+    def checkpoint(self) -> None: ...
+
+
 class RunOutput:
     def __init__(self, directory: str | Path, jobdir: str | Path | None = None,
                  checkpoint_interval: float = 0.0) -> None:
@@ -56,8 +66,12 @@ class RunOutput:
             self._offsets = checkpoint_offsets(jobdir, self.dir)
         self.resumed = bool(self._offsets)
         self._logs: dict[str, AppendFile] = {}
-        #: Called after every checkpoint: what was written before it survives a kill and a resume.
-        self.checkpoint_listeners: list[Callable[[], None]] = []
+        #: each opened log's offset at the last checkpoint: what a kill now would keep
+        self._committed: dict[str, int] = {}
+        self._closed = False
+        #: the resumable states, told after every checkpoint (what was written before it
+        #: survives a kill and a resume)
+        self._states: list[Checkpointed] = []
         if self.resumed:
             self.remove_temp_files()
 
@@ -82,6 +96,7 @@ class RunOutput:
     def _open(self, key: str, factory) -> AppendFile:
         if key not in self._logs:
             self._logs[key] = factory(self._offsets.get(key))
+            self._committed.setdefault(key, self._logs[key].offset)  # cut back to the checkpoint
         return self._logs[key]
 
     def line_log(self, name: str, header: str | None = None) -> LineLog:
@@ -92,13 +107,18 @@ class RunOutput:
         return log
 
     def committed_rows(self, name: str) -> Iterator[dict[str, str]]:
-        """Rows of the TSV log ``name`` that a resumed crawl already committed (the log is cut
-        back to its checkpoint first), streamed; none for a new crawl. Lets limits that count
-        pages (budget, per-host) go on counting where the interrupted session stopped."""
-        if not self.resumed:
-            return iter(())
-        self.line_log(name)
-        return iter_tsv(self.path(name))
+        """Rows of the TSV log ``name`` that a kill now would keep, streamed: those before its
+        last JOBDIR checkpoint (the log is opened, so cut back to it, first), every whole row
+        without JOBDIR. The one reader of "the pages committed so far" (page limits of a
+        resumed crawl, the frontier's recovery and compaction, a Redis worker's leases)."""
+        if name not in self._committed and not self._closed:
+            self.line_log(name)
+        end = self._committed.get(name) if self.state_dir is not None else None
+        return iter_tsv(self.path(name), errors="replace", end=end)
+
+    def committed_page_urls(self) -> set[str]:
+        """URLs of the ``committed_rows`` of ``pages.tsv``."""
+        return {row["url"] for row in self.committed_rows("pages.tsv")}
 
     def gzip_log(self, name: str) -> GzipLog:
         return self._open(name, lambda off: GzipLog(self.dir / name, off))
@@ -110,7 +130,7 @@ class RunOutput:
         return self._open(STATE_PREFIX + name, lambda off: LineLog(self.state_dir / name, None, off))
 
     def commit(self, force: bool = False) -> None:
-        """Checkpoint every log's offset, then tell ``checkpoint_listeners``.
+        """Checkpoint every log's offset, then every registered state (``Checkpointed.checkpoint``).
 
         At most one checkpoint per ``checkpoint_interval`` seconds unless ``force``:
         after a kill, what came after the last one is cut back and redone (pages by
@@ -122,10 +142,17 @@ class RunOutput:
             if not force and now - self._last_checkpoint < self.checkpoint_interval:
                 return
             self._last_checkpoint = now
-            state = {"output_dir": str(self.dir), "files": {k: log.offset for k, log in self._logs.items()}}
+            offsets = {k: log.offset for k, log in self._logs.items()}
+            state = {"output_dir": str(self.dir), "files": offsets}
             atomic_write_bytes(self.state_dir / OFFSETS_FILE, json.dumps(state, indent=1).encode("utf-8"))
-        for listener in self.checkpoint_listeners:
-            listener()
+            self._committed.update(offsets)
+        for state in self._states:
+            state.checkpoint()
+
+    def register(self, state: Checkpointed) -> None:
+        """Restore ``state`` from the last checkpoint now, and checkpoint it with the logs from now on."""
+        state.restore()
+        self._states.append(state)
 
     def empty_log(self, name: str) -> None:
         """Empty the log ``name`` (its lines went elsewhere): the checkpoint's offset of it is set
@@ -137,31 +164,14 @@ class RunOutput:
             if state.get("files", {}).get(name):
                 state["files"][name] = 0
                 atomic_write_bytes(path, json.dumps(state, indent=1).encode("utf-8"))
+        self._committed[name] = 0
         self._logs[name].truncate(0)
 
     def close(self) -> None:
+        self._closed = True
         if not self._logs:
             return
         self.commit(force=True)
         for log in self._logs.values():
             log.close()
         self._logs.clear()
-
-
-_runs: "weakref.WeakKeyDictionary[Crawler, RunOutput | None]" = weakref.WeakKeyDictionary()
-
-
-def run_output(crawler: Crawler) -> RunOutput | None:
-    """The crawler's run directory, or ``None`` when ``FOCUSCRAWL_OUTPUT_DIR`` is empty."""
-    if crawler in _runs:
-        return _runs[crawler]
-    directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR") or ""
-    run = RunOutput(directory, crawler.settings.get("JOBDIR") or None,
-                    crawler.settings.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL")) if directory else None
-    _runs[crawler] = run
-    if run is None:
-        logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
-    else:
-        logger.info("run directory %s%s", run.dir, " (resumed)" if run.resumed else "")
-        crawler.signals.connect(lambda *a, **kw: run.close(), signal=signals.spider_closed, weak=False)
-    return run

@@ -23,7 +23,6 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl.output.files import LineLog, atomic_write_bytes
-from focuscrawl.output.run import RunOutput, run_output
 
 logger = logging.getLogger(__name__)
 
@@ -45,28 +44,31 @@ def _jsonable(value):
 
 
 class StatsFileWriter:
-    def __init__(self, run: RunOutput, stats) -> None:
-        self.run = run
+    """Extension: ``stats.json`` (and ``stats.sessions.jsonl``) in the run directory when the
+    engine stops. It writes whole files beside the logs, so it needs the folder only, not
+    ``RunState`` (which extensions cannot reach while they are built)."""
+
+    def __init__(self, directory: Path, stats) -> None:
+        self.directory = directory
         self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "StatsFileWriter":
-        run = run_output(crawler)
-        if run is None:
+        directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR")
+        if not directory:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        writer = cls(run, crawler.stats)
+        writer = cls(Path(directory).resolve(), crawler.stats)
         crawler.signals.connect(writer.write, signal=signals.engine_stopped)
         return writer
 
     def write(self) -> None:
-        run = self.run
-        self._keep_earlier_session(run)
+        self._keep_earlier_session(self.directory)
         stats = {k: _jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
-        atomic_write_bytes(run.path("stats.json"), json.dumps(stats, indent=1).encode("utf-8"))
+        atomic_write_bytes(self.directory / "stats.json", json.dumps(stats, indent=1).encode("utf-8"))
 
     @staticmethod
-    def _keep_earlier_session(run) -> None:
-        path = run.path("stats.json")
+    def _keep_earlier_session(directory: Path) -> None:
+        path = directory / "stats.json"
         if not path.exists():
             return
         try:
@@ -74,7 +76,7 @@ class StatsFileWriter:
         except ValueError:  # not ours (written atomically): leave it to be replaced
             logger.warning("%s is not JSON; replaced without keeping it", path)
             return
-        log = LineLog(run.path(SESSIONS_FILE))  # a torn last line (a kill mid-write) is cut here
+        log = LineLog(directory / SESSIONS_FILE)  # a torn last line (a kill mid-write) is cut here
         try:
             lines = list(log.lines())
             # a kill between this append and the rewrite of stats.json: not twice

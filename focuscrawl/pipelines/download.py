@@ -30,8 +30,8 @@ from focuscrawl.images.rules import ImageRules, needs_measuring, size_reason
 from focuscrawl.archive.replay import NotArchived
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
-from focuscrawl.output.images import ImageStore, image_store, url_sha1
-from focuscrawl.output.run import run_output
+from focuscrawl.output.run_state import RunState
+from focuscrawl.output.images import ImageStore, url_sha1
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects)
 
@@ -72,7 +72,7 @@ class AtomicFSFilesStore(FSFilesStore):
         if folder not in self._folders:  # one mkdir per folder (the images are all in one)
             os.makedirs(os.path.join(self.basedir, folder), exist_ok=True)  # thread-safe, unlike FSFilesStore's
             self._folders.add(folder)
-        atomic_write_bytes(os.path.join(self.basedir, path), buf.getvalue())
+        atomic_write_bytes(os.path.join(self.basedir, path), buf.getvalue(), fsync=False)
 
 
 class ImageRejectedFile(ExpectedMediaFailure):
@@ -115,12 +115,13 @@ class ImageDownloadPipeline(FilesPipeline):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageDownloadPipeline":
-        run = run_output(crawler)
+        state = crawler.get_extension(RunState)
+        run = state.output
         if run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not downloaded")
         s = crawler.settings
         shared = s.get("FOCUSCRAWL_IMAGE_STORE")
-        return cls(shared or str(run.dir), crawler=crawler, store=image_store(crawler),
+        return cls(shared or str(run.dir), crawler=crawler, store=state.images,
                    max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"), max_pixels=s.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"),
                    formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"), rules=ImageRules.from_settings(s),
                    shared_store=bool(shared))

@@ -12,7 +12,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from focuscrawl.items import ImageItem
-from focuscrawl.output.images import ImageStore, image_store
+from focuscrawl.output.run_state import RunState
+from focuscrawl.output.images import ImageStore
 
 
 class ImageMergePipeline:
@@ -22,7 +23,7 @@ class ImageMergePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageMergePipeline":
-        store = image_store(crawler)
+        store = crawler.get_extension(RunState).images
         if store is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not merged")
         return cls(store, crawler.stats)

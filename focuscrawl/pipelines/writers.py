@@ -22,8 +22,9 @@ from scrapy.exceptions import NotConfigured
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.priority import LINKS_LOG_HEADER
 from focuscrawl.output.files import GzipLog, LineLog, gzip_members
-from focuscrawl.output.images import ImageStore, image_store
-from focuscrawl.output.run import RunOutput, run_output
+from focuscrawl.output.run_state import RunState
+from focuscrawl.output.images import ImageStore
+from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ class ImageLogWriterPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageLogWriterPipeline":
-        store = image_store(crawler)
+        store = crawler.get_extension(RunState).images
         if store is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         return cls(store, crawler.stats)
@@ -134,7 +135,7 @@ class PageLogWriterPipeline:
         self.sentences = self.run.gzip_log("sentences.txt.gz")
         #: links.tsv rows travel with their page's item and are written in its batch
         self.links = self.run.line_log("links.tsv", LINKS_LOG_HEADER) if links_log else None
-        self.cut = (0, 0) if run.resumed else self._cut_sentences_without_rows()
+        self.cut = (0, 0)  # sentences and rows cut by restore()
         self._rows: list[str] = []
         self._lines: list[str] = []
         self._links: list[str] = []
@@ -142,11 +143,11 @@ class PageLogWriterPipeline:
         self._links_size = 0
         self._items: list[PageItem] = []  # the batch's items
         self._written: list[PageItem] = []  # written, not yet covered by a checkpoint
-        self.run.checkpoint_listeners.append(self._checkpointed)
+        self.run.register(self)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "PageLogWriterPipeline":
-        run = run_output(crawler)
+        run = crawler.get_extension(RunState).output
         if run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         s = crawler.settings
@@ -157,14 +158,23 @@ class PageLogWriterPipeline:
         crawler.signals.connect(pipeline.flush, signal=signals.spider_idle)
         return pipeline
 
-    def _cut_sentences_without_rows(self) -> tuple[int, int]:
-        """A run directory opened without a JOBDIR checkpoint (a new crawl, or one restarted
-        after a kill without JOBDIR, which appends): sentences without rows are cut."""
-        sentences, rows = cut_sentences_without_rows(self.pages, self.sentences)
+    # -- Checkpointed: pages.tsv, sentences.txt.gz, links.tsv ---------------------------------
+    def restore(self) -> None:
+        """With a JOBDIR checkpoint the logs were cut back to it together. A run directory opened
+        without one (a new crawl, or one restarted after a kill without JOBDIR, which appends):
+        sentences without rows are cut."""
+        if self.run.resumed:
+            return
+        sentences, rows = self.cut = cut_sentences_without_rows(self.pages, self.sentences)
         if sentences or rows:
             logger.warning("%s: cut %d sentences written without their pages.tsv rows and %d rows of a "
                            "torn batch (a crawl killed inside a batch)", self.sentences.path, sentences, rows)
-        return sentences, rows
+
+    def checkpoint(self) -> None:
+        """The rows written before this checkpoint are safe: tell who waits for them (leases)."""
+        if self._written:
+            items, self._written = self._written, []
+            self.signals.send_catch_log(page_rows_committed, items=items)
 
     def open_spider(self) -> None:
         sentences, rows = self.cut
@@ -204,11 +214,6 @@ class PageLogWriterPipeline:
         self._written += self._items
         self._rows, self._lines, self._links, self._size, self._links_size, self._items = [], [], [], 0, 0, []
         self.run.commit()
-
-    def _checkpointed(self) -> None:
-        if self._written:
-            items, self._written = self._written, []
-            self.signals.send_catch_log(page_rows_committed, items=items)
 
     def close_spider(self) -> None:
         self.flush()

@@ -5,7 +5,6 @@ import argparse
 import gzip
 import json
 import logging
-import os
 import sys
 import time
 from collections import Counter
@@ -13,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from focuscrawl import settings as default_settings
+from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.text.extractors import (EXTRACTORS, TRUNCATED, Extractor, PageText, decode_head, get_extractor,
                                         page_metadata, page_text_from_html, time_limit)
 from focuscrawl.text.sources import PoliteFetcher, is_url
@@ -57,13 +57,6 @@ def output_stem(path: str | Path) -> str:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]
     return name
-
-
-def _write_atomically(path: Path, text: str, compress: bool) -> None:
-    tmp = path.with_name(path.name + ".part")
-    data = text.encode("utf-8")
-    tmp.write_bytes(gzip.compress(data, mtime=0) if compress else data)
-    os.replace(tmp, path)
 
 
 def url_stem(url: str) -> str:
@@ -151,7 +144,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
             print(f"cut {src}: longer than {args.max_bytes} bytes, its first {args.max_bytes} read",
                   file=sys.stderr)
         notes.update(page.notes)
-        _write_atomically(out_dir / f"{stem}{suffix}", content, args.gzip)
+        data = content.encode("utf-8")
+        atomic_write_bytes(out_dir / f"{stem}{suffix}", gzip.compress(data, mtime=0) if args.gzip else data)
         written += 1
     elapsed = time.perf_counter() - start
     noted = "".join(f", {name.replace('_', ' ')} {n}" for name, n in sorted(notes.items()))

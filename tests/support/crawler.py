@@ -4,7 +4,8 @@ Components read ``FOCUSCRAWL_*`` settings without fallbacks (their defaults live
 ``focuscrawl/settings.py`` only), so a crawler built for a unit test starts from them.
 Scrapy's ``get_crawler`` takes a dict and sets it with project priority; only the
 ``FOCUSCRAWL_*`` settings are taken, so that the crawler keeps Scrapy's own component
-lists and reactor settings.
+lists and reactor settings, plus the ``RunState`` extension (the owner of the run directory
+that focuscrawl's components get from the crawler), enabled by its add-on.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
+from focuscrawl.output.run_state import RunStateAddon
 from focuscrawl.resources import project_settings
 
 
@@ -21,7 +23,7 @@ def focuscrawl_crawler(spidercls: type[Spider] | None = None, **settings: Any) -
     """``get_crawler`` with every ``FOCUSCRAWL_*`` default of the project, then ``settings``."""
     project = project_settings()
     defaults = {name: project[name] for name in project if name.startswith("FOCUSCRAWL_")}
-    return get_crawler(spidercls, {**defaults, **settings})
+    return get_crawler(spidercls, {**defaults, "ADDONS": {RunStateAddon: 0}, **settings})
 
 
 def focused_crawler(**settings: Any) -> Crawler:
@@ -36,6 +38,7 @@ def focused_crawler(**settings: Any) -> Crawler:
     project = project_settings()
     defaults = {name: project[name] for name in project if name.startswith("FOCUSCRAWL_")}
     crawler = Crawler(FocusedSpider, {"TELNETCONSOLE_ENABLED": False, **get_reactor_settings(), **defaults,
+                                      "ADDONS": {RunStateAddon: 0},
                                       "FOCUSCRAWL_SEEDS": "http://seed.test/", "FOCUSCRAWL_ANALYSIS_WORKERS": 0,
                                       **settings})
     crawler.spider = crawler._create_spider()

@@ -16,7 +16,7 @@ import signal
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from focuscrawl.output.run import run_output
+from focuscrawl.output.run_state import RunState
 
 
 class KillInResponseChain:
@@ -80,7 +80,7 @@ class _WrapsRunLog:
         return ext
 
     def spider_opened(self, spider=None) -> None:
-        log = run_output(self.crawler).line_log(self.log)
+        log = self.crawler.get_extension(RunState).output.line_log(self.log)
         log.write_lines = self.wrap(log.write_lines)
 
 

@@ -1,0 +1,71 @@
+"""The one owner of a crawl's run state (docs/ARCHITECTURE.md "Target shape").
+
+``RunState`` is an extension (its add-on, ``RunStateAddon`` in ``ADDONS``, enables it) so that
+it exists before every component that needs it: Scrapy builds the extensions before the
+engine, the scheduler, the middlewares and the pipelines, and those find it with
+``crawler.get_extension(RunState)`` in their ``from_crawler`` (other extensions, built
+alongside it, look it up at ``spider_opened``). It owns the run directory (``RunOutput``: the
+logs and their JOBDIR checkpoint), the ``ImageStore`` that writes into it, and in a Redis
+crawl the worker's ``LeaseBook``. It lives with the crawl state it owns (``focuscrawl.output``,
+a layer below the components: the frontier gets it too).
+"""
+from __future__ import annotations
+
+import logging
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
+
+from focuscrawl.output.images import ImageStore
+from focuscrawl.output.leases import LeaseBook
+from focuscrawl.output.run import RunOutput
+
+logger = logging.getLogger(__name__)
+
+
+class RunState:
+    """Extension: the crawl's run directory, image store and lease book, one of each per crawler.
+
+    ``output`` and ``images`` are ``None`` when ``FOCUSCRAWL_OUTPUT_DIR`` is empty (nothing is
+    written, images are not downloaded); ``leases`` is ``None`` unless ``FOCUSCRAWL_REDIS_URL``."""
+
+    def __init__(self, output: RunOutput | None, images: ImageStore | None,
+                 leases: LeaseBook | None = None) -> None:
+        self.output = output
+        self.images = images
+        self.leases = leases
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "RunState":
+        s = crawler.settings
+        directory = s.get("FOCUSCRAWL_OUTPUT_DIR") or ""
+        output = images = None
+        if directory:
+            output = RunOutput(directory, s.get("JOBDIR") or None, s.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL"))
+            images = ImageStore(output, crawler.stats,
+                                max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
+                                max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
+                                max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"))
+            logger.info("run directory %s%s", output.dir, " (resumed)" if output.resumed else "")
+        else:
+            logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
+        leases = None
+        if s.get("FOCUSCRAWL_REDIS_URL"):
+            leases = LeaseBook.from_crawler(crawler)
+        state = cls(output, images, leases)
+        if output is not None:
+            crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
+        return state
+
+    def spider_closed(self, spider=None) -> None:
+        self.output.close()
+
+
+class RunStateAddon:
+    """Add-on: enables ``RunState`` whatever ``EXTENSIONS`` a spider or project sets, since the
+    scheduler, middlewares and pipelines get it from the crawler. At 890: its
+    ``spider_closed`` (closing the run directory) runs after the extensions numbered below."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        settings.set_in_component_priority_dict("EXTENSIONS", RunState, 890)
