@@ -835,7 +835,9 @@ def shape_runs(args, server: subprocess.Popen, port: int, web_pages: int, first:
             r["cpu_rate"] = r["pages"] / r["cpu_seconds"] if r["cpu_seconds"] else 0.0
             results[kind] = r
         rounds.append(results)
-        print(f"round {n + 1}: " + ", ".join(f"{k} {r['rate']:.1f} p/s" for k, r in results.items()), flush=True)
+        print(f"round {n + 1}: " + ", ".join(
+            f"{k} {r['rate']:.1f} p/s {1000 * r['cpu_seconds'] / r['pages']:.2f} CPU ms/page"
+            + (f" ({r['analysed']} analysed)" if r.get("analysed") else "") for k, r in results.items()), flush=True)
     if rounds:  # --repeat 0 or no --modes: the memory / Redis crawls alone
         print(f"{'crawl':<18} {'pages':>6} {'pages/s':>8} {'spread':>13} {'resp/s':>7} {'CPU p/s':>8} {'CPU ms/page':>11} "
               f"{'of it crawl':>11} {'(kernel)':>8} {'reactor':>7} {'server':>6} {'LM queries':>10} {'cache hits':>10} "

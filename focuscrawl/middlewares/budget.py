@@ -5,13 +5,19 @@ included, so crawls that download different numbers of images would get differen
 page budgets; the evaluation compares modes at the same number of pages.
 
 A spider middleware next to the spider (output order: before the near-duplicate,
-image and link middlewares): the N-th ``PageItem`` closes the spider. Responses still
-in flight then (at most ``CONCURRENT_REQUESTS``) reach the spider too, and pages whose
-analysis was still running (the spider awaits it, ``focuscrawl.analysis``) finish; their
-output from then on is dropped, so the run has exactly N page rows, and their request is queued again
-(``dont_filter``) so that a JOBDIR resume with a larger budget still fetches them
-(a clean stop saves the queue; after a kill the frontier journal recovers them).
-Counted as ``focuscrawl/budget/responses_over_budget``.
+image and link middlewares): the N-th ``PageItem`` closes the spider. A page counts
+against the budget from the moment it reaches the spider, not only once written: the
+spider awaits each page's analysis (``focuscrawl.analysis``), so many pages are in
+progress at once, and a budget counted in written pages let them all be analysed and
+thrown away (5-75% more pages than the budget). When the written pages plus those in
+progress reach N, the engine is paused (no new request leaves the scheduler) and a
+response that arrives then (at most ``CONCURRENT_REQUESTS``, fetched before the pause)
+is not analysed; a page in progress that ends without a row (non-HTML, failed
+extraction) gives its place back and the engine goes on. A refused response's request,
+and that of a page whose output comes after the N-th row, is queued again
+(``dont_filter``) so that a JOBDIR resume with a larger budget still fetches it (a clean
+stop saves the queue; after a kill the frontier journal recovers it). Counted as
+``focuscrawl/budget/responses_over_budget``.
 
 The budget is the run's: a crawl resumed from JOBDIR counts the rows ``pages.tsv``
 already has, and one resumed after its budget was spent stops at once.
@@ -23,7 +29,7 @@ from typing import Any, AsyncIterator, Iterable, Iterator
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro
 
@@ -34,12 +40,18 @@ from focuscrawl.output.run import RunOutput
 logger = logging.getLogger(__name__)
 
 
+class PageBudgetSpent(IgnoreRequest):
+    """Raised for a response that arrives when the run's pages, written and in progress,
+    already make the budget: the spider's errback ignores it and the budget middleware
+    queues its request again."""
+
+
 class PageBudget:
     """Ends the crawl when the run has ``FOCUSCRAWL_PAGE_BUDGET`` pages.
 
     Takes the crawler because it uses it at run time, as Scrapy's ``CloseSpider`` does: it
-    closes the spider through the engine (which does not exist yet when ``from_crawler``
-    runs). ``run``: the ``RunState``'s run directory, whose committed pages it counts at
+    pauses and closes the spider through the engine (which does not exist yet when
+    ``from_crawler`` runs). ``run``: the ``RunState``'s run directory, whose committed pages it counts at
     ``spider_opened``."""
 
     def __init__(self, crawler: Crawler, budget: int, run: RunOutput | None = None) -> None:
@@ -48,6 +60,8 @@ class PageBudget:
         self.stats = crawler.stats
         self.budget = budget
         self.pages = 0
+        self.in_progress: set[Response] = set()  # pages the spider is working on
+        self.refused: set[Response] = set()  # responses that arrived with no budget left
         self.closing = None  # the close in progress, kept so it is not garbage-collected
 
     @classmethod
@@ -68,35 +82,51 @@ class PageBudget:
             logger.info("page budget %d already spent by the resumed run (%d pages)", self.budget, self.pages)
             self._close()
 
+    def process_spider_input(self, response: Response) -> None:
+        if self.pages + len(self.in_progress) >= self.budget:
+            self.refused.add(response)
+            raise PageBudgetSpent(f"page budget {self.budget} spent")
+        self.in_progress.add(response)
+        if self.pages + len(self.in_progress) >= self.budget:
+            self.crawler.engine.pause()
+
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
-        if self.pages >= self.budget:
-            yield from self._over_budget(response, result)
-            return
-        for obj in result:
-            yield obj
-            if isinstance(obj, PageItem):
-                self._count()
+        try:
+            if response in self.refused or self.pages >= self.budget:
+                yield from self._over_budget(response, result)
+                return
+            for obj in result:
+                yield obj
+                if isinstance(obj, PageItem):
+                    self._count()
+        finally:
+            self._done(response)
 
     async def process_spider_output_async(self, response: Response,
                                           result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        if self.pages >= self.budget:
-            async for _ in result:  # the spider's work for it is done; nothing of it is kept
-                pass
-            for obj in self._over_budget(response, ()):
-                yield obj
-            return
-        async for obj in result:
-            if self.pages >= self.budget:
-                # spent while this page was being analysed (the spider awaits its analysis,
-                # focuscrawl.analysis, so many pages are in progress at once): drop the rest
-                async for _ in result:
+        try:
+            if response in self.refused or self.pages >= self.budget:
+                async for _ in result:  # the spider's work for it is done; nothing of it is kept
                     pass
-                for request in self._over_budget(response, ()):
-                    yield request
+                for obj in self._over_budget(response, ()):
+                    yield obj
                 return
-            yield obj
-            if isinstance(obj, PageItem):
-                self._count()
+            async for obj in result:
+                if self.pages >= self.budget:
+                    # spent while this page was being analysed: drop the rest
+                    async for _ in result:
+                        pass
+                    for request in self._over_budget(response, ()):
+                        yield request
+                    return
+                yield obj
+                if isinstance(obj, PageItem):
+                    self._count()
+        finally:
+            self._done(response)
+
+    def process_spider_exception(self, response: Response, exception: Exception) -> None:
+        self._done(response)  # a page whose callback failed gives its place back
 
     def _over_budget(self, response: Response, result: Iterable[Any]) -> Iterator[Request]:
         """A page fetched after the budget was spent: no row, no images, no links; its
@@ -105,6 +135,15 @@ class PageBudget:
             pass
         self.stats.inc_value("focuscrawl/budget/responses_over_budget")
         yield response.request.replace(dont_filter=True)
+
+    def _done(self, response: Response) -> None:
+        """The spider is done with ``response``: a page that ended without a row gives its
+        place back, and the engine goes on if the budget has room again."""
+        self.refused.discard(response)
+        if response in self.in_progress:
+            self.in_progress.remove(response)
+            if self.crawler.engine.paused and self.pages + len(self.in_progress) < self.budget:
+                self.crawler.engine.unpause()
 
     def _count(self) -> None:
         self.pages += 1

@@ -34,6 +34,7 @@ from twisted.internet.defer import Deferred
 from focuscrawl.analysis import META_KEY, AnalysisFailed, PageAnalyser
 from focuscrawl.focus.modes import focus_class
 from focuscrawl.items import PageItem
+from focuscrawl.middlewares.budget import PageBudgetSpent
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
 from focuscrawl.processes import ignore_stop_signals_once_stopped
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, get_extractor
@@ -229,6 +230,8 @@ class FocusedSpider(scrapy.Spider):
 
     def on_error(self, failure) -> None:
         """Count failed downloads by exception type; the crawl goes on."""
+        if failure.check(PageBudgetSpent):  # not a download error: PageBudget counts and requeues it
+            return
         name = failure.type.__name__ if failure.type else "unknown"
         self.stats.inc_value(f"focuscrawl/download_errors/{name}")
         logger.debug("download failed: %s: %s", failure.request.url if hasattr(failure, "request") else "", failure.value)
