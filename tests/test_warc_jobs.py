@@ -275,5 +275,8 @@ def test_a_group_ctrl_c_at_any_moment_ends_the_command(tmp_path, after):
             with suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
     log = (tmp_path / "err.log").read_text()
-    assert code in (0, 1, 130) and "Traceback" not in log, log[-3000:]
+    # ended: by its own summary (0, 1), by its Ctrl-C handling (130), or killed by the SIGINT
+    # itself (-2: Python's default action, which is back in place while the interpreter exits;
+    # CI saw it once with the signal sent as the second job process started)
+    assert code in (0, 1, 130, -signal.SIGINT) and "Traceback" not in log, log[-3000:]
     assert not wait_gone(children, 10)
