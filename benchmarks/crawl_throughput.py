@@ -623,7 +623,7 @@ def language_analysis(shape: str, n_pages: int, rounds: int, data: str) -> None:
     each is not counted). Also the model's load: from the wheel and from the cached copy."""
     import dataclasses
 
-    from focuscrawl.analysis import AnalysisConfig, analyse_page
+    from focuscrawl.analysis import AnalysisConfig, _demo_scorer, analyse_page
     from focuscrawl.resources import project_settings, user_cache_dir
     from focuscrawl.text import language
 
@@ -631,9 +631,9 @@ def language_analysis(shape: str, n_pages: int, rounds: int, data: str) -> None:
     real = real_pages(Path(data)) if shape == "real" else None
     htmls = [(make(i, 10000) if make else real_page_html(i, 10000, real)).decode("utf-8", "replace")
              for i in range(n_pages)]
-    on = AnalysisConfig.from_settings(project_settings())
+    on = AnalysisConfig.from_settings(project_settings(), _demo_scorer())
     off = dataclasses.replace(on, language=NoIdentification(on.language.wanted))
-    scorer = on.scorer()
+    scorer = on.scorer.load()
     t = time.process_time()
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
