@@ -106,9 +106,14 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             return item
         on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
         host = url_host(response.url)
-        if self.ranker.learner.observe(None, host, on_topic, vector=response.meta.get("link_vector"),
-                                       thesis_score=response.meta.get("link_score")):
+        learner = self.ranker.learner
+        hubs = learner.hub_examples
+        if learner.observe(None, host, on_topic, vector=response.meta.get("link_vector"),
+                           thesis_score=response.meta.get("link_score"), url=response.url,
+                           origin=response.meta.get("link_origin")):
             self.stats.inc_value("focuscrawl/learning/updates")
+        if learner.hub_examples > hubs:
+            self.stats.inc_value("focuscrawl/learning/hub_examples")
         self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
         return item
 
@@ -150,14 +155,18 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         analysis = page_analysis(response)
         doc_pp = None if analysis is None else self.focus.page_score(analysis)
         anchor = meta.get("anchor", "")
+        place = analysis.link_contexts.get(request.url) if analysis is not None and analysis.link_contexts else None
         d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"),
                                url=request.url, parent_url=response.url,
                                parent_topicality=response.meta.get("page_topicality"),
-                               grandparent_topicality=response.meta.get("parent_topicality"))
+                               grandparent_topicality=response.meta.get("parent_topicality"),
+                               context=place.words if place is not None else "")
         meta["parent_perplexity"] = doc_pp
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
             meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
             meta["parent_topicality"] = response.meta.get("page_topicality")
+            if self.ranker.link_contexts:  # the learner's siblings and hubs: the page and block it came from
+                meta["link_origin"] = (response.url, place.block if place is not None else -1)
         if self.ranker.focused:
             meta["link_score"], meta["link_bucket"] = d.score, d.bucket
             if d.anchor_perplexity is not None or d.anchor_keyword_score is not None:
