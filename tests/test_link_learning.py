@@ -99,6 +99,18 @@ def test_hubs_an_off_topic_page_that_led_to_an_on_topic_one_teaches_its_link_onc
     assert plain.hub_examples == 0 and plain.positives == 1
 
 
+def test_siblings_and_hubs_forget_their_oldest_pages_beyond_the_bound(monkeypatch):
+    from focuscrawl.focus import link_learner
+
+    monkeypatch.setattr(link_learner, "MAX_REMEMBERED", 2)
+    learner = LinkLearner(siblings=True, hubs=True)
+    for i in range(3):
+        learner.observe(_features(f"http://a.test/{i}"), "a.test", False, url=f"http://a.test/{i}",
+                        origin=(f"http://p{i}.test/", 0))
+    assert list(learner.sibling_pages) == ["http://p1.test/", "http://p2.test/"]
+    assert len(learner.sibling_blocks) == 2 and list(learner.hub_candidates) == ["http://a.test/1", "http://a.test/2"]
+
+
 def test_host_harvest_rises_and_sinks_but_one_page_is_not_a_verdict():
     hosts = HostHarvest(exploration=0.05)
     for _ in range(20):

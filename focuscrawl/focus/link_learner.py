@@ -192,6 +192,19 @@ def trust_from_auc(learned_auc: float | None, thesis_auc: float | None, previous
     return learned / (learned + thesis) if learned + thesis > 0 else 0.5
 
 
+#: pages and blocks whose siblings are counted, off-topic pages kept as possible hubs: the
+#: oldest are forgotten first beyond this many (bounded memory on a long crawl)
+MAX_REMEMBERED = 200_000
+
+
+def _bounded_put(d: dict, key, value):
+    """``d[key] = value``, first forgetting ``d``'s oldest key when it holds ``MAX_REMEMBERED``."""
+    if len(d) >= MAX_REMEMBERED:
+        del d[next(iter(d))]
+    d[key] = value
+    return value
+
+
 class LinkLearner:
     """The online model, host harvests and the score of a link; see the module docstring."""
 
@@ -293,7 +306,7 @@ class LinkLearner:
         self.hosts.add(host, on_topic)
         if self.sibling_weight and origin is not None:
             for counts, key in ((self.sibling_pages, origin[0]), (self.sibling_blocks, origin)):
-                seen = counts.setdefault(key, [0, 0])
+                seen = counts.get(key) or _bounded_put(counts, key, [0, 0])
                 seen[0] += 1
                 seen[1] += int(on_topic)
         self._example(vector, on_topic)
@@ -310,9 +323,6 @@ class LinkLearner:
         else:
             self.negatives += 1
 
-    #: off-topic pages remembered as possible hubs (the oldest are forgotten first)
-    MAX_HUB_CANDIDATES = 100_000
-
     def _delayed_label(self, vector, thesis_score: float | None, url: str, on_topic: bool,
                        origin: tuple[str, int] | None) -> None:
         """ACHE's delayed label: an off-topic page is a hub once a page linked from it is
@@ -324,9 +334,7 @@ class LinkLearner:
                 self._example(hub, True)
                 self.hub_examples += 1
         elif not on_topic and url:
-            if len(self.hub_candidates) >= self.MAX_HUB_CANDIDATES:
-                del self.hub_candidates[next(iter(self.hub_candidates))]
-            self.hub_candidates[url] = vector
+            _bounded_put(self.hub_candidates, url, vector)
 
     def update(self) -> bool:
         """``partial_fit`` on the pending examples, classes weighted by their counts so far."""
