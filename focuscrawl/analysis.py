@@ -177,10 +177,12 @@ CONTEXT_WORDS = 5
 
 @dataclass(frozen=True)
 class LinkContext:
-    """Where a link sits on its page: its block (numbered in page order) and the words around its anchor."""
+    """Where a link sits on its page: its block (numbered in page order), the words around
+    its anchor and the block's kind (its tag, ``#id`` and first ``.class``: ``ul.nav``)."""
 
     block: int
     words: str
+    kind: str = ""
 
 
 def link_block(el):
@@ -222,10 +224,17 @@ def link_context(el, blocks: dict, n_words: int = CONTEXT_WORDS) -> LinkContext:
     block = link_block(el)
     known = blocks.get(block)
     if known is None:
-        known = blocks[block] = (len(blocks), _heading(block), *_block_words(block))
-    number, heading, words, spans = known
+        known = blocks[block] = (len(blocks), _heading(block), *_block_words(block), _kind(block))
+    number, heading, words, spans, kind = known
     start, end = spans.get(el, (0, 0))
-    return LinkContext(number, " ".join(heading + words[max(0, start - n_words):start] + words[end:end + n_words]))
+    return LinkContext(number, " ".join(heading + words[max(0, start - n_words):start] + words[end:end + n_words]),
+                       kind)
+
+
+def _kind(block) -> str:
+    tag = block.tag if isinstance(block.tag, str) else ""
+    ident, classes = block.get("id"), (block.get("class") or "").split()
+    return tag + (f"#{ident}" if ident else "") + (f".{classes[0]}" if classes else "")
 
 
 _HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))

@@ -40,15 +40,16 @@ def test_feature_groups_leave_groups_out_for_an_ablation():
 def test_link_contexts_name_each_links_block_and_the_words_around_its_anchor():
     page = ('<html><body><div id="main"><p>Our vet says <a href="/care">kitten care</a> matters a lot. '
             'See <a href="/food">food</a>.</p></div><div id="side"><h3>Recent posts</h3><!-- x --><ul>'
-            '<li><a href="/a">Tabby <b>tips</b></a></li><li><a href="/b">Litter</a></li></ul></div></body></html>')
+            '<li><a href="/a">Tabby <b>tips</b></a></li><li><a href="/b">Litter</a></li></ul></div>'
+            '<div id="nav" class="top bar"><a href="/c">C</a></div></body></html>')
     contexts: dict = {}
     links, _ = page_links(parse_tree(page, "http://h.test/"), "http://h.test/", contexts)
     assert links == page_links(parse_tree(page, "http://h.test/"), "http://h.test/")[0]  # the same links
-    assert contexts["http://h.test/care"] == LinkContext(0, "Our vet says matters a lot. See food")
-    assert contexts["http://h.test/food"].block == 0
+    assert contexts["http://h.test/care"] == LinkContext(0, "Our vet says matters a lot. See food", "p")
+    assert contexts["http://h.test/food"].block == 0 and contexts["http://h.test/c"].kind == "div#nav.top"
     # the list's heading, then the neighbouring anchors
-    assert contexts["http://h.test/a"] == LinkContext(1, "Recent posts Litter")
-    assert contexts["http://h.test/b"] == LinkContext(1, "Recent posts Tabby tips")
+    assert contexts["http://h.test/a"] == LinkContext(1, "Recent posts Litter", "ul")
+    assert contexts["http://h.test/b"] == LinkContext(1, "Recent posts Tabby tips", "ul")
 
 
 def test_context_tokens_and_the_new_groups_are_selectable():
@@ -56,7 +57,8 @@ def test_context_tokens_and_the_new_groups_are_selectable():
     assert [f for f in feats if f.startswith("c:")] == ["c:recent", "c:kitten", "c:posts"]
     assert not [f for f in link_features("read more", "http://a.test/x", "http://a.test/", None, None, None)
                 if f.startswith("c:")]
-    assert feature_prefixes(["anchor", "context", "siblings", "hubs"]) == frozenset({"a", "c"})
+    assert feature_prefixes(["anchor", "context", "block", "siblings", "hubs"]) == frozenset({"a", "c", "k"})
+    assert "k:ul.nav" in link_features("a", "http://a.test/x", "", None, None, None, block="ul.nav")
     without = link_features("a", "http://a.test/x", "", None, None, None, feature_prefixes(["anchor"]), "kitten")
     assert without == ["a:a"]
 
@@ -279,14 +281,14 @@ def test_learning_crawl_feeds_context_siblings_and_hubs_to_the_learner(tmp_path)
              ("hub.test", "/"): Page(html("hub", LOW, extra=block))}
     for i in range(1, 4):
         pages[("good.test", f"/{i}")] = Page(html("good", GOOD_TEXTS[i - 1]))
-    groups = "anchor,url,host,parent,grandparent,thesis,context,siblings,hubs"
+    groups = "anchor,url,host,parent,grandparent,thesis,context,block,siblings,hubs"
     settings = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1, "FOCUSCRAWL_LEARNING_FEATURES": groups}
     with LocalWeb(pages) as web:
         stats, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert stats["focuscrawl/learning/judged_on_topic"] == 3
     row = next(r for r in links_log(tmp_path) if r["to"] == "http://good.test/1")
-    assert {"c:kitten", "c:pages", "c:read"} <= set(row["features"].split())
+    assert {"c:kitten", "c:pages", "c:read", "k:ul"} <= set(row["features"].split())
     assert stats["focuscrawl/learning/hub_examples"] == 1
     learner = LinkLearner.load(tmp_path / "out" / "link_learner.pkl")
     assert learner.hub_examples == 1

@@ -62,9 +62,10 @@ TOPICALITY_EDGES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
 #: The feature groups of ``link_features`` and their token prefixes (``FOCUSCRAWL_LEARNING_FEATURES``);
-#: ``context``: the words around the anchor in its block (``focuscrawl.analysis.LinkContext``).
+#: ``context``: the words around the anchor in its block, ``block``: the block's kind (tag, id,
+#: class: ``ul.nav``; both ``focuscrawl.analysis.LinkContext``).
 FEATURE_GROUPS = {"anchor": "a", "url": "u", "host": "x", "parent": "p", "grandparent": "g", "thesis": "t",
-                  "context": "c"}
+                  "context": "c", "block": "k"}
 #: Groups that are terms of the learner's score, not tokens (``FOCUSCRAWL_LEARNING_FEATURES``):
 #: ``siblings``, the judged outcomes of the links already followed from the same page and
 #: block (``LinkLearner.sibling_shift``); ``hubs``, delayed labels: a link to an off-topic
@@ -83,10 +84,12 @@ def feature_prefixes(groups: list[str]) -> frozenset[str]:
 
 def link_features(anchor: str, url: str, parent_url: str, parent_topicality: float | None,
                   grandparent_topicality: float | None, thesis_score: float | None,
-                  prefixes: frozenset[str] | None = None, context: str = "") -> list[str]:
+                  prefixes: frozenset[str] | None = None, context: str = "", block: str = "") -> list[str]:
     """The tokens the model sees for one link (also logged in ``links.tsv``); only the
-    groups with ``prefixes`` when given. ``context``: the words around the anchor."""
-    feats = _all_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, thesis_score, context)
+    groups with ``prefixes`` when given. ``context``: the words around the anchor,
+    ``block``: the kind of its block."""
+    feats = _all_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, thesis_score, context,
+                          block)
     return feats if prefixes is None else [f for f in feats if f.split(":", 1)[0] in prefixes]
 
 
@@ -97,10 +100,12 @@ def _words(text: str) -> list[str]:
 
 def _all_features(anchor: str, url: str, parent_url: str, parent_topicality: float | None,
                   grandparent_topicality: float | None, thesis_score: float | None,
-                  context: str = "") -> list[str]:
+                  context: str = "", block: str = "") -> list[str]:
     feats = [f"a:{w}" for w in _WORD.findall(anchor.lower())] or ["a:<none>"]
     feats += [f"u:{w}" for w in _words(url.split("://", 1)[-1])]
     feats += [f"c:{w}" for w in dict.fromkeys(_words(context))]
+    if block:
+        feats.append(f"k:{block}")
     same = url_host(url) == url_host(parent_url)
     feats.append("x:same-host" if same else "x:other-host")
     feats.append(f"p:{_bin(parent_topicality, TOPICALITY_EDGES)}")

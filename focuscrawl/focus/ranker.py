@@ -69,7 +69,7 @@ class LinkRanker:
         #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
         self.feature_prefixes: frozenset[str] | None = None
         #: a link's place on its page (``focuscrawl.analysis.LinkContext``) is read: for the
-        #: ``context`` tokens, or for the learner's ``siblings`` and ``hubs`` terms
+        #: ``context`` and ``block`` tokens, or for the learner's ``siblings`` and ``hubs`` terms
         self.link_contexts = False
         # navigation anchors repeat on every page of a site: remember their scores
         self.anchor_score = lru_cache(maxsize=cache_size or 1)(self._anchor_score)
@@ -87,7 +87,7 @@ class LinkRanker:
                      s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner, **rule)
         groups = s.getlist("FOCUSCRAWL_LEARNING_FEATURES")
         ranker.feature_prefixes = feature_prefixes(groups) if groups else None  # unset: all groups
-        ranker.link_contexts = learner is not None and bool({"context", *LEARNER_TERMS} & set(groups))
+        ranker.link_contexts = learner is not None and bool({"context", "block", *LEARNER_TERMS} & set(groups))
         return ranker
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
@@ -99,12 +99,12 @@ class LinkRanker:
     def decide(self, doc_pp: float | None, anchor: str, depth: int = 0,
                inherited: float | None = None, *, url: str = "", parent_url: str = "",
                parent_topicality: float | None = None,
-               grandparent_topicality: float | None = None, context: str = "") -> LinkDecision:
+               grandparent_topicality: float | None = None, context: str = "", block: str = "") -> LinkDecision:
         """Score, bucket, priority and razor decision of a link found on a page with
         perplexity ``doc_pp`` (``None``: the page had no text; ``inherited``, the score of
         the link that led to the page, or the razor value stands in). The learner also
         sees the link's ``url``, the page's URL, the page's and its parent's topicality and
-        the words around the anchor (``context``)."""
+        the words around the anchor (``context``) and its block's kind (``block``)."""
         if not self.focused:
             return LinkDecision(None, None, None, "", -depth, True)
         if self.topic is not None:
@@ -120,7 +120,7 @@ class LinkRanker:
             d = self._decision(score, anchor_pp, anchor_kw)
         if self.learner is None:
             return d
-        return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality, context)
+        return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality, context, block)
 
     def _decision(self, score: float, anchor_value: float | None, anchor_kw: float | None) -> LinkDecision:
         name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
@@ -142,10 +142,10 @@ class LinkRanker:
         return self._decision(odds_against(value), anchor_logit, None)
 
     def _learned(self, d: LinkDecision, anchor: str, url: str, parent_url: str, parent_topicality: float | None,
-                 grandparent_topicality: float | None, context: str) -> LinkDecision:
+                 grandparent_topicality: float | None, context: str, block: str) -> LinkDecision:
         """The decision with the learner's score (and, in mode ``learning``, its priority)."""
         features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score,
-                                       self.feature_prefixes, context))
+                                       self.feature_prefixes, context, block))
         vector = self.learner.vector(list(features))
         learned = self.learner.score(None, d.score, url_host(url), vector)
         self.last_vector = vector

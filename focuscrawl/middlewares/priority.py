@@ -160,7 +160,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                url=request.url, parent_url=response.url,
                                parent_topicality=response.meta.get("page_topicality"),
                                grandparent_topicality=response.meta.get("parent_topicality"),
-                               context=place.words if place is not None else "")
+                               context=place.words if place is not None else "",
+                               block=place.kind if place is not None else "")
         meta["parent_perplexity"] = doc_pp
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
             meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
