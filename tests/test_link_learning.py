@@ -113,6 +113,19 @@ def test_siblings_and_hubs_forget_their_oldest_pages_beyond_the_bound(monkeypatc
     assert len(learner.sibling_blocks) == 2 and list(learner.hub_candidates) == ["http://a.test/1", "http://a.test/2"]
 
 
+def test_a_save_holds_the_siblings_and_hubs_state_only_when_they_are_on(tmp_path):
+    import pickle
+
+    plain, both = LinkLearner(), LinkLearner(siblings=True, hubs=True)
+    for learner in (plain, both):
+        learner.observe(_features("http://a.test/1"), "a.test", False, url="http://a.test/1", origin=("http://p.test/", 0))
+    plain.save(tmp_path / "plain.pkl")
+    both.save(tmp_path / "both.pkl")
+    assert not {"sibling_pages", "hubs", "hub_candidates"} & set(pickle.loads((tmp_path / "plain.pkl").read_bytes()))
+    loaded = LinkLearner.load(tmp_path / "both.pkl")
+    assert loaded.hubs and loaded.sibling_pages == {"http://p.test/": [1, 0]} and "http://a.test/1" in loaded.hub_candidates
+
+
 def test_host_harvest_rises_and_sinks_but_one_page_is_not_a_verdict():
     hosts = HostHarvest(exploration=0.05)
     for _ in range(20):

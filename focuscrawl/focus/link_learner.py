@@ -210,6 +210,10 @@ def _bounded_put(d: dict, key, value):
     return value
 
 
+#: the learner's state for the ``siblings`` and ``hubs`` terms (``save`` leaves it out while empty)
+_TERM_STATE = ("sibling_weight", "sibling_pages", "sibling_blocks", "hubs", "hub_candidates", "hub_examples")
+
+
 class LinkLearner:
     """The online model, host harvests and the score of a link; see the module docstring."""
 
@@ -441,6 +445,9 @@ class LinkLearner:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         state = dict(self.__dict__, _index={}, _host_cache=(-1, {}, 0.0))  # caches are rebuilt on use
+        for name in _TERM_STATE:  # the state of terms that are off is not saved: a save stays
+            if not state[name]:   # what it was before they existed (``load_state`` keeps its own)
+                del state[name]
         atomic_write_bytes(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
     @classmethod
