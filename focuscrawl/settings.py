@@ -301,7 +301,7 @@ FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
 #: URL tokens, same/other host, the page's and its parent's judged topicality, the thesis's
 #: score decade. Fewer groups = an ablation (docs/EVALUATION.md). Not on by default (issue
 #: #28's ablation, docs/EVALUATION.md): "context" (the words around the anchor in its block
-#: and the block's heading), "siblings" (the outcomes of the links already followed from the
+#: and the block's heading), "block" (the block's kind: tag, id, class), "siblings" (the outcomes of the links already followed from the
 #: same page and block) and "hubs" (delayed labels: the link to an off-topic page that led on
 #: to an on-topic one is taught as a positive example; LEARNER_TERMS).
 FOCUSCRAWL_LEARNING_FEATURES = ["anchor", "url", "host", "parent", "grandparent", "thesis"]
