@@ -22,7 +22,11 @@ link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. The request keeps
 scorable text has no perplexity **(choice)**: its links inherit the score of the
 link that led to it, or the razor value for a seed (kept, lowest bucket).
 
-With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row. A response's rows travel
+Links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``) come as URLs in
+``PageItem.known_links`` instead of Requests: each is decided, counted and logged the same
+way, then dropped (the dupefilter would have dropped its request).
+
+With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row, in the page's link order. A response's rows travel
 in its page's item (field ``PageItem.link_rows``) to ``PageLogWriterPipeline``, which writes them in the
 batch of the page's ``pages.tsv`` row, under the same JOBDIR checkpoint: a resume never
 repeats the links of a page it crawls again. A response without a page item logs none.

@@ -7,7 +7,8 @@ The spider only extracts: the page's analysis (``focuscrawl.analysis.PageAnalysi
 sentences, links, image decisions, SimHash) is left in ``response.meta["page_analysis"]``,
 the one meta key the spider middlewares read it from (``focuscrawl.analysis.page_analysis``);
 its document perplexity also goes into the PageItem; every out-link becomes a Request with its
-anchor text in ``meta["anchor"]``. Scoring and ordering the links is the job of
+anchor text in ``meta["anchor"]``, except one whose URL the scheduler has seen already
+(``focuscrawl.frontier.KnownLinks``): it goes in ``PageItem.known_links`` instead. Scoring and ordering the links is the job of
 ``LinkPriorityMiddleware``, scope and traps of ``ScopeMiddleware``, images of the
 image middleware and pipelines.
 
