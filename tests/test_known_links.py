@@ -76,6 +76,17 @@ def test_a_scheduled_link_builds_no_request_but_keeps_its_rows_and_a_razored_one
     assert sum(v for k, v in stats.items() if k.startswith("focuscrawl/links/bucket/")) == len(rows) - 3
 
 
+def test_links_past_the_depth_limit_stay_unlogged_even_when_known(tmp_path):
+    """Scrapy's DepthMiddleware drops every link of a page at DEPTH_LIMIT before the link
+    middleware sees it: a known link there (home, about) gets no row either."""
+    with LocalWeb(site()) as web:
+        stats, proc = crawl(web, tmp_path, f"{S}/", mode="document", domains="seed.test",
+                            settings={"DEPTH_LIMIT": 1})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert {r["from"] for r in links_log(tmp_path)} == {f"{S}/"}
+    assert stats["depth/request_ignored_count"] > 0 and "focuscrawl/links/known_skipped" not in stats
+
+
 def test_known_links_are_out_links_the_scheduler_was_given_most_recent_first():
     known = KnownLinks(2)
     link = Request(f"{S}/a", meta={"anchor": "a"})
