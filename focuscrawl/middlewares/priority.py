@@ -42,7 +42,7 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from w3lib.url import safe_url_string
 
-from focuscrawl.analysis import page_analysis
+from focuscrawl.analysis import LinkContext, PageAnalysis, page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
 from focuscrawl.focus.ranker import LinkDecision, LinkRanker
 from focuscrawl.items import PageItem
@@ -219,7 +219,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         return d, doc_pp
 
 
-def link_place(analysis, url: str):
+def link_place(analysis: PageAnalysis | None, url: str) -> LinkContext | None:
     """The ``LinkContext`` of ``url`` on the analysed page (``None``: not computed, or not found)."""
     return analysis.link_contexts.get(url) if analysis is not None and analysis.link_contexts else None
 
