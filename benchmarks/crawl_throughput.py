@@ -249,9 +249,9 @@ COMMON = {
     "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "DOWNLOAD_DELAY": 0,
     "AUTOTHROTTLE_ENABLED": False, "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "WARNING",
     "TELNETCONSOLE_ENABLED": False, "RETRY_ENABLED": False, "COOKIES_ENABLED": False,
-    # the benchmark web is one host: the per-host page cap (a trap guard, 500) would end the
-    # focused crawls early, and politeness is off for every crawl alike
-    "FOCUSCRAWL_MAX_PAGES_PER_HOST": 0,
+    # the benchmark web is one host: the per-host and per-domain page caps (trap guards, 500
+    # and 2,000) would end the focused crawls early, and politeness is off for every crawl alike
+    "FOCUSCRAWL_MAX_PAGES_PER_HOST": 0, "FOCUSCRAWL_MAX_PAGES_PER_DOMAIN": 0,
 }
 
 
