@@ -57,6 +57,7 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
+from focuscrawl.frontier import KnownLinks
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import iter_tsv
 from focuscrawl.output.leases import LeaseBook, redis_connection, redis_key, worker_id
@@ -456,11 +457,15 @@ class LeasedScheduler(RedisScheduler):
 
     def open(self, spider: Spider):
         self.book: LeaseBook = spider.crawler.get_extension(RunState).leases
+        #: the spider's memory of out-links already scheduled (``focuscrawl.frontier.KnownLinks``)
+        self.known_links: KnownLinks | None = getattr(spider, "known_links", None)
         return super().open(spider)
 
     def enqueue_request(self, request: Request) -> bool:
         token = request.meta.pop(LEASE_META, None)
         accepted = super().enqueue_request(request)
+        if self.known_links is not None:  # accepted or filtered: in the shared seen-set now
+            self.known_links.scheduled(request)
         if token is not None:
             self.book.release(token)
         return accepted

@@ -49,6 +49,7 @@ import os
 import pickle
 import shutil
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
@@ -73,6 +74,49 @@ logger = logging.getLogger(__name__)
 JOURNAL = "frontier.log"
 CLEAN_MARKER = "frontier.clean"
 PARENT_META = "frontier_fp"  # a request's fingerprint, inherited by its redirects and retries
+LINK_META = "anchor"  # set by the focused spider on each out-link's request (its anchor text)
+
+
+class KnownLinks:
+    """URLs of out-links the scheduler has already seen: their requests went through the whole
+    spider-middleware chain and reached the scheduler, which accepted them or filtered them as
+    duplicates. Either way the dupefilter's seen-set holds them now, so a later link to the same
+    URL would be filtered: the spider does not build its request (``FocusedSpider.parse``)
+    and the link middleware decides and logs it from the page's item instead.
+
+    Only a request that went through the spider's chain as an out-link counts (``LINK_META``
+    in its meta, not ``dont_filter``, not a redirect's follow-up, whose URL passed no
+    scope check), so a link that was razored or out of scope is tried again each time.
+    After a JOBDIR resume or with a shared Redis seen-set the first link to each URL known
+    from before is filtered by the scheduler once, then known here: no network round trip
+    per link. Bounded: the ``size`` most recently seen URLs (least recently used forgotten
+    first; a forgotten URL costs one filtered request, then is known again).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._urls: OrderedDict[str, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._urls)
+
+    def known(self, url: str) -> bool:
+        urls = self._urls
+        if url in urls:
+            urls.move_to_end(url)
+            return True
+        return False
+
+    def scheduled(self, request: Request) -> None:
+        """Called by the scheduler for every request it was given, accepted or not."""
+        meta = request.meta
+        if request.dont_filter or LINK_META not in meta or "redirect_urls" in meta:
+            return
+        urls = self._urls
+        urls[request.url] = None
+        urls.move_to_end(request.url)
+        if len(urls) > self.size:
+            urls.popitem(last=False)
 
 
 @dataclass
@@ -317,6 +361,8 @@ class JournaledScheduler(Scheduler):
             self.df.request_seen(request)
         self._recovery.seen = ()
         self._pending: set[str] = set(queued)
+        #: the spider's memory of out-links already scheduled (``KnownLinks``), told of each request
+        self.known_links: KnownLinks | None = None
         self._statuses: dict[str, int] = {}
         self._awaiting: set[str] = set()
         if journal is not None and crawler is not None:
@@ -354,6 +400,7 @@ class JournaledScheduler(Scheduler):
 
     def open(self, spider: Spider):
         result = super().open(spider)
+        self.known_links = getattr(spider, "known_links", None)
         recovery, self._recovery = self._recovery, Recovery()
         if recovery.requeue:
             with open(recovery.path, "rb") as f:  # the compacted journal; this session appends after them
@@ -372,6 +419,12 @@ class JournaledScheduler(Scheduler):
         return result
 
     def enqueue_request(self, request: Request) -> bool:
+        accepted = self._enqueue(request)
+        if self.known_links is not None:
+            self.known_links.scheduled(request)
+        return accepted
+
+    def _enqueue(self, request: Request) -> bool:
         if self.journal is None:
             return super().enqueue_request(request)
         parent = request.meta.get(PARENT_META)

@@ -38,6 +38,10 @@ class PageItem(scrapy.Item):
     #: ``FOCUSCRAWL_LINKS_LOG``); the page writer takes them off the item and writes them in
     #: the page's batch, so feed exports never see them
     link_rows = scrapy.Field()
+    #: out-links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``), for which
+    #: the spider built no request; the link priority middleware takes them off the item and
+    #: decides and logs them as it does the page's requests
+    known_links = scrapy.Field()
 
 
 class ImageItem(scrapy.Item):

@@ -406,6 +406,11 @@ CONCURRENT_ITEMS = 16
 #: URLs whose request fingerprint is kept (REQUEST_FINGERPRINTER_CLASS; least recently
 #: used dropped first; ~300 bytes each).
 FOCUSCRAWL_FINGERPRINT_CACHE_SIZE = 20_000
+#: Out-link URLs the scheduler has seen (accepted or filtered as duplicates) that are
+#: remembered, so that a link found again on another page builds no request (its
+#: links.tsv row and counters stay; focuscrawl.frontier.KnownLinks); least recently seen
+#: forgotten first, ~200 bytes each; 0 = every link becomes a request.
+FOCUSCRAWL_KNOWN_LINKS = 50_000
 
 # --- Deployment: WARC files, Redis (docs/DEPLOY.md) ----------------------------------
 #: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC

@@ -22,7 +22,11 @@ link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. The request keeps
 scorable text has no perplexity **(choice)**: its links inherit the score of the
 link that led to it, or the razor value for a seed (kept, lowest bucket).
 
-With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row. A response's rows travel
+Links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``) come as URLs in
+``PageItem.known_links`` instead of Requests: each is decided, counted and logged the same
+way, then dropped (the dupefilter would have dropped its request).
+
+With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row, in the page's link order. A response's rows travel
 in its page's item (field ``PageItem.link_rows``) to ``PageLogWriterPipeline``, which writes them in the
 batch of the page's ``pages.tsv`` row, under the same JOBDIR checkpoint: a resume never
 repeats the links of a page it crawls again. A response without a page item logs none.
@@ -36,10 +40,11 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from w3lib.url import safe_url_string
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
-from focuscrawl.focus.ranker import LinkRanker
+from focuscrawl.focus.ranker import LinkDecision, LinkRanker
 from focuscrawl.items import PageItem
 from focuscrawl.focus.link_learner import PageJudge, url_host
 from focuscrawl.output.run_state import RunState
@@ -114,32 +119,38 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
 
     # -- links.tsv: a response's rows go with its page item to the page writer -------------
     def process_spider_output(self, response: Response | None, result: Iterable[Any]) -> Iterator[Any]:
-        rows: list[str] = []
+        rows: list[tuple[str, str]] = []
         for o in result:
             if (o := self._processed(o, response, rows)) is not None:
                 yield o
 
     async def process_spider_output_async(self, response: Response | None,
                                           result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        rows: list[str] = []
+        rows: list[tuple[str, str]] = []
         async for o in result:
             if (o := self._processed(o, response, rows)) is not None:
                 yield o
 
-    def _processed(self, o: Any, response: Response | None, rows: list[str]) -> Any:
-        """A request is decided and its links.tsv row kept in ``rows``; the page's item (after
-        its links) takes them to the page writer, which writes them with the page's row."""
+    def _processed(self, o: Any, response: Response | None, rows: list[tuple[str, str]]) -> Any:
+        """A request is decided and its links.tsv row kept in ``rows`` (with its URL); the page's
+        item (after its links) brings the links the spider built no request for
+        (``known_links``), decided here, and takes the rows, in the page's link order, to the
+        page writer, which writes them with the page's row."""
         if isinstance(o, Request):
             return self._decided(o, response, rows)
-        if isinstance(o, PageItem) and rows:
-            o["link_rows"] = rows.copy()
-            rows.clear()
+        if isinstance(o, PageItem):
+            known = o.pop("known_links", None)
+            if known and response is not None:
+                self._known_decided(known, response, rows)
+            if rows:
+                o["link_rows"] = [r for _, r in rows]
+                rows.clear()
         return self.get_processed_item(o, response)
 
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         return self._decided(request, response, [])
 
-    def _decided(self, request: Request, response: Response | None, rows: list[str]) -> Request | None:
+    def _decided(self, request: Request, response: Response | None, rows: list[tuple[str, str]]) -> Request | None:
         self._topicality(response)
         meta = request.meta
         if response is None or meta.get("seed"):
@@ -147,13 +158,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        analysis = page_analysis(response)
-        doc_pp = None if analysis is None else self.focus.page_score(analysis)
-        anchor = meta.get("anchor", "")
-        d = self.ranker.decide(doc_pp, anchor, meta.get("depth", 0), response.meta.get("link_score"),
-                               url=request.url, parent_url=response.url,
-                               parent_topicality=response.meta.get("page_topicality"),
-                               grandparent_topicality=response.meta.get("parent_topicality"))
+        d, doc_pp = self._decide(request.url, meta.get("anchor", ""), meta.get("depth", 0), response, rows)
         meta["parent_perplexity"] = doc_pp
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
             meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
@@ -162,13 +167,65 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             meta["link_score"], meta["link_bucket"] = d.score, d.bucket
             if d.anchor_perplexity is not None or d.anchor_keyword_score is not None:
                 meta["anchor_perplexity"], meta["anchor_keyword_score"] = d.anchor_perplexity, d.anchor_keyword_score
+        if d.followed:
+            request.priority = d.priority
+        return request if d.followed else None
+
+    def _known_decided(self, urls: list[str], response: Response, rows: list[tuple[str, str]]) -> None:
+        """The links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``): decided,
+        counted and logged as their requests would have been (the chain before this middleware
+        let them through when they were first scheduled; their depth is DepthMiddleware's), then
+        dropped, as the dupefilter would have dropped them. ``rows`` are put in the page's link order."""
+        self._topicality(response)
+        analysis = page_analysis(response)
+        links = analysis.links if analysis is not None else {}
+        depth = response.meta.get("depth", 0) + 1
+        start = len(rows)
+        for url in urls:
+            self._decide(url, links.get(url, ""), depth, response, rows)
+        if self.log_links and start and len(rows) > start:
+            rows[:] = in_link_order(rows, start, links)
+
+    def _decide(self, url: str, anchor: str, depth: int, response: Response,
+                rows: list[tuple[str, str]]) -> tuple[LinkDecision, float | None]:
+        """One out-link of ``response``: its decision (counted; its links.tsv row added to ``rows``)
+        and the page score it was made with."""
+        analysis = page_analysis(response)
+        doc_pp = None if analysis is None else self.focus.page_score(analysis)
+        d = self.ranker.decide(doc_pp, anchor, depth, response.meta.get("link_score"),
+                               url=url, parent_url=response.url,
+                               parent_topicality=response.meta.get("page_topicality"),
+                               grandparent_topicality=response.meta.get("parent_topicality"))
+        if self.ranker.focused:
             self.stats.inc_value(f"focuscrawl/links/bucket/{d.bucket}" if d.followed else "focuscrawl/links/razored")
         else:
             self.stats.inc_value("focuscrawl/links/queued")
-        if d.followed:
-            request.priority = d.priority
         if self.log_links:
-            rows.append(row((response.url, request.url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
-                             d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
-                             " ".join(d.features) if d.features else None), float_digits=LINKS_LOG_FLOAT_DIGITS))
-        return request if d.followed else None
+            rows.append((url, row((response.url, url, anchor, doc_pp, d.anchor_perplexity, d.anchor_keyword_score,
+                                   d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
+                                   " ".join(d.features) if d.features else None),
+                                  float_digits=LINKS_LOG_FLOAT_DIGITS)))
+        return d, doc_pp
+
+
+def in_link_order(rows: list[tuple[str, str]], known_from: int, links: dict[str, str]) -> list[tuple[str, str]]:
+    """``rows`` (``(url, row)``: those of the page's requests, in the page's link order, then from
+    ``known_from`` on those of its known links) merged in the order of ``links`` (the page's
+    out-links as the spider went through them). A request's URL is its link's made safe by
+    Scrapy (``safe_url_string``), which changes only links with unsafe characters: those are
+    looked up by their safe form; a row whose URL is not found keeps its place after the row
+    before it."""
+    order = {url: i for i, url in enumerate(links)}
+    safe: dict[str, int] | None = None
+    keyed: list[tuple[float, int, tuple[str, str]]] = []
+    last = -1.0
+    for n, (url, text) in enumerate(rows):
+        i = order.get(url)
+        if i is None and n < known_from:
+            if safe is None:
+                safe = {safe_url_string(u): i for i, u in enumerate(links)}
+            i = safe.get(url)
+        last = float(i) if i is not None else last + 1e-6
+        keyed.append((last, n, (url, text)))
+    keyed.sort()
+    return [r for _, _, r in keyed]

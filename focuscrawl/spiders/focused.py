@@ -7,7 +7,8 @@ The spider only extracts: the page's analysis (``focuscrawl.analysis.PageAnalysi
 sentences, links, image decisions, SimHash) is left in ``response.meta["page_analysis"]``,
 the one meta key the spider middlewares read it from (``focuscrawl.analysis.page_analysis``);
 its document perplexity also goes into the PageItem; every out-link becomes a Request with its
-anchor text in ``meta["anchor"]``. Scoring and ordering the links is the job of
+anchor text in ``meta["anchor"]``, except one whose URL the scheduler has seen already
+(``focuscrawl.frontier.KnownLinks``): it goes in ``PageItem.known_links`` instead. Scoring and ordering the links is the job of
 ``LinkPriorityMiddleware``, scope and traps of ``ScopeMiddleware``, images of the
 image middleware and pipelines.
 
@@ -26,15 +27,19 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import UsageError
 from scrapy.http import HtmlResponse, Response
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
 from scrapy.utils.response import get_base_url
 from twisted.internet.defer import Deferred
 
 from focuscrawl.analysis import META_KEY, AnalysisFailed, PageAnalyser
 from focuscrawl.focus.modes import focus_class
+from focuscrawl.frontier import LINK_META, KnownLinks
 from focuscrawl.items import PageItem
 from focuscrawl.middlewares.budget import PageBudgetSpent
+from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 from focuscrawl.scrapy_compat import quiet_robots_network_errors
 from focuscrawl.processes import ignore_stop_signals_once_stopped
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, get_extractor
@@ -141,6 +146,12 @@ class FocusedSpider(scrapy.Spider):
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ignore_stop_signals_once_stopped, signal=signals.engine_stopped, weak=False)
         self.text_max_bytes = settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")
+        #: out-links the scheduler has seen (focuscrawl.frontier.KnownLinks; the scheduler fills
+        #: it): None when off, or without the link middleware that decides the skipped links
+        self.known_links = (KnownLinks(settings.getint("FOCUSCRAWL_KNOWN_LINKS"))
+                            if settings.getint("FOCUSCRAWL_KNOWN_LINKS") > 0 and link_middleware_enabled(settings)
+                            else None)
+        self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
 
     def _spider_opened(self, spider=None) -> None:
@@ -210,11 +221,20 @@ class FocusedSpider(scrapy.Spider):
         # Links before the page's item: they are queued (and journaled, focuscrawl.frontier)
         # before the page's row can be written, so a crawl killed in between never has a
         # committed page whose links were lost.
+        # A link the scheduler has seen already would be filtered there: no request is built
+        # for it; the link middleware decides and logs it from the item (PageItem.known_links).
+        # Not past DEPTH_LIMIT, where Scrapy's DepthMiddleware drops every link unlogged.
+        depth = response.meta.get("depth", 0)
+        known = self.known_links if not (self.depth_limit and depth >= self.depth_limit) else None
+        skipped: list[str] = []
         for url, anchor in links.items():
-            yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={"anchor": anchor})
-        yield PageItem(
+            if known is not None and known.known(url):
+                skipped.append(url)
+            else:
+                yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={LINK_META: anchor})
+        page = PageItem(
             url=response.url,
-            depth=response.meta.get("depth", 0),
+            depth=depth,
             status=response.status,
             host=urlparse_cached(response).hostname,
             size=len(response.body),
@@ -227,6 +247,10 @@ class FocusedSpider(scrapy.Spider):
             near_duplicate_of=None,
             language=analysis.language,
         )
+        if skipped:
+            page["known_links"] = skipped
+            self.stats.inc_value("focuscrawl/links/known_skipped", len(skipped))
+        yield page
 
     def on_error(self, failure) -> None:
         """Count failed downloads by exception type; the crawl goes on."""
@@ -235,6 +259,12 @@ class FocusedSpider(scrapy.Spider):
         name = failure.type.__name__ if failure.type else "unknown"
         self.stats.inc_value(f"focuscrawl/download_errors/{name}")
         logger.debug("download failed: %s: %s", failure.request.url if hasattr(failure, "request") else "", failure.value)
+
+
+def link_middleware_enabled(settings) -> bool:
+    """``LinkPriorityMiddleware`` (or a subclass) is among the crawl's spider middlewares."""
+    return any(isinstance(cls := load_object(path), type) and issubclass(cls, LinkPriorityMiddleware)
+               for path in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES")))
 
 
 def reported(exc: UsageError, spider: str) -> UsageError:
