@@ -34,7 +34,7 @@ time, "reactor" the CPU of its reactor thread alone (the serial part of a crawl)
 ``keywords`` crawls of ``--pages`` pages on one Redis frontier (a redis-server on
 127.0.0.1 started for it), 1 process vs 2 processes at once (``--modes`` with no
 names: only that). ``--cprofile OUT`` profiles one crawl of each of ``--modes`` instead
-(default: keywords), into ``OUT`` (one mode) or ``OUT.MODE``. ``--language-ab``: the cost
+(default: keywords), into ``OUT`` (one mode) or ``OUT.MODE`` (the reactor thread's CPU time). ``--language-ab``: the cost
 of language identification (issue #30): each focused mode of ``--modes`` (default:
 keywords) as shipped and as ``MODE/no-language`` (nothing identified: the py3langid model
 never loads, every text counts as unknown and nothing is filtered), interleaved in the
