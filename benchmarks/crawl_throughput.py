@@ -479,8 +479,9 @@ class PeakRss:
         #: peak PSS of the tree (bytes), sampled only with a trend (``every``)
         self.peak_pss = 0
         self.trend: list[dict] = []
-        #: (pages, seconds) each time another ``window`` pages are done (``--long``)
-        self.windows: list[tuple[int, float]] = []
+        #: (pages, seconds, CPU seconds of the crawl and its workers) each time another
+        #: ``window`` pages are done (``--long``)
+        self.windows: list[tuple[int, float, float]] = []
         self._window, self._next_window = window, window
         self._pages, self._every, self._next = pages, every, every
         self._start = time.monotonic()
@@ -495,7 +496,7 @@ class PeakRss:
             if self._every and ticks % 5 == 0:
                 self.peak_pss = max(self.peak_pss, _tree_rss(os.getpid(), _pss))
             if self._window and (pages := self._pages() or 0) >= self._next_window:
-                self.windows.append((pages, time.monotonic() - self._start))
+                self.windows.append((pages, time.monotonic() - self._start, _tree_cpu(os.getpid())))
                 self._next_window = (pages // self._window + 1) * self._window
             total = _tree_rss(os.getpid())
             self.peak = max(self.peak, total)
@@ -570,21 +571,39 @@ def long_run(port: int, pages: int, kinds: list[str], profile: str, extra: list[
         results[kind] = r
         print(f"long run: {kind}: {r['pages']} pages in {r['seconds']:.0f} s, {1000 * r['cpu_seconds'] / r['pages']:.2f} "
               f"CPU ms/page, peak RSS {r['peak_rss_mb']:.0f} MB", flush=True)
-    rates = {}
+    rates, cpu = {}, {}
     for kind, r in results.items():
-        marks = [(0, 0.0)] + [tuple(w) for w in r["windows"]]
-        rates[kind] = [((p1 - p0) / (t1 - t0) if t1 > t0 else 0.0) for (p0, t0), (p1, t1) in zip(marks, marks[1:])]
-    print("pages/s per window of " + str(window) + " pages: " + " | ".join(kinds))
+        marks = [(0, 0.0, 0.0)] + [tuple(w) for w in r["windows"]]
+        rates[kind] = [((p1 - p0) / (t1 - t0) if t1 > t0 else 0.0) for (p0, t0, _), (p1, t1, _) in zip(marks, marks[1:])]
+        # CPU ms a page in each window: what the crawl's length costs, apart from the machine's load
+        cpu[kind] = [(1000 * (c1 - c0) / (p1 - p0) if p1 > p0 else 0.0)
+                     for (p0, _, c0), (p1, _, c1) in zip(marks[1:], marks[2:])]
+        cpu[kind].insert(0, 0.0)  # the first window's CPU includes the start (imports, models)
+    print("pages/s and CPU ms/page per window of " + str(window) + " pages: " + " | ".join(kinds))
     for n in range(max(len(v) for v in rates.values())):
-        print(f"  {(n + 1) * window:>7} " + " ".join(f"{v[n]:>9.1f}" if n < len(v) else f"{'':>9}"
-                                                     for v in rates.values()))
+        print(f"  {(n + 1) * window:>7} " + " ".join(
+            f"{rates[k][n]:>9.1f} {cpu[k][n]:>6.2f}" if n < len(rates[k]) else f"{'':>16}" for k in kinds))
     skip = 2000 // window
     for kind, v in rates.items():
         if len(v) > skip + 1:
             ratio = v[-1] / v[skip] if v[skip] else 0.0
+            cpu_ratio = cpu[kind][-1] / cpu[kind][skip] if cpu[kind][skip] else 0.0
             target = "" if kind in ("plain", "corpus") else \
                 f" (target >= 0.8x: {'OK' if ratio >= 0.8 else 'BELOW TARGET'})"
-            print(f"{kind}: last window / first after {skip * window} pages: {ratio:.2f}x{target}")
+            print(f"{kind}: last window / first after {skip * window} pages: pages/s {ratio:.2f}x{target}; "
+                  f"CPU ms/page {cpu_ratio:.2f}x (> 1: each page costs more as the crawl grows)")
+
+
+def _tree_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its running descendants (Linux /proc)."""
+    try:
+        total = _cpu_of_pid(pid)
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                total += sum(_tree_cpu(int(c)) for c in f.read().split())
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return total
 
 
 def _cpu_of_pid(pid: int) -> float:

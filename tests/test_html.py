@@ -62,3 +62,36 @@ def test_unknown_extractor_is_a_clear_error():
 def test_boilerpy3_failure_is_extraction_error():
     with pytest.raises(ExtractionError):
         get_extractor("article")("")
+
+
+KNOWN_PAGE = """<html><head><style>p {}</style></head><body><header><a href="/"><img src="l.jpg" alt="logo"></a></header>
+<nav><ul><li>One</li><li>Two<!-- c -->tail</li></ul></nav><main><h1>Title\x00</h1><p>Some <b>bold</b> text.</p>
+<div class="photo"><img src="g.jpg" alt="cat"><span>A caption</span></div>tail text<script>x()</script>
+<div class="photo"><figure><img src="h.jpg"><figcaption>Another �one</figcaption></figure></div></main></body></html>"""
+
+
+@pytest.mark.parametrize("order", ["document", "reversed", "leaves first"])
+def test_element_text_with_known_texts_is_the_same_text_in_any_order(order):
+    """``known`` keeps the texts read (the element's and its children's) and an ancestor's text
+    takes its descendants' from there: the texts are the same as each read alone, whatever is
+    asked first, and a text asked for again is not read again."""
+    from lxml import html as lhtml
+
+    from focuscrawl.text.html import element_text
+
+    root = lhtml.fromstring(KNOWN_PAGE)
+    elements = list(root.iter())
+    if order == "reversed":
+        elements.reverse()
+    elif order == "leaves first":
+        elements.sort(key=lambda el: -len(list(el.iterancestors())))
+    known: dict = {}
+    for el in elements:
+        assert element_text(el, known) == element_text(el), el.tag
+    body = root.find("body")
+    fresh: dict = {}
+    element_text(body, fresh)
+    assert set(fresh) == {body, *body}  # the body and its children, not every descendant
+    fresh[body.find("main")] = "(known)"
+    del fresh[body]
+    assert "(known)" in element_text(body, fresh)

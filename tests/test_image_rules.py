@@ -216,3 +216,25 @@ def test_unspecified_size_is_measured_when_asked():
     assert R.needs_measuring(None, 400, rules) and not R.needs_measuring(600, 400, rules)
     assert not R.needs_measuring(None, None, ImageRules())
     assert R.size_reason(511, 400, rules) == R.TOO_SMALL and R.size_reason(512, 384, rules) is None
+
+
+BASES = ["http://s.test/a/b/page.html?x=1#top", "http://s.test/a/b/other.html", "http://s.test/a/../b/c", "https://s.test", "http://s.test/a;p/b",
+         "http://s.test/dir/", "http://u:p@s.test:8080/a/b", "ftp://s.test/a/b", "not a url", "http://[::1/a"]
+SRCS = ["img/a.jpg", "../a.JPG", "./a/../b.png?x=1#f", "//cdn.test/x.gif", "?q=1", "#frag", "/abs/p.jpeg",
+        "a;p.jpg", "http://other.test/y.webp", "HTTP://other.test/z", "http:rel.jpg", "data:image/png;base64,xx",
+        "javascript:void(0)", "..", "http://[::1", "a b.jpg", "%7Euser/x.jpg"]
+
+
+def test_resolved_src_is_resolve_src_and_its_extension_for_any_base_and_is_bounded():
+    """Image sources are resolved once per (base folder, source) across pages: the same URL
+    and extension as resolving each against its own page's URL; the memo has a fixed size."""
+    from focuscrawl.images.rules import SRC_MEMO, _resolved_in_folder, resolve_src, resolved_src, url_extension
+
+    _resolved_in_folder.cache_clear()
+    for base in BASES:
+        for src in SRCS:
+            expected = resolve_src(src, base)
+            assert resolved_src(src, base) == (expected, url_extension(expected) if expected else ""), (base, src)
+    info = _resolved_in_folder.cache_info()
+    assert info.hits >= len(SRCS) - 2  # the second page of the folder a/b/: its sources were known
+    assert info.maxsize == SRC_MEMO

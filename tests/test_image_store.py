@@ -269,3 +269,43 @@ def test_each_sighting_keeps_the_final_score_it_came_with(tmp_path):
     run.close()
     scores = [(s["final_score"], s["final_context"]) for s in record(run, "http://s.test/a.jpg")["sightings"]]
     assert scores == [(pytest.approx(6.0), "alt+parent-0"), (1.5, "alt+figure"), (None, "alt+parent-0")]
+
+
+def test_a_fold_splices_the_logged_sightings_into_the_record_bytes_as_record_json_encodes_them(tmp_path):
+    """The fold does not encode a record again: the logged sightings' JSON is spliced into its
+    bytes, which are the bytes ``record_json`` gives the folded record (the files stay the same);
+    with the record full, the new ``sightings_over_limit``, and a layout it does not know."""
+    from focuscrawl.output.images import folded_json, record_json
+
+    run = RunOutput(tmp_path / "out")
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0, max_sightings=3)
+    url = "http://s.test/a.jpg"
+    first = item(url, "http://s.test/1", alt="ünï \"quoted\"\n\x01 cat", parent="Le chat\tdort. 😺")
+    assert store.first_sighting(first)
+    store.commit(first)
+    path = run.path(record_path(url))
+    for n, alt in ((2, "a cat 1e-7"), (3, "x"), (4, "y"), (2, "a cat 1e-7")):  # page 4: over the limit; page 2 again
+        later = item(url, f"http://s.test/{n}", alt=alt)
+        later["page_perplexity"], later["html_width"] = 1234.5678e-9, 640
+        assert not store.first_sighting(later)
+    store.fold()
+    folded = json.loads(path.read_bytes())
+    assert path.read_bytes() == record_json(folded)
+    assert [s["page_url"] for s in folded["sightings"]] == [f"http://s.test/{n}" for n in (1, 2, 3)]
+    assert folded["sightings"][1]["page_perplexity"] == 1234.5678e-9 and folded["sightings_over_limit"] == 1
+
+    data = path.read_bytes()
+    rec = json.loads(data)
+    extra = {"page_url": "http://s.test/9", "alt": "z", "contexts": []}
+    rec["sightings_over_limit"] += 2
+    assert folded_json(data, rec, (3, 1), []) == record_json(rec)  # only counted
+    empty = record_json({"image_url": url, "sightings": []})
+    rec = json.loads(empty)
+    rec["sightings"].append(extra)
+    text = json.dumps(extra, ensure_ascii=False, separators=(",", ":"))
+    assert folded_json(empty, rec, (0, None), [text]) == record_json(rec)
+    # a record written another way, or a logged line another writer made: encoded whole
+    indented = json.dumps({"image_url": url, "sightings": []}, indent=1).encode()
+    assert folded_json(indented, rec, (0, None), [text]) == record_json(rec)
+    assert folded_json(empty, rec, (0, None), [None]) == record_json(rec)
+

@@ -22,10 +22,29 @@ from focuscrawl import settings as defaults
 from focuscrawl.text.html import element_text
 
 
-def context_text(el: etree._Element) -> str:
-    """An element's text as stored and scored: one line per block, white space collapsed."""
-    lines = (" ".join(line.split()) for line in element_text(el).splitlines())
+def context_text(el: etree._Element, known: dict | None = None) -> str:
+    """An element's text as stored and scored: one line per block, white space collapsed
+    (``known``: ``element_text``'s)."""
+    lines = (" ".join(line.split()) for line in element_text(el, known).splitlines())
     return "\n".join(line for line in lines if line)
+
+
+class PageTexts:
+    """The context texts of one page's elements, each read once: the page's images share
+    their ancestors and siblings, and an ancestor's text reuses the texts of the descendants
+    read before it (a gallery item's, then its gallery's, then the body's)."""
+
+    __slots__ = ("known", "texts")
+
+    def __init__(self) -> None:
+        self.known: dict = {}  # element -> element_text
+        self.texts: dict = {}  # element -> context_text
+
+    def __call__(self, el: etree._Element) -> str:
+        text = self.texts.get(el)
+        if text is None:
+            text = self.texts[el] = context_text(el, self.known)
+        return text
 
 
 def _is_element(node: Any) -> bool:
@@ -50,23 +69,15 @@ def thesis_context(img: etree._Element, max_parents: int = defaults.FOCUSCRAWL_I
                    max_siblings: int = defaults.FOCUSCRAWL_IMAGE_MAX_SIBLINGS,
                    distance_weight: float = defaults.FOCUSCRAWL_IMAGE_DISTANCE_WEIGHT,
                    max_chars: int = defaults.FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS,
-                   text_cache: dict | None = None) -> list[dict[str, Any]]:
+                   texts: PageTexts | None = None) -> list[dict[str, Any]]:
     """Parent and sibling contexts of ``img``: dicts with kind, level, tag, text, length,
     truncated, distance.
 
     ``length`` is the full text length; ``text`` is cut to ``max_chars`` (a parent
-    near ``<body>`` is the whole page). ``text_cache`` (one dict per page) saves
-    re-reading the same ancestors' text for every image of a page.
+    near ``<body>`` is the whole page). ``texts`` (one per page) saves re-reading the
+    same ancestors' text for every image of a page.
     """
-    if text_cache is None:
-        text_cache = {}
-
-    def context_text_cached(el: etree._Element) -> str:
-        text = text_cache.get(el)
-        if text is None:
-            text = text_cache[el] = context_text(el)
-        return text
-
+    context_text_cached = texts if texts is not None else PageTexts()
     contexts: list[dict[str, Any]] = []
     branch = img  # the child of parent-0 on the way up: img or its text-less wrapper
     parent_0 = None

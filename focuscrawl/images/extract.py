@@ -11,7 +11,7 @@ from typing import Any, Callable
 from lxml import etree
 
 from focuscrawl import settings as defaults
-from focuscrawl.context.thesis import thesis_context
+from focuscrawl.context.thesis import PageTexts, thesis_context
 from focuscrawl.context.extractors import get_context_extractor
 from focuscrawl.images.final import FINAL_CONTEXT_THESIS
 from focuscrawl.images.rules import PAGE_LIMIT, ImageRules, drop_reason, read_attributes, src_guess_string
@@ -61,9 +61,9 @@ class ContextSettings:
             final=settings.get("FOCUSCRAWL_IMAGE_FINAL_CONTEXT"),
         )
 
-    def extract(self, img: etree._Element, text_cache: dict | None = None) -> list[dict[str, Any]]:
+    def extract(self, img: etree._Element, texts: PageTexts | None = None) -> list[dict[str, Any]]:
         return thesis_context(img, self.max_parents, self.max_siblings, self.distance_weight, self.max_chars,
-                              text_cache)
+                              texts)
 
 
 @dataclass
@@ -97,7 +97,7 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
         return decisions
     base = base_url or page_url
     extra = context.bind_extra(root) if context.extra else {}
-    text_cache: dict = {}  # element -> context text, shared by the page's images
+    texts = PageTexts()  # the context texts of the page's elements, shared by its images
     page_scorer = _PageScorer(scorer)  # a page's texts (its body, shared parents) are scored once
     page_language = (page_item or {}).get("language", UNKNOWN)
     kept = 0
@@ -113,12 +113,12 @@ def image_items(root: etree._Element | None, page_url: str, scorer: TopicScorer,
             if language is not None:
                 found = known_language(language, attrs.alt, attrs.title)
                 if found is None:  # its ALT and title say nothing: the element around it, else the page
-                    contexts = context.extract(img, text_cache)
+                    contexts = context.extract(img, texts)
                     found = known_language(language, parent_context(contexts)) or page_language
                 if reason is None and language.unwanted(found):
                     reason = OTHER_LANGUAGE
             if reason is None or score_dropped:
-                item = _scored_item(img, attrs, page_url, page_item, page_scorer, context, extra, text_cache,
+                item = _scored_item(img, attrs, page_url, page_item, page_scorer, context, extra, texts,
                                     contexts)
                 if language is not None:
                     item["language"] = found
@@ -167,11 +167,11 @@ class _PageScorer:
 
 
 def _scored_item(img, attrs, page_url, page_item, score, context: ContextSettings,
-                 extra: dict[str, Callable[[etree._Element], str]], text_cache: dict,
+                 extra: dict[str, Callable[[etree._Element], str]], texts: PageTexts,
                  contexts: list[dict[str, Any]] | None = None) -> ImageItem:
     src_guess = src_guess_string(attrs.src) if attrs.src else ""
     if contexts is None:
-        contexts = context.extract(img, text_cache)
+        contexts = context.extract(img, texts)
     for c in contexts:
         c["scores"] = score(c["text"])
     extra_contexts = {}

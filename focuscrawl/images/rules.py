@@ -7,7 +7,8 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from urllib.parse import unquote, urljoin, urlsplit
+from functools import lru_cache
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from scrapy.settings import BaseSettings
 
@@ -98,6 +99,43 @@ def resolve_src(src: str, base_url: str) -> str | None:
     return parts._replace(fragment="").geturl()
 
 
+#: image sources remembered resolved (``resolved_src``): a site's logo, buttons and gallery
+#: images recur on its pages, each resolved once
+SRC_MEMO = 4096
+
+
+def resolved_src(raw_src: str, base_url: str) -> tuple[str | None, str]:
+    """``resolve_src(raw_src, base_url)`` and that URL's ``url_extension``, memoised across pages.
+
+    A source with a path resolves against the base's scheme, host and folder only (``urljoin``
+    drops the base's last path segment, query and fragment), so the pages of a folder share
+    the entries of their images; a source without a path (``?q``, ``#f``) is resolved anew."""
+    folder = _base_folder(base_url) if raw_src[:1] not in ("?", "#") else None
+    if folder is None:
+        return _resolve_with_extension(raw_src, base_url)
+    return _resolved_in_folder(raw_src, folder)
+
+
+@lru_cache(maxsize=256)
+def _base_folder(base_url: str) -> str | None:
+    """``scheme://host/folder/`` of an http(s) base URL (``None``: another kind of base)."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, parts.path[:parts.path.rfind("/") + 1], "", ""))
+
+
+def _resolve_with_extension(raw_src: str, base_url: str) -> tuple[str | None, str]:
+    src = resolve_src(raw_src, base_url)
+    return src, (url_extension(src) if src else "")
+
+
+_resolved_in_folder = lru_cache(maxsize=SRC_MEMO)(_resolve_with_extension)
+
+
 @dataclass
 class ImageAttributes:
     """What the rules read from one ``<img>``."""
@@ -128,7 +166,7 @@ def read_attributes(attrib, base_url: str, lazy_src: tuple[str, ...] = ()) -> Im
             if value:
                 raw_src, lazy = value, True
                 break
-    src = resolve_src(raw_src, base_url) if raw_src else None
+    src, extension = resolved_src(raw_src, base_url) if raw_src else (None, "")
     return ImageAttributes(
         src=src,
         raw_src=raw_src,
@@ -137,7 +175,7 @@ def read_attributes(attrib, base_url: str, lazy_src: tuple[str, ...] = ()) -> Im
         title=clean_attribute(attrib.get("title")),
         width=html_dimension(attrib.get("width")),
         height=html_dimension(attrib.get("height")),
-        extension=url_extension(src) if src else "",
+        extension=extension,
         css_class=clean_attribute(attrib.get("class")),
         style=clean_attribute(attrib.get("style")),
     )
@@ -180,6 +218,7 @@ def needs_measuring(html_width: int | None, html_height: int | None, rules: Imag
 _LETTERS = re.compile(r"[^\W\d_]+")
 
 
+@lru_cache(maxsize=SRC_MEMO)  # the same image URLs recur across pages
 def src_guess_string(url: str) -> str:
     """The image URL as words (SPEC §6 step 3).
 

@@ -300,13 +300,18 @@ class ImageStore:
             # a few records ahead only: a full one is ~0.5 MB of JSON and several times that parsed
             writer = FileWriter(pool, pending=FOLD_RECORDS_AHEAD)
             records = prefetch(pool, self._read_record, list(by_record), ahead=FOLD_RECORDS_AHEAD)
-            for (rel, raw), record in zip(by_record.items(), records):
-                if record is None:
+            for (rel, payloads), found in zip(by_record.items(), records):
+                if found is None:
                     continue
-                lines = parse_logged(raw)
-                if self._add_sightings(record, [line["sighting"] for line in lines if "sighting" in line],
-                                       sum(line.get("over_limit", 0) for line in lines)):
-                    writer.submit(atomic_write_bytes, self.run.path(rel), record_json(record), False)
+                data, record = found
+                before = len(record["sightings"]), record.get("sightings_over_limit")
+                lines = parse_logged(payloads, keep_text=True)
+                texts = {id(line["sighting"]): text for text, line in lines if "sighting" in line}
+                if self._add_sightings(record, [line["sighting"] for _, line in lines if "sighting" in line],
+                                       sum(line.get("over_limit", 0) for _, line in lines)):
+                    added = [texts[id(s)] for s in record["sightings"][before[0]:]]
+                    writer.submit(atomic_write_bytes, self.run.path(rel), folded_json(data, record, before, added),
+                                  False)
                     self.stats.inc_value("focuscrawl/images/merge/merged")
                 entry = self.entries.get(record.get("image_url"))
                 if entry is not None:
@@ -315,10 +320,12 @@ class ImageStore:
         self.run.empty_log(SIGHTINGS_LOG)
         self.stats.inc_value("focuscrawl/images/merge/folds")
 
-    def _read_record(self, rel: str) -> dict[str, Any] | None:
+    def _read_record(self, rel: str) -> tuple[bytes, dict[str, Any]] | None:
+        """The record file's bytes and the record."""
         path = self.run.path(rel)
         try:
-            return json.loads(path.read_bytes())
+            data = path.read_bytes()
+            return data, json.loads(data)
         except (OSError, ValueError) as exc:
             self.stats.inc_value("focuscrawl/images/merge/record_missing")
             logger.warning("cannot merge into record %s: %s", path, exc)
@@ -409,8 +416,10 @@ def read_sightings_log(path: str | os.PathLike, end: int | None = None) -> dict[
     return by_record
 
 
-def parse_logged(payloads: list[str]) -> list[dict[str, Any]]:
-    """The logged lines of one record (``read_sightings_log``) as dicts; a line that is not one is skipped."""
+def parse_logged(payloads: list[str], keep_text: bool = False) -> list:
+    """The logged lines of one record (``read_sightings_log``) as dicts (with ``keep_text``:
+    ``(sighting JSON text, dict)``, the text ``None`` unless the line is one ``_merge`` wrote);
+    a line that is not one is skipped."""
     lines = []
     for payload in payloads:
         try:
@@ -418,6 +427,9 @@ def parse_logged(payloads: list[str]) -> list[dict[str, Any]]:
         except ValueError:
             line = None
         if isinstance(line, dict):
+            if keep_text:
+                ours = payload.startswith(_SIGHTING_PREFIX) and payload.endswith("}") and len(line) == 1
+                line = (payload[len(_SIGHTING_PREFIX):-1] if ours else None), line
             lines.append(line)
         else:
             logger.warning("a sightings log line that is not a sighting, skipped: %.80s", payload)
@@ -437,6 +449,31 @@ def with_logged(record: dict[str, Any], payloads: list[str]) -> dict[str, Any]:
         elif line.get("over_limit"):
             record["sightings_over_limit"] = record.get("sightings_over_limit", 0) + line["over_limit"]
     return record
+
+
+#: how a logged sighting's line starts (``_merge``: compact JSON, its only key)
+_SIGHTING_PREFIX = '{"sighting":'
+
+
+def folded_json(data: bytes, record: dict[str, Any], before: tuple[int, Any], added: list[str | None]) -> bytes:
+    """``record_json(record)`` of a record read from ``data`` (its file, as ``record_json`` wrote
+    it) to which a fold added the sightings whose logged JSON texts are ``added`` (and maybe
+    ``sightings_over_limit``); ``before``: its sightings and ``sightings_over_limit`` as read.
+
+    The added texts are spliced in before the sightings list's end: a record of 100 sightings
+    of ~5 KB is not encoded again for each fold that adds to it. A compact JSON text nested in
+    another is the same text, so the bytes are ``record_json``'s; a file that does not end as
+    ``record_json`` ends a record (keys after the sightings, another layout) is encoded whole."""
+    count, over = before
+    now = record.get("sightings_over_limit")
+    layout = ["sightings"] if now is None else ["sightings", "sightings_over_limit"]
+    tail = b"]}" if over is None else f'],"sightings_over_limit":{over}}}'.encode()
+    if (None in added or (over is not None and type(over) is not int) or list(record)[-len(layout):] != layout
+            or not data.endswith(tail)):
+        return record_json(record)
+    new_tail = b"]}" if now is None else f'],"sightings_over_limit":{now}}}'.encode()
+    spliced = ",".join(added).encode("utf-8", "replace")
+    return b"".join((data[:-len(tail)], b"," if count and spliced else b"", spliced, new_tail))
 
 
 def record_json(record: dict[str, Any]) -> bytes:

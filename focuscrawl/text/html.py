@@ -209,8 +209,9 @@ def flat_text(html: str) -> str:
     return _BLANK_LINES.sub("\n", "".join(parser.parts).translate(_DROP_CHARS)).strip()
 
 
-def _iter_text(el: etree._Element) -> Iterable[str]:
-    """Text under ``el`` in document order, with newlines around block elements."""
+def _iter_text(el: etree._Element, known: dict | None = None) -> Iterable[str]:
+    """Text under ``el`` in document order, with newlines around block elements; a descendant
+    in ``known`` (``element_text``) is its text there."""
     stack: list[tuple[etree._Element, bool]] = [(el, False)]
     while stack:
         node, closing = stack.pop()
@@ -225,6 +226,13 @@ def _iter_text(el: etree._Element) -> Iterable[str]:
             if node.tail and node is not el:
                 yield node.tail
             continue
+        if known and node is not el:
+            text = known.get(node)
+            if text is not None:
+                yield text
+                if node.tail:
+                    yield node.tail
+                continue
         stack.append((node, True))
         if tag.lower() in SKIP_TAGS:
             continue
@@ -235,9 +243,35 @@ def _iter_text(el: etree._Element) -> Iterable[str]:
         stack.extend((child, False) for child in reversed(node))
 
 
-def element_text(el: etree._Element) -> str:
-    """All text below ``el`` (scripts, styles etc. left out), blocks on own lines."""
-    return "".join(_iter_text(el)).translate(_DROP_CHARS)
+def element_text(el: etree._Element, known: dict | None = None) -> str:
+    """All text below ``el`` (scripts, styles etc. left out), blocks on own lines.
+
+    ``known`` (element -> its text, one dict per tree) remembers the texts read, of ``el`` and
+    of its children: a text asked for later takes the texts of its descendants from there
+    instead of walking them again (the image contexts of a page read nested elements: the
+    body, its main part, a gallery, a caption's figure)."""
+    if known is None:
+        return "".join(_iter_text(el)).translate(_DROP_CHARS)
+    text = known.get(el)
+    if text is not None:
+        return text
+    tag = el.tag if isinstance(el.tag, str) else None
+    if tag is None or tag.lower() in SKIP_TAGS:  # as _iter_text reads them
+        text = "".join(_iter_text(el))
+    else:
+        block = "\n" if tag in BLOCK_TAGS else ""
+        parts = [block, el.text or ""]
+        for child in el:
+            if isinstance(child.tag, str):
+                child_text = known.get(child)
+                if child_text is None:
+                    child_text = known[child] = "".join(_iter_text(child, known)).translate(_DROP_CHARS)
+                parts.append(child_text)
+            parts.append(child.tail or "")
+        parts.append(block)
+        text = "".join(parts)
+    text = known[el] = text.translate(_DROP_CHARS)
+    return text
 
 
 def full_text_from_tree(root: etree._Element | None) -> str:
