@@ -26,7 +26,7 @@ import re
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
@@ -50,6 +50,11 @@ META_KEY = "page_analysis"
 _SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
 _NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
 _WS = re.compile(r"\s+")
+#: a root-relative href that ``urljoin`` returns as the base's ``scheme://netloc`` + itself:
+#: one leading slash, no ``.``/``..`` path segment, no params (``;``), no characters
+#: ``urlsplit`` removes (tab, CR, LF), no empty query (``?`` then nothing or ``#``)
+_ROOT_RELATIVE = re.compile(r"/(?!/)(?:(?!\.\.?(?:[/?#]|$))[^/;?#\t\r\n]*(?:/|(?=[?#])|$))*"
+                            r"(?:\?[^#\t\r\n]+)?(?:#.*)?", re.DOTALL)
 
 def _parse_ngrams(value: str) -> tuple[int, ...]:
     from focuscrawl.dedup.simhash import parse_ngrams
@@ -264,6 +269,11 @@ def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[
     images = 0
     if root is None:
         return links, 0
+    try:  # a page's links are mostly root-relative: joined without urljoin's two parses
+        base = urlsplit(base_url)
+        origin = f"{base.scheme}://{base.netloc}" if base.scheme in ("http", "https") and base.netloc else None
+    except ValueError:
+        origin = None
     for el in root.iter("a", "img"):
         if el.tag == "img":
             images += 1
@@ -274,11 +284,14 @@ def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[
         href = href.strip()
         if not href or href.lower().startswith(_NOT_LINKS):
             continue
-        try:
-            url = urljoin(base_url, href)
-        except ValueError:
-            continue
-        url = url.split("#", 1)[0]
+        if origin is not None and _ROOT_RELATIVE.fullmatch(href):
+            url = origin + href.split("#", 1)[0]
+        else:
+            try:
+                url = urljoin(base_url, href)
+            except ValueError:
+                continue
+            url = url.split("#", 1)[0]
         if not url.startswith(("http://", "https://")):
             continue
         path = url.split("?", 1)[0]

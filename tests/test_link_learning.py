@@ -328,3 +328,46 @@ def test_learning_crawl_resumes_from_jobdir_with_what_it_had_learnt(tmp_path):
     second = order[4:]
     assert [p for p in second if p.startswith("good")] == second[:len([p for p in second if p.startswith("good")])]
     assert (tmp_path / "out" / "link_learner.pkl").exists()
+
+
+# -- the fast paths of mode learning's per-link work (issue #26) compute what they replace ----------
+def test_feature_columns_and_vectors_are_the_hashing_vectorizers():
+    """``_column`` hashes with mmh3 instead of ``HashingVectorizer.transform`` (0.4 ms a new token)
+    and ``vector`` has a fast path for features without repeats: both give the vectorizer's row."""
+    import numpy as np
+
+    learner = LinkLearner()
+    rows = [_features("http://cats-blog-1.test/post/3-a-cat.html", "Cute Cats!"),
+            ["a:cat", "a:cat", "u:été", "u:猫", "x:same-host"],  # a repeated token: counts 2
+            ["a:<none>"], [], [f"u:w{i}" for i in range(300)]]  # some of them share a column (2^16)
+    for features in rows:
+        cols, vals = learner.vector(features)
+        expected = learner.vectorizer.transform([features]).toarray()[0] if features else np.zeros(learner.n_features)
+        got = np.zeros(learner.n_features)
+        got[list(cols)] = list(vals)
+        assert got.tolist() == expected.tolist()  # exactly, value by value
+        assert len(set(cols)) == len(cols)
+
+
+def test_cached_parts_of_a_links_features_and_score_are_exact():
+    from focuscrawl.focus.link_learner import TOPICALITY_EDGES, _bin, feature_prefixes, FEATURE_GROUPS
+
+    for value in (None, 0.0, 0.1, 0.1000001, 0.3, 0.5, 0.69, 0.7, 0.9, 0.95, 1.0, -1.0, float("nan")):
+        expected = "none" if value is None else str(sum(value > e for e in TOPICALITY_EDGES))
+        assert _bin(value, TOPICALITY_EDGES) == expected
+    # every group named: the same tokens as no filter
+    everything = feature_prefixes(list(FEATURE_GROUPS))
+    assert link_features("Cute Cats!", "http://a.test/x-y", "http://b.test/", 0.4, 0.8, 12.0, everything) == \
+        link_features("Cute Cats!", "http://a.test/x-y", "http://b.test/", 0.4, 0.8, 12.0)
+    learner = LinkLearner()
+    for score in (None, 0.5, 1.0, 12.0, 12.0, 99.9, 100.0, 1e6):
+        assert learner._thesis_logit(score) == learner._thesis_logit_of(score)
+
+
+def test_a_reloaded_learner_does_not_keep_scores_cached_with_other_settings(tmp_path):
+    saved = LinkLearner(prior_reference=10.0)
+    saved.save(tmp_path / "l.pkl")
+    learner = LinkLearner()
+    learner._thesis_logit(50.0)  # cached under the default prior
+    learner.load_state(tmp_path / "l.pkl")
+    assert learner._thesis_logit(50.0) == saved._thesis_logit_of(50.0) != LinkLearner()._thesis_logit(50.0)

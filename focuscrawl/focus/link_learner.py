@@ -36,11 +36,15 @@ import math
 import pickle
 import re
 from array import array
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
+from operator import mul
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import mmh3
 import numpy as np
 
 from focuscrawl import settings as defaults
@@ -53,9 +57,10 @@ PRIORITY_STEPS = 1_000  # Scrapy keeps one queue per priority: few distinct valu
 
 
 def _bin(value: float | None, edges: Sequence[float]) -> str:
+    """How many of the (ascending) ``edges`` ``value`` exceeds, as a token."""
     if value is None:
         return "none"
-    return str(sum(value > e for e in edges))
+    return str(bisect_left(edges, value))
 
 
 TOPICALITY_EDGES = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -90,7 +95,14 @@ def link_features(anchor: str, url: str, parent_url: str, parent_topicality: flo
     ``block``: the kind of its block."""
     feats = _all_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, thesis_score, context,
                           block)
-    return feats if prefixes is None else [f for f in feats if f.split(":", 1)[0] in prefixes]
+    if prefixes is None or prefixes >= _ALL_PREFIXES or (not context and not block and prefixes >= _BASE_PREFIXES):
+        return feats
+    return [f for f in feats if f.split(":", 1)[0] in prefixes]
+
+
+_ALL_PREFIXES = frozenset(FEATURE_GROUPS.values())
+#: the prefixes of the groups every link has (``context`` and ``block`` only with a ``LinkContext``)
+_BASE_PREFIXES = _ALL_PREFIXES - {FEATURE_GROUPS["context"], FEATURE_GROUPS["block"]}
 
 
 def _words(text: str) -> list[str]:
@@ -101,18 +113,33 @@ def _words(text: str) -> list[str]:
 def _all_features(anchor: str, url: str, parent_url: str, parent_topicality: float | None,
                   grandparent_topicality: float | None, thesis_score: float | None,
                   context: str = "", block: str = "") -> list[str]:
-    feats = [f"a:{w}" for w in _WORD.findall(anchor.lower())] or ["a:<none>"]
-    feats += [f"u:{w}" for w in _words(url.split("://", 1)[-1])]
-    feats += [f"c:{w}" for w in dict.fromkeys(_words(context))]
+    feats = list(_anchor_tokens(anchor))
+    rest = url.lower().split("://", 1)[-1]
+    feats += [f"u:{w}" for w in _WORD.findall(rest) if len(w) > 1 and not w.isdigit()]
+    if context:
+        feats += [f"c:{w}" for w in dict.fromkeys(_words(context))]
     if block:
         feats.append(f"k:{block}")
-    same = url_host(url) == url_host(parent_url)
-    feats.append("x:same-host" if same else "x:other-host")
-    feats.append(f"p:{_bin(parent_topicality, TOPICALITY_EDGES)}")
-    feats.append(f"g:{_bin(grandparent_topicality, TOPICALITY_EDGES)}")
+    parent_host, parent_tokens = _page_tokens(parent_url, parent_topicality, grandparent_topicality)
+    feats.append("x:same-host" if url_host(url) == parent_host else "x:other-host")
+    feats += parent_tokens
     if thesis_score is not None:  # decades of the thesis's perplexity-like score
         feats.append(f"t:{min(8, int(math.log10(max(thesis_score, 1.0)) * 2))}")
     return feats
+
+
+@lru_cache(maxsize=4096)
+def _anchor_tokens(anchor: str) -> tuple[str, ...]:
+    """An anchor's tokens (navigation anchors repeat on every page of a site)."""
+    return tuple(f"a:{w}" for w in _WORD.findall(anchor.lower())) or ("a:<none>",)
+
+
+@lru_cache(maxsize=256)
+def _page_tokens(parent_url: str, parent_topicality: float | None,
+                 grandparent_topicality: float | None) -> tuple[str, tuple[str, str]]:
+    """The host and the tokens every link of one page shares (its ~20 links in a row)."""
+    return url_host(parent_url), (f"p:{_bin(parent_topicality, TOPICALITY_EDGES)}",
+                                  f"g:{_bin(grandparent_topicality, TOPICALITY_EDGES)}")
 
 
 def url_host(url: str) -> str:
@@ -184,7 +211,8 @@ def ranking_auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
     if not positives or not negatives:
         return None
     ranks = rankdata(scores)
-    rank_sum = sum(r for r, y in zip(ranks, labels) if y)
+    # ranks are multiples of 1/2 far below 2^52: their sum is exact in any order
+    rank_sum = float(ranks[np.asarray(labels, dtype=bool)].sum())
     return float((rank_sum - positives * (positives + 1) / 2) / (positives * negatives))
 
 
@@ -255,6 +283,7 @@ class LinkLearner:
         self._coef: list[float] = []
         self._intercept = 0.0
         self._host_cache: tuple = (-1, {}, 0.0)
+        self._thesis_logits: dict[float | None, float] = {}  # thesis score -> _thesis_logit (scores repeat)
         #: (thesis log-odds, learned log-odds, on topic) of recently judged links, scored before
         #: they taught anything; ``trust`` is the learned score's weight (module docstring)
         self.judged_scores: deque = deque(maxlen=max(1, trust_window))
@@ -273,20 +302,27 @@ class LinkLearner:
         self.hub_examples = 0
 
     def _column(self, token: str) -> int:
+        """The ``HashingVectorizer``'s column of ``token``: ``|murmurhash3_32(utf-8)| mod n_features``
+        (``mmh3.hash`` is scikit-learn's signed hash; ``transform`` costs ~0.4 ms per new token,
+        and a real crawl meets new URL words on every page)."""
         col = self._index.get(token)
         if col is None:
             if len(self._index) > 1_000_000:  # bounded memory on a long crawl
                 self._index.clear()
-            col = self._index[token] = int(self.vectorizer.transform([[token]]).indices[0])
+            col = self._index[token] = abs(mmh3.hash(token)) % self.n_features
         return col
 
     def vector(self, features: list[str]) -> tuple[array, array]:
         """The ``HashingVectorizer`` row of ``features`` (counts, L2-normalised): columns and
         values as two compact arrays (a request keeps it in its meta: few objects per request)."""
-        counts: dict[int, int] = {}
+        index, counts = self._index, {}
         for token in features:
-            col = self._column(token)
+            col = index.get(token)
+            if col is None:
+                col = self._column(token)
             counts[col] = counts.get(col, 0) + 1
+        if len(counts) == len(features):  # the usual case, every count 1: the same values, made faster
+            return array("l", counts), array("d", (1 / (math.sqrt(len(counts)) or 1.0),)) * len(counts)
         norm = math.sqrt(sum(c * c for c in counts.values())) or 1.0
         return array("l", counts), array("d", [c / norm for c in counts.values()])
 
@@ -375,8 +411,7 @@ class LinkLearner:
         if not self.trained:
             return None
         cols, vals = vector if vector is not None else self.vector(features)  # predict_proba: ~0.3 ms a link
-        coef = self._coef
-        z = self._intercept + sum(coef[c] * v for c, v in zip(cols, vals))
+        z = self._intercept + sum(map(mul, map(self._coef.__getitem__, cols), vals))
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
     def link_probability(self, features: list[str] | None, thesis_score: float | None, vector=None) -> float:
@@ -399,6 +434,14 @@ class LinkLearner:
         return 1.0 / (1.0 + math.exp(-z))
 
     def _thesis_logit(self, thesis_score: float | None) -> float:
+        z = self._thesis_logits.get(thesis_score)
+        if z is None:
+            if len(self._thesis_logits) > 100_000:  # bounded memory on a long crawl
+                self._thesis_logits.clear()
+            z = self._thesis_logits[thesis_score] = self._thesis_logit_of(thesis_score)
+        return z
+
+    def _thesis_logit_of(self, thesis_score: float | None) -> float:
         k = self.thesis_steps_per_decade
         if thesis_score is not None and k > 0:  # the upper end of its step, as bucket_priority
             thesis_score = 10 ** (math.ceil(k * math.log10(max(thesis_score, 1.0)) - 1e-9) / k)
@@ -445,6 +488,7 @@ class LinkLearner:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         state = dict(self.__dict__, _index={}, _host_cache=(-1, {}, 0.0))  # caches are rebuilt on use
+        del state["_thesis_logits"]  # (not saved at all: the file stays as it was before this cache)
         for name in _TERM_STATE:  # the state of terms that are off is not saved: a save stays
             if not state[name]:   # what it was before they existed (``load_state`` keeps its own)
                 del state[name]
@@ -461,6 +505,7 @@ class LinkLearner:
         """Go on from a learner saved by ``save``, in place (what it lacks keeps this one's value)."""
         with open(path, "rb") as fh:
             self.__dict__.update(pickle.load(fh))
+        self._thesis_logits = {}  # of this learner's settings before (an older save has none)
 
 
 class PageJudge:

@@ -5,7 +5,6 @@ by ``focuscrawl.middlewares.priority.LinkPriorityMiddleware`` and ``focuscrawl.s
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -146,8 +145,9 @@ class LinkRanker:
         """The decision with the learner's score (and, in mode ``learning``, its priority)."""
         features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score,
                                        self.feature_prefixes, context, block))
-        vector = self.learner.vector(list(features))
+        vector = self.learner.vector(features)
         learned = self.learner.score(None, d.score, url_host(url), vector)
         self.last_vector = vector
         priority = self.learner.priority(learned) if self.learned_priority and d.followed else d.priority
-        return dataclasses.replace(d, priority=priority, learned=learned, features=features)
+        return LinkDecision(d.score, d.anchor_perplexity, d.anchor_keyword_score, d.bucket, priority, d.followed,
+                            learned, features)

@@ -9,11 +9,14 @@ not a pickle: it loads with any scikit-learn/numpy version and in any process.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from functools import reduce
+from operator import add
 from pathlib import Path
 from typing import Sequence
 
+import mmh3
 import numpy as np
-from sklearn.utils import murmurhash3_32
 
 N_FEATURES = 2 ** 18
 NGRAM_RANGE = (1, 2)
@@ -29,8 +32,8 @@ def vectorizer():
 
 
 def _ngrams(tokens: list[str]) -> list[str]:
-    low, high = NGRAM_RANGE
-    return [" ".join(tokens[i:i + n]) for n in range(low, high + 1) for i in range(len(tokens) - n + 1)]
+    """The word n-grams in ``HashingVectorizer``'s order: all unigrams, then all bigrams."""
+    return tokens + list(map(" ".join, zip(tokens, tokens[1:])))
 
 
 class HashedNgramClassifier:
@@ -55,17 +58,19 @@ class HashedNgramClassifier:
 
     def decision(self, normalized_text: str) -> float:
         """w·x + b with x = ``vectorizer().transform([text])``, computed without scikit-learn's
-        per-call overhead (3.3 ms -> 0.18 ms): the same murmurhash3 buckets, counts and l2 norm."""
-        counts: dict[int, int] = {}
-        for gram in _ngrams(normalized_text.split()):
-            h = murmurhash3_32(gram, 0)
-            index = abs(h) % N_FEATURES
-            counts[index] = counts.get(index, 0) + 1
+        per-call overhead (3.3 ms -> 0.18 ms): the same murmurhash3 buckets (``mmh3.hash`` is
+        scikit-learn's signed ``murmurhash3_32`` of the UTF-8 bytes, seed 0, without importing
+        scikit-learn: 0.8 s of CPU in every analysis worker that scores pages with a bundle),
+        counts and l2 norm."""
+        # buckets in order of first occurrence, and their products summed one by one in that
+        # order (not numpy's pairwise sum): the same float, bit for bit, as the loop it replaces
+        counts = Counter([abs(h) % N_FEATURES for h in map(mmh3.hash, _ngrams(normalized_text.split()))])
         if not counts:
             return self.intercept
         norm = math.sqrt(sum(c * c for c in counts.values()))
-        weights = self.weights
-        return sum(weights[i] * c for i, c in counts.items()) / norm + self.intercept
+        n = len(counts)
+        products = self.weights[np.fromiter(counts, np.intp, n)] * np.fromiter(counts.values(), np.float64, n)
+        return reduce(add, products.tolist(), 0) / norm + self.intercept
 
     def save(self, folder: Path, stem: str = "classifier") -> dict:
         nz = np.flatnonzero(self.weights)

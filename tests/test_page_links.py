@@ -1,0 +1,30 @@
+"""``page_links`` joins root-relative hrefs without ``urljoin`` (the worker's hot path): the
+URLs must stay exactly ``urljoin``'s, fragment dropped, for every href shape."""
+from __future__ import annotations
+
+from urllib.parse import urljoin
+
+from focuscrawl.analysis import page_links, parse_tree
+
+HREFS = ["/p/12", "/a/b.html", "/a/./b", "/a/../b", "/..", "/.", "/a/..", "/a/...", "/.well-known/x",
+         "/a?x=1", "/a?", "/a?#x", "/a#x", "/a?x#y", "/a?b?c", "//other.org/x", "/a;p", "/a//b", "/a%2e/b",
+         "/a b", "/é/ü?ß=1", "rel/x", "../up", "?q=1", "https://other.org/x?", "HTTP://H.org/Y"]
+
+
+def test_links_are_urljoins_of_their_hrefs():
+    html = "<html><body>" + "".join(f'<a href="{h}">link {i}</a>' for i, h in enumerate(HREFS)) + "</body></html>"
+    for base in ("http://127.0.0.1:8080/p/1", "https://Ex.COM/a/b/c.html?q=1#f", "http://u:p@h.org",
+                 "HTTP://h.org/x/"):
+        links, _ = page_links(parse_tree(html, base), base)
+        expected: dict[str, str] = {}
+        for i, href in enumerate(HREFS):
+            url = urljoin(base, href).split("#", 1)[0]
+            if url.startswith(("http://", "https://")):
+                expected.setdefault(url, f"link {i}")
+        assert list(links.items()) == list(expected.items()), base
+
+
+def test_a_page_without_a_usable_base_joins_with_urljoin():
+    html = '<a href="/p/1">one</a><a href="p/2">two</a>'
+    assert page_links(parse_tree(html, "about:blank"), "about:blank")[0] == {}
+    assert page_links(parse_tree(html, "ftp://h.org/d/"), "ftp://h.org/d/")[0] == {}
