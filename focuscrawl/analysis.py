@@ -90,6 +90,9 @@ class AnalysisConfig:
     ngrams: tuple[int, ...] = field(default_factory=lambda: _parse_ngrams(defaults.FOCUSCRAWL_NEARDUP_NGRAMS))
     #: the corpus's languages: identifies page and image texts, filters the unwanted
     language: LanguageFilter = field(default_factory=LanguageFilter)
+    #: each link's block and the words around its anchor (``PageAnalysis.link_contexts``):
+    #: only the link learner's ``context``, ``siblings`` and ``hubs`` groups read them
+    link_contexts: bool = False
     #: where a worker loads the crawl's scorer from (the mode strategy's; by default the
     #: bundled demo model and keywords; ``None``: in-process only)
     scorer: ScorerFiles | None = field(default_factory=lambda: _demo_scorer())
@@ -146,6 +149,8 @@ class PageAnalysis:
     #: ``False``: a language the corpus does not want; the text was not scored (``score``
     #: missing, no ``topic_logit``), its links are followed with the inherited score
     language_wanted: bool = True
+    #: ``AnalysisConfig.link_contexts``: absolute URL -> ``LinkContext`` (``None``: not asked for)
+    link_contexts: dict[str, "LinkContext"] | None = None
 
 
 def page_analysis(response) -> PageAnalysis | None:
@@ -168,7 +173,87 @@ def budgeted_tree(html: str, url: str, max_tags: int):
     return parse_tree(page, url), cut
 
 
-def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
+#: the elements a link's block is (the nearest enclosing one; a ``div`` only with an ``id``)
+BLOCK_TAGS = frozenset(("ul", "ol", "dl", "table", "nav", "p", "section", "article", "aside", "header", "footer",
+                        "main", "form"))
+#: words on each side of an anchor in its block that make its context
+CONTEXT_WORDS = 5
+
+
+@dataclass(frozen=True)
+class LinkContext:
+    """Where a link sits on its page: its block (numbered in page order), the words around
+    its anchor and the block's kind (its tag, ``#id`` and first ``.class``: ``ul.nav``)."""
+
+    block: int
+    words: str
+    kind: str = ""
+
+
+def link_block(el):
+    """The nearest enclosing list, table, nav, paragraph, section-like element or ``div`` with
+    an ``id`` of ``el`` (else the root): the links of one block share a purpose on the page."""
+    parent = el.getparent()
+    while parent is not None:
+        tag = parent.tag
+        if tag in BLOCK_TAGS or (tag == "div" and parent.get("id")):
+            return parent
+        el, parent = parent, parent.getparent()
+    return el
+
+
+def _block_words(block) -> tuple[list[str], dict]:
+    """The words of ``block`` in page order and the span of each ``<a>`` among them."""
+    words: list[str] = []
+    spans: dict = {}
+    stack = [(block, False)]
+    while stack:
+        el, tail = stack.pop()
+        if tail:
+            words += (el.tail or "").split()
+        elif el.tag == "a":
+            start = len(words)
+            words += "".join(el.itertext()).split()
+            spans[el] = (start, len(words))
+        else:
+            if isinstance(el.tag, str):  # not a comment or processing instruction
+                words += (el.text or "").split()
+            for child in reversed(el):
+                stack += ((child, True), (child, False))
+    return words, spans
+
+
+def link_context(el, blocks: dict, n_words: int = CONTEXT_WORDS) -> LinkContext:
+    """The block of the link ``el``, the heading just before the block and up to ``n_words``
+    words before and after its anchor there; ``blocks`` caches each block's number and words for the page's other links."""
+    block = link_block(el)
+    known = blocks.get(block)
+    if known is None:
+        known = blocks[block] = (len(blocks), _heading(block), *_block_words(block), _kind(block))
+    number, heading, words, spans, kind = known
+    start, end = spans.get(el, (0, 0))
+    return LinkContext(number, " ".join(heading + words[max(0, start - n_words):start] + words[end:end + n_words]),
+                       kind)
+
+
+def _kind(block) -> str:
+    tag = block.tag if isinstance(block.tag, str) else ""
+    ident, classes = block.get("id"), (block.get("class") or "").split()
+    return tag + (f"#{ident}" if ident else "") + (f".{classes[0]}" if classes else "")
+
+
+_HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
+
+
+def _heading(block) -> list[str]:
+    """The words of a heading just before ``block`` ("Recent posts" above a list of links)."""
+    previous = block.getprevious()
+    while previous is not None and not isinstance(previous.tag, str):  # comments
+        previous = previous.getprevious()
+    return "".join(previous.itertext()).split() if previous is not None and previous.tag in _HEADINGS else []
+
+
+def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[str, str], int]:
     """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
 
     Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
@@ -176,9 +261,11 @@ def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
 
     Fragments are dropped, links to files with a non-page extension (images,
     archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
-    several times keeps its first non-empty anchor text.
+    several times keeps its first non-empty anchor text. ``contexts``: a dict to fill with
+    each link's ``LinkContext`` (that of the anchor kept).
     """
     links: dict[str, str] = {}
+    blocks: dict = {}
     images = 0
     if root is None:
         return links, 0
@@ -214,6 +301,8 @@ def page_links(root, base_url: str) -> tuple[dict[str, str], int]:
             continue
         if not links.get(url):
             links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
+            if contexts is not None:
+                contexts[url] = link_context(el, blocks)
     return links, images
 
 
@@ -255,7 +344,8 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
         root, cut = budgeted_tree(html, url, config.text_max_tags)
     if cut and TRUNCATED not in notes:  # a deep page's text is read whole (flat), its links are not
         notes += (TRUNCATED,)
-    links, img_count = page_links(root, base_url)
+    contexts = {} if config.link_contexts else None
+    links, img_count = page_links(root, base_url, contexts)
     images = []
     if config.images:
         page = {"depth": depth, "perplexity": score.perplexity, "language": language}
@@ -268,7 +358,7 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
 
         fingerprint = sentences_simhash(sentences, config.ngrams)
     return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, notes,
-                        language=language, language_wanted=wanted)
+                        language=language, language_wanted=wanted, link_contexts=contexts)
 
 
 # -- worker pool ------------------------------------------------------------------------

@@ -522,6 +522,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     def _rescore(self, request) -> None:
         vector = request.meta.get("link_vector")
         if vector is not None:
-            learned = self.learner.score(None, request.meta.get("link_score"), url_host(request.url), vector)
+            learned = self.learner.score(None, request.meta.get("link_score"), url_host(request.url), vector,
+                                         request.meta.get("link_origin"))
             request.meta["link_learned"] = learned
             request.priority = self.learner.priority(learned)

@@ -299,8 +299,15 @@ FOCUSCRAWL_LEARNING_RERANK_TOP = 500
 FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
 #: The link model's feature groups (focuscrawl.focus.link_learner.FEATURE_GROUPS): anchor words,
 #: URL tokens, same/other host, the page's and its parent's judged topicality, the thesis's
-#: score decade. Fewer groups = an ablation (docs/EVALUATION.md).
+#: score decade. Fewer groups = an ablation (docs/EVALUATION.md). Not on by default (issue
+#: #28's ablation, docs/EVALUATION.md): "context" (the words around the anchor in its block
+#: and the block's heading), "block" (the block's kind: tag, id, class), "siblings" (the outcomes of the links already followed from the
+#: same page and block) and "hubs" (delayed labels: the link to an off-topic page that led on
+#: to an on-topic one is taught as a positive example; LEARNER_TERMS).
 FOCUSCRAWL_LEARNING_FEATURES = ["anchor", "url", "host", "parent", "grandparent", "thesis"]
+#: Weight (log-odds) of the siblings' outcomes ("siblings" in FOCUSCRAWL_LEARNING_FEATURES);
+#: 2 found more on-topic pages than 1 on hard cats and tennis seed 1 (docs/EVALUATION.md).
+FOCUSCRAWL_LEARNING_SIBLING_WEIGHT = 2.0
 
 # --- Images (SPEC §6) ---------------------------------------------------------------
 FOCUSCRAWL_IMAGE_MIN_WIDTH = 512

@@ -4,7 +4,9 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from focuscrawl.focus.link_learner import HostHarvest, LinkLearner, PageJudge, link_features, ranking_auc, trust_from_auc
+from focuscrawl.analysis import LinkContext, page_links, parse_tree
+from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, PageJudge, feature_prefixes, link_features,
+                                           ranking_auc, trust_from_auc)
 from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
@@ -33,6 +35,95 @@ def test_feature_groups_leave_groups_out_for_an_ablation():
     assert feats == ["u:cats", "u:blog", "u:test", "u:post", "x:other-host", "t:2"]  # no anchor, no parents
     with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_FEATURES: unknown group"):
         LinkRanker.from_settings(Settings({"FOCUSCRAWL_LEARNING_FEATURES": ["anchor", "sibling"]}))
+
+
+def test_link_contexts_name_each_links_block_and_the_words_around_its_anchor():
+    page = ('<html><body><div id="main"><p>Our vet says <a href="/care">kitten care</a> matters a lot. '
+            'See <a href="/food">food</a>.</p></div><div id="side"><h3>Recent posts</h3><!-- x --><ul>'
+            '<li><a href="/a">Tabby <b>tips</b></a></li><li><a href="/b">Litter</a></li></ul></div>'
+            '<div id="nav" class="top bar"><a href="/c">C</a></div></body></html>')
+    contexts: dict = {}
+    links, _ = page_links(parse_tree(page, "http://h.test/"), "http://h.test/", contexts)
+    assert links == page_links(parse_tree(page, "http://h.test/"), "http://h.test/")[0]  # the same links
+    assert contexts["http://h.test/care"] == LinkContext(0, "Our vet says matters a lot. See food", "p")
+    assert contexts["http://h.test/food"].block == 0 and contexts["http://h.test/c"].kind == "div#nav.top"
+    # the list's heading, then the neighbouring anchors
+    assert contexts["http://h.test/a"] == LinkContext(1, "Recent posts Litter", "ul")
+    assert contexts["http://h.test/b"] == LinkContext(1, "Recent posts Tabby tips", "ul")
+
+
+def test_context_tokens_and_the_new_groups_are_selectable():
+    feats = link_features("read more", "http://a.test/x", "http://a.test/", None, None, None, context="Recent kitten posts, 2015 kitten")
+    assert [f for f in feats if f.startswith("c:")] == ["c:recent", "c:kitten", "c:posts"]
+    assert not [f for f in link_features("read more", "http://a.test/x", "http://a.test/", None, None, None)
+                if f.startswith("c:")]
+    assert feature_prefixes(["anchor", "context", "block", "siblings", "hubs"]) == frozenset({"a", "c", "k"})
+    assert "k:ul.nav" in link_features("a", "http://a.test/x", "", None, None, None, block="ul.nav")
+    without = link_features("a", "http://a.test/x", "", None, None, None, feature_prefixes(["anchor"]), "kitten")
+    assert without == ["a:a"]
+
+
+def test_siblings_lift_the_links_of_a_block_of_finds_and_sink_a_block_of_misses():
+    learner = LinkLearner(siblings=True)
+    assert learner.sibling_shift(("http://p.test/", 0)) == 0.0  # nothing judged: no shift
+    for i in range(3):
+        learner.observe(_features(f"http://a.test/{i}"), "a.test", True, origin=("http://p.test/", 0))
+        learner.observe(_features(f"http://b.test/{i}"), "b.test", False, origin=("http://p.test/", 1))
+    finds, misses = learner.sibling_shift(("http://p.test/", 0)), learner.sibling_shift(("http://p.test/", 1))
+    assert finds > 0 > misses
+    # a block not judged yet takes the page's rate (half on topic here: above the prior)
+    assert 0 < learner.sibling_shift(("http://p.test/", 2)) < finds
+    assert learner.sibling_shift(("http://q.test/", 0)) == 0.0
+    # the shift enters the learned score, with the weight; off by default
+    learner.trust = 1.0
+    assert learner.score(_features("http://c.test/"), 300.0, "c.test", origin=("http://p.test/", 0)) > learner.score(
+        _features("http://c.test/"), 300.0, "c.test", origin=("http://p.test/", 1))
+    plain = LinkLearner()
+    plain.observe(_features("http://a.test/1"), "a.test", True, origin=("http://p.test/", 0))
+    assert plain.sibling_shift(("http://p.test/", 0)) == 0 and not plain.sibling_blocks
+
+
+def test_hubs_an_off_topic_page_that_led_to_an_on_topic_one_teaches_its_link_once():
+    learner = LinkLearner(hubs=True, retrain_every=100)
+    learner.observe(_features("http://hub.test/list", "links"), "hub.test", False, url="http://hub.test/list")
+    assert (learner.positives, learner.negatives) == (0, 1)
+    learner.observe(_features("http://cat.test/1"), "cat.test", True, url="http://cat.test/1",
+                    origin=("http://hub.test/list", 0))
+    # the page's own example and the hub's delayed positive one (the hub's link's vector)
+    assert (learner.positives, learner.negatives, learner.hub_examples) == (2, 1, 1)
+    assert learner.batch[-1] == (learner.vector(_features("http://hub.test/list", "links")), 1)
+    learner.observe(_features("http://cat.test/2"), "cat.test", True, url="http://cat.test/2",
+                    origin=("http://hub.test/list", 0))
+    assert learner.hub_examples == 1  # once per hub
+    plain = LinkLearner()
+    plain.observe(_features("http://hub.test/list"), "hub.test", False, url="http://hub.test/list")
+    plain.observe(_features("http://cat.test/1"), "cat.test", True, origin=("http://hub.test/list", 0))
+    assert plain.hub_examples == 0 and plain.positives == 1
+
+
+def test_siblings_and_hubs_forget_their_oldest_pages_beyond_the_bound(monkeypatch):
+    from focuscrawl.focus import link_learner
+
+    monkeypatch.setattr(link_learner, "MAX_REMEMBERED", 2)
+    learner = LinkLearner(siblings=True, hubs=True)
+    for i in range(3):
+        learner.observe(_features(f"http://a.test/{i}"), "a.test", False, url=f"http://a.test/{i}",
+                        origin=(f"http://p{i}.test/", 0))
+    assert list(learner.sibling_pages) == ["http://p1.test/", "http://p2.test/"]
+    assert len(learner.sibling_blocks) == 2 and list(learner.hub_candidates) == ["http://a.test/1", "http://a.test/2"]
+
+
+def test_a_save_holds_the_siblings_and_hubs_state_only_when_they_are_on(tmp_path):
+    import pickle
+
+    plain, both = LinkLearner(), LinkLearner(siblings=True, hubs=True)
+    for learner in (plain, both):
+        learner.observe(_features("http://a.test/1"), "a.test", False, url="http://a.test/1", origin=("http://p.test/", 0))
+    plain.save(tmp_path / "plain.pkl")
+    both.save(tmp_path / "both.pkl")
+    assert not {"sibling_pages", "hubs", "hub_candidates"} & set(pickle.loads((tmp_path / "plain.pkl").read_bytes()))
+    loaded = LinkLearner.load(tmp_path / "both.pkl")
+    assert loaded.hubs and loaded.sibling_pages == {"http://p.test/": [1, 0]} and "http://a.test/1" in loaded.hub_candidates
 
 
 def test_host_harvest_rises_and_sinks_but_one_page_is_not_a_verdict():
@@ -192,6 +283,30 @@ def test_learning_crawl_moves_the_good_host_up_and_the_decoy_down(tmp_path):
     assert {r["to"] for r in rows} >= {"http://good.test/1", "http://decoy.test/5"}
     row = next(r for r in rows if r["to"] == "http://good.test/1")
     assert 0 < float(row["learned"]) < 1 and "a:read" in row["features"].split() and row["score"]
+
+
+def test_learning_crawl_feeds_context_siblings_and_hubs_to_the_learner(tmp_path):
+    """portal -> an off-topic hub -> a listed block of on-topic pages: the context tokens are
+    the links' features, the siblings are counted per block, the hub's link is taught."""
+    block = ("<h3>Kitten pages</h3><ul>" + "".join(f'<li><a href="http://good.test/{i}">read more</a></li>'
+                                                    for i in range(1, 4)) + "</ul>")
+    pages = {("portal.test", "/"): Page(html("portal", NORMAL, [("http://hub.test/", "read more")])),
+             ("hub.test", "/"): Page(html("hub", LOW, extra=block))}
+    for i in range(1, 4):
+        pages[("good.test", f"/{i}")] = Page(html("good", GOOD_TEXTS[i - 1]))
+    groups = "anchor,url,host,parent,grandparent,thesis,context,block,siblings,hubs"
+    settings = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1, "FOCUSCRAWL_LEARNING_FEATURES": groups}
+    with LocalWeb(pages) as web:
+        stats, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stats["focuscrawl/learning/judged_on_topic"] == 3
+    row = next(r for r in links_log(tmp_path) if r["to"] == "http://good.test/1")
+    assert {"c:kitten", "c:pages", "c:read", "k:ul"} <= set(row["features"].split())
+    assert stats["focuscrawl/learning/hub_examples"] == 1
+    learner = LinkLearner.load(tmp_path / "out" / "link_learner.pkl")
+    assert learner.hub_examples == 1
+    assert learner.sibling_pages == {"http://portal.test/": [1, 0], "http://hub.test/": [3, 3]}
+    assert sorted(learner.sibling_blocks.values()) == [[1, 0], [3, 3]]
 
 
 def test_learning_crawl_resumes_from_jobdir_with_what_it_had_learnt(tmp_path):

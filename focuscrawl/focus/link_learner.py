@@ -66,38 +66,60 @@ def _bin(value: float | None, edges: Sequence[float]) -> str:
 TOPICALITY_EDGES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
-#: The feature groups of ``link_features`` and their token prefixes (``FOCUSCRAWL_LEARNING_FEATURES``).
-FEATURE_GROUPS = {"anchor": "a", "url": "u", "host": "x", "parent": "p", "grandparent": "g", "thesis": "t"}
+#: The feature groups of ``link_features`` and their token prefixes (``FOCUSCRAWL_LEARNING_FEATURES``);
+#: ``context``: the words around the anchor in its block, ``block``: the block's kind (tag, id,
+#: class: ``ul.nav``; both ``focuscrawl.analysis.LinkContext``).
+FEATURE_GROUPS = {"anchor": "a", "url": "u", "host": "x", "parent": "p", "grandparent": "g", "thesis": "t",
+                  "context": "c", "block": "k"}
+#: Groups that are terms of the learner's score, not tokens (``FOCUSCRAWL_LEARNING_FEATURES``):
+#: ``siblings``, the judged outcomes of the links already followed from the same page and
+#: block (``LinkLearner.sibling_shift``); ``hubs``, delayed labels: a link to an off-topic
+#: page that led on to an on-topic one becomes a positive example (``LinkLearner.observe``).
+LEARNER_TERMS = ("siblings", "hubs")
 
 
 def feature_prefixes(groups: list[str]) -> frozenset[str]:
     """The token prefixes of the named feature groups (an ablation leaves groups out)."""
-    unknown = sorted(set(groups) - set(FEATURE_GROUPS))
+    unknown = sorted(set(groups) - set(FEATURE_GROUPS) - set(LEARNER_TERMS))
     if unknown:
         raise ValueError(f"FOCUSCRAWL_LEARNING_FEATURES: unknown group(s) {', '.join(unknown)}; "
-                         f"choose from {', '.join(FEATURE_GROUPS)}")
-    return frozenset(FEATURE_GROUPS[g] for g in groups)
+                         f"choose from {', '.join([*FEATURE_GROUPS, *LEARNER_TERMS])}")
+    return frozenset(FEATURE_GROUPS[g] for g in groups if g in FEATURE_GROUPS)
 
 
 def link_features(anchor: str, url: str, parent_url: str, parent_topicality: float | None,
                   grandparent_topicality: float | None, thesis_score: float | None,
-                  prefixes: frozenset[str] | None = None) -> list[str]:
+                  prefixes: frozenset[str] | None = None, context: str = "", block: str = "") -> list[str]:
     """The tokens the model sees for one link (also logged in ``links.tsv``); only the
-    groups with ``prefixes`` when given."""
-    feats = _all_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, thesis_score)
-    if prefixes is None or prefixes >= _ALL_PREFIXES:
+    groups with ``prefixes`` when given. ``context``: the words around the anchor,
+    ``block``: the kind of its block."""
+    feats = _all_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, thesis_score, context,
+                          block)
+    if prefixes is None or prefixes >= _ALL_PREFIXES or (not context and not block and prefixes >= _BASE_PREFIXES):
         return feats
     return [f for f in feats if f.split(":", 1)[0] in prefixes]
 
 
 _ALL_PREFIXES = frozenset(FEATURE_GROUPS.values())
+#: the prefixes of the groups every link has (``context`` and ``block`` only with a ``LinkContext``)
+_BASE_PREFIXES = _ALL_PREFIXES - {FEATURE_GROUPS["context"], FEATURE_GROUPS["block"]}
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased words of a URL or text, without one-letter words and numbers."""
+    return [w for w in _WORD.findall(text.lower()) if len(w) > 1 and not w.isdigit()]
 
 
 def _all_features(anchor: str, url: str, parent_url: str, parent_topicality: float | None,
-                  grandparent_topicality: float | None, thesis_score: float | None) -> list[str]:
+                  grandparent_topicality: float | None, thesis_score: float | None,
+                  context: str = "", block: str = "") -> list[str]:
     feats = list(_anchor_tokens(anchor))
     rest = url.lower().split("://", 1)[-1]
     feats += [f"u:{w}" for w in _WORD.findall(rest) if len(w) > 1 and not w.isdigit()]
+    if context:
+        feats += [f"c:{w}" for w in dict.fromkeys(_words(context))]
+    if block:
+        feats.append(f"k:{block}")
     parent_host, parent_tokens = _page_tokens(parent_url, parent_topicality, grandparent_topicality)
     feats.append("x:same-host" if url_host(url) == parent_host else "x:other-host")
     feats += parent_tokens
@@ -203,6 +225,23 @@ def trust_from_auc(learned_auc: float | None, thesis_auc: float | None, previous
     return learned / (learned + thesis) if learned + thesis > 0 else 0.5
 
 
+#: pages and blocks whose siblings are counted, off-topic pages kept as possible hubs: the
+#: oldest are forgotten first beyond this many (bounded memory on a long crawl)
+MAX_REMEMBERED = 200_000
+
+
+def _bounded_put(d: dict, key, value):
+    """``d[key] = value``, first forgetting ``d``'s oldest key when it holds ``MAX_REMEMBERED``."""
+    if len(d) >= MAX_REMEMBERED:
+        del d[next(iter(d))]
+    d[key] = value
+    return value
+
+
+#: the learner's state for the ``siblings`` and ``hubs`` terms (``save`` leaves it out while empty)
+_TERM_STATE = ("sibling_weight", "sibling_pages", "sibling_blocks", "hubs", "hub_candidates", "hub_examples")
+
+
 class LinkLearner:
     """The online model, host harvests and the score of a link; see the module docstring."""
 
@@ -214,7 +253,8 @@ class LinkLearner:
                  exploration: float = defaults.FOCUSCRAWL_LEARNING_EXPLORATION,
                  trust_window: int = defaults.FOCUSCRAWL_LEARNING_TRUST_WINDOW,
                  thesis_steps_per_decade: int = defaults.FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE,
-                 random_state: int = 0) -> None:
+                 random_state: int = 0, siblings: bool = False, hubs: bool = False,
+                 sibling_weight: float = defaults.FOCUSCRAWL_LEARNING_SIBLING_WEIGHT) -> None:
         from scipy.sparse import csr_matrix  # imported with the model, not at the first update
         from sklearn import config_context
         from sklearn.feature_extraction.text import HashingVectorizer
@@ -251,6 +291,15 @@ class LinkLearner:
         #: the thesis's score in the steps of the keywords mode's priorities, so that with
         #: no trust the crawl is in the keywords mode's order (FIFO among equal steps)
         self.thesis_steps_per_decade = thesis_steps_per_decade
+        #: ``siblings``: judged / on-topic children per page and per (page, block) (``sibling_shift``)
+        self.sibling_weight = sibling_weight if siblings else 0.0
+        self.sibling_pages: dict[str, list[int]] = {}
+        self.sibling_blocks: dict[tuple[str, int], list[int]] = {}
+        #: ``hubs``: off-topic pages not yet credited, with the vector and thesis score of the
+        #: link that led to each; ``hub_examples`` counts the delayed positive examples
+        self.hubs = hubs
+        self.hub_candidates: dict[str, tuple] = {}
+        self.hub_examples = 0
 
     def _column(self, token: str) -> int:
         """The ``HashingVectorizer``'s column of ``token``: ``|murmurhash3_32(utf-8)| mod n_features``
@@ -287,25 +336,50 @@ class LinkLearner:
 
     # -- learning -----------------------------------------------------------------------
     def observe(self, features: list[str] | None, host: str, on_topic: bool, vector=None,
-                thesis_score: float | None = None) -> bool:
+                thesis_score: float | None = None, *, url: str = "",
+                origin: tuple[str, int] | None = None) -> bool:
         """A judged page: ``features`` (or their ``vector``) and ``thesis_score`` of the link
-        that led to it (no link for a seed). Returns True when the model was updated
+        that led to it (no link for a seed), the page's ``url`` and the link's ``origin``
+        (the page and block it was found in). Returns True when the model was updated
         (``version`` grew)."""
         if vector is None and features is None:
             self.hosts.add(host, on_topic)
             return False
         vector = vector if vector is not None else self.vector(features)
         self.judged_scores.append((self._thesis_logit(thesis_score),
-                                   self._learned_logit(vector, thesis_score, host), int(on_topic)))
+                                   self._learned_logit(vector, thesis_score, host, origin=origin), int(on_topic)))
         self.hosts.add(host, on_topic)
+        if self.sibling_weight and origin is not None:
+            for counts, key in ((self.sibling_pages, origin[0]), (self.sibling_blocks, origin)):
+                seen = counts.get(key) or _bounded_put(counts, key, [0, 0])
+                seen[0] += 1
+                seen[1] += int(on_topic)
+        self._example(vector, on_topic)
+        if self.hubs:
+            self._delayed_label(vector, thesis_score, url, on_topic, origin)
+        if len(self.batch) >= self.retrain_every:
+            return self.update()
+        return False
+
+    def _example(self, vector, on_topic: bool) -> None:
         self.batch.append((vector, int(on_topic)))
         if on_topic:
             self.positives += 1
         else:
             self.negatives += 1
-        if len(self.batch) >= self.retrain_every:
-            return self.update()
-        return False
+
+    def _delayed_label(self, vector, thesis_score: float | None, url: str, on_topic: bool,
+                       origin: tuple[str, int] | None) -> None:
+        """ACHE's delayed label: an off-topic page is a hub once a page linked from it is
+        judged on topic; the link that led to the hub then teaches the model a positive
+        example (its anchor, URL and host lead toward the topic), once."""
+        if on_topic and origin is not None:
+            hub = self.hub_candidates.pop(origin[0], None)
+            if hub is not None:
+                self._example(hub, True)
+                self.hub_examples += 1
+        elif not on_topic and url:
+            _bounded_put(self.hub_candidates, url, vector)
 
     def update(self) -> bool:
         """``partial_fit`` on the pending examples, classes weighted by their counts so far."""
@@ -349,13 +423,14 @@ class LinkLearner:
         w = self.positives / (self.positives + self.prior_pages)
         return w * p + (1 - w) * prior
 
-    def score(self, features: list[str] | None, thesis_score: float | None, host: str, vector=None) -> float:
+    def score(self, features: list[str] | None, thesis_score: float | None, host: str, vector=None,
+              origin: tuple[str, int] | None = None) -> float:
         """The link's score in (0, 1): the learned score (link probability shifted by the
-        host's harvest) blended with the thesis prior by ``trust`` in log-odds (``vector``:
-        the features' ``vector()``, if known)."""
+        host's harvest and, with ``siblings``, by its ``origin``'s) blended with the thesis
+        prior by ``trust`` in log-odds (``vector``: the features' ``vector()``, if known)."""
         z = self._thesis_logit(thesis_score)
         if self.trust > 0:
-            z += self.trust * (self._learned_logit(vector, thesis_score, host, features) - z)
+            z += self.trust * (self._learned_logit(vector, thesis_score, host, features, origin) - z)
         return 1.0 / (1.0 + math.exp(-z))
 
     def _thesis_logit(self, thesis_score: float | None) -> float:
@@ -372,9 +447,25 @@ class LinkLearner:
             thesis_score = 10 ** (math.ceil(k * math.log10(max(thesis_score, 1.0)) - 1e-9) / k)
         return _logit(prior_probability(thesis_score, self.prior_reference))
 
-    def _learned_logit(self, vector, thesis_score: float | None, host: str, features=None) -> float:
-        """Log-odds of the learned link probability plus the host's shift."""
-        return _logit(self.link_probability(features, thesis_score, vector)) + self._host_shift(host)
+    def _learned_logit(self, vector, thesis_score: float | None, host: str, features=None,
+                       origin: tuple[str, int] | None = None) -> float:
+        """Log-odds of the learned link probability plus the host's and siblings' shifts."""
+        z = _logit(self.link_probability(features, thesis_score, vector)) + self._host_shift(host)
+        if self.sibling_weight and origin is not None:
+            z += self.sibling_shift(origin)
+        return z
+
+    def sibling_shift(self, origin: tuple[str, int]) -> float:
+        """``sibling_weight`` × (log-odds of the on-topic rate of the links already judged from
+        the same page and block − those of no sibling judged yet): the block's rate under a
+        Beta prior whose mean is the page's rate (under the host prior); a block of links
+        to on-topic pages lifts its other links, a block of misses sinks them."""
+        a, b = self.hosts.prior_on, self.hosts.prior_off
+        n_page, k_page = self.sibling_pages.get(origin[0], (0, 0))
+        n_block, k_block = self.sibling_blocks.get(origin, (0, 0))
+        page_rate = (k_page + a) / (n_page + a + b)
+        block_rate = (k_block + (a + b) * page_rate) / (n_block + a + b)
+        return self.sibling_weight * (_logit(block_rate) - _logit(a / (a + b)))
 
     def _host_shift(self, host: str) -> float:
         """``host_weight`` × (log-odds of the host's harvest − those of a host not seen yet),
@@ -398,6 +489,9 @@ class LinkLearner:
         path.parent.mkdir(parents=True, exist_ok=True)
         state = dict(self.__dict__, _index={}, _host_cache=(-1, {}, 0.0))  # caches are rebuilt on use
         del state["_thesis_logits"]  # (not saved at all: the file stays as it was before this cache)
+        for name in _TERM_STATE:  # the state of terms that are off is not saved: a save stays
+            if not state[name]:   # what it was before they existed (``load_state`` keeps its own)
+                del state[name]
         atomic_write_bytes(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
     @classmethod
@@ -452,6 +546,8 @@ class PageJudge:
 
 def learner_from_settings(settings) -> LinkLearner:
     s = settings
+    groups = s.getlist("FOCUSCRAWL_LEARNING_FEATURES")
+    feature_prefixes(groups)  # unknown groups: ValueError before the crawl
     return LinkLearner(
         retrain_every=s.getint("FOCUSCRAWL_LEARNING_RETRAIN_EVERY"),
         prior_pages=s.getint("FOCUSCRAWL_LEARNING_PRIOR_PAGES"),
@@ -460,6 +556,8 @@ def learner_from_settings(settings) -> LinkLearner:
         exploration=s.getfloat("FOCUSCRAWL_LEARNING_EXPLORATION"),
         trust_window=s.getint("FOCUSCRAWL_LEARNING_TRUST_WINDOW"),
         thesis_steps_per_decade=s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"),
+        siblings="siblings" in groups, hubs="hubs" in groups,
+        sibling_weight=s.getfloat("FOCUSCRAWL_LEARNING_SIBLING_WEIGHT"),
     )
 
 

@@ -22,6 +22,7 @@ crawl's models and answers everything that differs between the modes:
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import ClassVar
 
@@ -102,8 +103,10 @@ class CrawlFocus:
             jobdir_file = learner_state_path(settings)
             state = LearnerState(crawl_learner, jobdir_file,
                                  [p for p in (jobdir_file, Path(out) / LEARNER_FILE if out else None) if p])
-        return cls(scorer, ranker, AnalysisConfig.from_settings(settings, files), topic, judge,
-                   topic_bundle_path(settings), state)
+        analysis = AnalysisConfig.from_settings(settings, files)
+        if ranker.link_contexts:  # the learner reads where each link sits on its page
+            analysis = dataclasses.replace(analysis, link_contexts=True)
+        return cls(scorer, ranker, analysis, topic, judge, topic_bundle_path(settings), state)
 
     def page_score(self, analysis: PageAnalysis) -> float | None:
         """The page score its links are ranked by: the calibrated log-odds when the ranker

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from focuscrawl.focus.link_learner import PRIORITY_STEPS, feature_prefixes, link_features, url_host
+from focuscrawl.focus.link_learner import LEARNER_TERMS, PRIORITY_STEPS, feature_prefixes, link_features, url_host
 from focuscrawl.focus.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
                                     bucket_priority, calibrated_link_logit, link_score, odds_against,
                                     probability_to_odds, seed_priority)
@@ -67,6 +67,9 @@ class LinkRanker:
         self.scorer = scorer
         #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
         self.feature_prefixes: frozenset[str] | None = None
+        #: a link's place on its page (``focuscrawl.analysis.LinkContext``) is read: for the
+        #: ``context`` and ``block`` tokens, or for the learner's ``siblings`` and ``hubs`` terms
+        self.link_contexts = False
         # navigation anchors repeat on every page of a site: remember their scores
         self.anchor_score = lru_cache(maxsize=cache_size or 1)(self._anchor_score)
 
@@ -83,6 +86,7 @@ class LinkRanker:
                      s.getint("FOCUSCRAWL_LM_CACHE_SIZE"), scorer, topic, learner, **rule)
         groups = s.getlist("FOCUSCRAWL_LEARNING_FEATURES")
         ranker.feature_prefixes = feature_prefixes(groups) if groups else None  # unset: all groups
+        ranker.link_contexts = learner is not None and bool({"context", "block", *LEARNER_TERMS} & set(groups))
         return ranker
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
@@ -94,11 +98,12 @@ class LinkRanker:
     def decide(self, doc_pp: float | None, anchor: str, depth: int = 0,
                inherited: float | None = None, *, url: str = "", parent_url: str = "",
                parent_topicality: float | None = None,
-               grandparent_topicality: float | None = None) -> LinkDecision:
+               grandparent_topicality: float | None = None, context: str = "", block: str = "") -> LinkDecision:
         """Score, bucket, priority and razor decision of a link found on a page with
         perplexity ``doc_pp`` (``None``: the page had no text; ``inherited``, the score of
         the link that led to the page, or the razor value stands in). The learner also
-        sees the link's ``url``, the page's URL and the page's and its parent's topicality."""
+        sees the link's ``url``, the page's URL, the page's and its parent's topicality and
+        the words around the anchor (``context``) and its block's kind (``block``)."""
         if not self.focused:
             return LinkDecision(None, None, None, "", -depth, True)
         if self.topic is not None:
@@ -114,7 +119,7 @@ class LinkRanker:
             d = self._decision(score, anchor_pp, anchor_kw)
         if self.learner is None:
             return d
-        return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality)
+        return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality, context, block)
 
     def _decision(self, score: float, anchor_value: float | None, anchor_kw: float | None) -> LinkDecision:
         name = bucket_name(bucket_index(score, self.buckets), len(self.buckets) + 1)
@@ -136,10 +141,10 @@ class LinkRanker:
         return self._decision(odds_against(value), anchor_logit, None)
 
     def _learned(self, d: LinkDecision, anchor: str, url: str, parent_url: str, parent_topicality: float | None,
-                 grandparent_topicality: float | None) -> LinkDecision:
+                 grandparent_topicality: float | None, context: str, block: str) -> LinkDecision:
         """The decision with the learner's score (and, in mode ``learning``, its priority)."""
         features = tuple(link_features(anchor, url, parent_url, parent_topicality, grandparent_topicality, d.score,
-                                       self.feature_prefixes))
+                                       self.feature_prefixes, context, block))
         vector = self.learner.vector(features)
         learned = self.learner.score(None, d.score, url_host(url), vector)
         self.last_vector = vector

@@ -42,7 +42,7 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from w3lib.url import safe_url_string
 
-from focuscrawl.analysis import page_analysis
+from focuscrawl.analysis import LinkContext, PageAnalysis, page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
 from focuscrawl.focus.ranker import LinkDecision, LinkRanker
 from focuscrawl.items import PageItem
@@ -111,9 +111,14 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             return item
         on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
         host = url_host(response.url)
-        if self.ranker.learner.observe(None, host, on_topic, vector=response.meta.get("link_vector"),
-                                       thesis_score=response.meta.get("link_score")):
+        learner = self.ranker.learner
+        hubs = learner.hub_examples
+        if learner.observe(None, host, on_topic, vector=response.meta.get("link_vector"),
+                           thesis_score=response.meta.get("link_score"), url=response.url,
+                           origin=response.meta.get("link_origin")):
             self.stats.inc_value("focuscrawl/learning/updates")
+        if learner.hub_examples > hubs:
+            self.stats.inc_value("focuscrawl/learning/hub_examples")
         self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
         return item
 
@@ -163,6 +168,9 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
             meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
             meta["parent_topicality"] = response.meta.get("page_topicality")
+            if self.ranker.link_contexts:  # the learner's siblings and hubs: the page and block it came from
+                place = link_place(page_analysis(response), request.url)
+                meta["link_origin"] = (response.url, place.block if place is not None else -1)
         if self.ranker.focused:
             meta["link_score"], meta["link_bucket"] = d.score, d.bucket
             if d.anchor_perplexity is not None or d.anchor_keyword_score is not None:
@@ -192,10 +200,13 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         and the page score it was made with."""
         analysis = page_analysis(response)
         doc_pp = None if analysis is None else self.focus.page_score(analysis)
+        place = link_place(analysis, url)
         d = self.ranker.decide(doc_pp, anchor, depth, response.meta.get("link_score"),
                                url=url, parent_url=response.url,
                                parent_topicality=response.meta.get("page_topicality"),
-                               grandparent_topicality=response.meta.get("parent_topicality"))
+                               grandparent_topicality=response.meta.get("parent_topicality"),
+                               context=place.words if place is not None else "",
+                               block=place.kind if place is not None else "")
         if self.ranker.focused:
             self.stats.inc_value(f"focuscrawl/links/bucket/{d.bucket}" if d.followed else "focuscrawl/links/razored")
         else:
@@ -206,6 +217,11 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                    " ".join(d.features) if d.features else None),
                                   float_digits=LINKS_LOG_FLOAT_DIGITS)))
         return d, doc_pp
+
+
+def link_place(analysis: PageAnalysis | None, url: str) -> LinkContext | None:
+    """The ``LinkContext`` of ``url`` on the analysed page (``None``: not computed, or not found)."""
+    return analysis.link_contexts.get(url) if analysis is not None and analysis.link_contexts else None
 
 
 def in_link_order(rows: list[tuple[str, str]], known_from: int, links: dict[str, str]) -> list[tuple[str, str]]:
