@@ -373,8 +373,6 @@ def _init_worker(config: AnalysisConfig, topic, parent: int) -> None:
     global _worker
     worker_process(parent)
     _worker = (config, config.scorer.load(), topic)
-    if topic is not None:
-        topic.share_sentence_scores(_worker[1])
     if config.extractor != "fulltext":  # its imports and lazy models now, not on the first page
         extract_page(get_extractor(config.extractor), _WARM_UP_HTML)
     config.language.identify(_WARM_UP_HTML)  # the language model too
@@ -419,8 +417,6 @@ class PageAnalyser:
         self._worker_counters: dict[int, tuple[int, int]] = {}
         if workers > 0:
             self._start_pool()
-        elif topic is not None:
-            topic.share_sentence_scores(scorer)
 
     def _start_pool(self) -> None:
         # spawn: a fresh interpreter per worker, no copy of the reactor's threads and sockets

@@ -367,27 +367,3 @@ def test_classifier_decision_is_bit_for_bit_the_per_gram_loop(bundle):
         expected = (sum(clf.weights[i] * c for i, c in counts.items()) / math.sqrt(sum(c * c for c in counts.values()))
                     + clf.intercept) if counts else clf.intercept
         assert clf.decision(text) == expected
-
-
-def test_a_bundle_reads_the_sentence_scores_of_a_scorer_with_the_same_lm_file(bundle):
-    """The page judge (the bundle) takes the log10 p of sentences the crawl's scorer has just
-    scored when both loaded the same LM file: the same log-odds, and the scorer's LM counters
-    stay what they were; a scorer of another LM file is not shared."""
-    from focuscrawl.lm.scorer import TopicScorer
-    from focuscrawl.topic.model import TopicModel
-
-    page = ". ".join(CAT_TEXTS + OTHER_TEXTS) + "."
-    plain, shared = TopicModel(bundle), TopicModel(bundle)
-    alone, scorer = (TopicScorer.from_files(plain.topic_model_path) for _ in range(2))
-    other = TopicScorer.from_files(bundle / plain.manifest["background_lm"])
-    assert not plain.share_sentence_scores(other) and other.document_log10 is None
-    assert shared.share_sentence_scores(scorer)
-    score, sentences = scorer.score_document(page, 3)
-    assert alone.score_document(page, 3) == (score, sentences)
-    assert set(scorer.document_log10) == set(sentences) and len(sentences) > 3
-    text = "\n".join(sentences)
-    assert shared.logit(text) == plain.logit(text)  # the same floats
-    assert (scorer.queries, scorer.cache_hits) == (alone.queries, alone.cache_hits)
-    # the bundle reads them indeed: a changed score changes its log-odds (a fresh text: raw is cached)
-    scorer.document_log10 = {s: v - 1.0 for s, v in scorer.document_log10.items()}
-    assert shared.logit(text + "\n" + sentences[0]) < plain.logit(text + "\n" + sentences[0])

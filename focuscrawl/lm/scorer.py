@@ -96,9 +96,6 @@ class TopicScorer:
         self.keyword_weight = keyword_weight
         # log10 p(<s> sentence </s>), cached; partial keeps a Python frame out of each miss.
         self._sentence_log10 = lru_cache(maxsize=cache_size)(partial(model.score, bos=True, eos=True))
-        #: the last ``score_document``'s sentences and their log10 p, kept (not ``None``) while a topic
-        #: bundle with the same LM file reads them (``TopicModel.share_sentence_scores``)
-        self.document_log10: dict[str, float] | None = None
 
     @classmethod
     def from_files(cls, model_path: str | Path, keywords_path: str | Path | None = None,
@@ -163,10 +160,7 @@ class TopicScorer:
         deque(sentence_tokens, maxlen=0)  # without keywords, score_tokens reads none
         if not sentences:
             return TextScore.missing(), sentences
-        log10s = list(map(self._sentence_log10, sentences))
-        if self.document_log10 is not None:
-            self.document_log10 = dict(zip(sentences, log10s))
-        pp = perplexity_from_log10(sum(log10s), n_tokens + len(sentences))
+        pp = perplexity_from_log10(sum(map(self._sentence_log10, sentences)), n_tokens + len(sentences))
         return TextScore._of(pp, kw, weighted_perplexity(pp, kw, self.keyword_weight), n_tokens), sentences
 
     # -- counters --------------------------------------------------------------

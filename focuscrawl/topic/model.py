@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -200,30 +199,6 @@ class TopicModel:
         self.keyword_weight = float(self.manifest.get("keyword_weight", KEYWORD_WEIGHT))
         self._cache_size = cache_size
         self.raw = lru_cache(maxsize=cache_size)(self._raw)
-        self._shared_scorer = None  # see share_sentence_scores
-
-    def share_sentence_scores(self, scorer) -> bool:
-        """Take the topic LM's score of a sentence that the crawl's ``scorer`` (a
-        ``TopicScorer``) has just scored in its last document instead of scoring it again,
-        when both loaded the same LM file (the default: the page judge of mode ``learning``
-        scores the sentences the crawl's scorer has scored; the same floats). True if shared."""
-        path = getattr(scorer.model, "path", None)
-        try:
-            same = path is not None and os.path.samefile(self.topic_model_path, os.fsdecode(path))
-        except OSError:
-            same = False
-        if same:
-            scorer.document_log10 = scorer.document_log10 or {}
-            self._shared_scorer = scorer
-        return same
-
-    def _topic_log10(self, sentence: str) -> float:
-        """log10 p(<s> sentence </s>) under the topic LM."""
-        if self._shared_scorer is not None:
-            known = self._shared_scorer.document_log10.get(sentence)
-            if known is not None:
-                return known
-        return self.topic_lm.score(sentence, bos=True, eos=True)
 
     def _read_calibration(self) -> dict:
         """``calibration.json``, checked (``check_calibration``); a bundle without one is refused:
@@ -258,7 +233,7 @@ class TopicModel:
             return None
         sentences = [" ".join(t) for t in tokens]
         n = sum(map(len, tokens)) + len(tokens)
-        topic = sum(map(self._topic_log10, sentences))
+        topic = sum(self.topic_lm.score(s, bos=True, eos=True) for s in sentences)
         background = sum(self.background_lm.score(s, bos=True, eos=True) for s in sentences)
         kw = self.keywords.score_tokens(t for toks in tokens for t in toks)
         decision = self.classifier.decision(" ".join(sentences))
