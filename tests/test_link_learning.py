@@ -371,3 +371,32 @@ def test_a_reloaded_learner_does_not_keep_scores_cached_with_other_settings(tmp_
     learner._thesis_logit(50.0)  # cached under the default prior
     learner.load_state(tmp_path / "l.pkl")
     assert learner._thesis_logit(50.0) == saved._thesis_logit_of(50.0) != LinkLearner()._thesis_logit(50.0)
+
+
+def test_the_kept_coefficients_are_the_models_after_every_update_and_save_as_a_list(tmp_path):
+    """Scores read the model's coefficients through a view, not a copy made at every update:
+    after each update they are ``coef_`` value by value, and a save still holds the list."""
+    import pickle
+
+    import numpy as np
+
+    learner = LinkLearner(retrain_every=3)
+    for i in range(30):
+        if learner.observe(_features(f"http://h{i % 4}.test/p/{i}", f"w{i % 5}"), f"h{i % 4}.test", i % 3 == 0):
+            assert list(learner._coef) == learner.model.coef_[0].tolist()
+            assert np.shares_memory(np.asarray(learner._coef), learner.model.coef_)  # no copy
+            features = _features(f"http://h{i % 4}.test/q", "w1")
+            cols, vals = learner.vector(features)
+            expected = learner.model.intercept_[0] + sum(learner.model.coef_[0][c] * v for c, v in zip(cols, vals))
+            assert learner.model_probability(features) == pytest.approx(1 / (1 + 2.718281828459045 ** -expected))
+    learner.save(tmp_path / "l.pkl")
+    saved = pickle.loads((tmp_path / "l.pkl").read_bytes())["_coef"]
+    assert type(saved) is list and saved == learner.model.coef_[0].tolist()
+    loaded = LinkLearner.load(tmp_path / "l.pkl")
+    probe = _features("http://h1.test/q", "w1")
+    assert loaded.score(probe, 100.0, "h1.test") == learner.score(probe, 100.0, "h1.test")
+    for i in range(30, 33):  # both go on learning alike
+        for each in (learner, loaded):
+            each.observe(_features(f"http://h{i % 4}.test/p/{i}", f"w{i % 5}"), f"h{i % 4}.test", True)
+    assert loaded.score(probe, 100.0, "h1.test") == learner.score(probe, 100.0, "h1.test")
+    assert list(loaded._coef) == list(learner._coef)

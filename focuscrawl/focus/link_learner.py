@@ -280,7 +280,9 @@ class LinkLearner:
         self.trained = False
         self.version = 0
         self._index: dict[str, int] = {}  # token -> hashed column (anchors and URL words repeat)
-        self._coef: list[float] = []
+        #: the model's coefficients as a ``memoryview`` of ``coef_`` (a list in a save): item
+        #: access as fast as a list's, without copying 65,536 floats at every update (~0.9 ms)
+        self._coef: Sequence[float] = []
         self._intercept = 0.0
         self._host_cache: tuple = (-1, {}, 0.0)
         self._thesis_logits: dict[float | None, float] = {}  # thesis score -> _thesis_logit (scores repeat)
@@ -394,7 +396,7 @@ class LinkLearner:
         with _one_thread(), self._sklearn_config(skip_parameter_validation=True, assume_finite=True):
             self.model.partial_fit(X, y, classes=np.array([0, 1]), sample_weight=np.array([weight[v] for v in y]))
         self.batch.clear()
-        self._coef = self.model.coef_[0].tolist()  # list indexing: ~5x faster than numpy scalars
+        self._coef = memoryview(self.model.coef_[0])  # Python floats, ~5x faster than numpy scalars
         self._intercept = float(self.model.intercept_[0])
         self.trained = True
         self.trust = self._measured_trust()
@@ -487,7 +489,8 @@ class LinkLearner:
         """Pickle the learner (model, host harvests, pending examples) atomically."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        state = dict(self.__dict__, _index={}, _host_cache=(-1, {}, 0.0))  # caches are rebuilt on use
+        state = dict(self.__dict__, _index={}, _host_cache=(-1, {}, 0.0),  # caches are rebuilt on use
+                     _coef=list(self._coef))  # (a memoryview does not pickle; the file keeps its list)
         del state["_thesis_logits"]  # (not saved at all: the file stays as it was before this cache)
         for name in _TERM_STATE:  # the state of terms that are off is not saved: a save stays
             if not state[name]:   # what it was before they existed (``load_state`` keeps its own)
