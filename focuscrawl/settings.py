@@ -64,8 +64,9 @@ DOWNLOADER_MIDDLEWARES = {
     # request against "allow all" otherwise; focuscrawl.middlewares.offsite)
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
-    # pages per host and per domain (FOCUSCRAWL_MAX_PAGES_PER_HOST, _PER_DOMAIN)
-    "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+    # pages per host and per domain (FOCUSCRAWL_MAX_PAGES_PER_HOST, _PER_DOMAIN), before
+    # Scrapy's RobotsTxtMiddleware (100): a capped domain's new hosts get no robots.txt request
+    "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 90,
     # Scrapy's redirect middlewares at their places, minus the Referer handling (REFERER_ENABLED)
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,

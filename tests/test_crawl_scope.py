@@ -197,3 +197,20 @@ def test_image_downloads_do_not_use_up_a_hosts_page_limit(tmp_path):
     requested = web.pages_requested()
     assert {"pics.test/", "pics.test/more", "pics.test/a.jpg", "pics.test/b.jpg", "pics.test/c.jpg"} <= set(requested)
     assert "focuscrawl/scope/host_limit" not in stats
+
+
+def test_a_url_robots_txt_forbids_gives_its_place_under_the_host_limit_back(tmp_path):
+    """The host limit counts a request before robots.txt is asked (a capped domain's new hosts
+    get no robots.txt request); a request robots.txt then forbids was not sent and gives its
+    place back: with a limit of 2, the seed, a forbidden link (crawled first: its anchor is
+    on topic) and an allowed one, the allowed one is still fetched."""
+    leaf = Page(html("leaf", ON_TOPIC))
+    site = {("r.test", "/"): Page(html("seed", ON_TOPIC, [("/private", "cat cat cat kitten"), ("/public", "x")])),
+            ("r.test", "/robots.txt"): Page("User-agent: *\nDisallow: /private\n", "text/plain"),
+            ("r.test", "/private"): leaf, ("r.test", "/public"): leaf}
+    with LocalWeb(site) as web:
+        stats, proc = crawl(web, tmp_path, "http://r.test/", settings={"FOCUSCRAWL_MAX_PAGES_PER_HOST": 2})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stats["robotstxt/forbidden"] == 1
+    assert "r.test/public" in web.pages_requested() and "r.test/private" not in web.pages_requested()
+    assert "focuscrawl/scope/host_limit" not in stats

@@ -24,7 +24,7 @@ COMPONENTS = {
     "DOWNLOADER_MIDDLEWARES": {
         "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
         "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
-        "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 120,
+        "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 90,
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
         "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
         "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,

@@ -12,13 +12,19 @@ from focuscrawl.output.run_state import RunState
 from focuscrawl.output.run import RunOutput
 from focuscrawl.urls import registered_domain
 
+#: meta key: the host a request was counted for (until a later middleware ignores it)
+COUNTED = "focuscrawl_counted_host"
+
 
 class HostPageLimitMiddleware:
     """Counts requests sent per host and per registered domain (public-suffix aware:
     ``n.example.co.uk`` counts for ``example.co.uk``; robots.txt, retries and image
     downloads not counted) and ignores the ones over either limit (stats
-    ``focuscrawl/scope/host_limit``, ``focuscrawl/scope/domain_limit``). Placed after
-    ``RobotsTxtMiddleware`` so that disallowed URLs do not use up a host's pages. A crawl
+    ``focuscrawl/scope/host_limit``, ``focuscrawl/scope/domain_limit``). Placed before
+    ``RobotsTxtMiddleware``, so that a capped domain's new hosts (a subdomain trap) get no
+    robots.txt request either; a request that robots.txt or a later middleware ignores
+    gives its place back (``process_exception``), so disallowed URLs do not use up a
+    host's pages. A crawl
     resumed from JOBDIR starts from the pages per host ``pages.tsv`` has (``run``, the
     ``RunState``'s run directory: its committed rows are counted at ``spider_opened``)."""
 
@@ -45,9 +51,9 @@ class HostPageLimitMiddleware:
             for row in self.run.committed_rows("pages.tsv"):
                 self._count((row.get("host") or "").lower())
 
-    def _count(self, host: str) -> None:
-        self.sent[host] += 1
-        self.sent_domain[registered_domain(host)] += 1
+    def _count(self, host: str, n: int = 1) -> None:
+        self.sent[host] += n
+        self.sent_domain[registered_domain(host)] += n
 
     def process_request(self, request: Request) -> None:
         parts = urlparse_cached(request)
@@ -62,4 +68,11 @@ class HostPageLimitMiddleware:
             self.stats.inc_value("focuscrawl/scope/domain_limit")
             raise IgnoreRequest(f"domain {domain} reached {self.domain_limit} pages")
         self._count(host)
+        request.meta[COUNTED] = host
+        return None
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        """A counted request that a later middleware ignored (robots.txt) was not sent."""
+        if isinstance(exception, IgnoreRequest) and (host := request.meta.pop(COUNTED, None)) is not None:
+            self._count(host, -1)
         return None
