@@ -71,6 +71,11 @@ class HostPageLimitMiddleware:
         request.meta[COUNTED] = host
         return None
 
+    def process_response(self, request: Request, response):
+        """Sent: the count stays (a retry or redirect copies no claim to give back)."""
+        request.meta.pop(COUNTED, None)
+        return response
+
     def process_exception(self, request: Request, exception: Exception) -> None:
         """A counted request that a later middleware ignored (robots.txt) was not sent."""
         if isinstance(exception, IgnoreRequest) and (host := request.meta.pop(COUNTED, None)) is not None:
