@@ -114,8 +114,7 @@ def _all_features(anchor: str, url: str, parent_url: str, parent_topicality: flo
                   grandparent_topicality: float | None, thesis_score: float | None,
                   context: str = "", block: str = "") -> list[str]:
     feats = list(_anchor_tokens(anchor))
-    rest = url.lower().split("://", 1)[-1]
-    feats += [f"u:{w}" for w in _WORD.findall(rest) if len(w) > 1 and not w.isdigit()]
+    feats += [f"u:{w}" for w in _words(url.split("://", 1)[-1])]
     if context:
         feats += [f"c:{w}" for w in dict.fromkeys(_words(context))]
     if block:

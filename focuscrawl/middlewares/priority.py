@@ -163,13 +163,12 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        d, doc_pp = self._decide(request.url, meta.get("anchor", ""), meta.get("depth", 0), response, rows)
+        d, doc_pp, place = self._decide(request.url, meta.get("anchor", ""), meta.get("depth", 0), response, rows)
         meta["parent_perplexity"] = doc_pp
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
             meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
             meta["parent_topicality"] = response.meta.get("page_topicality")
             if self.ranker.link_contexts:  # the learner's siblings and hubs: the page and block it came from
-                place = link_place(page_analysis(response), request.url)
                 meta["link_origin"] = (response.url, place.block if place is not None else -1)
         if self.ranker.focused:
             meta["link_score"], meta["link_bucket"] = d.score, d.bucket
@@ -195,9 +194,9 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             rows[:] = in_link_order(rows, start, links)
 
     def _decide(self, url: str, anchor: str, depth: int, response: Response,
-                rows: list[tuple[str, str]]) -> tuple[LinkDecision, float | None]:
-        """One out-link of ``response``: its decision (counted; its links.tsv row added to ``rows``)
-        and the page score it was made with."""
+                rows: list[tuple[str, str]]) -> tuple[LinkDecision, float | None, LinkContext | None]:
+        """One out-link of ``response``: its decision (counted; its links.tsv row added to ``rows``),
+        the page score it was made with and its place on the page (``link_place``)."""
         analysis = page_analysis(response)
         doc_pp = None if analysis is None else self.focus.page_score(analysis)
         place = link_place(analysis, url)
@@ -216,7 +215,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                    d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
                                    " ".join(d.features) if d.features else None),
                                   float_digits=LINKS_LOG_FLOAT_DIGITS)))
-        return d, doc_pp
+        return d, doc_pp, place
 
 
 def link_place(analysis: PageAnalysis | None, url: str) -> LinkContext | None:
