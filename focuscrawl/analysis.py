@@ -649,8 +649,8 @@ class PageAnalyser:
                 page.deferred.errback(AnalysisFailed(f"its analysis worker died on {page.args[1]}"))
             return
         self.restarts += 1
-        logger.warning("an analysis worker died (killed or out of memory); a new worker analyses the %d "
-                       "pages it held again", len(held))
+        logger.warning("an analysis worker died (killed or out of memory); a new worker analyses again the "
+                       "%d page(s) it held", len(held))
         for page in held:
             if page.retried:
                 page.deferred.errback(AnalysisFailed(f"its analysis worker died twice on {page.args[1]}"))
