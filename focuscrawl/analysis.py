@@ -460,6 +460,7 @@ class _Worker:
         self._out: deque[memoryview] = deque()  # bytes not written yet
         self._in = bytearray()
         self._reactor = None
+        self._writing = False  # registered with the reactor as a writer
         self.alive = True
 
     def send(self, page: _Page) -> None:
@@ -478,6 +479,7 @@ class _Worker:
             if why is not None:
                 self._lost(why)
             elif self._out:
+                self._writing = True
                 self._reactor.addWriter(self)
 
     # IReadWriteDescriptor
@@ -502,7 +504,8 @@ class _Worker:
                     break
                 written -= len(head)
                 self._out.popleft()
-        if self._reactor is not None:
+        if self._writing:
+            self._writing = False
             self._reactor.removeWriter(self)
         return None
 
