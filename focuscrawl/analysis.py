@@ -537,8 +537,9 @@ class _Worker:
                 answers.append(pickle.loads(view[start + head:start + head + size]))
                 start += head + size
         del buffer[:start]
-        for answer in answers:  # after the buffer is consistent: a callback may send a page
-            self.analyser._answered(self.pages.popleft(), *answer)
+        # each answer's page taken first: a callback may send a page, or find the worker dead
+        for page, answer in [(self.pages.popleft(), answer) for answer in answers]:
+            self.analyser._answered(page, *answer)
 
     def connectionLost(self, reason) -> None:
         self._lost(reason)
