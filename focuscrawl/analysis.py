@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 META_KEY = "page_analysis"
 _SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
 _NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
-_WS = re.compile(r"\s+")
 #: a root-relative href that ``urljoin`` returns as the base's ``scheme://netloc`` + itself:
 #: one leading slash, no ``.``/``..`` path segment, no params (``;``), no characters
 #: ``urlsplit`` removes (tab, CR, LF), no empty query (``?`` then nothing or ``#``)
@@ -308,7 +307,7 @@ def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[
         if dot > slash > path.find("//") + 1 and path[dot + 1:].lower() in _SKIPPED_EXTENSIONS:
             continue
         if not links.get(url):
-            links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
+            links[url] = " ".join("".join(el.itertext()).split())  # white space collapsed, as re's \s+
             if contexts is not None:
                 contexts[url] = link_context(el, blocks)
     return links, images

@@ -42,3 +42,9 @@ def test_the_page_tree_is_the_tree_scrapy_builds(html):
     scrapy_root = Selector(text=html, type="html", base_url="http://h.test/d/").root
     root = parse_tree(html, "http://h.test/d/")
     assert etree.tostring(root) == etree.tostring(scrapy_root) and root.base == scrapy_root.base
+
+
+def test_anchor_texts_have_their_white_space_collapsed():
+    html = "<p><a href='/a'>\n  the\u00a0tabby\u2003 <b>cat</b>\t</a><a href='/b'> </a></p>"
+    assert page_links(parse_tree(html, "http://h.test/"), "http://h.test/")[0] == {
+        "http://h.test/a": "the tabby cat", "http://h.test/b": ""}
