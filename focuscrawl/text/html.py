@@ -5,7 +5,6 @@ import codecs
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Iterable
 
 import lxml.html
 from lxml import etree
