@@ -362,10 +362,6 @@ FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
 #: Decompression-bomb guard: images with more pixels are rejected before decoding.
 #: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
 FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
-#: Threads that inspect (Pillow) and store the downloaded images off the reactor
-#: (focuscrawl.pipelines.download). asyncio's default executor (cores + 4 threads) woke a
-#: different thread per image: the hand-offs (futex, GIL) cost more than they overlapped.
-FOCUSCRAWL_IMAGE_THREADS = 1
 #: Image URLs that redirect (http -> https, CDNs) are followed (Scrapy's media setting).
 MEDIA_ALLOW_REDIRECTS = True
 #: Later sightings merged into one image record at most (a logo on every page).

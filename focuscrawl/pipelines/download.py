@@ -10,11 +10,9 @@ rejection drops the item with a reason counted as ``focuscrawl/images/failed/<re
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
 from pathlib import Path
 from typing import Any, Iterable
@@ -25,9 +23,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.pipelines.files import FilesPipeline, FSFilesStore
-from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
+from scrapy.utils.asyncio import run_in_thread
 
-from focuscrawl import settings as defaults
 from focuscrawl.images.inspect import FORMAT_EXTENSIONS, ImageRejected, allowed_formats, inspect_image
 from focuscrawl.images.rules import ImageRules, needs_measuring, size_reason
 from focuscrawl.archive.replay import NotArchived
@@ -97,8 +94,7 @@ class ImageDownloadPipeline(FilesPipeline):
     STORE_SCHEMES = {**FilesPipeline.STORE_SCHEMES, "": AtomicFSFilesStore, "file": AtomicFSFilesStore}
 
     def __init__(self, store_uri: str, *, crawler: Crawler, store: ImageStore | None, max_bytes: int,
-                 max_pixels: int, formats: Iterable[str], rules: ImageRules, shared_store: bool = False,
-                 threads: int = defaults.FOCUSCRAWL_IMAGE_THREADS) -> None:
+                 max_pixels: int, formats: Iterable[str], rules: ImageRules, shared_store: bool = False) -> None:
         super().__init__(store_uri, crawler=crawler)
         self.stats = crawler.stats
         self.store_images = store
@@ -116,9 +112,6 @@ class ImageDownloadPipeline(FilesPipeline):
         #: crawl stores what it fetches, as if alone
         self.reuse_stored = not shared_store and Path(store_uri, "images").is_dir()
         Image.MAX_IMAGE_PIXELS = self.max_pixels  # Pillow's own guard agrees (process-wide)
-        #: Pillow and the file writes, on threads of their own (asyncio's default executor has
-        #: cpu + 4 threads, each woken per image: hand-offs that cost more than they overlap)
-        self._executor = ThreadPoolExecutor(max(1, threads), thread_name_prefix="focuscrawl-images")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageDownloadPipeline":
@@ -131,16 +124,7 @@ class ImageDownloadPipeline(FilesPipeline):
         return cls(shared or str(run.dir), crawler=crawler, store=state.images,
                    max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"), max_pixels=s.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"),
                    formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"), rules=ImageRules.from_settings(s),
-                   shared_store=bool(shared), threads=s.getint("FOCUSCRAWL_IMAGE_THREADS"))
-
-    def close_spider(self, spider=None) -> None:
-        self._executor.shutdown(wait=True)
-
-    async def _in_thread(self, func, *args):
-        """``func(*args)`` on the pipeline's threads (Twisted's thread pool without asyncio)."""
-        if not is_asyncio_available():
-            return await run_in_thread(func, *args)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, func, *args)
+                   shared_store=bool(shared))
 
     # -- requests --------------------------------------------------------------------
     def get_media_requests(self, item: Any, info) -> list[Request]:
@@ -186,7 +170,7 @@ class ImageDownloadPipeline(FilesPipeline):
             return None
         try:
             data = path.read_bytes()
-            found, checksum = await self._in_thread(self._inspect, data, self._measured(item))
+            found, checksum = await run_in_thread(self._inspect, data, self._measured(item))
         except (OSError, ImageRejected):
             return None  # download again
         self.inc_stats("uptodate")
@@ -200,7 +184,7 @@ class ImageDownloadPipeline(FilesPipeline):
             raise ImageRejectedFile(EMPTY)
         path = self.file_path(request, response=response, info=info, item=item)
         try:  # decode and store off the reactor thread
-            found, checksum = await self._in_thread(self._inspect_and_store, response.body, path, info,
+            found, checksum = await run_in_thread(self._inspect_and_store, response.body, path, info,
                                                   self._measured(item),
                                                   item.get("image_url", "") if item is not None else "")
         except ImageRejected as exc:
