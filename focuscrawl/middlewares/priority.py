@@ -24,7 +24,8 @@ link that led to it, or the razor value for a seed (kept, lowest bucket).
 
 Links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``) come as URLs in
 ``PageItem.known_links`` instead of Requests: each is decided, counted and logged the same
-way, then dropped (the dupefilter would have dropped its request).
+way, then dropped (the dupefilter would have dropped its request); in mode ``learning`` the
+learner scores a known link only for its links.tsv row (nothing else reads that score).
 
 With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row, in the page's link order. A response's rows travel
 in its page's item (field ``PageItem.link_rows``) to ``PageLogWriterPipeline``, which writes them in the
