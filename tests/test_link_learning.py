@@ -447,3 +447,31 @@ def test_a_link_decided_without_the_learner_leaves_it_untouched():
     learned = ranker.decide(50.0, "cats", url="http://a.test/cats", parent_url="http://b.test/")
     assert (learned.score, learned.followed) == (kept.score, kept.followed) and learned.learned is not None
     assert learner._index
+
+
+def test_the_learner_learns_without_importing_pandas():
+    """scikit-learn imports pandas if it can (0.2 s of CPU and ~60 MB in the crawl process at
+    every start); the learner blocks it while importing scikit-learn, learns as ever, and
+    leaves pandas importable afterwards."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from focuscrawl.focus.link_learner import LinkLearner, link_features; "
+            "l = LinkLearner(retrain_every=5); "
+            "[l.observe(link_features('read', f'http://h{i % 3}.test/{i}', 'http://p.test/', 0.5, None, 40.0), "
+            "f'h{i % 3}.test', i % 3 == 0) for i in range(20)]; assert l.version == 4; "
+            "print('pandas' in sys.modules, 'sklearn' in sys.modules); import pandas")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
+
+
+def test_pandas_imported_before_the_learner_stays(monkeypatch):
+    import sys
+
+    from focuscrawl.focus.link_learner import _pandas_unimportable
+
+    sentinel = object()
+    monkeypatch.setitem(sys.modules, "pandas", sentinel)
+    with _pandas_unimportable():
+        assert sys.modules["pandas"] is sentinel
+    assert sys.modules["pandas"] is sentinel
