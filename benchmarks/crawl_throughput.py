@@ -41,7 +41,8 @@ never loads, every text counts as unknown and nothing is filtered), interleaved 
 same rounds; CPU ms per page (crawl process + its workers, ``getrusage``: far less
 sensitive to the machine's load than wall time) and pages/s, mean ± sd, and the on/off
 ratio per round. ``--language-analysis PAGES``: the same A/B on the page analysis alone,
-in this process (CPU ms per page, no crawl around it), and the model's load time.
+in this process (CPU ms per page, no crawl around it), and the model's load time; with
+``--cprofile OUT`` also a profile of it per shape (``OUT.SHAPE``).
 
     python benchmarks/crawl_throughput.py [--pages 1500] [--repeat 2] [--memory-pages 50000] [--redis] [-s NAME=VALUE]
     python benchmarks/crawl_throughput.py --language-ab --shapes text images real --pages 1000 --repeat 4
@@ -664,13 +665,15 @@ def redis_scaling(port: int, pages: int, repeat: int, profile: str, extra: list[
 ALL_MODES = ("plain", "corpus", "unfocused", "document", "keywords", "learning")
 
 
-def language_analysis(shape: str, n_pages: int, rounds: int, data: str) -> None:
+def language_analysis(shape: str, n_pages: int, rounds: int, data: str, cprofile: str | None = None) -> None:
     """``--language-analysis``: ``analyse_page`` (what a worker does with a page) on
     ``n_pages`` pages of ``shape`` in this process, with language identification and
     without, interleaved; CPU ms per page (``process_time``: one thread, no crawl dynamics
     such as the pages in flight at the budget). The identifier forgets its texts before each
     round (first sight, as in a crawl); the LM's cache is warm in both (a first round of
-    each is not counted). Also the model's load: from the wheel and from the cached copy."""
+    each is not counted). Also the model's load: from the wheel and from the cached copy.
+    ``cprofile``: then one more round with identification, under cProfile, into
+    ``CPROFILE.SHAPE`` (the top functions printed): where a worker's CPU per page goes."""
     import dataclasses
 
     from focuscrawl.analysis import AnalysisConfig, _demo_scorer, analyse_page
@@ -712,6 +715,15 @@ def language_analysis(shape: str, n_pages: int, rounds: int, data: str) -> None:
           f"on {_mean_sd(ms['on'], 3)}, off {_mean_sd(ms['off'], 3)}, +{_mean_sd([a - b for a, b in zip(ms['on'], ms['off'])], 3)} ms; "
           f"on/off {_mean_sd(ratio, 3)}x (rounds {' '.join(f'{x:.3f}' for x in ratio)}); model load "
           f"{1000 * wheel:.0f} ms from the wheel, {1000 * cached:.0f} ms from the cached copy", flush=True)
+    if cprofile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.runcall(run, on)
+        profiler.dump_stats(f"{cprofile}.{shape}")
+        print(f"{shape}: analyse_page profiled into {cprofile}.{shape}", flush=True)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
 def _mean_sd(values: list[float], digits: int = 2) -> str:
@@ -779,7 +791,8 @@ def main() -> int:
                         help="setting for the focused crawls (repeatable), e.g. FOCUSCRAWL_ANALYSIS_WORKERS=0")
     parser.add_argument("--cprofile", metavar="OUT", help="profile one crawl of each of --modes (default: keywords) "
                                                           "with cProfile into OUT (OUT.MODE for several) and "
-                                                          "print the top functions")
+                                                          "print the top functions; with --language-analysis: "
+                                                          "analyse_page in this process, into OUT.SHAPE")
     parser.add_argument("--ab", metavar="SRC", help="A/B: also run each focused mode as MODE@ab with focuscrawl "
                                                     "imported from the checkout SRC (e.g. `git worktree add SRC "
                                                     "main`), in the same rounds")
@@ -826,7 +839,7 @@ def main() -> int:
         parser.error(f"--data {args.data}: not the shared data folder (no cleaneval/): shape real needs it")
     if args.language_analysis:
         for shape in args.shapes:
-            language_analysis(shape, args.language_analysis, args.repeat, args.data)
+            language_analysis(shape, args.language_analysis, args.repeat, args.data, args.cprofile)
         return 0
     if args.modes is None:
         args.modes = ["keywords"] if args.cprofile or args.language_ab else list(ALL_MODES)

@@ -28,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
+from lxml import etree
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from focuscrawl import settings as defaults
@@ -49,7 +50,6 @@ logger = logging.getLogger(__name__)
 META_KEY = "page_analysis"
 _SKIPPED_EXTENSIONS = frozenset(IGNORED_EXTENSIONS)
 _NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
-_WS = re.compile(r"\s+")
 #: a root-relative href that ``urljoin`` returns as the base's ``scheme://netloc`` + itself:
 #: one leading slash, no ``.``/``..`` path segment, no params (``;``), no characters
 #: ``urlsplit`` removes (tab, CR, LF), no empty query (``?`` then nothing or ``#``)
@@ -159,11 +159,18 @@ def page_analysis(response) -> PageAnalysis | None:
     return request.meta.get(META_KEY) if request is not None else None
 
 
-def parse_tree(html: str, url: str):
-    """The page's lxml tree, as Scrapy's ``response.selector.root`` builds it (parsel)."""
-    from parsel import Selector
+#: the parser of ``parse_tree``: parsel's for HTML (``lxml.html.HTMLParser(recover=True,
+#: huge_tree=True)``) without lxml.html's element classes, one for the process
+_TREE_PARSER = etree.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
 
-    return Selector(text=html, type="html", base_url=url).root
+
+def parse_tree(html: str, url: str):
+    """The page's lxml tree, as Scrapy's ``response.selector.root`` builds it (the steps of
+    parsel's ``create_root_node``: the same tree), of plain lxml elements: lxml.html's look up
+    a Python class for every element the analysis reads (~40 us a page)."""
+    body = html.strip().replace("\x00", "").encode("utf-8") or b"<html/>"
+    root = etree.fromstring(body, parser=_TREE_PARSER, base_url=url)
+    return root if root is not None else etree.fromstring(b"<html/>", parser=_TREE_PARSER, base_url=url)
 
 
 def budgeted_tree(html: str, url: str, max_tags: int):
@@ -300,7 +307,7 @@ def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[
         if dot > slash > path.find("//") + 1 and path[dot + 1:].lower() in _SKIPPED_EXTENSIONS:
             continue
         if not links.get(url):
-            links[url] = _WS.sub(" ", "".join(el.itertext())).strip()
+            links[url] = " ".join("".join(el.itertext()).split())  # white space collapsed, as re's \s+
             if contexts is not None:
                 contexts[url] = link_context(el, blocks)
     return links, images

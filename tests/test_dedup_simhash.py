@@ -1,4 +1,5 @@
 import hashlib
+import importlib
 import os
 import subprocess
 import sys
@@ -43,6 +44,22 @@ def test_ngram_hashes_count_each_distinct_ngram_once_with_its_tf():
 def test_token_hash_is_stable_blake2b():
     h = int(token_hashes(["cat", "dog", "cat"])[2])
     assert h == int.from_bytes(hashlib.blake2b(b"cat", digest_size=8).digest(), "little")
+
+
+def test_token_hashes_are_remembered_across_texts_within_a_bound(monkeypatch):
+    module = importlib.import_module("focuscrawl.dedup.simhash")  # the package exports simhash(), the function
+
+    def blake(tokens):
+        return [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little") for t in tokens]
+
+    monkeypatch.setattr(module, "TOKEN_MEMO", 4)
+    module._TOKEN_HASHES.clear()
+    first = ["cat", "dog", "cat", "naïve"]
+    assert [int(h) for h in token_hashes(iter(first))] == blake(first)
+    assert set(module._TOKEN_HASHES) == {"cat", "dog", "naïve"}
+    second = ["dog", "mouse", "owl", "bird", "fish", "dog"]  # overflows the memo: it starts again
+    assert [int(h) for h in token_hashes(second)] == blake(second)
+    assert len(module._TOKEN_HASHES) <= 4 and token_hashes([]).size == 0
 
 
 def test_simhash_bits_are_weighted_signs():

@@ -95,3 +95,18 @@ def test_element_text_with_known_texts_is_the_same_text_in_any_order(order):
     fresh[body.find("main")] = "(known)"
     del fresh[body]
     assert "(known)" in element_text(body, fresh)
+
+
+def test_element_text_keeps_the_tails_of_comments_and_skipped_elements():
+    """Comments, processing instructions and skipped elements (scripts, styles) give their
+    tails; blocks their own lines; ``known`` texts replace a subtree, its tail follows."""
+    from lxml import html as lhtml
+
+    from focuscrawl.text.html import element_text
+
+    root = lhtml.fromstring("<div><p>a<!-- c -->b<?pi x?>c<script>s()</script>d<br>e<style>p{}</style>f</p>"
+                            "<SCRIPT>t()</SCRIPT>g<section><p>h</p>i</section>j</div>")
+    assert element_text(root) == "\n\nabcd\n\nef\ng\n\nh\ni\nj\n"
+    section = root.find("section")
+    assert element_text(root, {section: "(known)"}) == "\n\nabcd\n\nef\ng(known)j\n"
+    assert element_text(root.find("script")) == "" and element_text(root.find("p")) == "\nabcd\n\nef\n"

@@ -238,3 +238,15 @@ def test_resolved_src_is_resolve_src_and_its_extension_for_any_base_and_is_bound
     info = _resolved_in_folder.cache_info()
     assert info.hits >= len(SRCS) - 2  # the second page of the folder a/b/: its sources were known
     assert info.maxsize == SRC_MEMO
+
+
+def test_clean_attribute_collapses_every_white_space_and_drops_nul_and_replacement_characters():
+    import re
+    import sys
+
+    from focuscrawl.images.rules import clean_attribute
+
+    spaces = "".join(chr(c) for c in range(sys.maxunicode + 1) if re.fullmatch(r"\s", chr(c)))
+    assert clean_attribute(f"{spaces}a{spaces}b\x00c\ufffd {spaces}") == "a bc"
+    assert clean_attribute("  a\u00a0\u2003 tabby\n\tcat\x1c ") == "a tabby cat"
+    assert clean_attribute(None) == clean_attribute("") == clean_attribute(" \x00 ") == ""

@@ -141,6 +141,10 @@ def test_the_model_loads_from_its_cached_uncompressed_copy(tmp_path):
         "classes.npy", "nextmove.npy", "nextmove_row.npy", "out_feat.npy", "pc.npy", "ptc.npy"]
     cached = load_identifier(tmp_path / "cache")  # reads it
     assert [first.classify(t) for t in texts] == [cached.classify(t) for t in texts] == [wheel.classify(t) for t in texts]
+    # the copy's table is the wheel's float16 widened to float32 (no conversion per text):
+    # the same probabilities, to the bit
+    assert (cached.nb_ptc.dtype.name, wheel.nb_ptc.dtype.name) == ("float32", "float16")
+    assert [cached._decide(t).tobytes() for t in texts] == [wheel._decide(t).tobytes() for t in texts]
     # a damaged copy is written again; an unwritable cache is skipped
     (copy / "ptc.npy").write_bytes(b"not an array")
     assert load_identifier(tmp_path / "cache").classify(FR) == wheel.classify(FR)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urljoin
 
+import pytest
+
 from focuscrawl.analysis import page_links, parse_tree
 
 HREFS = ["/p/12", "/a/b.html", "/a/./b", "/a/../b", "/..", "/.", "/a/..", "/a/...", "/.well-known/x",
@@ -28,3 +30,21 @@ def test_a_page_without_a_usable_base_joins_with_urljoin():
     html = '<a href="/p/1">one</a><a href="p/2">two</a>'
     assert page_links(parse_tree(html, "about:blank"), "about:blank")[0] == {}
     assert page_links(parse_tree(html, "ftp://h.org/d/"), "ftp://h.org/d/")[0] == {}
+
+
+@pytest.mark.parametrize("html", ["<html><body><p>a<a href='/x'>b</a><img src='i.jpg' alt='c'></p></body></html>",
+                                  "", "   ", "\x00<p>nul\x00</p>", "just text", "<!-- only a comment -->",
+                                  "<?xml version='1.0'?><html><body>x</body></html>", "<p>unclosed <b>bold"])
+def test_the_page_tree_is_the_tree_scrapy_builds(html):
+    from lxml import etree
+    from parsel import Selector
+
+    scrapy_root = Selector(text=html, type="html", base_url="http://h.test/d/").root
+    root = parse_tree(html, "http://h.test/d/")
+    assert etree.tostring(root) == etree.tostring(scrapy_root) and root.base == scrapy_root.base
+
+
+def test_anchor_texts_have_their_white_space_collapsed():
+    html = "<p><a href='/a'>\n  the\u00a0tabby\u2003 <b>cat</b>\t</a><a href='/b'> </a></p>"
+    assert page_links(parse_tree(html, "http://h.test/"), "http://h.test/")[0] == {
+        "http://h.test/a": "the tabby cat", "http://h.test/b": ""}

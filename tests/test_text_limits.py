@@ -109,6 +109,16 @@ def test_clip_cuts_before_a_tag_and_says_so():
     assert clipped and cut == b"<p>" + b"x" * 50 + b"</p>"
 
 
+def test_markup_is_clipped_before_the_start_tag_past_the_budget_only():
+    from focuscrawl.text.html import clip_markup
+
+    page = "<p>" + "x" * 20 + "</p>"  # one start tag, one end tag
+    assert clip_markup(page * 4, 4) == (page * 4, False)  # 8 '<' but 4 start tags: read whole
+    assert clip_markup(page * 5, 4) == (page * 4, True)
+    assert clip_markup(page * 4 + "a < b <3", 4) == (page * 4 + "a < b <3", False)  # '<' that opens no tag
+    assert clip_markup(page * 5, 0) == (page * 5, False)
+
+
 @pytest.mark.parametrize("extractor", ["auto", "trafilatura"])
 def test_a_50mb_page_is_read_up_to_the_cap(tmp_path, extractor):
     """The page is read up to the cap only; with trafilatura too, whose fallbacks

@@ -25,8 +25,7 @@ from focuscrawl.text.html import element_text
 def context_text(el: etree._Element, known: dict | None = None) -> str:
     """An element's text as stored and scored: one line per block, white space collapsed
     (``known``: ``element_text``'s)."""
-    lines = (" ".join(line.split()) for line in element_text(el, known).splitlines())
-    return "\n".join(line for line in lines if line)
+    return "\n".join(filter(None, map(" ".join, map(str.split, element_text(el, known).splitlines()))))
 
 
 class PageTexts:

@@ -51,16 +51,29 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z
 
 
+#: distinct tokens whose hashes a process remembers across texts (a site's vocabulary
+#: recurs page after page): ~4 MB; the memo starts again when full
+TOKEN_MEMO = 1 << 15
+
+
+class _TokenHashes(dict):
+    """token -> its BLAKE2b 64-bit hash (little-endian bytes), computed on first sight."""
+
+    def __missing__(self, token: str) -> bytes:
+        if len(self) >= TOKEN_MEMO:
+            self.clear()
+        digest = self[token] = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
+        return digest
+
+
+_TOKEN_HASHES = _TokenHashes()
+
+
 def token_hashes(tokens: Iterable[str]) -> np.ndarray:
-    """BLAKE2b 64-bit hash of each token (little-endian), each distinct token hashed once;
-    ``tokens`` may be an iterator (a long text's token strings need not all be alive)."""
-    memo: dict[str, bytes] = {}
-    out = bytearray()
-    for t in tokens:
-        digest = memo.get(t)
-        if digest is None:
-            digest = memo[t] = hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest()
-        out += digest
+    """BLAKE2b 64-bit hash of each token (little-endian), each distinct token hashed once
+    per process (``TOKEN_MEMO``); ``tokens`` may be an iterator (a long text's token strings
+    need not all be alive)."""
+    out = bytearray(b"".join(map(_TOKEN_HASHES.__getitem__, tokens)))
     hashes = np.frombuffer(out, dtype="<u8")  # a writable view of the buffer, no copy
     return hashes if hashes.dtype.isnative else hashes.astype(_U64)
 

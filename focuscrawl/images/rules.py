@@ -27,7 +27,6 @@ PAGE_LIMIT = "page_limit"  # more candidates on the page than FOCUSCRAWL_IMAGE_M
 DROP_REASONS = (NO_ALT_TITLE, NO_SRC, BAD_SRC, SIZE_UNSPECIFIED, TOO_SMALL, TOO_LARGE, FORMAT, PAGE_LIMIT)
 
 _PIXELS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:px)?\s*$", re.I)
-_WS = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ def clean_attribute(value: str | None) -> str:
     """An attribute's text with NULs/replacement characters dropped and white space collapsed."""
     if not value:
         return ""
-    return _WS.sub(" ", value.translate(_DROP_CHARS)).strip()
+    return " ".join(value.translate(_DROP_CHARS).split())  # str.split's white space is re's \s
 
 
 def html_dimension(value: str | None) -> int | None:

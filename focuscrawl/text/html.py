@@ -5,7 +5,6 @@ import codecs
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Iterable
 
 import lxml.html
 from lxml import etree
@@ -125,7 +124,7 @@ def markup_budget(max_bytes: int) -> int:
 def clip_markup(html: str, max_tags: int) -> tuple[str, bool]:
     """``html`` up to its ``max_tags``-th start tag (0: all), cut before the next one; and
     whether anything was cut. Bounds the trees the extractors build on dense markup."""
-    if max_tags <= 0 or len(html) < 3 * max_tags:
+    if max_tags <= 0 or len(html) < 3 * max_tags or html.count("<") <= max_tags:  # (a C scan: the common case)
         return html, False
     for n, match in enumerate(_START_TAG.finditer(html), 1):
         if n > max_tags:
@@ -209,38 +208,43 @@ def flat_text(html: str) -> str:
     return _BLANK_LINES.sub("\n", "".join(parser.parts).translate(_DROP_CHARS)).strip()
 
 
-def _iter_text(el: etree._Element, known: dict | None = None) -> Iterable[str]:
+def _iter_text(el: etree._Element, known: dict | None = None) -> list[str]:
     """Text under ``el`` in document order, with newlines around block elements; a descendant
-    in ``known`` (``element_text``) is its text there."""
-    stack: list[tuple[etree._Element, bool]] = [(el, False)]
-    while stack:
-        node, closing = stack.pop()
-        tag = node.tag if isinstance(node.tag, str) else None
-        if closing:
-            if tag in BLOCK_TAGS:
-                yield "\n"
-            if node is not el and node.tail:
-                yield node.tail
-            continue
-        if tag is None:  # comment or processing instruction left by a lenient parse
-            if node.tail and node is not el:
-                yield node.tail
-            continue
-        if known and node is not el:
-            text = known.get(node)
-            if text is not None:
-                yield text
-                if node.tail:
-                    yield node.tail
+    in ``known`` (``element_text``) is its text there.
+
+    Read with lxml's ``iterwalk`` (the walk in C, ~40% less than a Python stack of nodes):
+    a skipped or known element's subtree is not entered, its ``end`` event still comes
+    (its tail); comments and processing instructions give their tails only."""
+    if not isinstance(el.tag, str):  # a comment or processing instruction
+        return []
+    parts: list[str] = []
+    append = parts.append
+    walker = etree.iterwalk(el, events=("start", "end", "comment", "pi"))
+    for event, node in walker:
+        if event == "start":
+            if known and node is not el:
+                text = known.get(node)
+                if text is not None:
+                    append(text)
+                    walker.skip_subtree()
+                    continue
+            tag = node.tag
+            if tag.lower() in SKIP_TAGS:
+                walker.skip_subtree()
                 continue
-        stack.append((node, True))
-        if tag.lower() in SKIP_TAGS:
-            continue
-        if tag in BLOCK_TAGS:
-            yield "\n"
-        if node.text:
-            yield node.text
-        stack.extend((child, False) for child in reversed(node))
+            if tag in BLOCK_TAGS:
+                append("\n")
+            if node.text:
+                append(node.text)
+        elif node is el:  # its end: the tail is not its text
+            if node.tag in BLOCK_TAGS:
+                append("\n")
+        else:
+            if event == "end" and node.tag in BLOCK_TAGS and not (known and node in known):
+                append("\n")
+            if node.tail:
+                append(node.tail)
+    return parts
 
 
 def element_text(el: etree._Element, known: dict | None = None) -> str:

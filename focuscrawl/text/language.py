@@ -29,6 +29,8 @@ _LETTER = re.compile(r"[^\W\d_]")
 
 #: the arrays of py3langid's model (``py3langid.modelio``), as its cached copy stores them
 _MODEL_ARRAYS = ("ptc", "pc", "classes", "nextmove", "nextmove_row", "out_feat")
+#: the layout of the cached copy (part of its folder's name): its ``ptc`` is float32
+_COPY_FORMAT = "f32"
 #: distinct texts whose identification a process remembers (ALT texts, captions and the
 #: start of a site's pages recur across pages), of up to ``MEMO_CHARS`` characters each
 MEMO_TEXTS = 4096
@@ -49,27 +51,38 @@ def load_identifier(cache: Path):
     copy of the model in its wheel, kept under ``cache`` (written on first use, per model
     file). The wheel's model is xz-compressed: decompressing it cost ~0.4-0.6 s of CPU and ~55
     MB in every analysis worker of every crawl; the copy loads in ~10 ms and its pages are
-    shared by the workers. A cache that cannot be written or read is skipped (the wheel's
-    model then loads as py3langid loads it)."""
+    shared by the workers. The copy's feature table is float32 (the wheel's is float16, which
+    every text's scoring converted to float32 row by row: ~60% of the scoring; the widening is
+    exact, so the probabilities are the same bits). A cache that cannot be written or read is
+    skipped (the wheel's model then loads as py3langid loads it)."""
     import numpy as np
     from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 
     model = Path(MODEL_DIR) / MODEL_FILE
     stat = model.stat()
-    folder = cache / f"{stat.st_size}-{stat.st_mtime_ns}"
+    folder = cache / f"{stat.st_size}-{stat.st_mtime_ns}-{_COPY_FORMAT}"
     try:
-        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _MODEL_ARRAYS}
+        arrays = _read_copy(folder)
     except (OSError, ValueError):
         arrays = _cache_model(model, folder)
-    return LanguageIdentifier(arrays["ptc"], np.asarray(arrays["pc"]), arrays["classes"].tolist(),
+    # plain ndarray views of the mapped arrays: numpy.memmap's Python-level indexing
+    # costs ~1 us a text
+    return LanguageIdentifier(np.asarray(arrays["ptc"]), np.asarray(arrays["pc"]), arrays["classes"].tolist(),
                               memoryview(np.ascontiguousarray(arrays["nextmove"])), arrays["out_feat"].tolist(),
                               norm_probs=True, tk_row=arrays["nextmove_row"].tolist())
+
+
+def _read_copy(folder: Path) -> dict:
+    import numpy as np
+
+    return {name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _MODEL_ARRAYS}
 
 
 def _cache_model(model: Path, folder: Path) -> dict:
     """The model's arrays, read from the wheel and written to ``folder`` as ``.npy`` files
     (into a temporary folder renamed into place: a concurrent worker or a killed process
-    never leaves a half-written copy)."""
+    never leaves a half-written copy), then mapped from there; the wheel's arrays when the
+    copy cannot be written."""
     import shutil
     import tempfile
 
@@ -77,7 +90,7 @@ def _cache_model(model: Path, folder: Path) -> dict:
     from py3langid.modelio import load_model
 
     ptc, pc, classes, nextmove, row, out = load_model(model)
-    arrays = {"ptc": ptc, "pc": pc, "classes": np.array(classes),
+    arrays = {"ptc": ptc.astype(np.float32), "pc": pc, "classes": np.array(classes),
               "nextmove": np.frombuffer(nextmove, dtype=f"u{nextmove.itemsize}"),
               "nextmove_row": np.frombuffer(row, dtype=f"u{row.itemsize}"), "out_feat": np.asarray(out, dtype=np.int32)}
     tmp = None
@@ -93,7 +106,10 @@ def _cache_model(model: Path, folder: Path) -> dict:
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    return arrays
+    try:
+        return _read_copy(folder)
+    except (OSError, ValueError):  # no copy: the wheel's float16 table (57 MB as float32)
+        return arrays | {"ptc": ptc}
 
 
 @lru_cache(maxsize=MEMO_TEXTS)
