@@ -31,7 +31,6 @@ re-rank what it holds (``focuscrawl.frontier.RerankingPriorityQueue``).
 """
 from __future__ import annotations
 
-import gc
 import math
 import pickle
 import re
@@ -282,10 +281,8 @@ class LinkLearner:
             from sklearn.linear_model import SGDClassifier
 
         self._csr_matrix, self._sklearn_config = csr_matrix, config_context
-        # scikit-learn and SciPy add ~100 MB of long-lived objects that every full garbage
-        # collection would scan again (~7% of a crawl's CPU, benchmarks/crawl_throughput.py):
-        # move everything alive now (modules, settings, the model) out of the collector's reach
-        gc.freeze()
+        # scikit-learn and SciPy add ~100 MB of long-lived objects: frozen with the rest of the
+        # heap at spider_opened (focuscrawl.extensions.collector)
 
         self.vectorizer = HashingVectorizer(analyzer=_tokens, n_features=n_features,
                                             alternate_sign=False, norm="l2")
