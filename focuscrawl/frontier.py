@@ -67,7 +67,8 @@ from scrapy.utils.request import request_from_dict
 from focuscrawl.output.run_state import RunState
 from focuscrawl.focus.link_learner import url_host
 from focuscrawl.output.files import LineLog, complete_lines_size, job_state_dir
-from focuscrawl.scrapy_compat import read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record
+from focuscrawl.scrapy_compat import (lowest_priority, read_seen_fingerprints, request_to_dict, rerank_queue_top,
+                                     seen_record)
 
 logger = logging.getLogger(__name__)
 
@@ -483,7 +484,8 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     always ranked by a recent model. Requests keep the same meta, so the disk queues
     of a JOBDIR and the frontier journal are unaffected. Without a learner (other
     modes) it is Scrapy's queue. (Taking out and pushing back the top reads Scrapy's
-    internals: ``focuscrawl.scrapy_compat.rerank_queue_top``.)
+    internals: ``focuscrawl.scrapy_compat.rerank_queue_top``; its pops find the next priority
+    with ``lowest_priority``.)
 
     ``__init__`` keeps the signature Scrapy's scheduler builds priority queues with
     (``crawler, downstream_queue_cls, key, startprios``); ``from_crawler`` reads the settings.
@@ -518,6 +520,9 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
         count = rerank_queue_top(self, self.top, self._rescore)
         self.stats.inc_value("focuscrawl/learning/reranked", count)
         return count
+
+    def _update_curprio(self) -> None:
+        lowest_priority(self, super()._update_curprio)
 
     def _rescore(self, request) -> None:
         vector = request.meta.get("link_vector")

@@ -25,7 +25,7 @@ from scrapy.utils.defer import _schedule_coro
 from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
 
 __all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "seen_record", "request_to_dict",
-           "rerank_queue_top", "wake_engine", "is_decompression_too_big", "is_too_many_redirects",
+           "rerank_queue_top", "lowest_priority", "wake_engine", "is_decompression_too_big", "is_too_many_redirects",
            "is_over_download_maxsize", "quiet_robots_network_errors", "MemoryStatsCollector", "SlotBoundDownloader"]
 
 _SEEN_SIZE_BYTES = 2  # RFPDupeFilter's requests.seen: 2-byte big-endian length + fingerprint
@@ -137,6 +137,21 @@ def rerank_queue_top(queue: Any, count: int, rescore: Callable[[Any], None]) -> 
     prios = set(queue.queues) | set(queue._start_queues)
     queue.curprio = min(prios) if prios else None
     return len(taken)
+
+
+def lowest_priority(queue: Any, scan: Callable[[], None]) -> None:
+    """Set a ``ScrapyPriorityQueue``'s ``curprio`` as its ``_update_curprio`` (``scan``) does, in
+    one C-level ``min``: Scrapy's looks at every per-priority queue in Python each time one
+    empties, and the learner's priorities (1,000 steps) keep hundreds of them. Its per-priority
+    queues are dropped when they empty, so the lowest key is the answer unless start requests
+    are queued or that queue is empty; then Scrapy's own ``scan`` runs."""
+    queues = queue.queues
+    if queues and not queue._start_queues:
+        prio = min(queues)
+        if queues[prio]:
+            queue.curprio = prio
+            return
+    scan()
 
 
 def forget_media_result(pipeline: Any, info: Any, request: Any) -> None:

@@ -89,6 +89,8 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     # a progress line every FOCUSCRAWL_PROGRESS_INTERVAL seconds
     "focuscrawl.extensions.progress.CrawlProgress": 500,
+    # Python's garbage collector set for a crawl (FOCUSCRAWL_GC_FREEZE, FOCUSCRAWL_GC_THRESHOLD)
+    "focuscrawl.extensions.collector.CollectorTuning": 510,
     # + focuscrawl.output.run_state.RunState at 890 (the owner of the run directory,
     # image store and lease book), put in by its add-on below
     # stats.json in the run directory when the crawl ends
@@ -419,6 +421,15 @@ FOCUSCRAWL_FINGERPRINT_CACHE_SIZE = 20_000
 #: links.tsv row and counters stay; focuscrawl.frontier.KnownLinks); least recently seen
 #: forgotten first, ~200 bytes each; 0 = every link becomes a request.
 FOCUSCRAWL_KNOWN_LINKS = 50_000
+#: At spider_opened the objects alive (modules, models, components: ~200,000 containers)
+#: are moved out of Python's cyclic garbage collector's reach (gc.freeze), which otherwise
+#: walked them again on every full collection (focuscrawl.extensions.collector); put back at
+#: spider_closed.
+FOCUSCRAWL_GC_FREEZE = True
+#: Net container allocations between two young collections during a crawl (Python's: 700);
+#: a page makes hundreds, and each young collection promotes the page's objects in flight
+#: towards the full collections. 0 = Python's own.
+FOCUSCRAWL_GC_THRESHOLD = 10_000
 
 # --- Deployment: WARC files, Redis (docs/DEPLOY.md) ----------------------------------
 #: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC

@@ -400,3 +400,78 @@ def test_the_kept_coefficients_are_the_models_after_every_update_and_save_as_a_l
             each.observe(_features(f"http://h{i % 4}.test/p/{i}", f"w{i % 5}"), f"h{i % 4}.test", True)
     assert loaded.score(probe, 100.0, "h1.test") == learner.score(probe, 100.0, "h1.test")
     assert list(loaded._coef) == list(learner._coef)
+
+
+def _interlinked_web() -> dict:
+    """A portal and two hosts whose pages all link to each other: most links of a page are
+    known already (``KnownLinks``)."""
+    urls = [f"http://{h}.test/{i}" for i in range(1, 4) for h in ("decoy", "good")]
+    everything = [(u, f"read {u[7:11]}") for u in urls]
+    pages = {("portal.test", "/"): Page(html("portal", NORMAL, everything))}
+    for i in range(1, 4):
+        pages[("decoy.test", f"/{i}")] = Page(html("decoy", f"{LOW} {i}", everything))
+        pages[("good.test", f"/{i}")] = Page(html("good", GOOD_TEXTS[i - 1], everything))
+    return pages
+
+
+def test_a_learning_crawl_without_links_log_decides_and_learns_as_with_it(tmp_path):
+    """Without links.tsv the learner does not score the known links (nothing reads their
+    score): the crawl's order, stats and saved learner are those of a crawl that logs them."""
+    results = []
+    for log in (True, False):
+        out = tmp_path / str(log)
+        out.mkdir()
+        settings = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1, "FOCUSCRAWL_LINKS_LOG": log}
+        with LocalWeb(_interlinked_web()) as web:
+            stats, proc = crawl(web, out, "http://portal.test/", mode="learning", settings=settings)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        counts = {k: v for k, v in stats.items() if k.startswith(("focuscrawl/links/", "focuscrawl/learning/"))}
+        results.append((web.pages_requested(), counts, (out / "out" / "link_learner.pkl").read_bytes()))
+    assert results[0] == results[1]
+    pages, counts, _ = results[0]
+    assert counts["focuscrawl/learning/reranked"] > 0 and len(pages) == 7
+    # every page's six links were decided, five or six of them known already
+    assert sum(v for k, v in counts.items() if k.startswith(("focuscrawl/links/bucket/", "focuscrawl/links/razored"))) \
+        == 7 * 6
+
+
+def test_a_link_decided_without_the_learner_leaves_it_untouched():
+    from focuscrawl.focus.ranker import LinkRanker
+
+    learner = LinkLearner()
+    ranker = LinkRanker([10.0, 100.0], 10, 1000.0, dict(doc_weight=1.0, anchor_weight=0.0, keyword_weight=0.0,
+                                                         anchor_max_pp=1000.0), 16, learner=learner,
+                        learned_priority=True)
+    kept = ranker.decide(50.0, "cats", url="http://a.test/cats", parent_url="http://b.test/", learn=False)
+    assert kept.learned is None and kept.features is None and not learner._index
+    learned = ranker.decide(50.0, "cats", url="http://a.test/cats", parent_url="http://b.test/")
+    assert (learned.score, learned.followed) == (kept.score, kept.followed) and learned.learned is not None
+    assert learner._index
+
+
+def test_the_learner_learns_without_importing_pandas():
+    """scikit-learn imports pandas if it can (0.2 s of CPU and ~60 MB in the crawl process at
+    every start); the learner blocks it while importing scikit-learn, learns as ever, and
+    leaves pandas importable afterwards."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from focuscrawl.focus.link_learner import LinkLearner, link_features; "
+            "l = LinkLearner(retrain_every=5); "
+            "[l.observe(link_features('read', f'http://h{i % 3}.test/{i}', 'http://p.test/', 0.5, None, 40.0), "
+            "f'h{i % 3}.test', i % 3 == 0) for i in range(20)]; assert l.version == 4; "
+            "print('pandas' in sys.modules, 'sklearn' in sys.modules); import pandas")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
+
+
+def test_pandas_imported_before_the_learner_stays(monkeypatch):
+    import sys
+
+    from focuscrawl.focus.link_learner import _pandas_unimportable
+
+    sentinel = object()
+    monkeypatch.setitem(sys.modules, "pandas", sentinel)
+    with _pandas_unimportable():
+        assert sys.modules["pandas"] is sentinel
+    assert sys.modules["pandas"] is sentinel

@@ -20,7 +20,8 @@ from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
-                                      is_over_download_maxsize, is_too_many_redirects, read_seen_fingerprints,
+                                      is_over_download_maxsize, is_too_many_redirects, lowest_priority,
+                                      read_seen_fingerprints,
                                       request_to_dict, rerank_queue_top, seen_record)
 
 
@@ -108,6 +109,36 @@ def test_rerank_queue_top_reorders_the_best_requests_of_scrapys_priority_queue(t
     assert order == ["r3", "start", "r4", "r5", "r0", "r1", "r2"]  # Scrapy: other requests before start ones
     assert queue.curprio is None and len(queue) == 0
     assert rerank_queue_top(queue, 3, rescore) == 0  # an empty queue stays empty
+
+
+@pytest.mark.parametrize("queue_class", ["scrapy.squeues.FifoMemoryQueue", "scrapy.squeues.PickleFifoDiskQueue"])
+def test_lowest_priority_pops_in_scrapys_order(tmp_path, queue_class):
+    """A queue whose ``_update_curprio`` is ``lowest_priority`` pops what Scrapy's pops, with
+    the same ``curprio`` after each pop: many priorities, start requests, pushes while popping."""
+    from scrapy.pqueues import ScrapyPriorityQueue
+    from scrapy.utils.misc import load_object
+
+    class Fast(ScrapyPriorityQueue):
+        def _update_curprio(self):
+            lowest_priority(self, super()._update_curprio)
+
+    crawler = get_crawler()
+    runs = []
+    for cls in (ScrapyPriorityQueue, Fast):
+        queue = cls.from_crawler(crawler, load_object(queue_class), str(tmp_path / cls.__name__),
+                                 start_queue_cls=load_object(queue_class))
+        for i in range(40):
+            queue.push(Request(f"http://127.0.0.1/r{i}", priority=(i * 7) % 13,
+                               meta={"is_start_request": i % 10 == 0}))
+        run, n = [], 40
+        while (request := queue.pop()) is not None:
+            run.append((request.url.rsplit("/", 1)[1], queue.curprio))
+            if n < 60 and len(run) % 3 == 0:  # a page's new links
+                queue.push(Request(f"http://127.0.0.1/r{n}", priority=(n * 5) % 17))
+                n += 1
+        assert len(run) == n > 50  # every request popped once
+        runs.append(run)
+    assert runs[0] == runs[1]
 
 
 def test_expected_media_failure_is_not_logged_as_an_error(caplog):

@@ -40,6 +40,7 @@ COMPONENTS = {
     },
     "EXTENSIONS": {
         "focuscrawl.extensions.progress.CrawlProgress": 500,
+        "focuscrawl.extensions.collector.CollectorTuning": 510,  # #26: the collector set for a crawl
         "focuscrawl.output.stats.StatsFileWriter": 900,
     },
     "ADDONS": {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0},

@@ -10,7 +10,6 @@ their capture time as ``fetched_at``, so the merged run is the same for any N.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import logging
 import multiprocessing
@@ -97,14 +96,6 @@ def _crawler_process(settings: dict, verbose: bool) -> Iterator:
         root.setLevel(root_level)
         for handler in handlers:
             handler.removeFilter(_focuscrawl_info_and_warnings)
-
-
-def _freeze_heap(**_) -> None:
-    """At the start of each crawl of a job process: the objects alive then (modules, the
-    model, the crawl's components) move out of the collector's generations. Python's cyclic
-    GC otherwise walks them again on each full collection: 10-12% of a job's CPU (perf)."""
-    gc.collect()  # the previous crawl's garbage first, so that none of it is kept for good
-    gc.freeze()
 
 
 def _summary(crawler) -> dict:
@@ -211,7 +202,6 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
         return
     if task is None:
         return
-    from scrapy import signals
     from twisted.internet import defer, threads  # (neither installs a reactor)
 
     with _crawler_process(settings, verbose) as process:
@@ -219,7 +209,6 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
         def start(task: tuple[str, str]):
             path, part = task
             crawler = process.create_crawler("archive")
-            crawler.signals.connect(_freeze_heap, signal=signals.spider_opened)
             return path, crawler, process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
 
         @defer.inlineCallbacks

@@ -31,13 +31,14 @@ re-rank what it holds (``focuscrawl.frontier.RerankingPriorityQueue``).
 """
 from __future__ import annotations
 
-import gc
 import math
 import pickle
 import re
+import sys
 from array import array
 from bisect import bisect_left
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import mul
@@ -178,6 +179,24 @@ class HostHarvest:
         return min(0.99, mean + bonus)
 
 
+@contextmanager
+def _pandas_unimportable():
+    """While scikit-learn is imported: pandas cannot be (``None`` in ``sys.modules``, Python's
+    way to block an import). scikit-learn imports pandas when it is installed, for DataFrame
+    input, and works without it (an optional dependency); the learner gives it arrays only.
+    In the crawl process that import is 0.22 of the learner's 0.83 s of CPU at start and
+    ~60 MB. An interpreter that has pandas already keeps it."""
+    if "pandas" in sys.modules:
+        yield
+        return
+    sys.modules["pandas"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if sys.modules.get("pandas", False) is None:
+            del sys.modules["pandas"]
+
+
 _threadpools = None
 
 
@@ -255,15 +274,15 @@ class LinkLearner:
                  random_state: int = 0, siblings: bool = False, hubs: bool = False,
                  sibling_weight: float = defaults.FOCUSCRAWL_LEARNING_SIBLING_WEIGHT) -> None:
         from scipy.sparse import csr_matrix  # imported with the model, not at the first update
-        from sklearn import config_context
-        from sklearn.feature_extraction.text import HashingVectorizer
-        from sklearn.linear_model import SGDClassifier
+
+        with _pandas_unimportable():
+            from sklearn import config_context
+            from sklearn.feature_extraction.text import HashingVectorizer
+            from sklearn.linear_model import SGDClassifier
 
         self._csr_matrix, self._sklearn_config = csr_matrix, config_context
-        # scikit-learn and SciPy add ~100 MB of long-lived objects that every full garbage
-        # collection would scan again (~7% of a crawl's CPU, benchmarks/crawl_throughput.py):
-        # move everything alive now (modules, settings, the model) out of the collector's reach
-        gc.freeze()
+        # scikit-learn and SciPy add ~100 MB of long-lived objects: frozen with the rest of the
+        # heap at spider_opened (focuscrawl.extensions.collector)
 
         self.vectorizer = HashingVectorizer(analyzer=_tokens, n_features=n_features,
                                             alternate_sign=False, norm="l2")

@@ -98,12 +98,15 @@ class LinkRanker:
     def decide(self, doc_pp: float | None, anchor: str, depth: int = 0,
                inherited: float | None = None, *, url: str = "", parent_url: str = "",
                parent_topicality: float | None = None,
-               grandparent_topicality: float | None = None, context: str = "", block: str = "") -> LinkDecision:
+               grandparent_topicality: float | None = None, context: str = "", block: str = "",
+               learn: bool = True) -> LinkDecision:
         """Score, bucket, priority and razor decision of a link found on a page with
         perplexity ``doc_pp`` (``None``: the page had no text; ``inherited``, the score of
         the link that led to the page, or the razor value stands in). The learner also
         sees the link's ``url``, the page's URL, the page's and its parent's topicality and
-        the words around the anchor (``context``) and its block's kind (``block``)."""
+        the words around the anchor (``context``) and its block's kind (``block``);
+        ``learn=False``: without the learner's score, for a link nothing will queue or log
+        (the learner only caches what it computes: leaving it out changes no decision)."""
         if not self.focused:
             return LinkDecision(None, None, None, "", -depth, True)
         if self.topic is not None:
@@ -117,7 +120,7 @@ class LinkRanker:
             else:
                 score = base
             d = self._decision(score, anchor_pp, anchor_kw)
-        if self.learner is None:
+        if self.learner is None or not learn:
             return d
         return self._learned(d, anchor, url, parent_url, parent_topicality, grandparent_topicality, context, block)
 

@@ -24,7 +24,8 @@ link that led to it, or the razor value for a seed (kept, lowest bucket).
 
 Links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``) come as URLs in
 ``PageItem.known_links`` instead of Requests: each is decided, counted and logged the same
-way, then dropped (the dupefilter would have dropped its request).
+way, then dropped (the dupefilter would have dropped its request); in mode ``learning`` the
+learner scores a known link only for its links.tsv row (nothing else reads that score).
 
 With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row, in the page's link order. A response's rows travel
 in its page's item (field ``PageItem.link_rows``) to ``PageLogWriterPipeline``, which writes them in the
@@ -189,14 +190,15 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         depth = response.meta.get("depth", 0) + 1
         start = len(rows)
         for url in urls:
-            self._decide(url, links.get(url, ""), depth, response, rows)
+            self._decide(url, links.get(url, ""), depth, response, rows, queued=False)
         if self.log_links and start and len(rows) > start:
             rows[:] = in_link_order(rows, start, links)
 
-    def _decide(self, url: str, anchor: str, depth: int, response: Response,
-                rows: list[tuple[str, str]]) -> tuple[LinkDecision, float | None, LinkContext | None]:
+    def _decide(self, url: str, anchor: str, depth: int, response: Response, rows: list[tuple[str, str]],
+                queued: bool = True) -> tuple[LinkDecision, float | None, LinkContext | None]:
         """One out-link of ``response``: its decision (counted; its links.tsv row added to ``rows``),
-        the page score it was made with and its place on the page (``link_place``)."""
+        the page score it was made with and its place on the page (``link_place``). A link that
+        is not ``queued`` (a known link) gets the learner's score only for links.tsv."""
         analysis = page_analysis(response)
         doc_pp = None if analysis is None else self.focus.page_score(analysis)
         place = link_place(analysis, url)
@@ -205,7 +207,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                parent_topicality=response.meta.get("page_topicality"),
                                grandparent_topicality=response.meta.get("parent_topicality"),
                                context=place.words if place is not None else "",
-                               block=place.kind if place is not None else "")
+                               block=place.kind if place is not None else "",
+                               learn=queued or self.log_links)
         if self.ranker.focused:
             self.stats.inc_value(f"focuscrawl/links/bucket/{d.bucket}" if d.followed else "focuscrawl/links/razored")
         else:
