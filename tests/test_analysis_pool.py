@@ -1,4 +1,5 @@
-"""The page analysis gives the same run directory in the crawl process and on the worker pool.
+"""The page analysis gives the same run directory in the crawl process and on the worker pool,
+and the pool's workers keep their guarantees (their pipes on the reactor).
 
 Two deterministic crawls (one request at a time) of the same local web with the bundled
 model, ``FOCUSCRAWL_ANALYSIS_WORKERS=0`` and ``=1``: same pages.tsv rows (but the fetch
@@ -10,10 +11,17 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
+import signal
+import time
 from pathlib import Path
 
-from tests.support.crawl import crawl
+import pytest
+
+from focuscrawl.analysis import AnalysisConfig, AnalysisFailed, PageAnalyser, analyse_page
+from tests.support.crawl import crawl, on_reactor
 from tests.support.localweb import LocalWeb, Page, png_bytes
+from tests.support.processes import alive, descendants
 
 CAT = ("The tabby cat sleeps on the warm sofa while the kitten chases a ball of wool.",
        "A Maine Coon is a large domestic cat breed with a long fluffy tail and tufted ears.",
@@ -78,3 +86,101 @@ def test_pool_and_in_process_analysis_write_the_same_run(tmp_path):
     assert stats_a.get("focuscrawl/analysis/pool_pages") is None
     assert stats_b["focuscrawl/analysis/pool_pages"] == 9
 
+
+
+# -- the worker processes and their pipes, on the session's reactor ---------------------
+def spawned_workers(before: set[int], n: int) -> list[int]:
+    """The ``n`` analysis workers (spawned interpreters) this process started since ``before``."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = sorted(pid for pid in descendants(os.getpid()) - before
+                       if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes())
+        if len(found) >= n or time.monotonic() > deadline:
+            assert len(found) == n, found
+            return found
+        time.sleep(0.02)
+
+
+def page(i: int, padding: int = 0) -> tuple[str, str, str, int]:
+    """A page of the cats site (``padding`` bytes of comment make it big and cheap to analyse)."""
+    url = f"http://cats.test/p{i}"
+    html = site()[f"/p{i}"].body.decode().replace("</body>", f"<!-- {'x' * padding} --></body>")
+    return html, url, url, 0
+
+
+@pytest.fixture
+def expected(cats_scorer):
+    """What the crawl process's own analysis makes of a page."""
+    config = AnalysisConfig()
+    return lambda args: analyse_page(*args, config, cats_scorer)
+
+
+@pytest.mark.timeout(120)
+def test_big_pages_for_a_stopped_worker_leave_the_reactor_free_and_close_waits_for_them(cats_scorer, expected):
+    """Three pages of 2 MB each (far more than the pipe holds) for a worker that does not read
+    (SIGSTOP): ``analyse`` returns at once and the reactor goes on; once the worker runs
+    again, ``close`` waits for the three answers, then the worker is gone."""
+    before = descendants(os.getpid())
+    analyser = PageAnalyser(AnalysisConfig(), cats_scorer, workers=1)
+    (worker,) = spawned_workers(before, 1)
+    pages = [page(i, padding=2 * 1024 * 1024) for i in range(3)]
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        deferreds = on_reactor(lambda: [analyser.analyse(*args) for args in pages])
+        assert on_reactor(lambda: [d.called for d in deferreds]) == [False, False, False]
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    on_reactor(analyser.close)
+    assert [d.called for d in deferreds] == [True, True, True]
+    assert [on_reactor(lambda d=d: d) for d in deferreds] == [expected(args) for args in pages]
+    assert not alive({worker})
+    assert analyser.worker_counters()["focuscrawl/lm/queries"] > 0
+
+
+@pytest.mark.timeout(120)
+def test_a_killed_worker_is_replaced_and_a_page_that_kills_two_fails(cats_scorer, expected, caplog):
+    """A worker killed with a page in its pipe: a new one analyses it (one warning). A page
+    whose new worker is killed too fails with ``AnalysisFailed``; the next page gets a new
+    worker again."""
+    before = descendants(os.getpid())
+    analyser = PageAnalyser(AnalysisConfig(), cats_scorer, workers=1)
+    (first,) = spawned_workers(before, 1)
+    os.kill(first, signal.SIGSTOP)  # the page stays in its pipe, unread
+    (held,) = on_reactor(lambda: [analyser.analyse(*page(1))])  # (a list: not waited for)
+    os.kill(first, signal.SIGKILL)
+    assert on_reactor(lambda: held) == expected(page(1))
+    (second,) = spawned_workers(before | {first}, 1)
+    os.kill(second, signal.SIGSTOP)
+    (doomed,) = on_reactor(lambda: [analyser.analyse(*page(2))])
+    os.kill(second, signal.SIGKILL)
+    (third,) = spawned_workers(before | {first, second}, 1)
+    os.kill(third, signal.SIGKILL)
+    with pytest.raises(AnalysisFailed, match="died twice on http://cats.test/p2"):
+        on_reactor(lambda: doomed)
+    assert on_reactor(analyser.analyse, *page(3)) == expected(page(3))
+    on_reactor(analyser.close)
+    assert analyser.worker_counters()["focuscrawl/analysis/pool_restarts"] == 3
+    assert caplog.text.count("an analysis worker died") == 3
+    assert not alive({first, second, third})
+
+
+@pytest.mark.timeout(120)
+def test_two_workers_take_a_page_each_and_a_page_error_reaches_its_deferred(cats_scorer, expected, caplog):
+    """Two workers, both stopped, two pages: each holds one (killing one sends one page
+    again); a page whose analysis raises fails its Deferred with that error, the worker
+    goes on."""
+    before = descendants(os.getpid())
+    analyser = PageAnalyser(AnalysisConfig(), cats_scorer, workers=2)
+    workers = spawned_workers(before, 2)
+    for pid in workers:
+        os.kill(pid, signal.SIGSTOP)
+    deferreds = on_reactor(lambda: [analyser.analyse(*page(i)) for i in (4, 5)])
+    os.kill(workers[0], signal.SIGKILL)
+    os.kill(workers[1], signal.SIGCONT)
+    assert [on_reactor(lambda d=d: d) for d in deferreds] == [expected(page(4)), expected(page(5))]
+    assert "analyses again the 1 page(s) it held" in caplog.text
+    with pytest.raises(TypeError):
+        on_reactor(analyser.analyse, None, "http://cats.test/none", "http://cats.test/none", 0)
+    assert on_reactor(analyser.analyse, *page(6)) == expected(page(6))
+    on_reactor(analyser.close)
+    assert analyser.worker_counters()["focuscrawl/analysis/pool_restarts"] == 1

@@ -9,6 +9,8 @@
 * ``focused_cmd``/``start_focused``: the crawl as a process (``tests/support/run_crawl.py``)
   that the caller waits for, signals or kills.
 * the link spider of the Redis tests: ``links_cmd``/``run_links``/``start_links``.
+* ``on_reactor``: call a function on that reactor's thread and wait for its result (a
+  Deferred's once it fires), for components that must run there.
 """
 from __future__ import annotations
 
@@ -114,6 +116,14 @@ def _running_reactor():
         _reactor_thread = threading.Thread(target=run, daemon=True, name="test-reactor")
         _reactor_thread.start()
     return reactor
+
+
+def on_reactor(fn, *args):
+    """``fn(*args)`` called on the session's reactor thread; its result (that of the Deferred
+    it returns, once fired; its exception raised here)."""
+    from twisted.internet import threads
+
+    return threads.blockingCallFromThread(_running_reactor(), fn, *args)
 
 
 @contextmanager
