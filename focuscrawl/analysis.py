@@ -397,10 +397,11 @@ def _init_worker(config: AnalysisConfig, topic, parent: int) -> None:
 _WARM_UP_HTML = "<html><body><main><p>" + "A short paragraph of plain text. " * 8 + "</p></main></body></html>"
 
 
-def _analyse_in_worker(html: str, url: str, base_url: str, depth: int) -> tuple[PageAnalysis, int, int, int]:
+def _analyse_in_worker(html: str, url: str, base_url: str, depth: int) -> tuple[PageAnalysis, int, int]:
+    """The page's analysis and the worker's LM counters so far (queries, cache hits)."""
     config, scorer, topic = _worker
     result = analyse_page(html, url, base_url, depth, config, scorer, topic)
-    return result, os.getpid(), scorer.queries, scorer.cache_hits
+    return result, scorer.queries, scorer.cache_hits
 
 
 def _worker_main(conn, config: AnalysisConfig, topic, parent: int) -> None:
@@ -546,7 +547,7 @@ class _Worker:
         del buffer[:start]
         # each answer's page taken first: a callback may send a page, or find the worker dead
         for page, answer in [(self.pages.popleft(), answer) for answer in answers]:
-            self.analyser._answered(page, *answer)
+            self.analyser._answered(self, page, *answer)
 
     def connectionLost(self, reason) -> None:
         self._lost(reason)
@@ -607,7 +608,8 @@ class PageAnalyser:
         self.restarts = 0
         #: one slot per worker; ``None``: died, started again when a page comes for it
         self._workers: list[_Worker | None] = []
-        self._worker_counters: dict[int, tuple[int, int]] = {}
+        #: each worker's LM counters (queries, cache hits), cumulative; a dead worker's stay
+        self._worker_counters: dict[_Worker, tuple[int, int]] = {}
         self._closing = False
         if workers > 0:
             # start the workers now: they load while the crawl sets up and fetches its seeds
@@ -641,12 +643,12 @@ class PageAnalyser:
             slots[slot] = self._start_worker()
         slots[slot].send(page)
 
-    def _answered(self, page: _Page, ok: bool, answer) -> None:
+    def _answered(self, worker: _Worker, page: _Page, ok: bool, answer) -> None:
         if not ok:
             page.deferred.errback(answer)
             return
-        result, pid, queries, hits = answer
-        self._worker_counters[pid] = (queries, hits)  # cumulative per worker
+        result, queries, hits = answer
+        self._worker_counters[worker] = (queries, hits)
         page.deferred.callback(result)
 
     def _died(self, worker: _Worker) -> None:
