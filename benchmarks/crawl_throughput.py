@@ -868,7 +868,9 @@ def shape_runs(args, server: subprocess.Popen, port: int, web_pages: int, first:
     if args.cprofile:
         for kind in args.modes:
             out = args.cprofile if len(args.modes) == 1 else f"{args.cprofile}.{kind.replace('/', '-')}"
-            r = crawl_subprocess(kind, port, args.pages, profile=args.profile, extra=args.set, cprofile=out)
+            name, _, ab = kind.partition("@")  # MODE@ab: MODE with focuscrawl from --ab's checkout
+            r = crawl_subprocess(name, port, args.pages, profile=args.profile, extra=args.set, cprofile=out,
+                                 source=args.ab if ab else None)
             print(f"{kind}: {r['pages']} pages, {r['responses']} responses in {r['seconds']:.1f} s; "
                   f"profile in {out}")
             import pstats
