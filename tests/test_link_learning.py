@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
+from focuscrawl import settings as defaults
 from focuscrawl.analysis import LinkContext, page_links, parse_tree
 from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, PageJudge, feature_prefixes, link_features,
                                            best_blend_trust, ranking_auc, trust_from_auc)
@@ -267,6 +268,11 @@ def test_calibrated_page_judge_cuts_at_the_on_topic_probability():
     assert not judge.on_topic(judge.topicality(None, 0.8)) and judge.on_topic(judge.topicality(None, 0.9))
     by_perplexity = PageJudge.from_settings(settings)  # no bundle
     assert by_perplexity.on_topic(by_perplexity.topicality(50.0))
+    # the default (issue #28's measurement): a page as likely on topic as not is not a find
+    default = PageJudge.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated",
+                                                "FOCUSCRAWL_LEARNING_ON_TOPIC_P": defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_P}),
+                                      topic_model=object())
+    assert not default.on_topic(0.55) and default.on_topic(0.6)
 
 
 #: five distinct on-topic texts (toy model: PP 2-7; distinct, so not near-duplicates of each other)
