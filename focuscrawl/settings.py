@@ -287,7 +287,7 @@ FOCUSCRAWL_LEARNING_JUDGE = "calibrated"
 #: The calibrated judge's cut: a page is on topic from this probability. 0.6, not 0.5: at 0.5
 #: the look-alike topic's pages (baseball for tennis) taught the learner to fetch more of them;
 #: 0.6 raised the worst hard run's image harvest from 0.83x to 0.92x keywords' and found as
-#: many on-topic pages (issue #28, docs/EVALUATION.md "The judge's cut").
+#: many on-topic pages (issue #28, docs/EVALUATION.md, "the judge's cut").
 FOCUSCRAWL_LEARNING_ON_TOPIC_P = 0.6
 #: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
 FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
