@@ -428,9 +428,8 @@ FOCUSCRAWL_KNOWN_LINKS = 50_000
 FOCUSCRAWL_GC_FREEZE = True
 #: Net container allocations between two young collections during a crawl (Python's: 700);
 #: a page makes hundreds, and each young collection promotes the page's objects in flight
-#: towards the older generations: at 50,000 a 1,500-page crawl makes no middle-generation
-#: collection at all (at 10,000: ~6 of ~40 ms each). 0 = Python's own.
-FOCUSCRAWL_GC_THRESHOLD = 50_000
+#: towards the full collections. 0 = Python's own.
+FOCUSCRAWL_GC_THRESHOLD = 10_000
 
 # --- Deployment: WARC files, Redis (docs/DEPLOY.md) ----------------------------------
 #: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC

@@ -55,25 +55,3 @@ def test_threshold_zero_keeps_pythons(process_gc):
 def test_off():
     with pytest.raises(NotConfigured):
         CollectorTuning.from_crawler(focuscrawl_crawler(FOCUSCRAWL_GC_FREEZE=False, FOCUSCRAWL_GC_THRESHOLD=0))
-
-
-def test_the_shipped_threshold_lets_tens_of_thousands_of_page_objects_pass_without_a_collection(process_gc):
-    """A page makes hundreds of containers that live while it is in flight: with the shipped
-    young threshold 30,000 of them (~100 pages' worth) start no collection at all, so none of
-    them is promoted towards the middle generation (at 10,000 three young collections ran)."""
-    crawler = focuscrawl_crawler()
-    ext = CollectorTuning.from_crawler(crawler)  # noqa: F841 (the signals hold weak references)
-    runs = []
-
-    def count(phase, info):
-        if phase == "start":
-            runs.append(info["generation"])
-
-    crawler.signals.send_catch_log(signals.spider_opened, spider=Spider("s"))
-    gc.callbacks.append(count)
-    try:
-        in_flight = [[] for _ in range(30_000)]
-    finally:
-        gc.callbacks.remove(count)
-    assert len(in_flight) == 30_000 and runs == []
-    crawler.signals.send_catch_log(signals.spider_closed, spider=Spider("s"), reason="finished")
