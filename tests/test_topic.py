@@ -381,7 +381,7 @@ def test_classifier_counts_a_page_in_numpy_to_the_same_bit(bundle, monkeypatch):
     clf = TopicModel(bundle).classifier
     rnd = random.Random(11)
     vocabulary = [f"w{i}" for i in range(3000)] + ["cat", "cats", "kitten", "sofa", "purr", "été", "猫"]
-    texts = [" ".join(rnd.choice(vocabulary) for _ in range(rnd.choice([1, 2, 5, 63, 64, 65, 500, 5000])))
+    texts = [" ".join(rnd.choice(vocabulary) for _ in range(rnd.choice([1, 2, 5, 199, 200, 201, 500, 5000])))
              for _ in range(30)]
     short = [clf.decision(t) for t in texts]
     assert [clf.decision_tokens(t.split()) for t in texts] == short
@@ -389,6 +389,25 @@ def test_classifier_counts_a_page_in_numpy_to_the_same_bit(bundle, monkeypatch):
     assert [clf.decision(t) for t in texts] == short
     monkeypatch.setattr(classifier, "VECTORISED_TOKENS", 10 ** 9)  # every text by the Counter
     assert [clf.decision(t) for t in texts] == short
+
+
+def test_murmurhash3_of_byte_slices_in_numpy_is_mmh3s():
+    """The vectorised hash of a long page's n-grams (slices of its UTF-8 bytes) is scikit-learn's
+    signed MurmurHash3, for every length (blocks of 4 bytes and a tail of 0-3) and any UTF-8."""
+    import random
+
+    import mmh3
+    import numpy as np
+
+    from focuscrawl.topic.classifier import murmurhash3_32_slices
+
+    rnd = random.Random(5)
+    data = "".join(rnd.choice("ab cé猫\U0001F600xyz0") for _ in range(3000)).encode("utf-8")
+    starts = np.array([rnd.randrange(len(data)) for _ in range(2000)])
+    lengths = np.array([rnd.randint(0, min(90, len(data) - s)) for s in starts])
+    expected = [mmh3.hash(data[s:s + n]) for s, n in zip(starts, lengths)]
+    assert murmurhash3_32_slices(data, starts, lengths).tolist() == expected
+    assert murmurhash3_32_slices(b"", np.array([0]), np.array([0])).tolist() == [mmh3.hash(b"")]
 
 
 def test_a_pages_logit_from_its_sentences_is_that_of_its_text(bundle):
