@@ -309,3 +309,33 @@ def test_a_fold_splices_the_logged_sightings_into_the_record_bytes_as_record_jso
     assert folded_json(indented, rec, (0, None), [text]) == record_json(rec)
     assert folded_json(empty, rec, (0, None), [None]) == record_json(rec)
 
+
+
+def test_record_and_logged_sighting_are_the_bytes_json_dumps_gives(tmp_path):
+    """The store's one compact encoder (no circular-reference check, made once) writes the very
+    bytes ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` did: non-ASCII kept,
+    NaN and infinities as Python's json writes them, a lone surrogate replaced, keys in order."""
+    from focuscrawl.output.images import SIGHTINGS_LOG, compact_json, sighting_of
+
+    def dumps(obj):
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+    run = RunOutput(tmp_path / "out")
+    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
+    url = "http://s.test/ä.jpg"
+    first = item(url, "http://s.test/1", alt="Kätzchen \ud800 schläft", parent="Ça dort. 猫")
+    first["alt_scores"] = {"weighted": float("nan"), "perplexity": float("inf"), "tokens": 3}
+    assert store.first_sighting(first)
+    store.commit(first)
+    expected = {f: first.get(f) for f in ("image_url", "first_seen", "final_score", "final_context", "image_path",
+                                          "record_path", "width", "height", "image_format", "image_size",
+                                          "image_sha1")}
+    expected |= {"html_width": None, "html_height": None, "sightings": [sighting_of(first)]}
+    assert run.path(record_path(url)).read_bytes() == dumps(expected).encode("utf-8", "replace")
+    later = item(url, "http://s.test/2", alt="-Infinity", parent="zwei")
+    later["title_scores"] = {"weighted": float("-inf")}
+    assert not store.first_sighting(later)
+    logged = (tmp_path / "out" / SIGHTINGS_LOG).read_bytes().decode("utf-8", "replace")
+    assert logged == f"{record_path(url)}\t{dumps({'sighting': sighting_of(later)})}\n".encode(
+        "utf-8", "replace").decode("utf-8", "replace")
+    assert compact_json([{"b": 1.5, "a": [None, True]}]) == dumps([{"b": 1.5, "a": [None, True]}])

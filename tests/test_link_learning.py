@@ -4,9 +4,10 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
+from focuscrawl import settings as defaults
 from focuscrawl.analysis import LinkContext, page_links, parse_tree
 from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, PageJudge, feature_prefixes, link_features,
-                                           ranking_auc, trust_from_auc)
+                                           best_blend_trust, ranking_auc, trust_from_auc)
 from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
@@ -203,6 +204,24 @@ def test_learner_is_trusted_only_where_it_ranks_better_than_the_thesis():
         _features("http://b.test/1"), 500.0, "b.test")
 
 
+def test_best_blend_trust_is_the_blend_weight_that_ranked_the_judged_links_best():
+    thesis, learned, labels = [0, 1, 2, 3], [0, 3, 1, 2], [0, 0, 1, 1]
+    # the thesis alone ranks them perfectly, the learned score alone does not (AUC 0.5): only
+    # a blend with less than 1/3 learned keeps the order; of equal blends the nearest to before
+    assert best_blend_trust(thesis, learned, labels, 0.9) == 0.3
+    assert best_blend_trust(thesis, learned, labels, 0.0) == 0.0
+    assert best_blend_trust(learned, thesis, labels, 0.0) == 0.7  # roles swapped: above 2/3
+    assert best_blend_trust(thesis, learned, [1, 1, 1, 1], 0.3) == 0.3  # one class: unchanged
+    # in a learner (FOCUSCRAWL_LEARNING_TRUST_RULE): the thesis's score already ranks the
+    # judged links perfectly, so it keeps the whole say (the AUC share gives the learner half)
+    agreeing = LinkLearner(retrain_every=4, trust_rule="best-blend")
+    _judge_links(agreeing, thesis_ranks_well=True)
+    assert agreeing.trust == 0.0
+    misled = LinkLearner(retrain_every=4, trust_rule="best-blend")
+    _judge_links(misled, thesis_ranks_well=False)
+    assert misled.trust == 1.0
+
+
 def test_a_learner_saved_before_the_trust_existed_still_loads(tmp_path):
     """A JOBDIR from the version before the trust (no ``trust``, ``judged_scores``,
     ``thesis_steps_per_decade`` in the pickle) resumes with no trust: the keywords order."""
@@ -229,7 +248,8 @@ def test_page_judge_threshold_is_the_on_topic_perplexity():
 
 
 def test_calibrated_page_judge_uses_the_topic_probability():
-    settings = Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated", "FOCUSCRAWL_LEARNING_ON_TOPIC_PP": 50.0})
+    settings = Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated", "FOCUSCRAWL_LEARNING_ON_TOPIC_PP": 50.0,
+                         "FOCUSCRAWL_LEARNING_ON_TOPIC_P": 0.5})
     assert not PageJudge.from_settings(settings).calibrated  # no topic bundle: judged by perplexity
     judge = PageJudge.from_settings(settings, topic_model=object())
     assert judge.calibrated and judge.topicality(1.0, None) is None  # no calibrated score: not judged
@@ -237,6 +257,22 @@ def test_calibrated_page_judge_uses_the_topic_probability():
     assert abs(judge.topicality(None, 2.0) - 0.8808) < 1e-4
     with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_JUDGE"):
         PageJudge.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE": "oracle"}))
+
+
+def test_calibrated_page_judge_cuts_at_the_on_topic_probability():
+    """FOCUSCRAWL_LEARNING_ON_TOPIC_P: a page the bundle finds only as likely on topic as not
+    (a look-alike topic's) teaches the learner nothing positive; the perplexity judge keeps its cut."""
+    settings = Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated", "FOCUSCRAWL_LEARNING_ON_TOPIC_P": 0.7,
+                         "FOCUSCRAWL_LEARNING_ON_TOPIC_PP": 50.0})
+    judge = PageJudge.from_settings(settings, topic_model=object())
+    assert not judge.on_topic(judge.topicality(None, 0.8)) and judge.on_topic(judge.topicality(None, 0.9))
+    by_perplexity = PageJudge.from_settings(settings)  # no bundle
+    assert by_perplexity.on_topic(by_perplexity.topicality(50.0))
+    # the default (issue #28's measurement): a page as likely on topic as not is not a find
+    default = PageJudge.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated",
+                                                "FOCUSCRAWL_LEARNING_ON_TOPIC_P": defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_P}),
+                                      topic_model=object())
+    assert not default.on_topic(0.55) and default.on_topic(0.6)
 
 
 #: five distinct on-topic texts (toy model: PP 2-7; distinct, so not near-duplicates of each other)

@@ -243,6 +243,22 @@ def trust_from_auc(learned_auc: float | None, thesis_auc: float | None, previous
     return learned / (learned + thesis) if learned + thesis > 0 else 0.5
 
 
+#: the blend weights ``best_blend_trust`` tries
+BLEND_GRID = tuple(i / 10 for i in range(11))
+
+
+def best_blend_trust(thesis: Sequence[float], learned: Sequence[float], labels: Sequence[int],
+                     previous: float) -> float:
+    """The learned score's weight whose blend ``w`` x learned + (1 - w) x thesis (log-odds)
+    ranked the judged links best (AUC; of equal ones the nearest to ``previous``, which
+    stays while the links hold one class only)."""
+    if not any(labels) or all(labels):
+        return previous
+    t, l = np.asarray(thesis, dtype=float), np.asarray(learned, dtype=float)
+    best = max(BLEND_GRID, key=lambda w: (ranking_auc(t + w * (l - t), labels), -abs(w - previous)))
+    return best
+
+
 #: pages and blocks whose siblings are counted, off-topic pages kept as possible hubs: the
 #: oldest are forgotten first beyond this many (bounded memory on a long crawl)
 MAX_REMEMBERED = 200_000
@@ -270,6 +286,7 @@ class LinkLearner:
                  host_prior: tuple[float, float] = (0.5, 2.0),
                  exploration: float = defaults.FOCUSCRAWL_LEARNING_EXPLORATION,
                  trust_window: int = defaults.FOCUSCRAWL_LEARNING_TRUST_WINDOW,
+                 trust_rule: str = defaults.FOCUSCRAWL_LEARNING_TRUST_RULE,
                  thesis_steps_per_decade: int = defaults.FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE,
                  random_state: int = 0, siblings: bool = False, hubs: bool = False,
                  sibling_weight: float = defaults.FOCUSCRAWL_LEARNING_SIBLING_WEIGHT) -> None:
@@ -308,6 +325,7 @@ class LinkLearner:
         #: they taught anything; ``trust`` is the learned score's weight (module docstring)
         self.judged_scores: deque = deque(maxlen=max(1, trust_window))
         self.trust = 0.0
+        self.trust_rule = trust_rule
         #: the thesis's score in the steps of the keywords mode's priorities, so that with
         #: no trust the crawl is in the keywords mode's order (FIFO among equal steps)
         self.thesis_steps_per_decade = thesis_steps_per_decade
@@ -423,6 +441,8 @@ class LinkLearner:
 
     def _measured_trust(self) -> float:
         thesis, learned, labels = zip(*self.judged_scores) if self.judged_scores else ((), (), ())
+        if self.trust_rule == "best-blend":
+            return best_blend_trust(thesis, learned, labels, self.trust)
         return trust_from_auc(ranking_auc(learned, labels), ranking_auc(thesis, labels), self.trust)
 
     # -- scoring ------------------------------------------------------------------------
@@ -510,6 +530,8 @@ class LinkLearner:
         state = dict(self.__dict__, _index={}, _host_cache=(-1, {}, 0.0),  # caches are rebuilt on use
                      _coef=list(self._coef))  # (a memoryview does not pickle; the file keeps its list)
         del state["_thesis_logits"]  # (not saved at all: the file stays as it was before this cache)
+        if state["trust_rule"] == "auc-share":  # the default: a save stays what it was before the rule
+            del state["trust_rule"]
         for name in _TERM_STATE:  # the state of terms that are off is not saved: a save stays
             if not state[name]:   # what it was before they existed (``load_state`` keeps its own)
                 del state[name]
@@ -539,9 +561,12 @@ class PageJudge:
     any model and topic.
     """
 
-    def __init__(self, on_topic_pp: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_PP, calibrated: bool = False) -> None:
+    def __init__(self, on_topic_pp: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_PP, calibrated: bool = False,
+                 on_topic_p: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_P) -> None:
         self.on_topic_pp = on_topic_pp
         self.calibrated = calibrated
+        #: the topicality a page is on topic from (the perplexity's is 0.5 at ``on_topic_pp``)
+        self.cut = on_topic_p if calibrated else 0.5
 
     def topicality(self, weighted_perplexity: float | None = None, topic_logit: float | None = None) -> float | None:
         if self.calibrated:
@@ -550,9 +575,8 @@ class PageJudge:
             return None
         return self.on_topic_pp / (self.on_topic_pp + max(weighted_perplexity, 0.0))
 
-    @staticmethod
-    def on_topic(topicality: float) -> bool:
-        return topicality >= 0.5
+    def on_topic(self, topicality: float) -> bool:
+        return topicality >= self.cut
 
     @classmethod
     def from_settings(cls, settings, topic_model=None) -> "PageJudge":
@@ -562,7 +586,8 @@ class PageJudge:
         if judge not in ("perplexity", "calibrated"):
             raise ValueError(f"FOCUSCRAWL_LEARNING_JUDGE must be perplexity or calibrated, not {judge!r}")
         return cls(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"),
-                   calibrated=judge == "calibrated" and topic_model is not None)
+                   calibrated=judge == "calibrated" and topic_model is not None,
+                   on_topic_p=settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_P"))
 
 
 def learner_from_settings(settings) -> LinkLearner:
@@ -576,6 +601,7 @@ def learner_from_settings(settings) -> LinkLearner:
         host_weight=s.getfloat("FOCUSCRAWL_LEARNING_HOST_WEIGHT"),
         exploration=s.getfloat("FOCUSCRAWL_LEARNING_EXPLORATION"),
         trust_window=s.getint("FOCUSCRAWL_LEARNING_TRUST_WINDOW"),
+        trust_rule=s.get("FOCUSCRAWL_LEARNING_TRUST_RULE"),
         thesis_steps_per_decade=s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"),
         siblings="siblings" in groups, hubs="hubs" in groups,
         sibling_weight=s.getfloat("FOCUSCRAWL_LEARNING_SIBLING_WEIGHT"),
