@@ -73,9 +73,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
 
     def __init__(self, stats, focus: CrawlFocus, log_links: bool = False,
-                 neardup_links: str = "keep") -> None:  # pylint: disable=super-init-not-called
-        if neardup_links not in NEARDUP_LINK_RULES:
-            raise ValueError(f"FOCUSCRAWL_NEARDUP_LINKS must be one of {NEARDUP_LINK_RULES}, got {neardup_links!r}")
+                 demote_neardup: bool = False) -> None:  # pylint: disable=super-init-not-called
         self.stats = stats
         #: the crawl's mode strategy: its link rule, page score and (mode ``learning``) judge
         self.focus = focus
@@ -85,14 +83,17 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         #: links.tsv rows are made (and handed to the page writer with the page's item)
         self.log_links = log_links
         #: the links of a near-duplicate page are fetched after all others (focused modes)
-        self.demote_neardup = neardup_links == "demote" and self.ranker.focused
+        self.demote_neardup = demote_neardup and self.ranker.focused
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LinkPriorityMiddleware":
         s = crawler.settings
+        neardup_links = str(s.get("FOCUSCRAWL_NEARDUP_LINKS")).lower()
+        if neardup_links not in NEARDUP_LINK_RULES:
+            raise ValueError(f"FOCUSCRAWL_NEARDUP_LINKS must be one of {NEARDUP_LINK_RULES}, got {neardup_links!r}")
         mw = cls(crawler.stats, crawl_focus(crawler),
                  s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(s.get("FOCUSCRAWL_OUTPUT_DIR")),
-                 str(s.get("FOCUSCRAWL_NEARDUP_LINKS")).lower())
+                 neardup_links == "demote")
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         if mw.focus.learner_state is not None:  # mode ``learning``: restored now, saved at a clean stop
             crawler.get_extension(RunState).register(mw.focus.learner_state)
