@@ -354,7 +354,7 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
         score, sentences = TextScore.missing(), document_sentences(extracted.text, config.min_sentence_tokens)
     notes = extracted.notes
     del extracted  # its sentences are what is kept of the text
-    topic_logit = topic.logit("\n".join(sentences)) if topic is not None and sentences and wanted else None
+    topic_logit = topic.page_logit(sentences) if topic is not None and sentences and wanted else None
     if root is None:  # after the extractor's trees and the text's tokens are gone
         root, cut = budgeted_tree(html, url, config.text_max_tags)
     if cut and TRUNCATED not in notes:  # a deep page's text is read whole (flat), its links are not

@@ -367,3 +367,69 @@ def test_classifier_decision_is_bit_for_bit_the_per_gram_loop(bundle):
         expected = (sum(clf.weights[i] * c for i, c in counts.items()) / math.sqrt(sum(c * c for c in counts.values()))
                     + clf.intercept) if counts else clf.intercept
         assert clf.decision(text) == expected
+
+
+def test_classifier_counts_a_page_in_numpy_to_the_same_bit(bundle, monkeypatch):
+    """A long text's n-grams are counted and summed in numpy (issue #26: mode ``learning``'s
+    judge scores every page, thousands of n-grams on a real one), a short one's with a
+    ``Counter``: both give the float of the per-gram loop, whichever path a text takes."""
+    import random
+
+    from focuscrawl.topic import classifier
+    from focuscrawl.topic.model import TopicModel
+
+    clf = TopicModel(bundle).classifier
+    rnd = random.Random(11)
+    vocabulary = [f"w{i}" for i in range(3000)] + ["cat", "cats", "kitten", "sofa", "purr", "été", "猫"]
+    texts = [" ".join(rnd.choice(vocabulary) for _ in range(rnd.choice([1, 2, 5, 199, 200, 201, 500, 5000])))
+             for _ in range(30)]
+    short = [clf.decision(t) for t in texts]
+    assert [clf.decision_tokens(t.split()) for t in texts] == short
+    monkeypatch.setattr(classifier, "VECTORISED_TOKENS", 0)  # every text in numpy
+    assert [clf.decision(t) for t in texts] == short
+    monkeypatch.setattr(classifier, "VECTORISED_TOKENS", 10 ** 9)  # every text by the Counter
+    assert [clf.decision(t) for t in texts] == short
+
+
+def test_murmurhash3_of_byte_slices_in_numpy_is_mmh3s():
+    """The vectorised hash of a long page's n-grams (slices of its UTF-8 bytes) is scikit-learn's
+    signed MurmurHash3, for every length (blocks of 4 bytes and a tail of 0-3) and any UTF-8."""
+    import random
+
+    import mmh3
+    import numpy as np
+
+    from focuscrawl.topic.classifier import murmurhash3_32_slices
+
+    rnd = random.Random(5)
+    data = "".join(rnd.choice("ab cé猫\U0001F600xyz0") for _ in range(3000)).encode("utf-8")
+    starts = np.array([rnd.randrange(len(data)) for _ in range(2000)])
+    lengths = np.array([rnd.randint(0, min(90, len(data) - s)) for s in starts])
+    expected = [mmh3.hash(data[s:s + n]) for s, n in zip(starts, lengths)]
+    assert murmurhash3_32_slices(data, starts, lengths).tolist() == expected
+    assert murmurhash3_32_slices(b"", np.array([0]), np.array([0])).tolist() == [mmh3.hash(b"")]
+
+
+def test_a_pages_logit_from_its_sentences_is_that_of_its_text(bundle):
+    """``page_logit(sentences)`` (the page analysis: the judge of mode ``learning``) reads the
+    page's normalised sentences as they are; normalising them again (``logit`` of their text)
+    gives the same tokens for every code point, so the same log-odds, to the bit."""
+    import random
+
+    from focuscrawl.text.normalize import document_sentences, text_tokens
+    from focuscrawl.topic.model import TopicModel
+
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    tokens = text_tokens(every)
+    assert text_tokens("\n".join(map(" ".join, tokens))) == tokens
+    rnd = random.Random(3)
+    words = ["The", "cat", "sleeps", "ON", "a", "sofa.", "Kittens", "purr!", "İstanbul", "ΣΟΦΑ", "straße",
+             "été", "猫", "x", "42", "bus", "station", "\n"]
+    pages = [" ".join(rnd.choice(words) for _ in range(rnd.randint(1, 400))) for _ in range(20)]
+    by_sentences, by_text = TopicModel(bundle), TopicModel(bundle)  # no answer from the other's cache
+    for page in pages:
+        sentences = document_sentences(page, 2)
+        if sentences:
+            for scorer in ("combined", "wpp", "classifier", "xent"):
+                assert by_sentences.page_logit(sentences, scorer) == by_text.logit("\n".join(sentences), scorer)
+    assert by_sentences.page_logit([]) is None
