@@ -492,9 +492,11 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     """
 
     def __init__(self, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None,
-                 learner=None, top: int = 0):
+                 learner=None, top: int = 0, demote=None):
         super().__init__(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
         self.learner = learner
+        #: the ranker's ``demoted``: a request with meta ``link_demoted`` stays below the others
+        self.demote = demote
         self.top = top
         self.stats = crawler.stats
         self.ranked_version, self.ranked_trust = 0, 0.0
@@ -504,6 +506,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
         focus = getattr(crawler.spider, "focus", None)  # the mode strategy: mode ``learning`` has a learner
         return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls,
                    learner=focus.learner if focus is not None else None,
+                   demote=focus.ranker.demoted if focus is not None else None,
                    top=crawler.settings.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
 
     def pop(self):
@@ -531,3 +534,5 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
                                          request.meta.get("link_origin"))
             request.meta["link_learned"] = learned
             request.priority = self.learner.priority(learned)
+            if request.meta.get("link_demoted") and self.demote is not None:
+                request.priority = self.demote(request.priority)

@@ -389,6 +389,12 @@ FOCUSCRAWL_NEARDUP_NGRAMS = "3"
 FOCUSCRAWL_NEARDUP_MAX_DISTANCE = 3
 #: B: blocks of the permutation index, C(B, B-k) tables; needs k < B <= 16.
 FOCUSCRAWL_NEARDUP_BLOCKS = 4
+#: Links of a page that nearly repeats an earlier one (focused modes): "keep" = scored as
+#: any link's; "demote" = same score and bucket, priority below every other link's (an
+#: archive calendar's empty month pages repeat the blog's layout, score on topic and link
+#: the next month). "keep" by default: on the hard webs "demote" cuts the trap pages but
+#: lowers the image harvest (docs/EVALUATION.md, "demoting the links of near-duplicate pages").
+FOCUSCRAWL_NEARDUP_LINKS = "keep"
 
 # --- Run directory and resume (docs/OUTPUT.md) ---------------------------------------
 #: Run directory (links.tsv, pages.tsv, ...); empty = no files written.

@@ -122,3 +122,41 @@ def test_document_mode_with_a_bundle_orders_by_the_calibrated_page_probability(t
     assert proc.returncode == 0, proc.stderr[-3000:]
     order = web.pages_requested()
     assert order[:2] == ["seed.test/", "decoy.test/"] and order.index(first) < order.index(later)
+
+
+def calendar_site() -> dict:
+    """A blog's archive calendar: every month's page repeats the same on-topic layout (a
+    near-duplicate of the first month's) and links the next month with a high-bucket anchor."""
+    site = {("seed.test", "/"): Page(html("seed", NORMAL, [
+        ("http://blog.test/archive/1", "tabby"), ("http://d.test/", "kitten")])),
+        ("d.test", "/"): Page(html("d", LOW))}
+    for month in range(1, 5):
+        site[("blog.test", f"/archive/{month}")] = Page(html("archive", ON_TOPIC, [(f"/archive/{month + 1}", "tabby")]))
+    return site
+
+
+@pytest.mark.parametrize("mode", ["keywords", "learning"])
+def test_links_of_a_near_duplicate_page_are_demoted(tmp_path, mode):
+    """FOCUSCRAWL_NEARDUP_LINKS: with "keep" the calendar's month links (high bucket) go before
+    d.test/ (medium) to the end of the calendar; with "demote" the links of the second month's
+    page, a near-duplicate of the first's, go after every other link."""
+    orders = {}
+    for rule in ("keep", "demote"):
+        run_dir = tmp_path / rule
+        run_dir.mkdir()
+        with LocalWeb(calendar_site()) as web:
+            stats, proc = crawl(web, run_dir, "http://seed.test/", mode=mode,
+                                settings={"FOCUSCRAWL_NEARDUP_LINKS": rule})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        orders[rule] = web.pages_requested()
+        log = {row["to"]: row for row in links_log(run_dir)}
+        demoted = stats.get("focuscrawl/links/neardup_demoted", 0)
+        if rule == "demote":  # months 2-4 nearly repeat month 1: their links go last
+            assert demoted == 3
+            assert int(log["http://blog.test/archive/3"]["priority"]) < int(log["http://d.test/"]["priority"])
+            assert log["http://blog.test/archive/3"]["bucket"] == log["http://blog.test/archive/2"]["bucket"]
+        else:
+            assert demoted == 0
+    month = [f"blog.test/archive/{m}" for m in range(1, 6)]
+    assert orders["keep"] == ["seed.test/", *month, "d.test/"]
+    assert orders["demote"] == ["seed.test/", *month[:2], "d.test/", *month[2:]]

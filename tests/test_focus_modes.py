@@ -107,3 +107,28 @@ def test_the_progress_line_reads_the_lm_counters_of_the_spiders_scorer():
     progress = CrawlProgress(crawler, 1.0)
     progress.queue_size = lambda: 0  # the scheduler's size needs a running engine
     assert "LM 1 queries (0% cached)" in progress.line()
+
+
+def test_the_frontiers_re_ranking_keeps_a_demoted_link_below_the_others():
+    """A link of a near-duplicate page (meta ``link_demoted``, FOCUSCRAWL_NEARDUP_LINKS) is re-scored
+    by the newer model like any other, and stays below every link that is not demoted."""
+    from scrapy import Request
+    from scrapy.squeues import FifoMemoryQueue
+
+    from focuscrawl.frontier import RerankingPriorityQueue
+
+    crawler = focused_crawler(FOCUSCRAWL_MODE="learning")
+    ranker = crawler.spider.focus.ranker
+    queue = RerankingPriorityQueue.from_crawler(crawler, FifoMemoryQueue, "")
+    for url, demoted in (("http://blog.test/archive/2", True), ("http://d.test/", False)):
+        d = ranker.decide(100.0, "tabby", 1, url=url, parent_url="http://a.test/")
+        request = Request(url, meta={"link_vector": ranker.last_vector, "link_score": d.score})
+        request.priority = ranker.demoted(d.priority) if demoted else d.priority
+        if demoted:
+            request.meta["link_demoted"] = True
+        queue.push(request)
+    queue.top = 10
+    assert queue.rerank() == 2
+    first, second = queue.pop(), queue.pop()
+    assert [first.url, second.url] == ["http://d.test/", "http://blog.test/archive/2"]
+    assert second.priority < ranker.lowest_priority <= first.priority

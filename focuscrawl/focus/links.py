@@ -104,6 +104,11 @@ def bucket_priority(score: float, boundaries: Sequence[float] = PRIORITY_BUCKETS
     return rank * span - min(step, span - 1)
 
 
+def lowest_bucket_priority(steps_per_decade: int = PRIORITY_STEPS_PER_DECADE) -> int:
+    """The lowest ``bucket_priority`` of any score (the last bucket's worst step)."""
+    return 1 - _bucket_span(steps_per_decade) if steps_per_decade > 0 else 0
+
+
 def seed_priority(boundaries: Sequence[float] = PRIORITY_BUCKETS,
                   steps_per_decade: int = PRIORITY_STEPS_PER_DECADE) -> int:
     """A priority above every link's: seeds are crawled first."""

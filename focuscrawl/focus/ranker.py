@@ -11,8 +11,8 @@ from functools import lru_cache
 
 from focuscrawl.focus.link_learner import LEARNER_TERMS, PRIORITY_STEPS, feature_prefixes, link_features, url_host
 from focuscrawl.focus.links import (CALIBRATED_BUCKET_PROBABILITIES, ODDS_FLOOR, bucket_index, bucket_name,
-                                    bucket_priority, calibrated_link_logit, link_score, odds_against,
-                                    probability_to_odds, seed_priority)
+                                    bucket_priority, calibrated_link_logit, link_score, lowest_bucket_priority,
+                                    odds_against, probability_to_odds, seed_priority)
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,9 @@ class LinkRanker:
         self.weights = dict(weights)
         self.seed_priority = (PRIORITY_STEPS + 1 if learned_priority
                               else seed_priority(self.buckets, self.steps))
+        #: the lowest priority a followed link gets (the learner's 0, or the last bucket's worst step)
+        self.lowest_priority = (0 if learned_priority
+                                else lowest_bucket_priority(self.steps))
         self.scorer = scorer
         #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
         self.feature_prefixes: frozenset[str] | None = None
@@ -88,6 +91,11 @@ class LinkRanker:
         ranker.feature_prefixes = feature_prefixes(groups) if groups else None  # unset: all groups
         ranker.link_contexts = learner is not None and bool({"context", "block", *LEARNER_TERMS} & set(groups))
         return ranker
+
+    def demoted(self, priority: int) -> int:
+        """``priority`` moved below every link's priority, order kept: a link of a near-duplicate
+        page (``FOCUSCRAWL_NEARDUP_LINKS = "demote"``) is fetched after every other link."""
+        return priority - (self.seed_priority - self.lowest_priority)
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
         if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers

@@ -4,9 +4,11 @@
 the fingerprint of the page's normalised sentences (SPEC §10: 64-bit SimHash of
 tf-weighted word n-grams), which the page analysis computed (``PageAnalysis.simhash``,
 ``response.meta["page_analysis"]``), and sets the item's ``near_duplicate_of`` to the URL
-of the nearest earlier page within Hamming distance k (None otherwise). It runs before the image
-middleware on output, which skips or marks the images of such pages
-(``FOCUSCRAWL_NEARDUP_IMAGES``).
+of the nearest earlier page within Hamming distance k (None otherwise). The page is checked
+at its first output (its first link, else its item) and the answer kept in
+``response.meta["near_duplicate_of"]``, where the link middleware, further out, reads it for
+each of the page's links (``FOCUSCRAWL_NEARDUP_LINKS``). It runs before the image middleware
+on output, which skips or marks the images of such pages (``FOCUSCRAWL_NEARDUP_IMAGES``).
 
 With a JOBDIR the fingerprints and URLs are appended to
 ``JOBDIR/focuscrawl/neardup.fingerprints`` (a ``LineLog``: one whole line per page,
@@ -23,6 +25,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
@@ -39,6 +42,8 @@ from focuscrawl.output.run_state import RunState
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "neardup.fingerprints"
+#: ``response.meta`` key of the page's check: the URL of the earlier page it nearly repeats, or None
+NEARDUP_META = "near_duplicate_of"
 
 
 def state_header(ngrams: str) -> str:
@@ -116,12 +121,28 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         if self.log:
             self.log.close()
 
+    def get_processed_request(self, request: Request, response: Response | None) -> Request:
+        """A page's first link: the page is checked now, so that the link middleware can
+        demote the links of a near-duplicate (``FOCUSCRAWL_NEARDUP_LINKS``)."""
+        if response is not None and page_analysis(response) is not None:
+            self._duplicate_of(response, response.url)
+        return request
+
     def get_processed_item(self, item: Any, response: Response | None) -> Any:
         if isinstance(item, PageItem):
-            analysis = page_analysis(response)
-            item["near_duplicate_of"] = self.check_page(item.get("url") or "",
-                                                        analysis.simhash if analysis is not None else None)
+            item["near_duplicate_of"] = self._duplicate_of(response, item.get("url") or "")
         return item
+
+    def _duplicate_of(self, response: Response | None, url: str) -> str | None:
+        """The page checked once, at its first output; the answer is kept in
+        ``response.meta[NEARDUP_META]``."""
+        if response is not None and NEARDUP_META in response.meta:
+            return response.meta[NEARDUP_META]
+        analysis = page_analysis(response)
+        duplicate_of = self.check_page(url, analysis.simhash if analysis is not None else None)
+        if response is not None:
+            response.meta[NEARDUP_META] = duplicate_of
+        return duplicate_of
 
     def check_page(self, url: str, fp: int | None) -> str | None:
         """Record one page by its fingerprint (``None``: no text, nothing to compare) and

@@ -16,7 +16,12 @@ drop items, do not matter). For each Request:
   when the model changes (``focuscrawl.frontier.RerankingPriorityQueue``).
 
 In focused modes the score is mapped to a bucket priority (seeds above all) and a
-link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. The request keeps
+link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. With ``FOCUSCRAWL_NEARDUP_LINKS =
+"demote"`` the links of a page that nearly repeats an earlier one (the near-duplicate
+middleware's check, ``response.meta["near_duplicate_of"]``) keep their score and bucket but
+their priority is moved below every other link's (``LinkRanker.demoted``; meta
+``link_demoted``, which the frontier's re-ranking keeps): an archive calendar's month pages
+carry the blog's layout, so they score on topic, and each links the next. The request keeps
 ``link_score``, ``link_bucket``, ``anchor``, ``anchor_perplexity``,
 ``anchor_keyword_score`` and ``parent_perplexity`` in its meta. A page without
 scorable text has no perplexity **(choice)**: its links inherit the score of the
@@ -35,6 +40,7 @@ repeats the links of a page it crawls again. A response without a page item logs
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, AsyncIterator, Iterable, Iterator
 
 from scrapy import Request, signals
@@ -47,6 +53,7 @@ from focuscrawl.analysis import LinkContext, PageAnalysis, page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
 from focuscrawl.focus.ranker import LinkDecision, LinkRanker
 from focuscrawl.items import PageItem
+from focuscrawl.middlewares.neardup import NEARDUP_META
 from focuscrawl.focus.link_learner import PageJudge, url_host
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.tsv import row
@@ -56,6 +63,8 @@ logger = logging.getLogger(__name__)
 LINKS_LOG_COLUMNS = ("from", "to", "anchor", "doc_pp", "anchor_pp", "anchor_kw", "score",
                      "bucket", "priority", "followed", "learned", "features")
 LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
+#: FOCUSCRAWL_NEARDUP_LINKS: what becomes of the links of a near-duplicate page
+NEARDUP_LINK_RULES = ("keep", "demote")
 #: links.tsv is read by people and plots: scores to 6 significant digits
 LINKS_LOG_FLOAT_DIGITS = 6
 
@@ -63,7 +72,8 @@ LINKS_LOG_FLOAT_DIGITS = 6
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
 
-    def __init__(self, stats, focus: CrawlFocus, log_links: bool = False) -> None:  # pylint: disable=super-init-not-called
+    def __init__(self, stats, focus: CrawlFocus, log_links: bool = False,
+                 demote_neardup: bool = False) -> None:  # pylint: disable=super-init-not-called
         self.stats = stats
         #: the crawl's mode strategy: its link rule, page score and (mode ``learning``) judge
         self.focus = focus
@@ -72,12 +82,18 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.judge: PageJudge | None = focus.judge
         #: links.tsv rows are made (and handed to the page writer with the page's item)
         self.log_links = log_links
+        #: the links of a near-duplicate page are fetched after all others (focused modes)
+        self.demote_neardup = demote_neardup and self.ranker.focused
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LinkPriorityMiddleware":
         s = crawler.settings
+        neardup_links = str(s.get("FOCUSCRAWL_NEARDUP_LINKS")).lower()
+        if neardup_links not in NEARDUP_LINK_RULES:
+            raise ValueError(f"FOCUSCRAWL_NEARDUP_LINKS must be one of {NEARDUP_LINK_RULES}, got {neardup_links!r}")
         mw = cls(crawler.stats, crawl_focus(crawler),
-                 s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(s.get("FOCUSCRAWL_OUTPUT_DIR")))
+                 s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(s.get("FOCUSCRAWL_OUTPUT_DIR")),
+                 neardup_links == "demote")
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         if mw.focus.learner_state is not None:  # mode ``learning``: restored now, saved at a clean stop
             crawler.get_extension(RunState).register(mw.focus.learner_state)
@@ -177,7 +193,16 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                 meta["anchor_perplexity"], meta["anchor_keyword_score"] = d.anchor_perplexity, d.anchor_keyword_score
         if d.followed:
             request.priority = d.priority
+            if self._demotes(response):  # the frontier's re-ranking keeps it down
+                meta["link_demoted"] = True
         return request if d.followed else None
+
+    def _demotes(self, response: Response) -> bool:
+        """The links of ``response`` go below every other link: it nearly repeats an earlier page
+        (``response.meta["near_duplicate_of"]``, set at its first output by the near-duplicate
+        middleware). A calendar trap is a chain of such pages: each month's page is an empty
+        copy of the blog's layout, and each links the next."""
+        return self.demote_neardup and bool(response.meta.get(NEARDUP_META))
 
     def _known_decided(self, urls: list[str], response: Response, rows: list[tuple[str, str]]) -> None:
         """The links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``): decided,
@@ -209,6 +234,10 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                context=place.words if place is not None else "",
                                block=place.kind if place is not None else "",
                                learn=queued or self.log_links)
+        if d.followed and self._demotes(response):
+            d = replace(d, priority=self.ranker.demoted(d.priority))
+            if queued:
+                self.stats.inc_value("focuscrawl/links/neardup_demoted")
         if self.ranker.focused:
             self.stats.inc_value(f"focuscrawl/links/bucket/{d.bucket}" if d.followed else "focuscrawl/links/razored")
         else:
