@@ -29,8 +29,8 @@ instead of one flat 5 KB JPEG. CPU time counts the crawl
 process and its worker processes, up to the end of the crawl (not the deletion of its
 output); "of it crawl" is the crawl process alone, "(kernel)" that process's system
 time, "reactor" the CPU of its reactor thread alone (the serial part of a crawl). ``--memory-pages N`` then measures the peak PSS and RSS
-(crawl + workers) of an N-page ``keywords`` crawl with JOBDIR (target <= 1 GB at
-50,000), with its RSS trend every ``--trend-every`` pages. ``--redis`` then runs
+(crawl + workers) of an N-page crawl with JOBDIR in ``--memory-mode`` (default: the crawl's
+default mode, ``learning``; target <= 1 GB at 50,000), with its RSS trend every ``--trend-every`` pages. ``--redis`` then runs
 ``keywords`` crawls of ``--pages`` pages on one Redis frontier (a redis-server on
 127.0.0.1 started for it), 1 process vs 2 processes at once (``--modes`` with no
 names: only that). ``--cprofile OUT`` profiles one crawl of each of ``--modes`` instead
@@ -63,6 +63,7 @@ import time
 import zlib
 from pathlib import Path
 
+from focuscrawl.settings import FOCUSCRAWL_MODE as DEFAULT_MODE
 from focuscrawl.text.language import UNKNOWN, LanguageFilter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -773,8 +774,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=1500, help="HTML pages per throughput crawl")
     parser.add_argument("--memory-pages", type=int, default=0,
-                        help="pages of the JOBDIR memory crawl in keywords mode (0: skip; the target is "
-                             "stated for 50000)")
+                        help="pages of the JOBDIR memory crawl (0: skip; the target is stated for 50000)")
+    parser.add_argument("--memory-mode", default=DEFAULT_MODE,
+                        help="crawl mode of the --memory-pages crawl (default: the crawl's, %(default)s)")
     parser.add_argument("--modes", nargs="*", default=None,
                         help="crawls (default: all; keywords with --cprofile; no names: only --redis/--memory-pages): "
                              "plain, corpus, unfocused, document, keywords, "
@@ -819,8 +821,9 @@ def main() -> int:
     parser.add_argument("--data", default=str(REPO.parent / "shared" / "data"),
                         help="the shared data folder (shape real)")
     parser.add_argument("--long", type=int, default=0, metavar="PAGES",
-                        help="also: one crawl of PAGES pages (>= 20000) of corpus and of keywords on the first "
-                             "shape, pages/s per 1,000-page window side by side")
+                        help="also: one crawl of PAGES pages (>= 20000) on the first shape of corpus and of each "
+                             "of corpus/keywords/learning in --modes (default: corpus and the crawl's default mode), "
+                             "pages/s per 1,000-page window side by side")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--window", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
@@ -961,20 +964,20 @@ def shape_runs(args, server: subprocess.Popen, port: int, web_pages: int, first:
                   f"{'OK' if min(statistics.median(wall), statistics.median(cpu)) >= 0.9 else 'BELOW TARGET'})")
     if args.long and first:
         long_run(port, args.long, [k for k in args.modes if k in ("corpus", "keywords", "learning")]
-                 or ["corpus", "keywords"], args.profile, args.set)
+                 or ["corpus", DEFAULT_MODE], args.profile, args.set)
     if args.redis and first:
         redis_scaling(port, args.pages, max(args.repeat, 1), args.profile, args.set)
     if args.memory_pages and first:
         with tempfile.TemporaryDirectory() as jobdir:
             t = time.monotonic()
             every = args.trend_every or max(args.memory_pages // 10, 1)
-            r = crawl_subprocess("keywords", port, args.memory_pages, jobdir, profile=args.profile, extra=args.set,
+            r = crawl_subprocess(args.memory_mode, port, args.memory_pages, jobdir, profile=args.profile, extra=args.set,
                                  trend_every=every)
             for sample in r["rss_trend"]:
                 print(f"  {sample['pages']:>7} pages {sample['seconds']:>7.0f} s: crawl {sample['crawl_mb']:>5} MB"
                       f" + workers {sample['workers_mb']:>4} MB RSS, peak so far {sample['peak_mb']:>5} MB; "
                       f"PSS {sample['pss_mb']:>5} MB, peak so far {sample['peak_pss_mb']:>5} MB")
-            print(f"memory: keywords crawl of {r['pages']} pages with JOBDIR in {time.monotonic() - t:.0f} s: "
+            print(f"memory: {args.memory_mode} crawl of {r['pages']} pages with JOBDIR in {time.monotonic() - t:.0f} s: "
                   f"peak PSS (crawl + workers) {r['peak_pss_mb']:.0f} MB (target <= 1024 MB): "
                   f"{'OK' if r['peak_pss_mb'] <= 1024 else 'ABOVE TARGET'}; peak RSS {r['peak_rss_mb']:.0f} MB")
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, image_funnel, ranked_images,
                                            score_cut_by_truth, top_n_shares)
-from focuscrawl.eval.crawls import run_crawl
+from focuscrawl import settings as project_settings
+from focuscrawl.eval.crawls import MODES, run_crawl
 from focuscrawl.ranking import RankStats
 from focuscrawl.resources import default_topic_path
 from focuscrawl.testweb.cli import write_truth
@@ -96,7 +97,8 @@ def _counts(languages) -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="crawl a small bundled web offline and summarise the outputs")
     p.add_argument("--pages", type=int, default=300, help="page budget (default %(default)s)")
-    p.add_argument("--mode", default="keywords", choices=("keywords", "document", "unfocused"))
+    p.add_argument("--mode", default=project_settings.FOCUSCRAWL_MODE, choices=MODES,
+                   help="crawl mode (default %(default)s, the crawl's)")
     p.add_argument("--seed", type=int, default=1, help="seed of the demo web")
     p.add_argument("-o", "--output", help="output folder (default: a new temporary folder)")
     p.set_defaults(func=cmd_demo)

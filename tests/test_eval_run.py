@@ -1,4 +1,4 @@
-"""``focuscrawl eval run`` + ``report`` on a tiny bundled web: three modes, same seeds, reproducible."""
+"""``focuscrawl eval run`` + ``report`` on a tiny bundled web: every mode, same seeds, reproducible."""
 from __future__ import annotations
 
 import json
@@ -10,11 +10,11 @@ from focuscrawl.eval.crawl_metrics import read_tsv
 NO_WORKER = ["-s", "FOCUSCRAWL_ANALYSIS_WORKERS=0"]
 
 
-def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
+def test_every_mode_by_default_then_report_and_deterministic_rerun(tmp_path):
     args = ["--data", "bundled", "--scale", "0.04", "--budget", "15", "--deterministic"]
     assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "a")]) == 0
     meta = json.loads((tmp_path / "a" / "eval.json").read_text())
-    assert [r["mode"] for r in meta["runs"]] == ["keywords", "document", "unfocused"]
+    assert [r["mode"] for r in meta["runs"]] == ["keywords", "document", "unfocused", "learning"]
     assert meta["server"]["robots_violations"] == 0
     # no model given: a held-out web and a model trained on the captions it never shows
     assert meta["web"]["heldout"] is True
@@ -24,11 +24,11 @@ def test_three_modes_then_report_and_deterministic_rerun(tmp_path):
     assert training and not training & served_alts
     keywords = (tmp_path / "a" / "model" / "cat.keywords.txt").read_text().splitlines()
     assert keywords[0].split(";")[0] == "cat"
-    for mode in ("keywords", "document", "unfocused"):
+    for mode in ("keywords", "document", "unfocused", "learning"):
         assert len(read_tsv(tmp_path / "a" / "runs" / mode / "pages.tsv")) >= 15
     assert main(["eval", "report", str(tmp_path / "a"), "--top-n", "10", "--budget", "15"]) == 0
     summary = json.loads((tmp_path / "a" / "report" / "summary.json").read_text())
-    assert set(summary["runs"]) == {"keywords", "document", "unfocused"}
+    assert set(summary["runs"]) == {"keywords", "document", "unfocused", "learning"}
     assert all(r["harvest"]["pages"] == 15 for r in summary["runs"].values())
     # oracle bounds on the same graph, seeds and budget; the breadth-first crawl is the simulated one
     assert set(summary["oracle"]) == {"breadth_first", "page_classifier", "link_oracle"}

@@ -511,3 +511,15 @@ def test_pandas_imported_before_the_learner_stays(monkeypatch):
     with _pandas_unimportable():
         assert sys.modules["pandas"] is sentinel
     assert sys.modules["pandas"] is sentinel
+
+
+def test_the_token_memo_is_bounded_and_columns_stay_the_hash():
+    import mmh3
+
+    learner = LinkLearner()
+    learner.TOKEN_MEMO_SIZE = 8
+    tokens = [f"u:{i}" for i in range(50)]
+    columns = [learner._column(t) for t in tokens]
+    assert len(learner._index) <= 8
+    assert columns == [abs(mmh3.hash(t)) % learner.n_features for t in tokens]
+    assert [learner._column(t) for t in tokens] == columns  # remembered or hashed again: the same

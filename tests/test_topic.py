@@ -433,3 +433,24 @@ def test_a_pages_logit_from_its_sentences_is_that_of_its_text(bundle):
             for scorer in ("combined", "wpp", "classifier", "xent"):
                 assert by_sentences.page_logit(sentences, scorer) == by_text.logit("\n".join(sentences), scorer)
     assert by_sentences.page_logit([]) is None
+
+
+def test_text_memo_is_bounded_and_holds_no_long_text():
+    from focuscrawl.topic.model import TextMemo
+
+    calls = []
+
+    def length(text):
+        calls.append(text)
+        return len(text)
+
+    memo = TextMemo(length, size=3)
+    page = "a long page " * 1000
+    assert memo(page) == len(page) and memo(page) == len(page) and calls == [page]  # remembered
+    assert memo("cat") == 3 and memo("cat") == 3 and len(calls) == 2
+    assert all(len(key) <= TextMemo.KEY_CHARS for key in memo.results)  # a digest, not the page
+    for i in range(5):
+        memo(f"text {i}")
+    assert len(memo.results) == 3  # bounded: the oldest went first
+    memo(page)
+    assert calls.count(page) == 2

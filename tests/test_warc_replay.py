@@ -44,6 +44,9 @@ def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
     for r in replay_images.values():
         assert (replay / r["image_path"]).read_bytes() == (live / r["image_path"]).read_bytes()
     assert len(web.requests) == served  # the replay sent nothing to the server
+    # the live crawl learnt its links (mode learning, the default); the replay, whose every
+    # page is a seed, runs in mode keywords and gives the same rows
+    assert (live / "link_learner.pkl").exists() and not (replay / "link_learner.pkl").exists()
 
 
 def test_arc_input_with_lying_headers_and_missing_images(tmp_path):

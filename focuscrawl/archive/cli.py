@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "scoring and writers (no network)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="WARC or ARC files (.gz or plain)")
     p.add_argument("-o", "--output", required=True, help="run directory (same files as a crawl)")
-    p.add_argument("--mode", default=None, help="keywords | document | unfocused (default: settings)")
+    p.add_argument("--mode", default=None, help="keywords | document | unfocused | learning (default: keywords: every archived page is a seed, the order decides nothing)")
     p.add_argument("--model", help="ARPA or KenLM binary model (default: bundled cats demo)")
     p.add_argument("--keywords", help="keyword file token;score")
     p.add_argument("--topic", help="topic bundle (focuscrawl topic build): its LM and keywords score the pages, "

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 MODES = ("keywords", "document", "unfocused", "learning")
-DEFAULT_MODES = ("keywords", "document", "unfocused")
+DEFAULT_MODES = MODES
 LOCAL_WEB_SETTINGS = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0}
 
 
@@ -182,13 +182,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 def register(eval_sub: argparse._SubParsersAction) -> None:
     from focuscrawl.testweb.cli import add_web_arguments
 
-    p = eval_sub.add_parser("run", help="crawl one web with the three modes (same seeds, same page budget)")
+    p = eval_sub.add_parser("run", help="crawl one web with each mode (same seeds, same page budget)")
     add_web_arguments(p, several_seeds=True)
     p.add_argument("-o", "--output", required=True, help="evaluation folder (web/, runs/<mode>/, eval.json; "
                                                          "with several --seed values one seed-<n>/ folder each)")
     p.add_argument("--budget", type=int, default=5000, help="pages per run (default %(default)s)")
     p.add_argument("--modes", nargs="+", default=list(DEFAULT_MODES), choices=MODES,
-                   help="crawl modes to run (default: the thesis's three; add learning)")
+                   help="crawl modes to run (default: all four: the thesis's three and learning)")
     p.add_argument("--seeds", help="a file of seed URLs on the real web instead of the test web (no truth)")
     p.add_argument("--deterministic", action="store_true",
                    help="one request at a time: same seed and settings give the same numbers")

@@ -13,7 +13,9 @@ thrown away (5-75% more pages than the budget). When the written pages plus thos
 progress reach N, the engine is paused (no new request leaves the scheduler) and a
 response that arrives then (at most ``CONCURRENT_REQUESTS``, fetched before the pause)
 is not analysed; a page in progress that ends without a row (non-HTML, failed
-extraction) gives its place back and the engine goes on. A refused response's request,
+extraction) gives its place back and the engine goes on (so a run pauses
+``focuscrawl/budget/pauses`` times, each letting up to ``CONCURRENT_REQUESTS`` late
+responses in). A refused response's request,
 and that of a page whose output comes after the N-th row, is queued again
 (``dont_filter``) so that a JOBDIR resume with a larger budget still fetches it (a clean
 stop saves the queue; after a kill the frontier journal recovers it). Counted as
@@ -87,8 +89,9 @@ class PageBudget:
             self.refused.add(response)
             raise PageBudgetSpent(f"page budget {self.budget} spent")
         self.in_progress.add(response)
-        if self.pages + len(self.in_progress) >= self.budget:
+        if self.pages + len(self.in_progress) >= self.budget and not self.crawler.engine.paused:
             self.crawler.engine.pause()
+            self.stats.inc_value("focuscrawl/budget/pauses")
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         try:

@@ -38,6 +38,8 @@ REPLAY_SETTINGS = {
     "RETRY_ENABLED": False,
     # the archive holds the images' bytes: measure those without HTML size, do not drop them
     "FOCUSCRAWL_IMAGE_MEASURE_UNSIZED": True,
+    # every archived page is a seed, so the crawl order decides nothing: no link learning
+    "FOCUSCRAWL_MODE": "keywords",
 }
 
 

@@ -21,11 +21,13 @@ Scorers (``SCORERS``):
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from functools import lru_cache, partial
+from functools import partial
 from itertools import chain
 from pathlib import Path
+from typing import Any, Callable
 
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, KeywordList
 from focuscrawl.resources import default_topic_path
@@ -176,6 +178,38 @@ def check_calibration(calibration: object, where: str) -> dict:
     return calibration
 
 
+class TextMemo:
+    """``function(text)`` remembered for up to ``size`` texts, a long text by its 16-byte digest:
+    ``lru_cache`` keyed by the text itself held every page's whole text (~15 KB a real page,
+    up to 100,000 of them in each analysis worker of a long crawl). The oldest result is
+    forgotten first."""
+
+    #: texts up to this many characters are their own key (a digest costs more than it saves)
+    KEY_CHARS = 64
+
+    def __init__(self, function: Callable[[str], Any], size: int) -> None:
+        self.function = function
+        self.size = max(1, size)
+        self.results: dict[str | bytes, Any] = {}
+
+    def __call__(self, text: str) -> Any:
+        key = text if len(text) <= self.KEY_CHARS else \
+            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        try:
+            return self.results[key]
+        except KeyError:
+            pass
+        value = self.function(text)
+        if len(self.results) >= self.size:
+            del self.results[next(iter(self.results))]
+        self.results[key] = value
+        return value
+
+    def cache_clear(self) -> None:
+        """Forget every result (``lru_cache``'s name: the calibration changed)."""
+        self.results.clear()
+
+
 class TopicModel:
     """A topic bundle folder, loaded: ``probability(text)``, ``logit(text)``, ``raw(text)``.
 
@@ -199,8 +233,8 @@ class TopicModel:
         self.classifier = HashedNgramClassifier.load(self.folder, self.manifest["classifier"])
         self.keyword_weight = float(self.manifest.get("keyword_weight", KEYWORD_WEIGHT))
         self._cache_size = cache_size
-        self.raw = lru_cache(maxsize=cache_size)(self._raw)
-        self.page_raw = lru_cache(maxsize=cache_size)(self._page_raw)
+        self.raw = TextMemo(self._raw, cache_size)
+        self.page_raw = TextMemo(self._page_raw, cache_size)
 
     def _read_calibration(self) -> dict:
         """``calibration.json``, checked (``check_calibration``); a bundle without one is refused:
