@@ -111,25 +111,22 @@ class AnalysisConfig:
         ``scorer`` files for the workers."""
         from focuscrawl.dedup.simhash import parse_ngrams
         from focuscrawl.crawl_scorer import language_filter
+        from focuscrawl.scrapy_compat import spider_middleware_enabled
 
-        neardup = (_enabled(settings, "SPIDER_MIDDLEWARES", NEARDUP_MIDDLEWARE)
+        neardup = (spider_middleware_enabled(settings, NEARDUP_MIDDLEWARE)
                    and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED"))
         return cls(
             extractor=settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"),
             text_time_limit=settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT"),
             text_max_tags=markup_budget(settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")),
             min_sentence_tokens=settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"),
-            images=_enabled(settings, "SPIDER_MIDDLEWARES", IMAGE_MIDDLEWARE),
+            images=spider_middleware_enabled(settings, IMAGE_MIDDLEWARE),
             rules=ImageRules.from_settings(settings),
             context=ContextSettings.from_settings(settings),
             ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))) if neardup else (),
             language=language_filter(settings),
             scorer=scorer,
         )
-
-
-def _enabled(settings, name: str, path: str) -> bool:
-    return settings.getwithbase(name).get(path) is not None
 
 
 @dataclass

@@ -21,14 +21,24 @@ from scrapy.exceptions import (CannotResolveHostError, DownloadCancelledError, D
 from scrapy.pipelines.media import _MediaRequestFiltered as ExpectedMediaFailure
 from scrapy.statscollectors import MemoryStatsCollector as _MemoryStatsCollector
 from scrapy.utils.asyncio import call_later
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import _schedule_coro
+from scrapy.utils.misc import load_object
 from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
 
-__all__ = ["ExpectedMediaFailure", "forget_media_result", "read_seen_fingerprints", "seen_record", "request_to_dict",
-           "rerank_queue_top", "lowest_priority", "wake_engine", "is_decompression_too_big", "is_too_many_redirects",
+__all__ = ["ExpectedMediaFailure", "forget_media_result", "spider_middleware_enabled", "read_seen_fingerprints",
+           "seen_record", "request_to_dict", "rerank_queue_top", "lowest_priority", "wake_engine", "is_decompression_too_big", "is_too_many_redirects",
            "is_over_download_maxsize", "quiet_robots_network_errors", "MemoryStatsCollector", "SlotBoundDownloader"]
 
 _SEEN_SIZE_BYTES = 2  # RFPDupeFilter's requests.seen: 2-byte big-endian length + fingerprint
+
+
+def spider_middleware_enabled(settings: Any, middleware: type | str) -> bool:
+    """``middleware`` (a class or its import path), or a subclass of it, is among the crawl's
+    spider middlewares (``SPIDER_MIDDLEWARES`` over its base, ``None`` = off, as Scrapy builds it)."""
+    base = load_object(middleware) if isinstance(middleware, str) else middleware
+    return any(isinstance(cls := load_object(path), type) and issubclass(cls, base)
+               for path in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES")))
 
 
 def read_seen_fingerprints(path: Path) -> set[bytes]:

@@ -19,10 +19,11 @@ from scrapy.pipelines.media import FileException, MediaPipeline
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
+from focuscrawl.middlewares.images import ImageExtractionMiddleware
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects, lowest_priority,
-                                      read_seen_fingerprints,
-                                      request_to_dict, rerank_queue_top, seen_record)
+                                      read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record,
+                                      spider_middleware_enabled)
 
 
 def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
@@ -295,3 +296,25 @@ def test_downloader_keeps_a_host_to_its_concurrency(tmp_path, downloader, bounde
     assert sorted(p for p in web.pages_requested() if "/img/" in p) == [f"cats.test/img/{i}.jpg" for i in range(6)]
     assert (web.max_in_flight <= 2) is bounded, web.max_in_flight
     assert project_settings().get("DOWNLOADER") == "focuscrawl.scrapy_compat.SlotBoundDownloader"
+
+
+def test_a_spider_middleware_is_enabled_by_its_class_a_subclass_or_its_path():
+    from scrapy.settings import Settings
+
+    from focuscrawl import settings as project_settings
+    from focuscrawl.analysis import IMAGE_MIDDLEWARE, AnalysisConfig
+    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
+
+    settings = Settings()
+    settings.setmodule(project_settings)
+    assert spider_middleware_enabled(settings, LinkPriorityMiddleware)
+    assert spider_middleware_enabled(settings, IMAGE_MIDDLEWARE) and AnalysisConfig.from_settings(settings).images
+    settings.set("SPIDER_MIDDLEWARES", {IMAGE_MIDDLEWARE: None})  # switched off: no image analysis
+    assert not spider_middleware_enabled(settings, ImageExtractionMiddleware)
+    assert not AnalysisConfig.from_settings(settings).images
+    settings.set("SPIDER_MIDDLEWARES", {IMAGE_MIDDLEWARE: None, f"{__name__}.OwnImageMiddleware": 650})
+    assert AnalysisConfig.from_settings(settings).images  # a subclass in its place still needs the analysis
+
+
+class OwnImageMiddleware(ImageExtractionMiddleware):
+    """A project's own image middleware: a subclass of focuscrawl's."""

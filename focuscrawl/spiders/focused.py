@@ -27,10 +27,8 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import UsageError
 from scrapy.http import HtmlResponse, Response
-from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import load_object
 from scrapy.utils.response import get_base_url
 from twisted.internet.defer import Deferred
 
@@ -40,7 +38,7 @@ from focuscrawl.frontier import LINK_META, KnownLinks
 from focuscrawl.items import PageItem
 from focuscrawl.middlewares.budget import PageBudgetSpent
 from focuscrawl.middlewares.priority import LinkPriorityMiddleware
-from focuscrawl.scrapy_compat import quiet_robots_network_errors
+from focuscrawl.scrapy_compat import quiet_robots_network_errors, spider_middleware_enabled
 from focuscrawl.processes import ignore_stop_signals_once_stopped
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, get_extractor
 from focuscrawl.text.html import clip_html, fallback_encoding
@@ -148,9 +146,9 @@ class FocusedSpider(scrapy.Spider):
         self.text_max_bytes = settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")
         #: out-links the scheduler has seen (focuscrawl.frontier.KnownLinks; the scheduler fills
         #: it): None when off, or without the link middleware that decides the skipped links
-        self.known_links = (KnownLinks(settings.getint("FOCUSCRAWL_KNOWN_LINKS"))
-                            if settings.getint("FOCUSCRAWL_KNOWN_LINKS") > 0 and link_middleware_enabled(settings)
-                            else None)
+        known = settings.getint("FOCUSCRAWL_KNOWN_LINKS")
+        self.known_links = (KnownLinks(known) if known > 0
+                            and spider_middleware_enabled(settings, LinkPriorityMiddleware) else None)
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.allowed_domains = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
 
@@ -259,12 +257,6 @@ class FocusedSpider(scrapy.Spider):
         name = failure.type.__name__ if failure.type else "unknown"
         self.stats.inc_value(f"focuscrawl/download_errors/{name}")
         logger.debug("download failed: %s: %s", failure.request.url if hasattr(failure, "request") else "", failure.value)
-
-
-def link_middleware_enabled(settings) -> bool:
-    """``LinkPriorityMiddleware`` (or a subclass) is among the crawl's spider middlewares."""
-    return any(isinstance(cls := load_object(path), type) and issubclass(cls, LinkPriorityMiddleware)
-               for path in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES")))
 
 
 def reported(exc: UsageError, spider: str) -> UsageError:
