@@ -449,8 +449,11 @@ def test_text_memo_is_bounded_and_holds_no_long_text():
     assert memo(page) == len(page) and memo(page) == len(page) and calls == [page]  # remembered
     assert memo("cat") == 3 and memo("cat") == 3 and len(calls) == 2
     assert all(len(key) <= TextMemo.KEY_CHARS for key in memo.results)  # a digest, not the page
+    memo("dog")
+    memo(page)  # used again: now the most recent, "cat" the least
+    memo("cow")
+    assert len(memo.results) == 3 and "cat" not in memo.results  # bounded: the least recently used went
     for i in range(5):
         memo(f"text {i}")
-    assert len(memo.results) == 3  # bounded: the oldest went first
     memo(page)
     assert calls.count(page) == 2
