@@ -7,7 +7,7 @@ from scrapy.settings import Settings
 from focuscrawl import settings as defaults
 from focuscrawl.analysis import LinkContext, page_links, parse_tree
 from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, PageJudge, feature_prefixes, link_features,
-                                           best_blend_trust, ranking_auc, trust_from_auc)
+                                           best_blend_trust, learner_from_settings, ranking_auc, trust_from_auc)
 from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
@@ -273,6 +273,19 @@ def test_calibrated_page_judge_cuts_at_the_on_topic_probability():
                                                 "FOCUSCRAWL_LEARNING_ON_TOPIC_P": defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_P}),
                                       topic_model=object())
     assert not default.on_topic(0.55) and default.on_topic(0.6)
+    with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_ON_TOPIC_P must be a probability"):
+        PageJudge.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE": "calibrated",
+                                          "FOCUSCRAWL_LEARNING_ON_TOPIC_P": 60}), topic_model=object())
+
+
+def test_an_unknown_trust_rule_is_a_clear_error():
+    settings = Settings()
+    settings.setmodule(defaults)
+    settings.set("FOCUSCRAWL_LEARNING_TRUST_RULE", "best_blend")
+    with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_TRUST_RULE must be one of auc-share, best-blend"):
+        learner_from_settings(settings)
+    settings.set("FOCUSCRAWL_LEARNING_TRUST_RULE", "best-blend")
+    assert learner_from_settings(settings).trust_rule == "best-blend"
 
 
 #: five distinct on-topic texts (toy model: PP 2-7; distinct, so not near-duplicates of each other)

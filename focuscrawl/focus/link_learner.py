@@ -243,6 +243,8 @@ def trust_from_auc(learned_auc: float | None, thesis_auc: float | None, previous
     return learned / (learned + thesis) if learned + thesis > 0 else 0.5
 
 
+#: FOCUSCRAWL_LEARNING_TRUST_RULE: ``trust_from_auc`` or ``best_blend_trust``
+TRUST_RULES = ("auc-share", "best-blend")
 #: the blend weights ``best_blend_trust`` tries
 BLEND_GRID = tuple(i / 10 for i in range(11))
 
@@ -557,13 +559,13 @@ class LinkLearner:
 
 
 class PageJudge:
-    """Is a fetched page on topic? Its topicality in [0, 1], on topic from one half.
+    """Is a fetched page on topic? Its topicality in [0, 1], on topic from ``cut``.
 
     ``perplexity``: from the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at
     1) against ``on_topic_pp``, ``topicality = T / (T + wPP)`` (0.5 at the threshold), an
     absolute cut that suits one model's perplexities. ``calibrated``: the topic bundle's
     calibrated probability of the page's text (``PageAnalysis.topic_logit``), the same scale for
-    any model and topic.
+    any model and topic, on topic from ``on_topic_p`` (FOCUSCRAWL_LEARNING_ON_TOPIC_P).
     """
 
     def __init__(self, on_topic_pp: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_PP, calibrated: bool = False,
@@ -590,15 +592,20 @@ class PageJudge:
         judge = settings.get("FOCUSCRAWL_LEARNING_JUDGE")
         if judge not in ("perplexity", "calibrated"):
             raise ValueError(f"FOCUSCRAWL_LEARNING_JUDGE must be perplexity or calibrated, not {judge!r}")
+        on_topic_p = settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_P")
+        if not 0.0 < on_topic_p < 1.0:
+            raise ValueError(f"FOCUSCRAWL_LEARNING_ON_TOPIC_P must be a probability between 0 and 1, not {on_topic_p}")
         return cls(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"),
-                   calibrated=judge == "calibrated" and topic_model is not None,
-                   on_topic_p=settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_P"))
+                   calibrated=judge == "calibrated" and topic_model is not None, on_topic_p=on_topic_p)
 
 
 def learner_from_settings(settings) -> LinkLearner:
     s = settings
     groups = s.getlist("FOCUSCRAWL_LEARNING_FEATURES")
     feature_prefixes(groups)  # unknown groups: ValueError before the crawl
+    trust_rule = s.get("FOCUSCRAWL_LEARNING_TRUST_RULE")
+    if trust_rule not in TRUST_RULES:
+        raise ValueError(f"FOCUSCRAWL_LEARNING_TRUST_RULE must be one of {', '.join(TRUST_RULES)}, not {trust_rule!r}")
     return LinkLearner(
         retrain_every=s.getint("FOCUSCRAWL_LEARNING_RETRAIN_EVERY"),
         prior_pages=s.getint("FOCUSCRAWL_LEARNING_PRIOR_PAGES"),
@@ -606,7 +613,7 @@ def learner_from_settings(settings) -> LinkLearner:
         host_weight=s.getfloat("FOCUSCRAWL_LEARNING_HOST_WEIGHT"),
         exploration=s.getfloat("FOCUSCRAWL_LEARNING_EXPLORATION"),
         trust_window=s.getint("FOCUSCRAWL_LEARNING_TRUST_WINDOW"),
-        trust_rule=s.get("FOCUSCRAWL_LEARNING_TRUST_RULE"),
+        trust_rule=trust_rule,
         thesis_steps_per_decade=s.getint("FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE"),
         siblings="siblings" in groups, hubs="hubs" in groups,
         sibling_weight=s.getfloat("FOCUSCRAWL_LEARNING_SIBLING_WEIGHT"),
