@@ -110,7 +110,7 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
 def sighting_of(item: Any) -> dict[str, Any]:
     """One page's view of an image, with the final score that sighting alone gives (set on
     every sighting by ``FinalScorePipeline``, before the merge)."""
-    values = dict(item)  # one pass over a Scrapy Item, not 20 of its Python-level get()
+    values = item if type(item) is dict else dict(item)  # one pass over a Scrapy Item, not 20 get()s
     s = {f: values.get(f) for f in SIGHTING_FIELDS}
     s["final_score"], s["final_context"] = values.get("final_score"), values.get("final_context")
     return s
@@ -362,7 +362,7 @@ class ImageStore:
         values = dict(item)
         record = {f: values.get(f) for f in IMAGE_FIELDS}
         record["html_width"], record["html_height"] = values.get("html_width"), values.get("html_height")
-        record["sightings"] = [sighting_of(item)]
+        record["sightings"] = [sighting_of(values)]
         if entry.pending:
             self._add_sightings(record, entry.pending)
         atomic_write_bytes(self._record_file(url), record_json(record), fsync=False)
