@@ -4,7 +4,7 @@ Ranking, export and the annotation app consume ``CorpusEntry`` objects and never
 open ``images.tsv`` or the info records themselves, so a change of the writers'
 format is absorbed here.
 
-Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``):
+Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``; records read with ``focuscrawl.output.records``):
 
 * ``images.tsv``: tab-separated, one header line, one row per unique image in crawl
   order. Columns used by name: ``image_url``, ``page_url``, ``alt``, ``title``,
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from focuscrawl.output.files import iter_tsv, parse_float
-from focuscrawl.output.images import run_records
+from focuscrawl.output.records import run_records
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from tests.support.localweb import LocalWeb, Page
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import ON_TOPIC, write_model
 
-from focuscrawl.output.images import record_path
+from focuscrawl.output.records import record_path
 
 N = 10
 JPEG = image_bytes("JPEG", (64, 48))

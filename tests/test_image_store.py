@@ -5,7 +5,8 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from focuscrawl.items import ImageItem
-from focuscrawl.output.images import ImageStore, RunRecords, record_json, record_path
+from focuscrawl.output.images import ImageStore
+from focuscrawl.output.records import RunRecords, record_json, record_path
 from focuscrawl.output.run import RunOutput
 from focuscrawl.pipelines.score import FinalScorePipeline
 
@@ -299,7 +300,7 @@ def test_a_fold_splices_the_logged_sightings_into_the_record_bytes_as_record_jso
     """The fold does not encode a record again: the logged sightings' JSON is spliced into its
     bytes, which are the bytes ``record_json`` gives the folded record (the files stay the same);
     with the record full, the new ``sightings_over_limit``, and a layout it does not know."""
-    from focuscrawl.output.images import folded_json, record_json
+    from focuscrawl.output.records import folded_json, record_json
 
     run = RunOutput(tmp_path / "out")
     store = ImageStore(run, stats(), max_parents=1, max_siblings=0, max_sightings=3)
@@ -339,7 +340,8 @@ def test_record_and_logged_sighting_are_the_bytes_json_dumps_gives(tmp_path):
     """The store's one compact encoder (no circular-reference check, made once) writes the very
     bytes ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` did: non-ASCII kept,
     NaN and infinities as Python's json writes them, a lone surrogate replaced, keys in order."""
-    from focuscrawl.output.images import SIGHTINGS_LOG, compact_json, sighting_of
+    from focuscrawl.output.images import sighting_of
+    from focuscrawl.output.records import SIGHTINGS_LOG, compact_json
 
     def dumps(obj):
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import parse_float, read_tsv
-from focuscrawl.output.images import RunRecords
+from focuscrawl.output.records import RunRecords
 from focuscrawl.output.stats import read_stats
 from focuscrawl.ranking import (DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, RankStats, near_duplicate_collapser, rank,
                                 rank_run)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from focuscrawl.output.files import (FileWriter, _write_all, atomic_write_bytes, gzip_complete_size, iter_tsv,
                                      parse_float, prefetch)
-from focuscrawl.output.images import SIGHTINGS_LOG, RunRecords, record_json, record_path, sighting_key
+from focuscrawl.output.records import SIGHTINGS_LOG, RunRecords, record_json, record_path, sighting_key
 from focuscrawl.output.stats import read_stats
 
 

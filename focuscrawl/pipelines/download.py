@@ -31,7 +31,8 @@ from focuscrawl.archive.replay import NotArchived
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.run_state import RunState
-from focuscrawl.output.images import ImageStore, url_sha1
+from focuscrawl.output.images import ImageStore
+from focuscrawl.output.records import url_sha1
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects)
 
