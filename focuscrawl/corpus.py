@@ -4,7 +4,7 @@ Ranking, export and the annotation app consume ``CorpusEntry`` objects and never
 open ``images.tsv`` or the info records themselves, so a change of the writers'
 format is absorbed here.
 
-Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``):
+Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``; records read with ``focuscrawl.output.records``):
 
 * ``images.tsv``: tab-separated, one header line, one row per unique image in crawl
   order. Columns used by name: ``image_url``, ``page_url``, ``alt``, ``title``,
@@ -17,13 +17,13 @@ Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``):
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from focuscrawl.output.files import iter_tsv, parse_float
+from focuscrawl.output.records import run_records
 
 logger = logging.getLogger(__name__)
 
@@ -134,17 +134,6 @@ def _context_from_record(record: Any, name: str) -> str:
     return text or ""
 
 
-def _read_record(run_dir: Path, record_path: str) -> Any:
-    """The JSON of an info record inside ``run_dir``. Raises ``OSError`` (unreadable) or
-    ``ValueError`` (not JSON, e.g. truncated, or a path that leaves the run directory)."""
-    root = run_dir.resolve()
-    path = (root / record_path).resolve()
-    if not path.is_relative_to(root):
-        raise ValueError("the path leaves the run directory")
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
 def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> int:
     """Set ``context_text`` from the info records (for entries read with ``with_context=False``).
 
@@ -158,7 +147,7 @@ def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> int:
         if entry.context_text or not name or not entry.record_path or entry.record_error:
             continue
         try:
-            entry.context_text = _context_from_record(_read_record(run_dir, entry.record_path), name)
+            entry.context_text = _context_from_record(run_records(run_dir).read(entry.record_path), name)
         except (OSError, ValueError) as exc:
             entry.record_error = f"{entry.record_path}: {exc}"
             damaged += 1

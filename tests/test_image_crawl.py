@@ -18,7 +18,8 @@ from tests.support.localweb import LocalWeb, Page
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import NORMAL, ON_TOPIC
 
-from focuscrawl.output.images import image_columns, record_path, url_sha1
+from focuscrawl.output.images import image_columns
+from focuscrawl.output.records import record_path, url_sha1
 from focuscrawl.pipelines.writers import PAGE_COLUMNS
 
 JPEG = image_bytes("JPEG")

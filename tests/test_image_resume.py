@@ -15,7 +15,7 @@ from tests.support.localweb import LocalWeb, Page
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import ON_TOPIC, write_model
 
-from focuscrawl.output.images import record_path
+from focuscrawl.output.records import record_path
 
 N = 10
 JPEG = image_bytes("JPEG", (64, 48))
@@ -56,6 +56,29 @@ def check_run_dir(out, expect_all: bool) -> None:
         shared = json.loads((out / record_path("http://cats.test/s.jpg")).read_text())
         seen_on = [s["page_url"] for s in shared["sightings"]]
         assert sorted(seen_on) == sorted(urls)  # every page's context of the shared image, once
+
+
+def check_readers_of_a_killed_run(out, rows, merged) -> None:
+    """Killed before its first fold, the run has no record file: every committed image's record
+    is a line of its sightings log. The readers (rank's corpus, merge) read each row's record
+    from there, its first sighting's context included, without touching the run directory."""
+    from focuscrawl.corpus import iter_entries
+    from focuscrawl.output.merge import merge_runs
+    from focuscrawl.output.records import RunRecords
+
+    assert rows and not (out / "records").exists()
+    log = (out / "sightings.log").read_bytes()
+    records = RunRecords(out)
+    for r in rows:
+        record = records.read(r["record_path"])
+        assert record["image_url"] == r["image_url"] and record["sightings"][0]["page_url"] == r["page_url"]
+    entries = list(iter_entries(out))
+    assert [e.image_url for e in entries] == [r["image_url"] for r in rows]
+    assert all(not e.record_error and e.context_text for e in entries), [e.record_error for e in entries]
+    merge_runs([out], merged)
+    assert sorted(p.name for p in (merged / "records").glob("*/*.json")) == sorted(
+        r["record_path"].rpartition("/")[2] for r in rows)
+    assert (out / "sightings.log").read_bytes() == log and not (out / "records").exists()
 
 
 def test_stopped_crawl_resumes_without_loss_or_duplicates(tmp_path):
@@ -104,6 +127,7 @@ def test_killed_crawl_leaves_whole_rows_and_resumes(tmp_path):
         assert (out / "pages.tsv").read_bytes().endswith(b"\n")
         check_run_dir(out, expect_all=False)
         before = read_tsv(out / "images.tsv")
+        check_readers_of_a_killed_run(out, before, tmp_path / "merged")
         # resume: rows after the last checkpoint are cut back and redone (frontier journal,
         # images.pending); the crawl then completes
         stats, proc2 = crawl(web, tmp_path, "http://cats.test/p0", settings={"JOBDIR": str(jobdir)})

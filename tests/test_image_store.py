@@ -5,7 +5,8 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from focuscrawl.items import ImageItem
-from focuscrawl.output.images import ImageStore, record_path
+from focuscrawl.output.images import ImageStore
+from focuscrawl.output.records import RunRecords, record_json, record_path
 from focuscrawl.output.run import RunOutput
 from focuscrawl.pipelines.score import FinalScorePipeline
 
@@ -37,15 +38,16 @@ def test_sightings_merge_pending_written_repeated_and_limited(tmp_path):
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2", alt="pending"))
     first["final_score"] = 6.0
     store.commit(first)
-    rec = record(run, "http://s.test/a.jpg")
+    # the record is logged whole, no file made yet; a reader of the run directory finds it
+    assert not run.path(record_path("http://s.test/a.jpg")).exists()
+    rec = RunRecords(run.dir).read(record_path("http://s.test/a.jpg"))
     assert [s["page_url"] for s in rec["sightings"]] == ["http://s.test/1", "http://s.test/2"]
     assert rec["sightings"][1]["final_score"] == pytest.approx(6.0) and rec["sightings"][1]["final_context"] == "alt+parent-0"
-    written = run.path(record_path("http://s.test/a.jpg")).read_bytes()
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2", alt="pending"))  # repeated
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/3"))
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/4"))  # over the limit of 3
-    # later sightings are appended to the log: the record is not rewritten for each
-    assert run.path(record_path("http://s.test/a.jpg")).read_bytes() == written
+    # later sightings are appended to the log too: nothing is written for each
+    assert not run.path(record_path("http://s.test/a.jpg")).exists()
     assert st.get_value("focuscrawl/images/merge/logged") == 3
     store.fold()  # (at close, or once the log is big): each record read and written once
     assert (tmp_path / "out" / "sightings.log").read_bytes() == b""
@@ -53,7 +55,7 @@ def test_sightings_merge_pending_written_repeated_and_limited(tmp_path):
     assert [s["page_url"] for s in rec["sightings"]] == ["http://s.test/1", "http://s.test/2", "http://s.test/3"]
     assert rec["sightings_over_limit"] == 1
     assert st.get_value("focuscrawl/images/merge/repeated") == 1 and st.get_value("focuscrawl/images/merge/over_limit") == 1
-    assert st.get_value("focuscrawl/images/merge/merged") == 1  # one rewrite for pages 3 and 4
+    assert st.get_value("focuscrawl/images/merge/merged") == 1  # one write for pages 1 to 4
     # the record is full: a later sighting is only counted, in a short line
     assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/5"))
     rel, _, line = (tmp_path / "out" / "sightings.log").read_text().partition("\t")
@@ -186,25 +188,48 @@ def test_image_in_flight_at_a_kill_is_recovered(tmp_path):
     assert sorted(r[header.index("image_url")] for r in rows) == ["http://s.test/done.jpg", "http://s.test/fly.jpg"]
 
 
-def test_prepared_record_file_is_filled_by_commit_and_dropped_at_close(tmp_path):
-    """The download thread makes the record's temp file ahead; commit fills and renames it;
-    a prepared file whose image is never committed is removed at close: no stray files."""
-    run = RunOutput(tmp_path / "out")
-    store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
-    a, b = item("http://s.test/a.jpg", "http://s.test/1"), item("http://s.test/b.jpg", "http://s.test/1")
-    assert store.first_sighting(a) and store.first_sighting(b)
-    store.prepare_record("http://s.test/a.jpg")
-    store.prepare_record("http://s.test/b.jpg")
-    temps = sorted(p.name for p in (tmp_path / "out" / "records").rglob(".*.tmp*"))
-    assert len(temps) == 2
-    a["final_score"] = 6.0
+def test_a_record_reaches_its_file_once_at_the_fold_and_readers_see_it_before(tmp_path):
+    """A committed image makes no file: its record is one line of the sightings log until the
+    fold writes it, once, with the sightings logged after it (a new file costs the kernel more
+    than the crawl's work on an image). A reader of a killed run's directory reads the logged
+    record; a fold repeated after a kill (files written, log not yet emptied) writes the same
+    bytes; an image never committed leaves no file."""
+    out = tmp_path / "out"
+    run = RunOutput(out)
+    st = stats()
+    store = ImageStore(run, st, max_parents=1, max_siblings=0)
+    a, b, c = (item(f"http://s.test/{n}.jpg", "http://s.test/1") for n in "abc")
+    assert store.first_sighting(a) and store.first_sighting(b) and store.first_sighting(c)
     store.commit(a)
-    assert record(run, "http://s.test/a.jpg")["sightings"][0]["page_url"] == "http://s.test/1"
-    assert len(list((tmp_path / "out" / "records").rglob(".*.tmp*"))) == 1  # b's, not yet committed
+    store.commit(c)
+    assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/2"))
+    assert not (out / "records").exists()
+    # SIGKILL here: a reader of the directory sees the records as the fold will write them
+    logged = RunRecords(out)
+    assert logged.logged_records() == {record_path("http://s.test/a.jpg"), record_path("http://s.test/c.jpg")}
+    expected = logged.read(record_path("http://s.test/a.jpg"))
+    assert [s["page_url"] for s in expected["sightings"]] == ["http://s.test/1", "http://s.test/2"]
+    store.fold()
+    assert sorted(p.name for p in (out / "records").rglob("*") if p.is_file()) == sorted(
+        record_path(f"http://s.test/{n}.jpg").rpartition("/")[2] for n in "ac")
+    assert record(run, "http://s.test/a.jpg") == expected
+    assert run.path(record_path("http://s.test/c.jpg")).read_bytes() == record_json(record(run, "http://s.test/c.jpg"))
+    assert st.get_value("focuscrawl/images/merge/merged") == 1 and st.get_value("focuscrawl/images/merge/new_records") == 1
+    # a kill after the fold wrote the files but before it emptied the log: folded again, same bytes
+    d = item("http://s.test/d.jpg", "http://s.test/3")
+    assert store.first_sighting(d)
+    store.commit(d)
+    assert not store.first_sighting(item("http://s.test/a.jpg", "http://s.test/3"))
+    log = out / "sightings.log"
+    lines = log.read_bytes()
+    store.fold()
+    files = {p: p.read_bytes() for p in (out / "records").rglob("*.json")}
+    log.write_bytes(lines)
+    ImageStore(RunOutput(out), stats(), max_parents=1, max_siblings=0)  # opened again: the log folded
+    assert {p: p.read_bytes() for p in (out / "records").rglob("*.json")} == files and log.read_bytes() == b""
     store.close()
-    run.close()
-    assert list((tmp_path / "out" / "records").rglob(".*.tmp*")) == []
-    assert not run.path(record_path("http://s.test/b.jpg")).exists()
+    assert not run.path(record_path("http://s.test/b.jpg")).exists()  # never committed
+    assert list((out / "records").rglob(".*.tmp*")) == []
 
 
 def test_many_images_in_flight_at_kills_are_each_recovered_once(tmp_path):
@@ -275,7 +300,7 @@ def test_a_fold_splices_the_logged_sightings_into_the_record_bytes_as_record_jso
     """The fold does not encode a record again: the logged sightings' JSON is spliced into its
     bytes, which are the bytes ``record_json`` gives the folded record (the files stay the same);
     with the record full, the new ``sightings_over_limit``, and a layout it does not know."""
-    from focuscrawl.output.images import folded_json, record_json
+    from focuscrawl.output.records import folded_json, record_json
 
     run = RunOutput(tmp_path / "out")
     store = ImageStore(run, stats(), max_parents=1, max_siblings=0, max_sightings=3)
@@ -315,7 +340,8 @@ def test_record_and_logged_sighting_are_the_bytes_json_dumps_gives(tmp_path):
     """The store's one compact encoder (no circular-reference check, made once) writes the very
     bytes ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` did: non-ASCII kept,
     NaN and infinities as Python's json writes them, a lone surrogate replaced, keys in order."""
-    from focuscrawl.output.images import SIGHTINGS_LOG, compact_json, sighting_of
+    from focuscrawl.output.images import sighting_of
+    from focuscrawl.output.records import SIGHTINGS_LOG, compact_json
 
     def dumps(obj):
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
@@ -331,11 +357,14 @@ def test_record_and_logged_sighting_are_the_bytes_json_dumps_gives(tmp_path):
                                           "record_path", "width", "height", "image_format", "image_size",
                                           "image_sha1")}
     expected |= {"html_width": None, "html_height": None, "sightings": [sighting_of(first)]}
-    assert run.path(record_path(url)).read_bytes() == dumps(expected).encode("utf-8", "replace")
     later = item(url, "http://s.test/2", alt="-Infinity", parent="zwei")
     later["title_scores"] = {"weighted": float("-inf")}
     assert not store.first_sighting(later)
     logged = (tmp_path / "out" / SIGHTINGS_LOG).read_bytes().decode("utf-8", "replace")
-    assert logged == f"{record_path(url)}\t{dumps({'sighting': sighting_of(later)})}\n".encode(
+    assert logged == (f"{record_path(url)}\t{dumps({'record': expected})}\n"
+                      f"{record_path(url)}\t{dumps({'sighting': sighting_of(later)})}\n").encode(
         "utf-8", "replace").decode("utf-8", "replace")
+    store.close()
+    expected["sightings"].append(sighting_of(later))
+    assert run.path(record_path(url)).read_bytes() == dumps(expected).encode("utf-8", "replace")
     assert compact_json([{"b": 1.5, "a": [None, True]}]) == dumps([{"b": 1.5, "a": [None, True]}])

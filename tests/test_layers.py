@@ -18,10 +18,10 @@ PACKAGE = Path(focuscrawl.__file__).parent
 #: format everything writes with, the rest of ``output/`` is the run directory).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation: settings, bundled resources, child processes, items, URLs, Scrapy internals, "
-     "file and TSV formats",
+     "file, TSV and image-record formats",
      ("focuscrawl", "focuscrawl.settings", "focuscrawl.resources", "focuscrawl.processes", "focuscrawl.items",
       "focuscrawl.urls", "focuscrawl.scrapy_compat", "focuscrawl.logformatter", "focuscrawl.fingerprints",
-      "focuscrawl.output.files", "focuscrawl.output.tsv")),
+      "focuscrawl.output.files", "focuscrawl.output.tsv", "focuscrawl.output.records")),
     ("pure maths of texts: text extraction, image contexts, near-duplicates, language models",
      ("focuscrawl.text", "focuscrawl.context", "focuscrawl.dedup", "focuscrawl.lm")),
     ("models built on them and a page's analysis: topic bundles, image rules and scores, what "

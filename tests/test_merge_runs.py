@@ -10,7 +10,8 @@ from pathlib import Path
 
 from focuscrawl.middlewares.priority import LINKS_LOG_COLUMNS
 from focuscrawl.output.files import iter_tsv
-from focuscrawl.output.images import image_columns, record_path
+from focuscrawl.output.images import image_columns
+from focuscrawl.output.records import record_path
 from focuscrawl.output.tsv import row
 from focuscrawl.pipelines.writers import PAGE_COLUMNS
 from tests.support.crawl import ROOT
@@ -168,7 +169,7 @@ def test_a_part_killed_inside_a_page_batch_merges_without_its_orphan_sentences(t
 def test_merged_images_are_linked_and_records_written_as_the_crawl_writes_them(tmp_path):
     """An image file of a part is hard-linked into the merged run (same file, no copy), and
     a merged record has the bytes ``ImageStore`` gives a record (compact JSON)."""
-    from focuscrawl.output.images import record_json
+    from focuscrawl.output.records import record_json
     from focuscrawl.output.merge import merge_runs
 
     part = tmp_path / "part-0"

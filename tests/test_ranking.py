@@ -179,7 +179,7 @@ def test_cli_collapses_near_duplicates_by_default(tmp_path, capsys):
     run_dir = make_run_dir(tmp_path / "run", rows)
     # the copy's picture again under another URL (same pixels) with a different text
     import shutil
-    from focuscrawl.output.images import url_sha1
+    from focuscrawl.output.records import url_sha1
     shutil.copy(run_dir / f"images/{url_sha1('http://b.org/1-copy.jpg')}.png",
                 run_dir / f"images/{url_sha1('http://a.org/2.jpg')}.png")
     out = tmp_path / "out.jsonl"
@@ -201,7 +201,7 @@ def test_cli_collapses_near_duplicates_by_default(tmp_path, capsys):
 def test_flat_pictures_are_compared_by_text_only(tmp_path, capsys):
     from PIL import Image
 
-    from focuscrawl.output.images import url_sha1
+    from focuscrawl.output.records import url_sha1
 
     rows = [{"url": f"http://a.org/{i}.jpg", "score": 3 + i, "alt": alt} for i, alt in
             enumerate(["a black cat asleep on the warm sofa cushion", "two dogs running on a sandy beach at dawn"])]
@@ -313,7 +313,7 @@ DAMAGED_RECORDS = ["[]", '{"sightings": 5}', '{"sightings": [5]}', '{"sightings"
 def test_damaged_info_records_are_skipped_with_a_count(tmp_path, capsys, caplog, monkeypatch, scoring):
     """A record of the wrong shape crashed the whole ranking (4 of 7 shapes): now each is skipped
     (its image ranked without context text), counted, and warned about in one line."""
-    from focuscrawl.output.images import record_path
+    from focuscrawl.output.records import record_path
     from focuscrawl.resources import default_topic_path
 
     monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
@@ -340,7 +340,7 @@ def test_exact_and_near_duplicate_texts_collapse_by_default_in_ranking_order(tmp
     ascending, keeping the *worst* twin first)."""
     from PIL import Image
 
-    from focuscrawl.output.images import url_sha1
+    from focuscrawl.output.records import url_sha1
     from focuscrawl.resources import default_topic_path
 
     monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)

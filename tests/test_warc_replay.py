@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from focuscrawl.output.images import url_sha1
+from focuscrawl.output.records import url_sha1
 from tests.support.archives import write_arc
 from tests.support.crawl import FAST, ROOT, scrapy_cmd
 from tests.support.localweb import CAT_TEXT, LocalWeb, image_site, png_bytes

@@ -8,7 +8,6 @@ label-based numbers are ``None`` and the rest is still computed.
 from __future__ import annotations
 
 import gzip
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -17,7 +16,7 @@ from urllib.parse import urlsplit
 from focuscrawl.corpus import CorpusEntry, iter_entries
 from focuscrawl.lm.scorer import perplexity_from_log10
 from focuscrawl.output.files import parse_float, read_tsv
-from focuscrawl.output.images import SIGHTINGS_LOG, read_sightings_log, with_logged
+from focuscrawl.output.records import RunRecords
 from focuscrawl.output.stats import read_stats
 from focuscrawl.ranking import (DEFAULT_SCORE_MAX, DEFAULT_SCORE_MIN, RankStats, near_duplicate_collapser, rank,
                                 rank_run)
@@ -82,9 +81,9 @@ class Run:
         stats = read_stats(folder / "stats.json") if (folder / "stats.json").exists() else {}
         sentences = folder / "sentences.txt.gz"
         sightings = []
-        logged = read_sightings_log(folder / SIGHTINGS_LOG)  # a crawl killed before its fold
+        records = RunRecords(folder)  # with a killed crawl's unfolded sightings log
         for r in images:
-            record_sightings = _record_sightings(folder, r.get("record_path"), logged)
+            record_sightings = _record_sightings(records, r.get("record_path"))
             if record_sightings is None:  # no record, or a damaged one: the images.tsv row
                 sightings.append((r["image_url"], _score(r)))
                 continue
@@ -95,19 +94,18 @@ class Run:
                    sightings)
 
 
-def _record_sightings(folder: Path, record_path: str | None, logged: dict[str, list[str]]) -> list[dict] | None:
-    """The sightings of an info record (with those its run's unfolded sightings log holds for it,
-    ``logged``), None when it is missing or not of the writer's shape."""
+def _record_sightings(records: RunRecords, record_path: str | None) -> list[dict] | None:
+    """The sightings of an info record, None when it is missing or not of the writer's shape."""
     if not record_path:
         return None
     try:
-        record = json.loads((folder / record_path).read_text(encoding="utf-8"))
+        record = records.read(record_path)
     except (OSError, ValueError):
         return None
     sightings = record.get("sightings") if isinstance(record, dict) else None
     if not isinstance(sightings, list) or not all(isinstance(s, dict) for s in sightings):
         return None
-    return with_logged(record, logged[record_path])["sightings"] if record_path in logged else sightings
+    return sightings
 
 
 # -- harvest rate ----------------------------------------------------------------------

@@ -8,7 +8,7 @@ state survives a resume: each commit appends ``W``/``D`` lines to
 ``JOBDIR/focuscrawl/images.seen`` (like Scrapy's ``requests.seen``) and checkpoints all
 offsets.
 
-Record (``records/<sha1[:2]>/<sha1>.json``, written atomically when its image is committed)::
+Record (``records/<sha1[:2]>/<sha1>.json``, written atomically by the fold after its image is committed)::
 
     {"image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
      "width", "height", "image_format", "image_size", "image_sha1", "html_width", "html_height",
@@ -17,26 +17,31 @@ Record (``records/<sha1[:2]>/<sha1>.json``, written atomically when its image is
                     contexts, extra_contexts, language, final_score, final_context}, ...],
      "sightings_over_limit": n}
 
-A later sighting of a written image is one line appended to ``sightings.log`` (a log
-checkpointed like the others), not a rewrite of its record: a record holds up to
-``FOCUSCRAWL_IMAGE_MAX_SIGHTINGS`` sightings of ~5 KB each (contexts with their texts),
-and a logo on every page would rewrite that whole record on every page. The log is
-folded into the records (each touched record read and written once) at close, when it
-reaches ``SIGHTINGS_FOLD_BYTES`` at a checkpoint, and on opening a run directory a
-killed crawl left it in. Sightings over the limit are logged as a counter line only.
+A committed image's record and each later sighting of it are one line appended to
+``sightings.log`` (a log checkpointed like the others), not a file written: a record holds up
+to ``FOCUSCRAWL_IMAGE_MAX_SIGHTINGS`` sightings of ~5 KB each (contexts with their texts), and
+a logo on every page would rewrite that whole record on every page; and a new file costs the
+kernel more than the crawl's own work on an image (20-500 us to create one, more to replace
+one). The log is folded into the record files (each touched record read, if it has a file,
+and written once) at close, when it reaches ``SIGHTINGS_FOLD_BYTES`` at a checkpoint, and on
+opening a run directory a killed crawl left it in; a reader of a run directory whose log is
+not folded reads a record through ``read_record``. Sightings over the limit are logged as a
+counter line only.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from focuscrawl import settings as defaults
 from focuscrawl.items import ImageItem
-from focuscrawl.output.files import FileWriter, LineLog, atomic_write_bytes, iter_lines, prefetch, temp_path
+from focuscrawl.output.files import FileWriter, LineLog, atomic_write_bytes, iter_lines, prefetch
+from focuscrawl.output.records import (SIGHTINGS_LOG, compact_json, folded_json, logged_record_line, parse_logged,
+                                       read_sightings_log, record_path, sighting_key, split_logged_record)
 from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row
 
@@ -53,23 +58,12 @@ PENDING_FILE = "images.pending"
 #: ``images.pending`` is rewritten with the images still pending at a checkpoint once it is
 #: this big and 4 times what they need (each accepted image appends its item, ~1 KB)
 PENDING_COMPACT_BYTES = 1 << 20
-SIGHTINGS_LOG = "sightings.log"
 #: the sightings log is folded into the records at the first checkpoint after it reaches this
-#: size (and always at close): each fold rewrites every record it touches once
+#: size (and always at close): each fold writes every record it touches once
 SIGHTINGS_FOLD_BYTES = 64 << 20
 #: records a fold reads ahead and writes behind on its threads (their memory, not the log's, is
 #: what a fold holds besides the log's lines)
 FOLD_RECORDS_AHEAD = 8
-
-
-def url_sha1(url: str) -> str:
-    return hashlib.sha1(url.encode("utf-8", "replace")).hexdigest()
-
-
-def record_path(url: str) -> str:
-    """Record path of an image URL, relative to the run directory."""
-    h = url_sha1(url)
-    return f"records/{h[:2]}/{h}.json"
 
 
 def image_columns(max_parents: int, max_siblings: int) -> list[str]:
@@ -116,12 +110,6 @@ def sighting_of(item: Any) -> dict[str, Any]:
     return s
 
 
-def sighting_key(s: dict[str, Any]) -> tuple:
-    """Same page and same texts = the same sighting (a resumed crawl adds it once)."""
-    parent0 = next((c.get("text") for c in s.get("contexts") or () if c.get("kind") == "parent"), None)
-    return (s.get("page_url"), s.get("alt"), s.get("title"), parent0)
-
-
 class _Entry:
     __slots__ = ("order", "status", "pending", "count")
 
@@ -146,9 +134,7 @@ class ImageStore:
         self._pending_lines: dict[str, str] = {}
         self._pending_bytes = 0
         self.recovered: list[ImageItem] = []
-        self._run_dir = str(run.dir)
         self._record_dirs: set[str] = set()
-        self._prepared: set[str] = set()  # image URLs whose record's temp file exists
         self.sightings = run.line_log(SIGHTINGS_LOG)
         run.register(self)
 
@@ -231,15 +217,8 @@ class ImageStore:
 
     def close(self) -> None:
         """At a clean close nothing is pending any more: the sightings log is folded into the
-        records, ``images.pending`` emptied; temp files prepared for records never committed
-        (an item dropped after its download) go."""
+        records, ``images.pending`` emptied."""
         self.fold()
-        for url in self._prepared:
-            try:
-                os.unlink(temp_path(self._record_file(url)))
-            except FileNotFoundError:
-                pass
-        self._prepared.clear()
         if self.pending_log is not None:
             if not any(e.status == PENDING for e in self.entries.values()):
                 self.pending_log.truncate(0)
@@ -292,29 +271,34 @@ class ImageStore:
             self.fold()
 
     def fold(self) -> None:
-        """Merge the sightings log into the records, each touched record read and written once
-        (atomically; the files on threads, as a merge does), then empty the log (its checkpoint
-        first: docs/OUTPUT.md)."""
+        """Write the sightings log into the records, each touched record read (unless the log
+        holds it whole: a record not folded yet) and written once (atomically; the files on
+        threads, as a merge does), then empty the log (its checkpoint first: docs/OUTPUT.md)."""
         if not self.sightings.offset:
             return
         by_record = read_sightings_log(self.sightings.path, self.sightings.offset)
         with ThreadPoolExecutor(4, thread_name_prefix="fold-records") as pool:
             # a few records ahead only: a full one is ~0.5 MB of JSON and several times that parsed
             writer = FileWriter(pool, pending=FOLD_RECORDS_AHEAD)
-            records = prefetch(pool, self._read_record, list(by_record), ahead=FOLD_RECORDS_AHEAD)
-            for (rel, payloads), found in zip(by_record.items(), records):
+            records = prefetch(pool, self._fold_base, list(by_record.items()), ahead=FOLD_RECORDS_AHEAD)
+            for rel, (found, payloads) in zip(by_record, records):
                 if found is None:
                     continue
                 data, record = found
+                if record is None:  # a new record and nothing after it: its bytes as logged
+                    writer.submit(self._write_record, rel, data)
+                    self.stats.inc_value("focuscrawl/images/merge/new_records")
+                    continue
                 before = len(record["sightings"]), record.get("sightings_over_limit")
                 lines = parse_logged(payloads, keep_text=True)
                 texts = {id(line["sighting"]): text for text, line in lines if "sighting" in line}
-                if self._add_sightings(record, [line["sighting"] for _, line in lines if "sighting" in line],
-                                       sum(line.get("over_limit", 0) for _, line in lines)):
+                changed = self._add_sightings(record, [line["sighting"] for _, line in lines if "sighting" in line],
+                                              sum(line.get("over_limit", 0) for _, line in lines))
+                if changed or len(payloads) < len(by_record[rel]):  # sightings added, or a new record
                     added = [texts[id(s)] for s in record["sightings"][before[0]:]]
-                    writer.submit(atomic_write_bytes, self.run.path(rel), folded_json(data, record, before, added),
-                                  False)
-                    self.stats.inc_value("focuscrawl/images/merge/merged")
+                    writer.submit(self._write_record, rel, folded_json(data, record, before, added))
+                    self.stats.inc_value("focuscrawl/images/merge/merged" if changed
+                                         else "focuscrawl/images/merge/new_records")
                 entry = self.entries.get(record.get("image_url"))
                 if entry is not None:
                     entry.count = len(record["sightings"])
@@ -322,16 +306,25 @@ class ImageStore:
         self.run.empty_log(SIGHTINGS_LOG)
         self.stats.inc_value("focuscrawl/images/merge/folds")
 
-    def _read_record(self, rel: str) -> tuple[bytes, dict[str, Any]] | None:
-        """The record file's bytes and the record."""
+    def _fold_base(self, logged: tuple[str, list[str]]) -> tuple[tuple[bytes, dict | None] | None, list[str]]:
+        """What a fold starts a record from: its bytes and the record (``None``: a new record
+        with nothing logged after it, written as it is), and its other logged lines."""
+        rel, payloads = logged
+        text, later = split_logged_record(payloads)
+        if text is not None:
+            data = text.encode("utf-8", "replace")
+            return (data, json.loads(data) if later else None), later
         path = self.run.path(rel)
         try:
             data = path.read_bytes()
-            return data, json.loads(data)
+            return (data, json.loads(data)), later
         except (OSError, ValueError) as exc:
             self.stats.inc_value("focuscrawl/images/merge/record_missing")
             logger.warning("cannot merge into record %s: %s", path, exc)
-            return None
+            return None, later
+
+    def _write_record(self, rel: str, data: bytes) -> None:
+        atomic_write_bytes(self._record_file(rel), data, False)
 
     def _add_sightings(self, record: dict[str, Any], sightings: list[dict[str, Any]], over_limit: int = 0) -> bool:
         keys = {sighting_key(s) for s in record["sightings"]}
@@ -354,7 +347,7 @@ class ImageStore:
 
     # -- writer pipeline -----------------------------------------------------------
     def commit(self, item: Any) -> None:
-        """Write the record and the images.tsv row of a first sighting, then checkpoint."""
+        """Log the record and write the images.tsv row of a first sighting, then checkpoint."""
         url = item["image_url"]
         entry = self.entries.get(url)
         if entry is None:  # a recovered first sighting: later ones merge into it from now on
@@ -365,8 +358,7 @@ class ImageStore:
         record["sightings"] = [sighting_of(values)]
         if entry.pending:
             self._add_sightings(record, entry.pending)
-        atomic_write_bytes(self._record_file(url), record_json(record), fsync=False)
-        self._prepared.discard(url)
+        self.sightings.write_lines([logged_record_line(record_path(url), record)])
         self.log.write_lines([row(image_row(item, self.max_parents, self.max_siblings))])
         entry.status, entry.pending, entry.count = WRITTEN, [], len(record["sightings"])
         if self.seen is not None:
@@ -374,22 +366,13 @@ class ImageStore:
             self._pending_line(url, None)
         self.run.commit()
 
-    def prepare_record(self, url: str) -> None:
-        """Create the temp file of ``url``'s record ahead; called from the image download's
-        thread once the image is stored. Creating a file is the costly part of writing a new
-        one (0.03-0.5 ms of kernel time each on a busy disk, three a page); there it does not
-        hold up the reactor. ``commit`` then fills that file and renames it into place."""
-        os.close(os.open(temp_path(self._record_file(url)), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666))
-        self._prepared.add(url)
-
-    def _record_file(self, url: str) -> str:
-        """The record's absolute path (str: no pathlib per image), its folder made once."""
-        relative = record_path(url)
-        folder = relative.rpartition("/")[0]
-        if folder not in self._record_dirs:  # 256 folders: one mkdir each
-            os.makedirs(f"{self._run_dir}/{folder}", exist_ok=True)
-            self._record_dirs.add(folder)
-        return f"{self._run_dir}/{relative}"
+    def _record_file(self, relative: str) -> Path:
+        """The record's path, its folder made once (256 folders: one mkdir each)."""
+        path = self.run.path(relative)
+        if path.parent not in self._record_dirs:
+            os.makedirs(path.parent, exist_ok=True)
+            self._record_dirs.add(path.parent)
+        return path
 
     def drop(self, url: str, reason: str) -> None:
         """A first sighting that will never be written (download failed); later ones are not kept."""
@@ -403,90 +386,3 @@ class ImageStore:
             self.seen.write_lines([f"{DROPPED}\t{entry.order}\t{url}\t{reason}"])
             self._pending_line(url, None)
             self.run.commit()
-
-
-def read_sightings_log(path: str | os.PathLike, end: int | None = None) -> dict[str, list[str]]:
-    """The whole lines of a sightings log (up to ``end``) by record path, in log order, their JSON
-    unparsed (``parse_logged``): a fold holds up to ``SIGHTINGS_FOLD_BYTES`` of them at once.
-
-    A line is ``<record path><TAB>{"sighting": {...}}`` or ``<record path><TAB>{"over_limit": n}``.
-    """
-    by_record: dict[str, list[str]] = {}
-    for text in iter_lines(path, end, errors="replace"):
-        rel, tab, payload = text.partition("\t")
-        if tab:
-            by_record.setdefault(rel, []).append(payload)
-    return by_record
-
-
-def parse_logged(payloads: list[str], keep_text: bool = False) -> list:
-    """The logged lines of one record (``read_sightings_log``) as dicts (with ``keep_text``:
-    ``(sighting JSON text, dict)``, the text ``None`` unless the line is one ``_merge`` wrote);
-    a line that is not one is skipped."""
-    lines = []
-    for payload in payloads:
-        try:
-            line = json.loads(payload)
-        except ValueError:
-            line = None
-        if isinstance(line, dict):
-            if keep_text:
-                ours = payload.startswith(_SIGHTING_PREFIX) and payload.endswith("}") and len(line) == 1
-                line = (payload[len(_SIGHTING_PREFIX):-1] if ours else None), line
-            lines.append(line)
-        else:
-            logger.warning("a sightings log line that is not a sighting, skipped: %.80s", payload)
-    return lines
-
-
-def with_logged(record: dict[str, Any], payloads: list[str]) -> dict[str, Any]:
-    """``record`` as its fold would leave it, for readers of a run directory whose crawl was
-    killed before folding its sightings log (``read_sightings_log``): the logged sightings it
-    does not hold yet appended, the counted ones added to ``sightings_over_limit``."""
-    keys = {sighting_key(s) for s in record["sightings"]}
-    for line in parse_logged(payloads):
-        s = line.get("sighting")
-        if isinstance(s, dict) and sighting_key(s) not in keys:
-            record["sightings"].append(s)
-            keys.add(sighting_key(s))
-        elif line.get("over_limit"):
-            record["sightings_over_limit"] = record.get("sightings_over_limit", 0) + line["over_limit"]
-    return record
-
-
-#: how a logged sighting's line starts (``_merge``: compact JSON, its only key)
-_SIGHTING_PREFIX = '{"sighting":'
-
-
-def folded_json(data: bytes, record: dict[str, Any], before: tuple[int, Any], added: list[str | None]) -> bytes:
-    """``record_json(record)`` of a record read from ``data`` (its file, as ``record_json`` wrote
-    it) to which a fold added the sightings whose logged JSON texts are ``added`` (and maybe
-    ``sightings_over_limit``); ``before``: its sightings and ``sightings_over_limit`` as read.
-
-    The added texts are spliced in before the sightings list's end: a record of 100 sightings
-    of ~5 KB is not encoded again for each fold that adds to it. A compact JSON text nested in
-    another is the same text, so the bytes are ``record_json``'s; a file that does not end as
-    ``record_json`` ends a record (keys after the sightings, another layout) is encoded whole."""
-    count, over = before
-    now = record.get("sightings_over_limit")
-    layout = ["sightings"] if now is None else ["sightings", "sightings_over_limit"]
-    tail = b"]}" if over is None else f'],"sightings_over_limit":{over}}}'.encode()
-    if (None in added or (over is not None and type(over) is not int) or list(record)[-len(layout):] != layout
-            or not data.endswith(tail)):
-        return record_json(record)
-    new_tail = b"]}" if now is None else f'],"sightings_over_limit":{now}}}'.encode()
-    spliced = ",".join(added).encode("utf-8", "replace")
-    return b"".join((data[:-len(tail)], b"," if count and spliced else b"", spliced, new_tail))
-
-
-#: ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))``, the same text: one encoder made
-#: once (``dumps`` builds one a call) and no check for circular references (items and records are
-#: trees), the C encoder's bookkeeping of every dict and list it enters. The crawl encodes a
-#: sighting (~3.5 KB, ~25 floats) for each image a page shows: the image shape's costliest
-#: Python work in the crawl process after the pipelines themselves
-compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
-
-
-def record_json(record: dict[str, Any]) -> bytes:
-    """The bytes of an image record file (compact: the C encoder, no indent)."""
-    return compact_json(record).encode("utf-8", "replace")

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from focuscrawl.output.files import (FileWriter, _write_all, atomic_write_bytes, gzip_complete_size, iter_tsv,
                                      parse_float, prefetch)
-from focuscrawl.output.images import SIGHTINGS_LOG, read_sightings_log, record_json, record_path, sighting_key, with_logged
+from focuscrawl.output.records import SIGHTINGS_LOG, RunRecords, record_json, record_path, sighting_key
 from focuscrawl.output.stats import read_stats
 
 
@@ -88,15 +88,13 @@ def _first_fetches(pages: list, i_url: int) -> tuple[list, list[dict]]:
 
 class _Records:
     """The parts' records as their crawls' folds would leave them (a killed part's sightings log
-    may hold later sightings its records do not yet)."""
+    may hold records and later sightings its record files do not yet)."""
 
     def __init__(self, parts: list[Path]) -> None:
-        self.logged = {part: read_sightings_log(part / SIGHTINGS_LOG) for part in parts}
+        self.runs = {part: RunRecords(part) for part in parts}
 
     def read(self, part: Path, rel: str) -> dict:
-        record = json.loads((part / rel).read_text(encoding="utf-8"))
-        lines = self.logged[part].get(rel)
-        return with_logged(record, lines) if lines else record
+        return self.runs[part].read(rel)
 
     def read_all(self, holders: list[tuple[Path, str]]) -> list[dict]:
         return [self.read(part, rel) for part, rel in holders]
@@ -157,8 +155,8 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
         atomic_write_bytes(out / "sentences.txt.gz", gzip.compress(text.encode("utf-8"), mtime=0))  # reproducible
     # images: one row per URL, earliest sighting wins
     image_header, best = [], {}
-    held = {part: _record_files(part) for part in parts}
     records_of = _Records(parts)
+    held = {part: _record_files(part) | records_of.runs[part].logged_records() for part in parts}
     sighted = _OwnerSightings(owner, held, records_of)
     for part in parts:
         header, rows = _read_tsv(part / "images.tsv")

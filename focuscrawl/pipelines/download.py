@@ -31,7 +31,8 @@ from focuscrawl.archive.replay import NotArchived
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.run_state import RunState
-from focuscrawl.output.images import ImageStore, url_sha1
+from focuscrawl.output.images import ImageStore
+from focuscrawl.output.records import url_sha1
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects)
 
@@ -154,11 +155,9 @@ class ImageDownloadPipeline(FilesPipeline):
                 raise ImageRejected(reason, f"measured {found.width}x{found.height}")
         return found, hashlib.sha1(data).hexdigest()
 
-    def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False, image_url: str = ""):
+    def _inspect_and_store(self, data: bytes, path: str, info, measured: bool = False):
         inspected = self._inspect(data, measured)
         self.store.persist_file(path, BytesIO(data), info)
-        if self.store_images is not None and image_url:  # its record's file, made here off the reactor
-            self.store_images.prepare_record(image_url)
         return inspected
 
     async def media_to_download(self, request, info, *, item=None):
@@ -185,8 +184,7 @@ class ImageDownloadPipeline(FilesPipeline):
         path = self.file_path(request, response=response, info=info, item=item)
         try:  # decode and store off the reactor thread
             found, checksum = await run_in_thread(self._inspect_and_store, response.body, path, info,
-                                                  self._measured(item),
-                                                  item.get("image_url", "") if item is not None else "")
+                                                  self._measured(item))
         except ImageRejected as exc:
             raise ImageRejectedFile(exc.reason, exc.detail) from None
         self.inc_stats("downloaded")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from focuscrawl.output.images import record_path
+from focuscrawl.output.records import record_path
 from tests.support.runfixture import make_run_dir
 
 ROWS = [{"url": f"http://a.test/{i}.jpg", "score": 3 + i, "alt": alt, "context": f"cat number {i} on the sofa"}

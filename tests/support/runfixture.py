@@ -15,8 +15,8 @@ from PIL import Image
 
 from focuscrawl.images.final import final_score
 from focuscrawl.images.inspect import FORMAT_EXTENSIONS
-from focuscrawl.output.images import (IMAGE_FIELDS, image_columns, image_row, record_path, sighting_of,
-                                      url_sha1)
+from focuscrawl.output.images import IMAGE_FIELDS, image_columns, image_row, sighting_of
+from focuscrawl.output.records import record_path, url_sha1
 from focuscrawl.output.tsv import row as tsv_row
 
 MAX_PARENTS = MAX_SIBLINGS = 2
