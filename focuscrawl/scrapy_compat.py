@@ -7,6 +7,7 @@ workaround relies on, instead of failing silently across the crawler.
 """
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from time import monotonic
 from typing import Any, Callable
@@ -147,6 +148,18 @@ def rerank_queue_top(queue: Any, count: int, rescore: Callable[[Any], None]) -> 
     prios = set(queue.queues) | set(queue._start_queues)
     queue.curprio = min(prios) if prios else None
     return len(taken)
+
+
+def pickle_request_disk_queue(queue_class: type) -> type:
+    """``queue_class`` (a queuelib-style FIFO of bytes taking a path) as Scrapy builds its
+    ``PickleFifoDiskQueue`` from queuelib's ``FifoDiskQueue``: requests to dicts, pickled
+    (an unpicklable request raises ``ValueError`` at ``push``, so the scheduler keeps it in
+    memory as before), the parent folder made. Scrapy exposes these layers only as private
+    helpers of ``scrapy.squeues``."""
+    from scrapy import squeues
+
+    return squeues._scrapy_serialization_queue(squeues._serializable_queue(
+        squeues._with_mkdir(queue_class), squeues._pickle_serialize, pickle.loads))
 
 
 def lowest_priority(queue: Any, scan: Callable[[], None]) -> None:

@@ -272,7 +272,11 @@ FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE = 10
 #: Scrapy's defaults here (focuscrawl.eval.crawls and the crawl-order tests set them).
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
-SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+#: With JOBDIR, Scrapy's pickled FIFO of a priority, made on disk only once it holds 8
+#: requests (or at a clean stop): a queue per priority made and removed on disk as a
+#: learning crawl re-ranks its frontier cost more than the crawl (docs/CRAWL.md);
+#: "scrapy.squeues.PickleFifoDiskQueue" is Scrapy's own.
+SCHEDULER_DISK_QUEUE = "focuscrawl.frontier.PickleLazyFifoDiskQueue"
 #: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
 #: loses the requests it had queued).
 FOCUSCRAWL_FRONTIER_JOURNAL = True

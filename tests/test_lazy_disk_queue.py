@@ -1,0 +1,70 @@
+"""LazyFifoDiskQueue: a priority's disk queue is made only when it holds enough requests
+or at a clean stop, FIFO order kept across the move, what a stop wrote read back."""
+import pytest
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
+
+from focuscrawl.frontier import LazyFifoDiskQueue, PickleLazyFifoDiskQueue
+
+
+def test_a_short_queue_stays_in_memory_and_a_long_one_moves_to_disk_in_order(tmp_path):
+    path = tmp_path / "q" / "5"
+    q = LazyFifoDiskQueue(path)
+    n = LazyFifoDiskQueue.MEMORY_ITEMS
+    for i in range(n):
+        q.push(b"%d" % i)
+    assert not path.exists() and len(q) == n  # nothing made on disk
+    assert q.peek() == b"0" and q.pop() == b"0"
+    for i in range(n, 3 * n):
+        q.push(b"%d" % i)
+    assert path.is_dir() and len(q) == 3 * n - 1  # moved to disk, memory items first
+    assert [q.pop() for _ in range(3 * n - 1)] == [b"%d" % i for i in range(1, 3 * n)]
+    assert q.pop() is None and q.peek() is None
+    q.close()
+    assert not path.exists()  # an empty queue leaves nothing, as Scrapy's
+
+
+def test_an_empty_queue_that_never_reached_disk_leaves_nothing(tmp_path):
+    path = tmp_path / "q" / "7"
+    q = LazyFifoDiskQueue(path)
+    q.push(b"a")
+    assert q.pop() == b"a"
+    q.close()
+    assert not path.exists() and not (tmp_path / "q").exists()
+
+
+@pytest.mark.parametrize("pushed", [3, 20])
+def test_a_clean_stop_writes_the_queue_and_a_resume_reads_it_in_order(tmp_path, pushed):
+    path = tmp_path / "q" / "1"
+    q = LazyFifoDiskQueue(path)
+    for i in range(pushed):
+        q.push(b"r%d" % i)
+    q.pop()
+    q.close()
+    assert path.is_dir()
+    again = LazyFifoDiskQueue(path)
+    assert len(again) == pushed - 1
+    again.push(b"new")
+    assert [again.pop() for _ in range(pushed)] == [b"r%d" % i for i in range(1, pushed)] + [b"new"]
+
+
+def test_requests_are_serialised_at_push_and_come_back_equal(tmp_path):
+    """As Scrapy's PickleFifoDiskQueue: a request that cannot be pickled is refused at push
+    (the scheduler keeps it in memory), the others come back with their meta."""
+    crawler = get_crawler(Spider)
+    crawler.spider = Spider("s")
+    q = PickleLazyFifoDiskQueue.from_crawler(crawler, str(tmp_path / "q" / "3"))
+    q.push(Request("http://s.test/a", priority=3, meta={"link_score": 1.5}))
+    with pytest.raises(ValueError):
+        q.push(Request("http://s.test/b", meta={"bad": lambda: None}))
+    back = q.pop()
+    assert (back.url, back.priority, back.meta["link_score"]) == ("http://s.test/a", 3, 1.5)
+    assert len(q) == 0
+
+
+def test_the_crawl_queues_on_it_with_jobdir():
+    from scrapy.utils.misc import load_object
+
+    from focuscrawl.resources import project_settings
+
+    assert load_object(project_settings()["SCHEDULER_DISK_QUEUE"]) is PickleLazyFifoDiskQueue
