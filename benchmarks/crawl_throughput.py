@@ -27,7 +27,9 @@ printed beside them: a page-only crawl moves one response a page, the corpus cra
 four on this web. ``--photos`` serves photo-like ~85 KB JPEGs (16 different ones)
 instead of one flat 5 KB JPEG. CPU time counts the crawl
 process and its worker processes, up to the end of the crawl (not the deletion of its
-output); "of it crawl" is the crawl process alone, "(kernel)" that process's system
+output: every crawl's outputs are kept until the whole run is over, ``--delete-each``
+removes each right after its crawl, which charges the next crawl's file creations for the
+deletions on this machine's disk); "of it crawl" is the crawl process alone, "(kernel)" that process's system
 time, "reactor" the CPU of its reactor thread alone (the serial part of a crawl). ``--memory-pages N`` then measures the peak PSS and RSS
 (crawl + workers) of an N-page crawl with JOBDIR in ``--memory-mode`` (default: the crawl's
 default mode, ``learning``; target <= 1 GB at 50,000), with its RSS trend every ``--trend-every`` pages. ``--redis`` then runs
@@ -55,6 +57,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -277,6 +280,29 @@ def core_settings(project) -> dict:
             "FOCUSCRAWL_NEARDUP_ENABLED": False}
 
 
+#: set by ``main``: crawls write their outputs under this folder, removed once every crawl is done
+KEEP_OUTPUTS = "FOCUSCRAWL_BENCH_OUTPUTS"
+
+
+class _KeptDir:
+    """A crawl's output folder under ``KEEP_OUTPUTS``, removed with it at the end of the run."""
+
+    def __init__(self, prefix: str) -> None:
+        self.name = tempfile.mkdtemp(prefix=prefix, dir=os.environ[KEEP_OUTPUTS])
+
+    def cleanup(self) -> None:
+        pass
+
+
+def _output_dir(prefix: str):
+    """Where a crawl writes its outputs: removed right after it (``--delete-each``), or at the
+    end of the benchmark. On this machine's journal-less ext4 a file made within minutes of
+    thousands of deletions costs several times the kernel time (docs/CRAWL.md): deleting each
+    crawl's ~4,000-9,000 files right after it charged the next crawl of the round for them,
+    whichever kind it was."""
+    return _KeptDir(prefix) if os.environ.get(KEEP_OUTPUTS) else tempfile.TemporaryDirectory(prefix=prefix)
+
+
 def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str = "full",
               extra: list[str] = (), profile_out: str | None = None, trend_every: int = 0, window: int = 0) -> dict:
     """In this process: one crawl, returns its numbers."""
@@ -320,7 +346,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     if kind.startswith(("plain", "corpus")):
         settings = Settings()
         if kind.startswith("corpus"):  # pages = items (image downloads are responses too)
-            tmp_dirs.append(tempfile.TemporaryDirectory(prefix="focuscrawl-bench-corpus-"))
+            tmp_dirs.append(_output_dir("focuscrawl-bench-corpus-"))
             out = tmp_dirs[-1].name
             overrides.update(CLOSESPIDER_PAGECOUNT=0, CLOSESPIDER_ITEMCOUNT=pages, FILES_STORE=f"{out}/files",
                              ITEM_PIPELINES={"scrapy.pipelines.files.FilesPipeline": 1},
@@ -337,7 +363,7 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         if profile == "core":
             overrides.update(core_settings(settings))
         else:  # everything as shipped, writing a run directory; budget in pages, not image downloads
-            tmp_dirs.append(tempfile.TemporaryDirectory(prefix="focuscrawl-bench-"))  # removed at exit too
+            tmp_dirs.append(_output_dir("focuscrawl-bench-"))
             overrides["FOCUSCRAWL_OUTPUT_DIR"] = tmp_dirs[-1].name
             overrides["CLOSESPIDER_PAGECOUNT"] = 0
             overrides["FOCUSCRAWL_PAGE_BUDGET"] = pages
@@ -829,6 +855,8 @@ def main() -> int:
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--jobdir", help=argparse.SUPPRESS)
+    parser.add_argument("--delete-each", action="store_true",
+                        help="remove each crawl's outputs right after it (default: all at the end of the run)")
     args = parser.parse_args()
     if args.serve:
         asyncio.run(_serve(0, args.serve, args.photos, args.shapes[0], args.data))
@@ -855,14 +883,20 @@ def main() -> int:
     # the memory crawl's web is 10x its pages: ~20 random links a page keep finding new URLs
     # to the end (on a web only 2x as big the frontier stops growing at ~30% of the crawl)
     web_pages = max(2 * args.pages, 10 * args.memory_pages, 10 * args.long, 10000)
-    for n_shape, shape in enumerate(args.shapes):
-        server, port = start_server(web_pages, args.photos, shape, args.data)
-        try:
-            print(f"== page shape: {shape}", flush=True)
-            shape_runs(args, server, port, web_pages, first=n_shape == 0)
-        finally:
-            server.terminate()
-            server.wait()
+    if not args.delete_each:
+        os.environ[KEEP_OUTPUTS] = tempfile.mkdtemp(prefix="focuscrawl-bench-outputs-")
+    try:
+        for n_shape, shape in enumerate(args.shapes):
+            server, port = start_server(web_pages, args.photos, shape, args.data)
+            try:
+                print(f"== page shape: {shape}", flush=True)
+                shape_runs(args, server, port, web_pages, first=n_shape == 0)
+            finally:
+                server.terminate()
+                server.wait()
+    finally:
+        if os.environ.get(KEEP_OUTPUTS):
+            shutil.rmtree(os.environ.pop(KEEP_OUTPUTS), ignore_errors=True)
     return 0
 
 
