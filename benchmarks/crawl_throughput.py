@@ -57,7 +57,6 @@ import json
 import os
 import random
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -288,7 +287,8 @@ class _KeptDir:
     """A crawl's output folder under ``KEEP_OUTPUTS``, removed with it at the end of the run."""
 
     def __init__(self, prefix: str) -> None:
-        self.name = tempfile.mkdtemp(prefix=prefix, dir=os.environ[KEEP_OUTPUTS])
+        self.name = os.path.join(os.environ[KEEP_OUTPUTS], f"{prefix}{os.getpid()}-{time.monotonic_ns()}")
+        os.makedirs(self.name)
 
     def cleanup(self) -> None:
         pass
@@ -883,9 +883,9 @@ def main() -> int:
     # the memory crawl's web is 10x its pages: ~20 random links a page keep finding new URLs
     # to the end (on a web only 2x as big the frontier stops growing at ~30% of the crawl)
     web_pages = max(2 * args.pages, 10 * args.memory_pages, 10 * args.long, 10000)
-    if not args.delete_each:
-        os.environ[KEEP_OUTPUTS] = tempfile.mkdtemp(prefix="focuscrawl-bench-outputs-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="focuscrawl-bench-outputs-") as kept:
+        if not args.delete_each:
+            os.environ[KEEP_OUTPUTS] = kept  # the crawls' outputs, removed with it
         for n_shape, shape in enumerate(args.shapes):
             server, port = start_server(web_pages, args.photos, shape, args.data)
             try:
@@ -894,9 +894,6 @@ def main() -> int:
             finally:
                 server.terminate()
                 server.wait()
-    finally:
-        if os.environ.get(KEEP_OUTPUTS):
-            shutil.rmtree(os.environ.pop(KEEP_OUTPUTS), ignore_errors=True)
     return 0
 
 
