@@ -368,3 +368,18 @@ def test_record_and_logged_sighting_are_the_bytes_json_dumps_gives(tmp_path):
     expected["sightings"].append(sighting_of(later))
     assert run.path(record_path(url)).read_bytes() == dumps(expected).encode("utf-8", "replace")
     assert compact_json([{"b": 1.5, "a": [None, True]}]) == dumps([{"b": 1.5, "a": [None, True]}])
+
+
+def test_a_record_path_that_leaves_the_run_directory_is_not_read(tmp_path):
+    """``images.tsv`` is read, not trusted: a record path with ``..`` or through a link that
+    points out of the run directory is refused (a reader counts the record as damaged)."""
+    run_dir, outside = tmp_path / "run", tmp_path / "secret.json"
+    (run_dir / "records" / "ab").mkdir(parents=True)
+    outside.write_text('{"sightings": []}')
+    (run_dir / "records" / "ab" / "link.json").symlink_to(outside)
+    (run_dir / "records" / "ab" / "own.json").write_text('{"sightings": []}')
+    records = RunRecords(run_dir)
+    assert records.read("records/ab/own.json") == {"sightings": []}
+    for rel in ("../secret.json", "records/ab/link.json", str(outside)):
+        with pytest.raises(ValueError, match="leaves the run directory"):
+            records.read(rel)

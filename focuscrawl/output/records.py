@@ -98,23 +98,30 @@ class RunRecords:
 
     def __init__(self, run_dir: str | os.PathLike) -> None:
         self.dir = Path(run_dir)
+        self._root = self.dir.resolve()
         self.logged = read_sightings_log(self.dir / SIGHTINGS_LOG)
 
     def read(self, rel: str) -> dict[str, Any]:
         """The record at ``rel`` (``record_path``). Raises ``OSError`` (neither file nor logged
         record) or ``ValueError`` (not JSON; a record with logged sightings that has no list of
         sighting objects; a path that leaves the run directory: ``images.tsv`` is not trusted)."""
-        if os.path.isabs(rel) or ".." in rel.replace("\\", "/").split("/"):
-            raise ValueError("the path leaves the run directory")
         payloads = self.logged.get(rel)
         text, later = split_logged_record(payloads) if payloads else (None, [])
-        record = json.loads(text if text is not None else (self.dir / rel).read_bytes())
+        record = json.loads(text if text is not None else self._file(rel).read_bytes())
         if not later:
             return record  # as read: the reader checks its shape
         sightings = record.get("sightings") if isinstance(record, dict) else None
         if not isinstance(sightings, list) or not all(isinstance(s, dict) for s in sightings):
             raise ValueError("not an image record: no list of sighting objects")
         return with_logged(record, later)
+
+    def _file(self, rel: str) -> Path:
+        """The record file ``rel`` names, resolved (links too): ``ValueError`` when it is not
+        inside the run directory."""
+        path = (self._root / rel).resolve()
+        if not path.is_relative_to(self._root):
+            raise ValueError("the path leaves the run directory")
+        return path
 
     def logged_records(self) -> set[str]:
         """Record paths whose record the unfolded log holds (no file yet)."""
