@@ -140,14 +140,15 @@ def fill_context(entries: Iterable[CorpusEntry], run_dir: str | Path) -> int:
     Returns how many records were unreadable (missing, truncated) or of the wrong shape:
     their entries keep an unknown context, say why in ``record_error`` and are not read
     again, so a caller counts each damaged record once and warns in one line."""
-    run_dir = Path(run_dir)
+    records = None  # the run's records, looked up once a call and only when one is read
     damaged = 0
     for entry in entries:
         name = context_name(entry.final_context)
         if entry.context_text or not name or not entry.record_path or entry.record_error:
             continue
         try:
-            entry.context_text = _context_from_record(run_records(run_dir).read(entry.record_path), name)
+            records = records or run_records(run_dir)
+            entry.context_text = _context_from_record(records.read(entry.record_path), name)
         except (OSError, ValueError) as exc:
             entry.record_error = f"{entry.record_path}: {exc}"
             damaged += 1

@@ -546,7 +546,7 @@ class LazyFifoDiskQueue:
     and removed when the queue empties, it cost the crawl more than the requests it held:
     mode ``learning`` gives priorities in 1,000 steps and moves the best 500 requests to new
     ones after each model update, so a JOBDIR crawl made and removed hundreds of folders a
-    second (44% of the crawl process's samples in a 8,000-page run; each its image later).
+    second (44% of the crawl thread's samples in an 8,000-page run).
     Kept in memory, a queue's requests are the bytes it would have written (serialised at
     ``push``, so a request that cannot be is refused then, as before); FIFO order is kept:
     when the queue goes to disk its memory items are written first, and from then on every

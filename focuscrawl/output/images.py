@@ -281,7 +281,7 @@ class ImageStore:
             # a few records ahead only: a full one is ~0.5 MB of JSON and several times that parsed
             writer = FileWriter(pool, pending=FOLD_RECORDS_AHEAD)
             records = prefetch(pool, self._fold_base, list(by_record.items()), ahead=FOLD_RECORDS_AHEAD)
-            for rel, (found, payloads) in zip(by_record, records):
+            for rel, (found, new, payloads) in zip(by_record, records):
                 if found is None:
                     continue
                 data, record = found
@@ -294,7 +294,7 @@ class ImageStore:
                 texts = {id(line["sighting"]): text for text, line in lines if "sighting" in line}
                 changed = self._add_sightings(record, [line["sighting"] for _, line in lines if "sighting" in line],
                                               sum(line.get("over_limit", 0) for _, line in lines))
-                if changed or len(payloads) < len(by_record[rel]):  # sightings added, or a new record
+                if changed or new:
                     added = [texts[id(s)] for s in record["sightings"][before[0]:]]
                     writer.submit(self._write_record, rel, folded_json(data, record, before, added))
                     self.stats.inc_value("focuscrawl/images/merge/merged" if changed
@@ -306,22 +306,25 @@ class ImageStore:
         self.run.empty_log(SIGHTINGS_LOG)
         self.stats.inc_value("focuscrawl/images/merge/folds")
 
-    def _fold_base(self, logged: tuple[str, list[str]]) -> tuple[tuple[bytes, dict | None] | None, list[str]]:
+    def _fold_base(self, logged: tuple[str, list[str]]
+                   ) -> tuple[tuple[bytes, dict | None] | None, bool, list[str]]:
         """What a fold starts a record from: its bytes and the record (``None``: a new record
-        with nothing logged after it, written as it is), and its other logged lines."""
+        with nothing logged after it, written as it is; ``None`` instead of both: its file
+        cannot be read), whether the log holds it whole (a new record: written even if
+        nothing is added), and its other logged lines."""
         rel, payloads = logged
         text, later = split_logged_record(payloads)
         if text is not None:
             data = text.encode("utf-8", "replace")
-            return (data, json.loads(data) if later else None), later
+            return (data, json.loads(data) if later else None), True, later
         path = self.run.path(rel)
         try:
             data = path.read_bytes()
-            return (data, json.loads(data)), later
+            return (data, json.loads(data)), False, later
         except (OSError, ValueError) as exc:
             self.stats.inc_value("focuscrawl/images/merge/record_missing")
             logger.warning("cannot merge into record %s: %s", path, exc)
-            return None, later
+            return None, False, later
 
     def _write_record(self, rel: str, data: bytes) -> None:
         atomic_write_bytes(self._record_file(rel), data, False)
