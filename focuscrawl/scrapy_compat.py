@@ -115,11 +115,12 @@ def wake_engine(engine: Any) -> bool:
     return True
 
 
-def rerank_queue_top(queue: Any, count: int, rescore: Callable[[Any], None]) -> int:
+def rerank_queue_top(queue: Any, count: int, rescore: Callable[[list], None]) -> int:
     """Give the best ``count`` requests of a ``ScrapyPriorityQueue`` new priorities.
 
-    They are taken out best first, ``rescore(request)`` sets each one's
-    ``request.priority``, and they are pushed back; start requests stay where they are.
+    They are taken out best first, ``rescore(requests)`` sets each one's
+    ``request.priority`` (all at once: a batch scores faster), and they are pushed back in
+    that order; start requests stay where they are.
     Returns how many were re-scored. ``ScrapyPriorityQueue`` has no API for this: going
     through its ``pop`` would recompute the current priority over all per-priority
     queues whenever one empties (O(queues) per request) and close and rebuild every
@@ -139,8 +140,8 @@ def rerank_queue_top(queue: Any, count: int, rescore: Callable[[Any], None]) -> 
             emptied.append(prio)
         if len(taken) >= count:
             break
+    rescore(taken)
     for request in taken:
-        rescore(request)
         queue.push(request)
     for prio in emptied:  # kept while pushing back: no queue is closed and built again
         if not len(queue.queues[prio]):

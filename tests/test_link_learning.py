@@ -536,3 +536,32 @@ def test_the_token_memo_is_bounded_and_columns_stay_the_hash():
     assert len(learner._index) <= 8
     assert columns == [abs(mmh3.hash(t)) % learner.n_features for t in tokens]
     assert [learner._column(t) for t in tokens] == columns  # remembered or hashed again: the same
+
+
+@pytest.mark.parametrize("siblings", [False, True])
+def test_scores_of_a_batch_are_each_links_score_exactly(siblings):
+    """The frontier re-ranks hundreds of links at once with ``scores``: its numpy dot products
+    must give each link's ``score`` to the last bit (a priority is the score rounded), before
+    the first update (no model), with no trust (the thesis prior) and after training."""
+    learner = LinkLearner(retrain_every=5, siblings=siblings)
+
+    def features(i):  # 7 to 30 features: sums long enough for numpy to add in another order
+        return _features(f"http://h{i % 3}.test/p/{i}/" + "/".join(f"u{j}" for j in range(i % 11)),
+                         " ".join(f"w{(i + j) % 23}" for j in range(i % 13)))
+
+    links = [(None if i % 7 == 0 else 3.0 + 97 * i, f"h{i % 3}.test", learner.vector(features(i)),
+              (f"http://h{i % 2}.test/", i % 4) if i % 5 else None) for i in range(60)]
+    links.append((10.0, "h0.test", learner.vector([]), None))  # no features at all
+
+    def one_by_one():
+        return [learner.score(None, thesis, host, vector, origin) for thesis, host, vector, origin in links]
+
+    assert learner.scores(links) == one_by_one() and learner.scores([]) == []
+    for i in range(200):
+        learner.observe(features(i * 7), f"h{i % 3}.test", i % 3 == 0 or i % 11 == 0,
+                        thesis_score=5.0 * i, origin=(f"http://h{i % 2}.test/", i % 4))
+    assert learner.trained and learner.trust > 0
+    assert learner.scores(links) == one_by_one()
+    assert len(set(learner.scores(links))) > 10  # the links differ: nothing compared is constant
+    learner.trust = 0.0
+    assert learner.scores(links) == one_by_one()
