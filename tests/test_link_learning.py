@@ -7,7 +7,8 @@ from scrapy.settings import Settings
 from focuscrawl import settings as defaults
 from focuscrawl.analysis import LinkContext, page_links, parse_tree
 from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, PageJudge, feature_prefixes, link_features,
-                                           best_blend_trust, learner_from_settings, ranking_auc, trust_from_auc)
+                                           average_ranks, best_blend_trust, learner_from_settings, ranking_auc,
+                                           trust_from_auc)
 from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
@@ -166,6 +167,16 @@ def test_learner_is_deterministic():
         return [learner.score(_features(f"http://h{k}.test/q", "w1"), 100.0, f"h{k}.test") for k in range(5)]
 
     assert run() == run()
+
+
+def test_average_ranks_are_scipys_rankdata():
+    import numpy as np
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 2000):
+        for values in (rng.normal(size=n), rng.integers(0, 5, size=n).astype(float), np.round(rng.normal(size=n), 1)):
+            assert average_ranks(values).tolist() == rankdata(values).tolist()
 
 
 def test_ranking_auc_and_the_trust_it_gives():

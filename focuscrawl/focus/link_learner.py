@@ -221,17 +221,30 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``values``, ties given their average (``scipy.stats.rankdata``'s default,
+    without its ~0.2 ms of checks and conversions a call: the trust is measured at every
+    model update)."""
+    order = np.argsort(values, kind="mergesort")
+    inverse = np.empty(len(order), dtype=np.intp)
+    inverse[order] = np.arange(len(order))
+    ordered = values[order]
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    dense = np.cumsum(first)[inverse]
+    bounds = np.concatenate((np.flatnonzero(first), [len(first)]))
+    return 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
+
+
 def ranking_auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
     """Area under the ROC curve (Mann-Whitney, ties count half); ``None`` with one class only."""
-    from scipy.stats import rankdata
-
-    positives = sum(labels)
+    labels = np.asarray(labels, dtype=bool)
+    positives = int(np.count_nonzero(labels))
     negatives = len(labels) - positives
     if not positives or not negatives:
         return None
-    ranks = rankdata(scores)
+    ranks = average_ranks(np.asarray(scores, dtype=np.float64))
     # ranks are multiples of 1/2 far below 2^52: their sum is exact in any order
-    rank_sum = float(ranks[np.asarray(labels, dtype=bool)].sum())
+    rank_sum = float(ranks[labels].sum())
     return float((rank_sum - positives * (positives + 1) / 2) / (positives * negatives))
 
 
@@ -448,7 +461,10 @@ class LinkLearner:
         return True
 
     def _measured_trust(self) -> float:
-        thesis, learned, labels = zip(*self.judged_scores) if self.judged_scores else ((), (), ())
+        # one pass in C over the window's (thesis, learned, label) triples, not zip's 6,000 objects
+        judged = np.fromiter(chain.from_iterable(self.judged_scores), dtype=np.float64,
+                             count=3 * len(self.judged_scores)).reshape(-1, 3)
+        thesis, learned, labels = judged[:, 0], judged[:, 1], judged[:, 2].astype(np.int64)
         if self.trust_rule == "best-blend":
             return best_blend_trust(thesis, learned, labels, self.trust)
         return trust_from_auc(ranking_auc(learned, labels), ranking_auc(thesis, labels), self.trust)
