@@ -441,6 +441,8 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         "rss_trend": peak.trend,
         "windows": peak.windows,
         "frontier": {k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("focuscrawl/frontier/")},
+        # mode learning: model updates, re-ranked requests, judged pages (what its cost depends on)
+        "learning": {k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("focuscrawl/learning/")},
         "other_language": {"pages": stats.get("focuscrawl/pages/other_language", 0),
                            "images": stats.get("focuscrawl/images/dropped/other_language", 0),
                            "images_kept": stats.get("focuscrawl/images/kept", 0)},
