@@ -527,14 +527,15 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     def _update_curprio(self) -> None:
         lowest_priority(self, super()._update_curprio)
 
-    def _rescore(self, request) -> None:
-        vector = request.meta.get("link_vector")
-        if vector is not None:
-            learned = self.learner.score(None, request.meta.get("link_score"), url_host(request.url), vector,
-                                         request.meta.get("link_origin"))
-            request.meta["link_learned"] = learned
-            request.priority = self.learner.priority(learned)
-            if request.meta.get("link_demoted") and self.demote is not None:
+    def _rescore(self, requests: list) -> None:
+        """New scores and priorities for the requests that carry a link vector (in one batch)."""
+        learned = [(request, request.meta) for request in requests if request.meta.get("link_vector") is not None]
+        scores = self.learner.scores([(meta.get("link_score"), url_host(request.url), meta["link_vector"],
+                                       meta.get("link_origin")) for request, meta in learned])
+        for (request, meta), score in zip(learned, scores):
+            meta["link_learned"] = score
+            request.priority = self.learner.priority(score)
+            if meta.get("link_demoted") and self.demote is not None:
                 request.priority = self.demote(request.priority)
 
 

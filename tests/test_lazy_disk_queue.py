@@ -62,6 +62,41 @@ def test_requests_are_serialised_at_push_and_come_back_equal(tmp_path):
     assert len(q) == 0
 
 
+def test_a_request_is_written_as_scrapys_to_dict_writes_it_without_searching_the_spider(tmp_path, monkeypatch):
+    """The dict pickled for a request with the spider's callback and errback is
+    ``Request.to_dict(spider=...)``'s, and the callbacks come back bound to the spider;
+    Scrapy's search of the spider's members (``_find_method``) is not run."""
+    import pickle
+
+    import scrapy.http.request as scrapy_request
+
+    class NamedSpider(Spider):
+        name = "named"
+
+        def parse_page(self, response):
+            pass
+
+        def failed(self, failure):
+            pass
+
+    crawler = get_crawler(NamedSpider)
+    crawler.spider = spider = NamedSpider()
+    request = Request("http://s.test/a", callback=spider.parse_page, errback=spider.failed, priority=2,
+                      meta={"link_score": 1.5})
+    expected = request.to_dict(spider=spider)
+    written = []
+    q = PickleLazyFifoDiskQueue.from_crawler(crawler, str(tmp_path / "q" / "2"))
+    monkeypatch.setattr(LazyFifoDiskQueue, "push", lambda self, data: written.append(data))
+    monkeypatch.setattr(scrapy_request, "_find_method", lambda *a: pytest.fail("the spider was searched"))
+    q.push(request)
+    assert written and pickle.loads(written[0]) == expected
+    monkeypatch.undo()
+    q = PickleLazyFifoDiskQueue.from_crawler(crawler, str(tmp_path / "q" / "2"))
+    q.push(request)
+    back = q.pop()
+    assert (back.callback, back.errback, back.meta) == (spider.parse_page, spider.failed, {"link_score": 1.5})
+
+
 def test_the_crawl_queues_on_it_with_jobdir():
     from scrapy.utils.misc import load_object
 

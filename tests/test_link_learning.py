@@ -7,7 +7,8 @@ from scrapy.settings import Settings
 from focuscrawl import settings as defaults
 from focuscrawl.analysis import LinkContext, page_links, parse_tree
 from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, PageJudge, feature_prefixes, link_features,
-                                           best_blend_trust, learner_from_settings, ranking_auc, trust_from_auc)
+                                           average_ranks, best_blend_trust, learner_from_settings, ranking_auc,
+                                           trust_from_auc)
 from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
@@ -166,6 +167,16 @@ def test_learner_is_deterministic():
         return [learner.score(_features(f"http://h{k}.test/q", "w1"), 100.0, f"h{k}.test") for k in range(5)]
 
     assert run() == run()
+
+
+def test_average_ranks_are_scipys_rankdata():
+    import numpy as np
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 2000):
+        for values in (rng.normal(size=n), rng.integers(0, 5, size=n).astype(float), np.round(rng.normal(size=n), 1)):
+            assert average_ranks(values).tolist() == rankdata(values).tolist()
 
 
 def test_ranking_auc_and_the_trust_it_gives():
@@ -536,3 +547,32 @@ def test_the_token_memo_is_bounded_and_columns_stay_the_hash():
     assert len(learner._index) <= 8
     assert columns == [abs(mmh3.hash(t)) % learner.n_features for t in tokens]
     assert [learner._column(t) for t in tokens] == columns  # remembered or hashed again: the same
+
+
+@pytest.mark.parametrize("siblings", [False, True])
+def test_scores_of_a_batch_are_each_links_score_exactly(siblings):
+    """The frontier re-ranks hundreds of links at once with ``scores``: its numpy dot products
+    must give each link's ``score`` to the last bit (a priority is the score rounded), before
+    the first update (no model), with no trust (the thesis prior) and after training."""
+    learner = LinkLearner(retrain_every=5, siblings=siblings)
+
+    def features(i):  # 7 to 30 features: sums long enough for numpy to add in another order
+        return _features(f"http://h{i % 3}.test/p/{i}/" + "/".join(f"u{j}" for j in range(i % 11)),
+                         " ".join(f"w{(i + j) % 23}" for j in range(i % 13)))
+
+    links = [(None if i % 7 == 0 else 3.0 + 97 * i, f"h{i % 3}.test", learner.vector(features(i)),
+              (f"http://h{i % 2}.test/", i % 4) if i % 5 else None) for i in range(60)]
+    links.append((10.0, "h0.test", learner.vector([]), None))  # no features at all
+
+    def one_by_one():
+        return [learner.score(None, thesis, host, vector, origin) for thesis, host, vector, origin in links]
+
+    assert learner.scores(links) == one_by_one() and learner.scores([]) == []
+    for i in range(200):
+        learner.observe(features(i * 7), f"h{i % 3}.test", i % 3 == 0 or i % 11 == 0,
+                        thesis_score=5.0 * i, origin=(f"http://h{i % 2}.test/", i % 4))
+    assert learner.trained and learner.trust > 0
+    assert learner.scores(links) == one_by_one()
+    assert len(set(learner.scores(links))) > 10  # the links differ: nothing compared is constant
+    learner.trust = 0.0
+    assert learner.scores(links) == one_by_one()

@@ -87,6 +87,24 @@ def test_marks_near_duplicates_of_earlier_pages():
     assert stats["focuscrawl/neardup/pages_without_text"] == 1
 
 
+def test_the_compiled_query_is_loaded_when_the_middleware_is_made_not_at_the_first_page():
+    """numba loads a compiled function at its first call (~0.3 s from the cache): a crawl
+    has it loaded with its models, so no page waits for it (a fresh process: no test before)."""
+    import subprocess
+    import sys
+
+    code = ("from scrapy import Spider\n"
+            "from focuscrawl.dedup.index import _query_tables\n"
+            "from focuscrawl.middlewares.neardup import NearDuplicatePageMiddleware\n"
+            "from tests.support.crawler import focuscrawl_crawler\n"
+            "before = len(_query_tables.signatures)\n"
+            "NearDuplicatePageMiddleware.from_crawler(focuscrawl_crawler(Spider))\n"
+            "print(before, len(_query_tables.signatures))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1], check=True).stdout.split()
+    assert out == ["0", "1"]
+
+
 def test_state_survives_jobdir_and_same_url_is_not_its_own_duplicate(tmp_path):
     mw, _ = middleware(tmp_path)
     run(mw, "http://a.test/1", ARTICLE)

@@ -96,9 +96,10 @@ def test_rerank_queue_top_reorders_the_best_requests_of_scrapys_priority_queue(t
     queue.push(Request("http://127.0.0.1/start", priority=4, meta={"is_start_request": True}))
     seen = []
 
-    def rescore(request):  # the best three sink below everything, in reverse order
-        seen.append(request.url.rsplit("/", 1)[1])
-        request.priority = -len(seen)
+    def rescore(requests):  # the best three sink below everything, in reverse order
+        for request in requests:
+            seen.append(request.url.rsplit("/", 1)[1])
+            request.priority = -len(seen)
 
     assert rerank_queue_top(queue, 3, rescore) == 3
     assert seen == ["r0", "r1", "r2"]  # best first, FIFO within a priority; the start request stays
