@@ -470,16 +470,9 @@ def cpu_seconds(who: tuple[int, ...] = (resource.RUSAGE_SELF, resource.RUSAGE_CH
 def workers_loaded(pid: int, timeout: float = 60.0) -> float:
     """Wait until the child processes of ``pid`` (the analysis workers) have loaded, i.e. use
     no CPU for 0.3 s; returns the CPU seconds they used (0.0 with no children)."""
-    def children_cpu() -> float:
-        total = 0.0
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                total += sum(_tree_cpu(int(c)) for c in f.read().split())
-        return total
-
     deadline, last, still = time.monotonic() + timeout, -1.0, 0
     while time.monotonic() < deadline and still < 3:
-        now = children_cpu()
+        now = sum(_tree_cpu(child) for child in _child_pids(pid))
         still = still + 1 if now == last else 0
         last = now
         time.sleep(0.1)
@@ -509,14 +502,21 @@ def _pss(pid: int) -> int:
     return 0
 
 
+def _child_pids(pid: int) -> list[int]:
+    """The child processes of process ``pid`` (Linux /proc; ``OSError`` when it is gone)."""
+    children: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            children += map(int, f.read().split())
+    return children
+
+
 def _tree_rss(pid: int, measure=_rss) -> int:
     """RSS (or, with ``measure=_pss``, PSS) in bytes of process ``pid`` and all its
     descendants (Linux /proc)."""
     total = measure(pid)
     try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                total += sum(_tree_rss(int(c), measure) for c in f.read().split())
+        total += sum(_tree_rss(child, measure) for child in _child_pids(pid))
     except (OSError, ValueError):
         pass
     return total
@@ -656,13 +656,9 @@ def long_run(port: int, pages: int, kinds: list[str], profile: str, extra: list[
 def _tree_cpu(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` and its running descendants (Linux /proc)."""
     try:
-        total = _cpu_of_pid(pid)
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                total += sum(_tree_cpu(int(c)) for c in f.read().split())
+        return _cpu_of_pid(pid) + sum(_tree_cpu(child) for child in _child_pids(pid))
     except (OSError, ValueError, IndexError):
         return 0.0
-    return total
 
 
 def _cpu_of_pid(pid: int) -> float:

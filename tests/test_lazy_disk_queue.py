@@ -70,17 +70,10 @@ def test_a_request_is_written_as_scrapys_to_dict_writes_it_without_searching_the
 
     import scrapy.http.request as scrapy_request
 
-    class NamedSpider(Spider):
-        name = "named"
+    from tests.support.crawler import CallbackSpider
 
-        def parse_page(self, response):
-            pass
-
-        def failed(self, failure):
-            pass
-
-    crawler = get_crawler(NamedSpider)
-    crawler.spider = spider = NamedSpider()
+    crawler = get_crawler(CallbackSpider)
+    crawler.spider = spider = CallbackSpider()
     request = Request("http://s.test/a", callback=spider.parse_page, errback=spider.failed, priority=2,
                       meta={"link_score": 1.5})
     expected = request.to_dict(spider=spider)

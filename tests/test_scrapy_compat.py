@@ -43,18 +43,10 @@ def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
 
 
 def test_request_to_dict_equals_scrapys_to_dict():
-    from scrapy import FormRequest, Spider
+    from scrapy import FormRequest
     from scrapy.utils.request import request_from_dict
 
-    class S(Spider):
-        name = "s"
-
-        def parse_page(self, response):
-            pass
-
-        def failed(self, failure):
-            pass
-
+    from tests.support.crawler import CallbackSpider as S
 
     spider = S()
     requests = [Request("http://127.0.0.1/a", callback=spider.parse_page, errback=spider.failed,

@@ -524,9 +524,9 @@ class LinkLearner:
                ) -> list[float]:
         """``score`` of many ``(thesis_score, host, vector, origin)`` links, the same values,
         with their model probabilities from one ``model_probabilities``."""
-        probabilities = self.model_probabilities([link[2] for link in links]) if self.trust > 0 else None
-        if probabilities is None:
-            return [self.score(None, thesis, host, vector, origin) for thesis, host, vector, origin in links]
+        # no trust: no learned score is needed; no model yet: ``score`` finds it has none
+        probabilities = (self.model_probabilities([link[2] for link in links]) if self.trust > 0 else None) \
+            or [None] * len(links)
         return [self.score(None, thesis, host, vector, origin, p)
                 for (thesis, host, vector, origin), p in zip(links, probabilities)]
 

@@ -19,6 +19,19 @@ from focuscrawl.output.run_state import RunStateAddon
 from focuscrawl.resources import project_settings
 
 
+class CallbackSpider(Spider):
+    """A spider whose requests name its own methods as callback and errback (the tests of how
+    a request is written to a queue or the frontier journal)."""
+
+    name = "callbacks"
+
+    def parse_page(self, response):
+        pass
+
+    def failed(self, failure):
+        pass
+
+
 def focuscrawl_crawler(spidercls: type[Spider] | None = None, **settings: Any) -> Crawler:
     """``get_crawler`` with every ``FOCUSCRAWL_*`` default of the project, then ``settings``."""
     project = project_settings()
