@@ -121,10 +121,9 @@ def _decision(data: np.ndarray, weights: np.ndarray, intercept: float) -> float:
         slot = b & (size - 1)
         while keys[slot] != b and keys[slot] != -1:
             slot = (slot + 1) & (size - 1)
-        if keys[slot] == -1:
-            keys[slot] = b
-            first[distinct] = slot
-            distinct += 1
+        first[distinct] = slot  # kept if the bucket is new (no branch guesses which)
+        distinct += keys[slot] == -1
+        keys[slot] = b
         counts[slot] += 1
     total = 0.0
     squares = 0
