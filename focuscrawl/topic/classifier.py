@@ -91,12 +91,15 @@ def _decision(data: np.ndarray, weights: np.ndarray, intercept: float) -> float:
     n = data.shape[0] - len(PADDING)
     if n <= 0:
         return intercept
-    starts = np.empty(n + 2, np.int64)  # the tokens' starts, then n + 1: token t ends at starts[t + 1] - 1
-    starts[0] = 0
     tokens = 1
-    for i in range(n):  # (no branch per byte)
-        starts[tokens] = i + 1
+    for i in range(n):
         tokens += data[i] == 32
+    starts = np.empty(tokens + 1, np.int64)  # the tokens' starts, then n + 1: token t ends at starts[t + 1] - 1
+    starts[0] = 0
+    t = 1
+    for i in range(n):  # (no branch per byte: starts[t] is rewritten until its space has passed)
+        starts[t] = i + 1
+        t += data[i] == 32
     starts[tokens] = n + 1
     grams = 2 * tokens - 1
     size = 16
