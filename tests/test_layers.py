@@ -17,9 +17,10 @@ PACKAGE = Path(focuscrawl.__file__).parent
 #: A module belongs to the layer of its longest matching name (``output.files`` is a file
 #: format everything writes with, the rest of ``output/`` is the run directory).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation: settings, bundled resources, child processes, items, URLs, Scrapy internals, "
-     "file, TSV and image-record formats",
-     ("focuscrawl", "focuscrawl.settings", "focuscrawl.resources", "focuscrawl.processes", "focuscrawl.items",
+    ("foundation: settings, bundled resources, child processes, numba's compiled kernels, items, URLs, "
+     "Scrapy internals, file, TSV and image-record formats",
+     ("focuscrawl", "focuscrawl.settings", "focuscrawl.resources", "focuscrawl.processes", "focuscrawl.compiled",
+      "focuscrawl.items",
       "focuscrawl.urls", "focuscrawl.scrapy_compat", "focuscrawl.logformatter", "focuscrawl.fingerprints",
       "focuscrawl.output.files", "focuscrawl.output.tsv", "focuscrawl.output.records")),
     ("pure maths of texts: text extraction, image contexts, near-duplicates, language models",

@@ -23,41 +23,20 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import NamedTuple
 
+import numpy as np
+
 from focuscrawl import settings as defaults
-from focuscrawl.resources import user_cache_dir
-
-# numba's compiled functions go to the user's cache, not beside this module (numba's
-# default: the installed package's __pycache__, read-only or shared in a real install);
-# set before numba reads its config (also in processes this one starts), and in numba's
-# config in case it was imported already. NUMBA_CACHE_DIR set by the user wins.
-os.environ.setdefault("NUMBA_CACHE_DIR", str(user_cache_dir() / "numba"))
-
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
-
-numba.config.CACHE_DIR = numba.config.CACHE_DIR or os.environ["NUMBA_CACHE_DIR"]
+from focuscrawl.compiled import jit
 
 BITS = 64
 _U64 = np.uint64
 _distance_then_id = operator.itemgetter(1, 0)
 
 
-def _jit(func: Callable) -> Callable:
-    """numba-compile ``func``, cached on disk in ``NUMBA_CACHE_DIR`` (above) when numba can
-    write there; when it cannot (``cache=True`` raises at decoration) it compiles once per
-    process instead (~3.5 s at the first query).
-    """
-    try:
-        return numba.njit(cache=True, nogil=True)(func)
-    except RuntimeError:
-        return numba.njit(nogil=True)(func)
-
-
-@_jit
+@jit
 def _query_tables(fp: np.uint64, k: int, shift: int, layout: np.ndarray, directory: np.ndarray,
                   table_fps: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Matches of one query in the sorted tables, as ``distance << 32 | id`` sorted ascending.
