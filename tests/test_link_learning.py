@@ -462,6 +462,57 @@ def test_the_kept_coefficients_are_the_models_after_every_update_and_save_as_a_l
     assert list(loaded._coef) == list(learner._coef)
 
 
+
+def _learn_like_a_crawl(learner: LinkLearner, n: int = 120) -> None:
+    for i in range(n):
+        learner.observe(_features(f"http://h{i % 4}.test/p/{i}", f"w{i % 7} x{i % 3}"), f"h{i % 4}.test",
+                        i % 3 == 0 or i % 7 == 1, thesis_score=float(10 + i))
+
+
+def test_updates_after_the_first_are_partial_fits_model_to_the_last_bit(monkeypatch):
+    """After the first (checked) ``partial_fit``, updates skip its input checks and run its own
+    step: checked once a process against ``partial_fit`` on a copy, then the model is the one
+    ``partial_fit`` makes, bit for bit, update after update (the scores set priorities)."""
+    import numpy as np
+
+    from focuscrawl.focus import link_learner
+
+    monkeypatch.setattr(link_learner, "_direct_step_ok", None)
+    direct, public = LinkLearner(retrain_every=5), LinkLearner(retrain_every=5)
+    monkeypatch.setattr(link_learner, "_direct_step", lambda *a: (_ for _ in ()).throw(AssertionError("unused")))
+    _learn_like_a_crawl(public)  # partial_fit every time: the direct step would raise
+    assert link_learner._direct_step_ok is False  # (its check failed: partial_fit from then on)
+    monkeypatch.undo()
+    monkeypatch.setattr(link_learner, "_direct_step_ok", None)
+    _learn_like_a_crawl(direct)
+    assert link_learner._direct_step_ok is True  # this scikit-learn's step is partial_fit's
+    assert direct.version == public.version == 24
+    assert np.array_equal(direct.model.coef_, public.model.coef_)
+    assert direct.model.intercept_[0] == public.model.intercept_[0] and direct.model.t_ == public.model.t_
+    assert direct.trust == public.trust
+
+
+def test_a_scikit_learn_whose_step_differs_keeps_partial_fit(monkeypatch):
+    """A step that gives another model than ``partial_fit`` (a scikit-learn whose private
+    step changed) is found at the check: the model is ``partial_fit``'s and stays so."""
+    import numpy as np
+
+    from focuscrawl.focus import link_learner
+
+    def wrong_step(model, X, y, sample_weight):
+        model.coef_ = model.coef_ + 1e-12
+
+    reference = LinkLearner(retrain_every=5)
+    monkeypatch.setattr(link_learner, "_direct_step_ok", False)
+    _learn_like_a_crawl(reference)
+    monkeypatch.setattr(link_learner, "_direct_step_ok", None)
+    monkeypatch.setattr(link_learner, "_direct_step", wrong_step)
+    learner = LinkLearner(retrain_every=5)
+    _learn_like_a_crawl(learner)
+    assert link_learner._direct_step_ok is False
+    assert np.array_equal(learner.model.coef_, reference.model.coef_)
+
+
 def _interlinked_web() -> dict:
     """A portal and two hosts whose pages all link to each other: most links of a page are
     known already (``KnownLinks``)."""
