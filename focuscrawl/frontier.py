@@ -529,9 +529,14 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
 
     def _rescore(self, requests: list) -> None:
         """New scores and priorities for the requests that carry a link vector (in one batch)."""
-        learned = [(request, request.meta) for request in requests if request.meta.get("link_vector") is not None]
-        scores = self.learner.scores([(meta.get("link_score"), url_host(request.url), meta["link_vector"],
-                                       meta.get("link_origin")) for request, meta in learned])
+        learned, links = [], []
+        for request in requests:
+            meta = request.meta
+            vector = meta.get("link_vector")
+            if vector is not None:
+                learned.append((request, meta))
+                links.append((meta.get("link_score"), url_host(request.url), vector, meta.get("link_origin")))
+        scores = self.learner.scores(links)
         for (request, meta), score in zip(learned, scores):
             meta["link_learned"] = score
             request.priority = self.learner.priority(score)
