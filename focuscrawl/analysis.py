@@ -104,6 +104,9 @@ class AnalysisConfig:
     #: where a worker loads the crawl's scorer from (the mode strategy's; by default the
     #: bundled demo model and keywords; ``None``: in-process only)
     scorer: ScorerFiles | None = field(default_factory=lambda: _demo_scorer())
+    #: the page's topic model scores with the crawl scorer's LM and keywords (``TopicModel.uses_files``):
+    #: its log-odds read the page's LM sum and keyword score from the crawl's ``TextScore``
+    topic_reuses_score: bool = False
 
     @classmethod
     def from_settings(cls, settings, scorer: ScorerFiles | None = None) -> "AnalysisConfig":
@@ -351,7 +354,8 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
         score, sentences = TextScore.missing(), document_sentences(extracted.text, config.min_sentence_tokens)
     notes = extracted.notes
     del extracted  # its sentences are what is kept of the text
-    topic_logit = topic.page_logit(sentences) if topic is not None and sentences and wanted else None
+    topic_logit = topic.page_logit(sentences, known=score if config.topic_reuses_score else None) \
+        if topic is not None and sentences and wanted else None
     if root is None:  # after the extractor's trees and the text's tokens are gone
         root, cut = budgeted_tree(html, url, config.text_max_tags)
     if cut and TRUNCATED not in notes:  # a deep page's text is read whole (flat), its links are not

@@ -46,8 +46,11 @@ def test_each_mode_ranks_links_and_judges_pages_its_way():
     assert learning.learner is not None and learning.ranker.learned_priority and learning.ranker.topic is None
     assert learning.judge.calibrated and learning.page_topic is not None
     assert learning.priority_queue == "focuscrawl.frontier.RerankingPriorityQueue"
+    # the judge's bundle is the crawl's scorer's (the bundled cats one): it reads the page's LM sum
+    assert learning.analysis.topic_reuses_score
     by_perplexity = focus_from_settings(settings(FOCUSCRAWL_MODE="learning", FOCUSCRAWL_LEARNING_JUDGE="perplexity"))
     assert not by_perplexity.judge.calibrated and by_perplexity.page_topic is None
+    assert not by_perplexity.analysis.topic_reuses_score
     with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_JUDGE"):
         focus_from_settings(settings(FOCUSCRAWL_MODE="learning", FOCUSCRAWL_LEARNING_JUDGE="oracle"))
 

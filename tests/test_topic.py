@@ -493,6 +493,54 @@ def test_a_pages_logit_from_its_sentences_is_that_of_its_text(bundle):
     assert by_sentences.page_logit([]) is None
 
 
+
+def test_the_judge_takes_the_lm_sum_and_keyword_score_from_a_scorer_of_the_bundles_files(bundle, tmp_path):
+    """A crawl that scores pages with the bundle's own topic LM and keywords (the default) has
+    already summed the page's sentence log-probabilities and its keyword score
+    (``score_document``): ``page_logit`` takes them from that ``TextScore`` and gives the
+    log-odds it computes itself, to the bit, for every scorer; another model or keyword list
+    is not the bundle's, and what it is given is what it uses."""
+    import dataclasses
+    import random
+
+    from focuscrawl.analysis import analyse_page
+    from focuscrawl.focus.modes import focus_from_settings
+    from focuscrawl.lm.scorer import ScorerFiles
+    from focuscrawl.resources import project_settings
+    from focuscrawl.topic.model import TopicModel
+
+    topic = TopicModel(bundle)
+    files = ScorerFiles(str(topic.topic_model_path), str(topic.keywords_path))
+    assert topic.uses_files(files.model, files.keywords)
+    other_keywords = tmp_path / "kw.txt"
+    other_keywords.write_text(topic.keywords_path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert not topic.uses_files(files.model, other_keywords) and not topic.uses_files(files.model, "")
+    assert not topic.uses_files(topic.folder / topic.manifest["background_lm"], files.keywords)
+    scorer = files.load()
+    rnd = random.Random(7)
+    words = "the cat sleeps on a sofa kittens purr and the bus stops at the station in town".split()
+    pages = [". ".join(" ".join(rnd.choice(words) for _ in range(rnd.randint(3, 14)))
+                       for _ in range(rnd.randint(1, 30))) for _ in range(30)]
+    for page in pages:
+        score, sentences = scorer.score_document(page, 2)
+        for name in ("combined", "wpp", "keywords", "xent", "classifier"):
+            reading, computing = TopicModel(bundle, name), TopicModel(bundle, name)  # no shared memo
+            assert reading.page_logit(sentences, known=score) == computing.page_logit(sentences)
+        shifted = dataclasses.replace(score, log10=score.log10 - 5.0)
+        assert TopicModel(bundle).page_logit(sentences, known=shifted) != computing.page_logit(sentences)
+    # the crawl asks for it only when its scorer is the bundle's (the analysis uses it then)
+    focus = focus_from_settings(project_settings({"FOCUSCRAWL_MODE": "learning", "FOCUSCRAWL_TOPIC": str(bundle)}))
+    assert focus.analysis.topic_reuses_score
+    html = "<html><body><article>" + "".join(f"<p>{p}.</p>" for p in pages[:8]) + "</article></body></html>"
+    page = analyse_page(html, "http://x.test/", "http://x.test/", 0, focus.analysis, focus.scorer, focus.page_topic)
+    alone = dataclasses.replace(focus.analysis, topic_reuses_score=False)
+    assert page.topic_logit == analyse_page(html, "http://x.test/", "http://x.test/", 0, alone, focus.scorer,
+                                            TopicModel(bundle)).topic_logit is not None
+    own_model = focus_from_settings(project_settings({"FOCUSCRAWL_MODE": "learning", "FOCUSCRAWL_TOPIC": str(bundle),
+                                                      "FOCUSCRAWL_KEYWORDS": str(other_keywords)}))
+    assert own_model.page_topic is not None and not own_model.analysis.topic_reuses_score
+
+
 def test_text_memo_is_bounded_and_holds_no_long_text():
     from focuscrawl.topic.model import TextMemo
 

@@ -87,6 +87,7 @@ class CrawlFocus:
         ``FileNotFoundError`` for a bad model, bundle or setting). ``scorer``, ``learner``:
         use these instead (``focuscrawl shell``: a learner in any mode shows what it would do)."""
         files = scorer_files(settings)
+        loaded = scorer is None  # the scorer of ``files`` (not one given)
         scorer = scorer or files.load()
         crawl_learner = cls.crawl_learner(settings) if learner is None else None
         learner = learner if learner is not None else crawl_learner
@@ -106,6 +107,8 @@ class CrawlFocus:
         analysis = AnalysisConfig.from_settings(settings, files)
         if ranker.link_contexts:  # the learner reads where each link sits on its page
             analysis = dataclasses.replace(analysis, link_contexts=True)
+        if loaded and topic is not None and topic.uses_files(files.model, files.keywords):
+            analysis = dataclasses.replace(analysis, topic_reuses_score=True)
         return cls(scorer, ranker, analysis, topic, judge, topic_bundle_path(settings), state)
 
     def page_score(self, analysis: PageAnalysis) -> float | None:

@@ -33,6 +33,9 @@ class TextScore:
     keyword_score: float
     weighted: float | None
     tokens: int
+    #: the summed log10 probabilities of its sentences (with ``</s>``) the perplexity is of
+    #: (``None``: no sentence; the topic bundle's judge reads it, ``TopicModel.page_logit``)
+    log10: float | None = None
 
     @classmethod
     def missing(cls) -> "TextScore":
@@ -40,11 +43,12 @@ class TextScore:
 
     @classmethod
     def _of(cls, perplexity: float | None, keyword_score: float, weighted: float | None,
-            tokens: int) -> "TextScore":
-        """``cls(...)`` without the frozen ``__init__``'s four ``object.__setattr__``
-        calls: a tenth of the cost of scoring a short text."""
+            tokens: int, log10: float | None = None) -> "TextScore":
+        """``cls(...)`` without the frozen ``__init__``'s ``object.__setattr__`` calls: a
+        tenth of the cost of scoring a short text."""
         obj = object.__new__(cls)
-        obj.__dict__.update(perplexity=perplexity, keyword_score=keyword_score, weighted=weighted, tokens=tokens)
+        obj.__dict__.update(perplexity=perplexity, keyword_score=keyword_score, weighted=weighted, tokens=tokens,
+                            log10=log10)
         return obj
 
 
@@ -122,13 +126,15 @@ class TopicScorer:
             return TextScore.missing()
         if len(sentences) == 1:  # the common case of short texts, without the iterator plumbing
             n_tokens = len(tokens[0])
-            pp = perplexity_from_log10(self._sentence_log10(sentences[0]), n_tokens + 1)
+            log10 = self._sentence_log10(sentences[0])
+            pp = perplexity_from_log10(log10, n_tokens + 1)
             kw = self.keywords.score_tokens(tokens[0])
         else:
             n_tokens = sum(map(len, tokens))
-            pp = perplexity_from_log10(sum(map(self._sentence_log10, sentences)), n_tokens + len(sentences))
+            log10 = sum(map(self._sentence_log10, sentences))
+            pp = perplexity_from_log10(log10, n_tokens + len(sentences))
             kw = self.keywords.score_tokens(chain.from_iterable(tokens))
-        return TextScore._of(pp, kw, weighted_perplexity(pp, kw, self.keyword_weight), n_tokens)
+        return TextScore._of(pp, kw, weighted_perplexity(pp, kw, self.keyword_weight), n_tokens, log10)
 
     def score_sentences(self, sentences: list[str]) -> TextScore:
         """Scores of already normalised sentences."""
@@ -160,8 +166,9 @@ class TopicScorer:
         deque(sentence_tokens, maxlen=0)  # without keywords, score_tokens reads none
         if not sentences:
             return TextScore.missing(), sentences
-        pp = perplexity_from_log10(sum(map(self._sentence_log10, sentences)), n_tokens + len(sentences))
-        return TextScore._of(pp, kw, weighted_perplexity(pp, kw, self.keyword_weight), n_tokens), sentences
+        log10 = sum(map(self._sentence_log10, sentences))
+        pp = perplexity_from_log10(log10, n_tokens + len(sentences))
+        return TextScore._of(pp, kw, weighted_perplexity(pp, kw, self.keyword_weight), n_tokens, log10), sentences
 
     # -- counters --------------------------------------------------------------
     @property
