@@ -2,7 +2,7 @@
 import pytest
 from lxml import html as lhtml
 
-from focuscrawl.images.extract import ContextSettings, image_items
+from focuscrawl.images.extract import ContextSettings, image_items, score_dict
 from focuscrawl.images.final import final_score
 from focuscrawl.resources import project_settings
 
@@ -18,7 +18,7 @@ def test_extra_contexts_are_recorded_and_scored(cats_scorer):
     extra = decision.item["extra_contexts"]
     assert list(extra) == ["figure", "clus"]
     assert extra["figure"]["text"] == "The cat asleep on the sofa"
-    assert extra["figure"]["scores"] == {**cats_scorer.score("The cat asleep on the sofa").__dict__}
+    assert extra["figure"]["scores"] == score_dict(cats_scorer.score("The cat asleep on the sofa"))
     assert extra["clus"]["scores"]["tokens"] == cats_scorer.score(extra["clus"]["text"]).tokens
 
 

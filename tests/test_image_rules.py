@@ -3,7 +3,7 @@ from lxml import html as lhtml
 
 from focuscrawl.context.thesis import thesis_context
 from focuscrawl.images import rules as R
-from focuscrawl.images.extract import ContextSettings, image_items
+from focuscrawl.images.extract import ContextSettings, image_items, score_dict
 from focuscrawl.images.final import final_score
 from focuscrawl.images.rules import ImageRules, html_dimension, src_guess_string
 
@@ -177,11 +177,11 @@ def test_image_items_decisions_and_scores(cats_scorer):
     assert (item["html_width"], item["html_height"], item["extension"]) == (840, 519, "jpg")
     assert item["css_class"] == "size-full wp-image-81022" and item["style"] == "border: 2px solid slategrey;"
     assert item["page_depth"] == 2 and item["page_perplexity"] == 123.0
-    assert item["alt_scores"] == {**cats_scorer.score("Is the kitten healthy?").__dict__}
+    assert item["alt_scores"] == score_dict(cats_scorer.score("Is the kitten healthy?"))
     assert item["title_scores"]["perplexity"] is None
     assert [(c["kind"], c["level"]) for c in item["contexts"]] == [("parent", 0), ("parent", 1), ("sibling", 0)]
     for c in item["contexts"]:
-        assert c["scores"] == {**cats_scorer.score(c["text"]).__dict__}
+        assert c["scores"] == score_dict(cats_scorer.score(c["text"]))
     assert out[3].item["title"] == "A cat sitting on a laptop"
 
 
