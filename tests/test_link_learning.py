@@ -128,6 +128,21 @@ def test_a_save_holds_the_siblings_and_hubs_state_only_when_they_are_on(tmp_path
     assert loaded.hubs and loaded.sibling_pages == {"http://p.test/": [1, 0]} and "http://a.test/1" in loaded.hub_candidates
 
 
+
+def test_url_host_is_urlsplits_hostname():
+    """The learner's host (its harvest, same-host feature) is the URL's host name: not a user
+    name before ``@``, nor a port, nor part of an IPv6 literal or of a query."""
+    from urllib.parse import urlsplit
+
+    from focuscrawl.focus.link_learner import url_host
+
+    urls = ["http://a.test/p", "https://Cats.Example.ORG:8443/x/y?z=1", "https://u:p@Ex.com:81/x",
+            "http://user@host.test/", "http://[::1]:8080/p", "http://[2001:DB8::7]/", "http://a.b?q=1",
+            "http://a.b#frag", "http://127.0.0.1:39033/p/4581", "https://xn--bcher-kva.example/", "http://a.test"]
+    for url in urls:
+        assert url_host(url) == urlsplit(url).hostname, url
+
+
 def test_host_harvest_rises_and_sinks_but_one_page_is_not_a_verdict():
     hosts = HostHarvest(exploration=0.05)
     for _ in range(20):

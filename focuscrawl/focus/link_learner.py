@@ -145,9 +145,14 @@ def _page_tokens(parent_url: str, parent_topicality: float | None,
 
 
 def url_host(url: str) -> str:
-    """The lower-cased host of an absolute URL (no port), cheaply."""
-    rest = url.split("://", 1)[-1]
-    return rest.split("/", 1)[0].split(":", 1)[0].rsplit("@", 1)[-1].lower()
+    """The lower-cased host of an absolute URL, without user, password and port (an IPv6
+    literal without its brackets): ``urlsplit(url).hostname``, cheaply (every new link and
+    every re-ranked request)."""
+    netloc = url.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[-1]
+    if netloc.startswith("["):
+        end = netloc.find("]")
+        return (netloc[1:end] if end > 0 else netloc[1:]).lower()
+    return netloc.split(":", 1)[0].lower()
 
 
 def prior_probability(thesis_score: float | None, reference: float) -> float:
