@@ -456,7 +456,6 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     }
 
 
-
 class Clock:
     """A crawl's wall and CPU clocks at ``engine_started`` (connected in the reactor thread:
     ``thread_time`` there is the reactor's)."""

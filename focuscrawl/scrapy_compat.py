@@ -126,8 +126,7 @@ def rerank_queue_top(queue: Any, count: int, rescore: Callable[[list], None]) ->
     queues whenever one empties (O(queues) per request) and close and rebuild every
     queue it empties (a disk queue under JOBDIR: files). So this reads its per-priority
     ``queues`` dict (priority = ``-request.priority``, lower first) and sets ``curprio``,
-    which ``pop`` starts from. They are pushed back into the per-priority queues as
-    ``push`` does (none is a start request: those are in ``_start_queues``).
+    which ``pop`` starts from.
     """
     taken, emptied = [], []
     for prio in sorted(queue.queues):
@@ -142,13 +141,8 @@ def rerank_queue_top(queue: Any, count: int, rescore: Callable[[list], None]) ->
         if len(taken) >= count:
             break
     rescore(taken)
-    queues = queue.queues
-    for request in taken:  # ``push`` without its per-request start-request and ``curprio`` steps (set below)
-        prio = queue.priority(request)
-        internal = queues.get(prio)
-        if internal is None:
-            internal = queues[prio] = queue.qfactory(prio)
-        internal.push(request)
+    for request in taken:
+        queue.push(request)
     for prio in emptied:  # kept while pushing back: no queue is closed and built again
         if not len(queue.queues[prio]):
             queue.queues.pop(prio).close()
