@@ -17,6 +17,18 @@ NEWSPIDER_MODULE = "focuscrawl.spiders"
 FOCUSCRAWL_CONTACT = "+https://github.com/focuscrawl/focuscrawl"
 USER_AGENT = f"focuscrawl/0.1 (focused research crawler; {FOCUSCRAWL_CONTACT})"
 ROBOTSTXT_OBEY = True
+#: The other "no"s of a site owner that the crawl obeys (docs/OPTOUTS.md): ``meta_robots``
+#: (``<meta name="robots">`` and ``<meta name="focuscrawl">``), ``x_robots_tag`` (the header,
+#: on pages and on image responses), ``tdmrep`` (``tdm-reservation`` meta and header,
+#: ``/.well-known/tdmrep.json``), ``robots_ai`` (robots.txt groups that disallow the AI
+#: crawlers of FOCUSCRAWL_AI_AGENTS by name). Leave one out to relax it: the crawl warns
+#: at start.
+FOCUSCRAWL_OPTOUTS = ["meta_robots", "x_robots_tag", "tdmrep", "robots_ai"]
+#: robots.txt user agents of AI-training crawlers: a path their group disallows is crawled
+#: (if robots.txt allows us) but nothing of it enters the corpus.
+FOCUSCRAWL_AI_AGENTS = ["GPTBot", "CCBot", "Google-Extended", "Applebot-Extended", "anthropic-ai", "ClaudeBot",
+                        "cohere-ai", "Meta-ExternalAgent", "Bytespider", "Omgilibot", "ImagesiftBot",
+                        "img2dataset"]
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 DOWNLOAD_DELAY = 0.5
@@ -67,6 +79,11 @@ DOWNLOADER_MIDDLEWARES = {
     # pages per host and per domain (FOCUSCRAWL_MAX_PAGES_PER_HOST, _PER_DOMAIN), before
     # Scrapy's RobotsTxtMiddleware (100): a capped domain's new hosts get no robots.txt request
     "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 90,
+    # robots.txt with its AI-crawler groups (FOCUSCRAWL_OPTOUTS robots_ai), at Scrapy's place,
+    # then each host's /.well-known/tdmrep.json (FOCUSCRAWL_OPTOUTS tdmrep)
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "focuscrawl.middlewares.optout.RobotsTxtMiddleware": 100,
+    "focuscrawl.middlewares.optout.TdmRepMiddleware": 110,
     # Scrapy's redirect middlewares at their places, minus the Referer handling (REFERER_ENABLED)
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
@@ -95,6 +112,8 @@ EXTENSIONS = {
     # image store and lease book), put in by its add-on below
     # stats.json in the run directory when the crawl ends
     "focuscrawl.output.stats.StatsFileWriter": 900,
+    # crawl.json in the run directory when the crawl opens: seeds, mode, opt-outs, changed settings
+    "focuscrawl.output.manifest.CrawlManifest": 910,
 }
 #: RunStateAddon enables the RunState extension even where a spider or project replaces
 #: EXTENSIONS (the scheduler, middlewares and pipelines get it from the crawler).

@@ -25,6 +25,9 @@ COMPONENTS = {
         "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
         "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
         "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 90,
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "focuscrawl.middlewares.optout.RobotsTxtMiddleware": 100,  # robots.txt AI groups (opt-outs)
+        "focuscrawl.middlewares.optout.TdmRepMiddleware": 110,
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
         "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
         "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
@@ -42,6 +45,7 @@ COMPONENTS = {
         "focuscrawl.extensions.progress.CrawlProgress": 500,
         "focuscrawl.extensions.collector.CollectorTuning": 510,  # #26: the collector set for a crawl
         "focuscrawl.output.stats.StatsFileWriter": 900,
+        "focuscrawl.output.manifest.CrawlManifest": 910,  # crawl.json, the dataset card's source
     },
     "ADDONS": {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0},
 }

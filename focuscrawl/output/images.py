@@ -44,14 +44,15 @@ from focuscrawl.output.records import (SIGHTINGS_LOG, compact_json, folded_json,
                                        read_sightings_log, record_path, sighting_key, split_logged_record)
 from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row
+from focuscrawl.rights.licenses import rights_columns
 
 logger = logging.getLogger(__name__)
 
 SIGHTING_FIELDS = ("page_url", "page_depth", "page_perplexity", "near_duplicate_page", "alt", "title",
                    "src_guess", "alt_scores", "title_scores", "src_scores", "html_width", "html_height",
-                   "css_class", "style", "extension", "contexts", "extra_contexts", "language")
+                   "css_class", "style", "extension", "contexts", "extra_contexts", "language", "rights")
 IMAGE_FIELDS = ("image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
-                "width", "height", "image_format", "image_size", "image_sha1")
+                "width", "height", "image_format", "image_size", "image_sha1", "rights")
 
 PENDING, WRITTEN, DROPPED = "P", "W", "D"
 PENDING_FILE = "images.pending"
@@ -76,7 +77,7 @@ def image_columns(max_parents: int, max_siblings: int) -> list[str]:
             cols += [f"{kind}_{i}_pp", f"{kind}_{i}_wpp"]
     cols += ["image_url", "page_url", "width", "height", "image_format", "image_size",
              "html_width", "html_height", "near_duplicate_page", "language"]
-    return cols
+    return cols + list(rights_columns())
 
 
 def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
@@ -98,7 +99,8 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
     values += [item.get("image_url"), item.get("page_url"), item.get("width"), item.get("height"),
                item.get("image_format"), item.get("image_size"), item.get("html_width"),
                item.get("html_height"), bool(item.get("near_duplicate_page")), item.get("language")]
-    return values
+    rights = item.get("rights") or {}
+    return values + [rights.get(name, "") for name in rights_columns()]
 
 
 def sighting_of(item: Any) -> dict[str, Any]:
