@@ -57,7 +57,7 @@ class CorpusEntry:
     width: int | None = None  # real size after download
     height: int | None = None
     record_path: str = ""  # relative to the run directory
-    language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run before issue #30)
+    language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run without language identification)
     #: why the info record could not be used ("" = fine or not read yet); it is not read again
     record_error: str = ""
     #: the images.tsv cells and the (name, index) of its score columns (shared by all rows);

@@ -108,8 +108,8 @@ SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
 #: page's image downloads went out in bursts beyond the limit, each on a new connection.
 DOWNLOADER = "focuscrawl.scrapy_compat.SlotBoundDownloader"
 #: Request fingerprints (the dupefilter's, the frontier journal's) cached by method, URL
-#: and body (focuscrawl.fingerprints): each link of each page used to be fingerprinted
-#: anew, a site's navigation links on every page. The same fingerprints as Scrapy's.
+#: and body (focuscrawl.fingerprints), so that a site's navigation links are not
+#: fingerprinted anew on every page. The same fingerprints as Scrapy's.
 REQUEST_FINGERPRINTER_CLASS = "focuscrawl.fingerprints.CachingRequestFingerprinter"
 #: Scrapy's in-memory stats without the deprecation check Scrapy wraps around every stats
 #: call (~100 a page: ~5% of the crawl process's CPU); same stats.
@@ -138,7 +138,7 @@ FOCUSCRAWL_REJECT_SURTS = [
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
 FOCUSCRAWL_PAGE_BUDGET = 0
-#: Crawler-trap guards (issue #16; docs/CRAWL.md "Traps"), each drop counted in the stats.
+#: Crawler-trap guards (docs/CRAWL.md "Operating"), each drop counted in the stats.
 #: Maximum link depth from the seeds (Scrapy's setting, dropped links counted as
 #: depth/request_ignored_count; 0 = unlimited). Unlimited: hops across hosts are how a
 #: focused crawl finds new topical sites (the test web's best-first crawls reach depth
@@ -172,8 +172,7 @@ FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
 #: over CLEANEVAL, the article benchmark and Mozilla Readability's pages (docs/extraction.md):
 #: the per-page chooser of "auto" and every other tuned rule fell below it on a held-out
 #: set (article benchmark: 0.922 vs 0.947 LCS-F1), so no tuned rule is the default.
-#: "trafilatura-recall" is what "trafilatura" meant before issue #25 (favor_recall,
-#: comments out); "auto" was the default of #18.
+#: "trafilatura-recall" is trafilatura with favor_recall (tables kept, comments out).
 FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
 #: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
 #: page is cut (stat focuscrawl/text/truncated). 2 MiB is above every real page of the
@@ -190,7 +189,7 @@ FOCUSCRAWL_TEXT_TIME_LIMIT = 30.0
 #: A sentence counts for page perplexity and the sentence log with ≥ this many tokens.
 FOCUSCRAWL_MIN_SENTENCE_TOKENS = 5
 
-# --- Language (issue #30; docs/CORPUS.md "Language", focuscrawl.text.language) ----------
+# --- Language (docs/CORPUS.md "Language", focuscrawl.text.language) ---------------------
 #: The corpus's languages (ISO 639-1 codes, comma-separated, e.g. "en,de"). A page whose
 #: text is in another language is crawled through (its links are followed, with the score
 #: of the link that led to it) but its text is not scored; an image whose ALT (or title)
@@ -220,7 +219,7 @@ FOCUSCRAWL_LM_CACHE_SIZE = 200_000
 #: γ_kw in weighted PP = PP * (1 - γ_kw * keyword score).
 FOCUSCRAWL_KEYWORD_WEIGHT = 3.0
 
-# --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
+# --- Topic bundles and calibrated scores (docs/CORPUS.md, focuscrawl.topic) -------------
 #: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
 #: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is
 #: recorded in stats.json (`focuscrawl/topic/bundle`) and `focuscrawl rank` ranks with it.
@@ -245,7 +244,7 @@ FOCUSCRAWL_CRAWL_SCORING = "thesis"
 #: Crawl mode: "learning" (the thesis's link score plus online link learning, beyond the
 #: thesis: settings FOCUSCRAWL_LEARNING_*), "keywords" (the thesis's method exactly),
 #: "document" (Remus & Biemann), "unfocused". "learning" is the default by measurement
-#: (issue #28, docs/EVALUATION.md): on hard webs of three topics it found more on-topic
+#: (docs/EVALUATION.md): on hard webs of three topics it found more on-topic
 #: pages than "keywords" on every run and the same pages on the standard webs.
 FOCUSCRAWL_MODE = "learning"
 #: γ_d, γ_otx, γ_linkkw and T_otx of the link score formula.
@@ -281,7 +280,7 @@ SCHEDULER_DISK_QUEUE = "focuscrawl.frontier.PickleLazyFifoDiskQueue"
 #: loses the requests it had queued).
 FOCUSCRAWL_FRONTIER_JOURNAL = True
 
-# --- Crawl mode "learning": online link learning (issue #13, docs/CRAWL.md) -----------
+# --- Crawl mode "learning": online link learning (docs/CRAWL.md) ----------------------
 #: A page is judged on topic when its weighted perplexity is at most this
 #: (topicality = T / (T + wPP)); the judgement labels the link that led to it.
 FOCUSCRAWL_LEARNING_ON_TOPIC_PP = 50.0
@@ -294,7 +293,7 @@ FOCUSCRAWL_LEARNING_JUDGE = "calibrated"
 #: The calibrated judge's cut: a page is on topic from this probability. 0.6, not 0.5: at 0.5
 #: the look-alike topic's pages (baseball for tennis) taught the learner to fetch more of them;
 #: 0.6 raised the worst hard run's image harvest from 0.83x to 0.92x keywords' and found as
-#: many on-topic pages (issue #28, docs/EVALUATION.md, "the judge's cut").
+#: many on-topic pages (docs/EVALUATION.md).
 FOCUSCRAWL_LEARNING_ON_TOPIC_P = 0.6
 #: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
 FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
@@ -318,8 +317,8 @@ FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
 FOCUSCRAWL_LEARNING_TRUST_RULE = "auc-share"
 #: The link model's feature groups (focuscrawl.focus.link_learner.FEATURE_GROUPS): anchor words,
 #: URL tokens, same/other host, the page's and its parent's judged topicality, the thesis's
-#: score decade. Fewer groups = an ablation (docs/EVALUATION.md). Not on by default (issue
-#: #28's ablation, docs/EVALUATION.md): "context" (the words around the anchor in its block
+#: score decade. Fewer groups = an ablation (docs/EVALUATION.md). Not on by default (no web
+#: gained from them, docs/EVALUATION.md): "context" (the words around the anchor in its block
 #: and the block's heading), "block" (the block's kind: tag, id, class), "siblings" (the outcomes of the links already followed from the
 #: same page and block) and "hubs" (delayed labels: the link to an off-topic page that led on
 #: to an on-topic one is taught as a positive example; LEARNER_TERMS).
@@ -410,12 +409,12 @@ FOCUSCRAWL_LINKS_LOG = False
 FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
 #: ... or once its first page waited this many seconds (0 = no time limit): pages with little
 #: text are still committed every few seconds, so a crawl killed again and again (with
-#: JOBDIR) commits new pages in every session (issue #31: before, a trap site's short pages
-#: never filled a batch between two kills, and no session after the first committed a row).
+#: JOBDIR) commits new pages in every session (a trap site's short pages may never fill a
+#: batch between two kills).
 FOCUSCRAWL_SENTENCES_BATCH_SECONDS = 5.0
 #: With JOBDIR: images a killed crawl had accepted but not written are downloaded again
 #: after the seeds, at most this many at a time, so that slow ones cannot fill every
-#: per-host download slot ahead of new pages (issue #16, resume starvation).
+#: per-host download slot ahead of new pages.
 FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
 #: With JOBDIR: seconds between checkpoints of the run directory's offsets (0 = after
 #: every image and page batch). After a kill the rows since the last checkpoint are
@@ -424,7 +423,7 @@ FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
 #: Seconds between progress lines (pages/s, items, queue size, LM cache); 0 = off.
 FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
 
-# --- Throughput (issue #14; docs/CRAWL.md) -------------------------------------------
+# --- Throughput (docs/CRAWL.md) -----------------------------------------------------
 #: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:
 #: text extraction within FOCUSCRAWL_TEXT_TIME_LIMIT, sentence and document scores, the
 #: calibrated page score, links, image contexts and scores, SimHash); each loads the
