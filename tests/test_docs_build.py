@@ -44,6 +44,21 @@ def test_settings_reference_lists_every_setting_with_its_doc(html):
     assert not missing, missing
     # each entry carries its doc comment: the text of one is on the page
     assert "Only these domains and their subdomains are crawled" in page
+    # user-facing settings first, the advanced section after them
+    assert page.index('id="focuscrawl-mode"') < page.index('id="advanced-settings"') < page.index(
+        'id="focuscrawl-lm-cache-size"')
+
+
+def test_every_focuscrawl_setting_has_a_doc_comment():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        from focuscrawl_reference import read_settings
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    values = {name: getattr(settings, name) for name in dir(settings) if name.isupper()}
+    entries = [s for section in read_settings(Path(settings.__file__), values) for s in section.settings]
+    assert {s.name for s in entries} >= {name for name in values if name.startswith("FOCUSCRAWL_")}
+    assert [s.name for s in entries if s.name.startswith("FOCUSCRAWL_") and not s.doc] == []
 
 
 def test_cli_reference_shows_every_subcommands_help(html):

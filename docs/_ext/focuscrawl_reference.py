@@ -25,6 +25,8 @@ SECTION = re.compile(r"^# -{3}\s*(.+?)\s*-{3,}\s*$")
 TITLE_NOTE = re.compile(r"\s*\([^()]*\)$")
 #: ``code`` / `code` / **strong** in a doc comment
 INLINE = re.compile(r"``(.+?)``|`([^`]+)`|\*\*(.+?)\*\*")
+#: the title prefix of settings.py's sections of internal knobs
+ADVANCED = "Advanced:"
 #: a default shown inline when its source is one short line, else as a block
 INLINE_DEFAULT_CHARS = 60
 
@@ -46,18 +48,15 @@ class Section:
 
 
 def read_settings(path: Path, values: dict[str, object]) -> list[Section]:
-    """The settings of ``path`` in source order: name, default, doc comment and section.
-
-    A ``#:`` comment block documents the assignment right below it and the ones that follow
-    it without a blank line or comment between (``URLLENGTH_LIMIT`` and the path limits).
-    Settings in a section whose title starts with "Advanced" are marked ``advanced``."""
+    """The settings of ``path`` in source order: name, default, ``#:`` doc comment (the lines
+    right above the assignment) and section. Settings in a section whose title starts with
+    "Advanced:" are marked ``advanced``."""
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     tree = ast.parse(source)
     sections = [Section("Project")]
     section_starts = sorted((n, SECTION.match(line).group(1)) for n, line in enumerate(lines, 1)
                             if SECTION.match(line))
-    previous_end, previous_doc = 0, ""
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
@@ -74,17 +73,11 @@ def read_settings(path: Path, values: dict[str, object]) -> list[Section]:
         while n >= 1 and lines[n - 1].lstrip().startswith("#:"):
             doc_lines.insert(0, lines[n - 1].lstrip()[2:].strip())
             n -= 1
-        if doc_lines:
-            doc = " ".join(doc_lines)
-        elif n == previous_end:  # right below the previous setting: the same comment block
-            doc = previous_doc
-        else:
-            doc = ""
-        previous_end, previous_doc = node.end_lineno, doc
+        doc = " ".join(doc_lines)
         default_source = " ".join(ast.get_source_segment(source, node.value).split())
         sections[-1].settings.append(Setting(
             name, default_source, values.get(name), doc, sections[-1].title,
-            advanced=sections[-1].title.lower().startswith("advanced")))
+            advanced=sections[-1].title.startswith(ADVANCED)))
     return [s for s in sections if s.settings]
 
 
@@ -129,7 +122,7 @@ class SettingsDirective(SphinxDirective):
         ):
             result.append(self._part(title, user, picked))
         if advanced:
-            result.append(self._part("Advanced: internal knobs", advanced, lambda s: True))
+            result.append(self._part("Advanced settings", advanced, lambda s: True))
         return result
 
     def _part(self, title: str, sections: list[Section], picked) -> nodes.section:
@@ -139,8 +132,9 @@ class SettingsDirective(SphinxDirective):
             chosen = [s for s in section.settings if picked(s)]
             if not chosen:
                 continue
-            group = nodes.section(ids=[nodes.make_id(f"{title} {section.title}")])
-            group += nodes.title(section.title, section.title)
+            heading = section.title.removeprefix(ADVANCED).strip()
+            group = nodes.section(ids=[nodes.make_id(f"{title} {heading}")])
+            group += nodes.title(heading, heading)
             items = nodes.definition_list()
             for setting in chosen:
                 items += self._item(setting)
