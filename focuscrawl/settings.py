@@ -132,9 +132,9 @@ FOCUSCRAWL_REJECT_SURTS = [
     "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
 ]
 #: Page budget (spider arg ``budget``): the run has exactly this many HTML pages
-#: (pages.tsv rows), counted by the spider middleware focuscrawl.middlewares.budget.
-#: PageBudget (enabled in "Components"; pages still in flight when it is spent are not
-#: written); Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
+#: (pages.tsv rows), counted by the spider middleware
+#: focuscrawl.middlewares.budget.PageBudget (enabled in "Components"; pages still in
+#: flight when it is spent are not written); Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
 FOCUSCRAWL_PAGE_BUDGET = 0
