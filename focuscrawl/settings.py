@@ -134,7 +134,8 @@ FOCUSCRAWL_REJECT_SURTS = [
 #: Page budget (spider arg ``budget``): the run has exactly this many HTML pages
 #: (pages.tsv rows), counted by the spider middleware
 #: focuscrawl.middlewares.budget.PageBudget (enabled in "Components"; pages still in
-#: flight when it is spent are not written); Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
+#: flight when it is spent are not written); Scrapy's CLOSESPIDER_PAGECOUNT would count
+#: image downloads and robots.txt too.
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
 FOCUSCRAWL_PAGE_BUDGET = 0
