@@ -58,7 +58,7 @@ class CorpusEntry:
     width: int | None = None  # real size after download
     height: int | None = None
     record_path: str = ""  # relative to the run directory
-    language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run before issue #30)
+    language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run without language identification)
     #: licence, creator, ... (``focuscrawl.rights.licenses.Rights`` fields; "" where unknown)
     rights: dict[str, str] = field(default_factory=dict)
     #: why the info record could not be used ("" = fine or not read yet); it is not read again
