@@ -35,7 +35,7 @@ NON_SCORE_COLUMNS = frozenset({
     "image_url", "page_url", "alt", "title", "src_guess", "final_score", "final_context",
     "final_context_text", "image_path", "record_path", "image_sha1", "image_format", "extension",
     "css_class", "style", "host", "near_duplicate_page", "first_seen", "width", "height", "image_size",
-    "html_width", "html_height", "language",
+    "html_width", "html_height", "language", "image_status",
 }) | frozenset(rights_columns())
 
 class RunDirError(ValueError):
@@ -59,6 +59,9 @@ class CorpusEntry:
     height: int | None = None
     record_path: str = ""  # relative to the run directory
     language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run without language identification)
+    #: ``downloaded``, ``not_archived`` (a replay's candidate pair: no image file); "": a run
+    #: before the column (downloaded where it has an ``image_path``)
+    image_status: str = ""
     #: licence, creator, ... (``focuscrawl.rights.licenses.Rights`` fields; "" where unknown)
     rights: dict[str, str] = field(default_factory=dict)
     #: why the info record could not be used ("" = fine or not read yet); it is not read again
@@ -216,6 +219,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
                 image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
                 width=_int(get(row, "width")), height=_int(get(row, "height")),
                 record_path=get(row, "record_path"), language=get(row, "language"),
+                image_status=get(row, "image_status"),
                 rights={name: get(row, name) for name in rights_names},
                 row=row, score_columns=score_columns)
         except ValueError as exc:

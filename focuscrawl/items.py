@@ -112,3 +112,6 @@ class ImageItem(scrapy.Item):
     image_format = scrapy.Field()  # as Pillow reads it
     image_size = scrapy.Field()  # bytes
     image_sha1 = scrapy.Field()
+    #: ``downloaded``; ``not_archived``: a replay's archives hold no copy of the image, so the
+    #: pair is written without image (a candidate: ``rank`` exports its URL to be fetched)
+    image_status = scrapy.Field()

@@ -6,7 +6,7 @@ archived response of its URL, which then goes through every downloader
 middleware's ``process_response`` like a fetched one (decompression, redirects,
 stats), so extraction, scoring, pipelines and writers run unchanged. A URL the
 archive does not hold fails with ``NotArchived`` (an ``IgnoreRequest``; counted as
-``focuscrawl/archive/missing``, and an image's as ``focuscrawl/images/failed/not_archived``); a
+``focuscrawl/archive/missing``; an image becomes a candidate pair, ``focuscrawl/images/candidates/not_archived``); a
 body over the request's ``download_maxsize`` fails as Scrapy's own handlers fail it
 (``DownloadCancelledError``, counted as ``focuscrawl/archive/over_max_size``), so no cut body
 is ever presented as a whole page or image. No request can reach the network: there

@@ -61,7 +61,7 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
             self._named[netloc] = robots_named_agents(response.body, self.ai_agents)
         await super()._parse_robots(response, netloc, request)
 
-    async def process_request(self, request: Request, spider=None) -> None:
+    async def process_request(self, request: Request) -> None:
         if not _http(request):
             return
         parser = await self.robot_parser(request)
@@ -95,7 +95,7 @@ class TdmRepMiddleware:
             raise NotConfigured("tdmrep is not in FOCUSCRAWL_OPTOUTS")
         return cls(crawler, crawler.stats)
 
-    async def process_request(self, request: Request, spider=None) -> None:
+    async def process_request(self, request: Request) -> None:
         if not _http(request):
             return
         rules = await self.rules_for(request)

@@ -32,7 +32,7 @@ SIGHTING_FIELDS = ("page_url", "page_depth", "page_perplexity", "near_duplicate_
                    "src_guess", "alt_scores", "title_scores", "src_scores", "html_width", "html_height",
                    "css_class", "style", "extension", "contexts", "extra_contexts", "language", "rights")
 IMAGE_FIELDS = ("image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
-                "width", "height", "image_format", "image_size", "image_sha1", "rights")
+                "width", "height", "image_format", "image_size", "image_sha1", "image_status", "rights")
 
 PENDING, WRITTEN, DROPPED = "P", "W", "D"
 PENDING_FILE = "images.pending"
@@ -56,7 +56,7 @@ def image_columns(max_parents: int, max_siblings: int) -> list[str]:
         for i in range(k):
             cols += [f"{kind}_{i}_pp", f"{kind}_{i}_wpp"]
     cols += ["image_url", "page_url", "width", "height", "image_format", "image_size",
-             "html_width", "html_height", "near_duplicate_page", "language"]
+             "html_width", "html_height", "near_duplicate_page", "language", "image_status"]
     return cols + list(rights_columns())
 
 
@@ -78,7 +78,8 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
             values += [pp(s), pp(s, "weighted")]
     values += [item.get("image_url"), item.get("page_url"), item.get("width"), item.get("height"),
                item.get("image_format"), item.get("image_size"), item.get("html_width"),
-               item.get("html_height"), bool(item.get("near_duplicate_page")), item.get("language")]
+               item.get("html_height"), bool(item.get("near_duplicate_page")), item.get("language"),
+               item.get("image_status")]
     rights = item.get("rights") or {}
     return values + [rights.get(name, "") for name in rights_columns()]
 

@@ -46,6 +46,7 @@ EMPTY = "empty"
 TOO_BIG_FILE = "too_big_file"  # cancelled at FOCUSCRAWL_IMAGE_MAX_BYTES
 FILTERED = "filtered"  # robots.txt, offsite or another downloader middleware said no
 NOT_ARCHIVED = "not_archived"  # a replay (focuscrawl warc): the archives hold no record of it
+DOWNLOADED = "downloaded"
 TOO_MANY_REDIRECTS = "too_many_redirects"  # over REDIRECT_MAX_TIMES: a redirect loop
 TOO_BIG_DECODED = "too_big_decoded"  # Content-Encoding inflates it over the size limit (gzip bomb)
 DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
@@ -239,6 +240,10 @@ class ImageDownloadPipeline(FilesPipeline):
         if not ok:
             exc = value.value
             reason = getattr(exc, "reason", None) or DOWNLOAD_ERROR
+            if reason == NOT_ARCHIVED and not self._measured(item):  # a replay: a candidate pair, fetched later
+                item["image_status"] = NOT_ARCHIVED
+                self.stats.inc_value("focuscrawl/images/candidates/not_archived")
+                return item
             if isinstance(exc, ImageOptedOut):
                 self.stats.inc_value(f"focuscrawl/optout/images/{source_of(exc.optout)}")
             else:
@@ -251,6 +256,7 @@ class ImageDownloadPipeline(FilesPipeline):
         item["width"], item["height"] = value["width"], value["height"]
         item["image_format"], item["image_size"] = value["format"], value["size"]
         item["image_sha1"] = value["checksum"]
+        item["image_status"] = DOWNLOADED
         if value.get("rights") is not None:
             rights = with_file_rights(Rights.from_dict(item.get("rights")), value["rights"])
             if not rights.empty():
