@@ -165,7 +165,7 @@ class PageAnalysis:
     language_wanted: bool = True
     #: ``AnalysisConfig.link_contexts``: absolute URL -> ``LinkContext`` (``None``: not asked for)
     link_contexts: dict[str, "LinkContext"] | None = None
-    #: what the markup says of opt-outs and rights (``None``: not read, a skipped page)
+    #: what the markup says of opt-outs and rights (``None``: nothing, or a skipped page)
     rights: PageRights | None = None
 
 
@@ -386,6 +386,8 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
     markup: list = []
     links, img_count = page_links(root, base_url, contexts, markup)
     rights = page_rights(markup, base_url, config.robots_agents)
+    if not rights.says_anything():  # most pages: nothing to send back from the worker
+        rights = None
     images = []
     if config.images:
         page = {"depth": depth, "perplexity": score.perplexity, "language": language}

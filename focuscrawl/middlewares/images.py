@@ -106,8 +106,8 @@ class ImageExtractionMiddleware:
         kept = []
         mark = bool(page.get("near_duplicate_of"))
         withheld = (page.get("optout") or {}).get("images")
-        rights = analysis.rights
         tdm_policy = (page.get("rights") or {}).get("tdm_policy", "")
+        rights = analysis.rights if analysis.rights is not None and (analysis.rights.declared() or tdm_policy) else None
         for d in analysis.images:
             self.stats.inc_value("focuscrawl/images/seen")
             if d.reason is not None:

@@ -64,6 +64,8 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     async def process_request(self, request: Request) -> None:
         if not _http(request):
             return
+        if not self.obey and self._named.get(urlparse_cached(request).netloc) == ():
+            return  # only the AI groups are read, and this host's robots.txt names none
         parser = await self.robot_parser(request)
         if self.obey:
             self.process_request_2(parser, request)
@@ -98,8 +100,10 @@ class TdmRepMiddleware:
     async def process_request(self, request: Request) -> None:
         if not _http(request):
             return
-        rules = await self.rules_for(request)
-        if rules is None:
+        rules = self._rules.get(urlparse_cached(request).netloc, False)
+        if rules is False or isinstance(rules, Deferred):  # the host's file is not read yet
+            rules = await self.rules_for(request)
+        if rules is None or not rules.rules:
             return
         reserved, policy = rules.reservation(request.url)
         if reserved:

@@ -257,10 +257,8 @@ class ImageDownloadPipeline(FilesPipeline):
         item["image_format"], item["image_size"] = value["format"], value["size"]
         item["image_sha1"] = value["checksum"]
         item["image_status"] = DOWNLOADED
-        if value.get("rights") is not None:
-            rights = with_file_rights(Rights.from_dict(item.get("rights")), value["rights"])
-            if not rights.empty():
-                item["rights"] = rights.as_dict()
+        if value.get("rights") is not None and not value["rights"].empty():
+            item["rights"] = with_file_rights(Rights.from_dict(item.get("rights")), value["rights"]).as_dict()
         self.stats.inc_value("focuscrawl/images/downloaded")
         self.stats.inc_value("focuscrawl/images/bytes", value["size"])
         if item.get("extension") and FORMAT_EXTENSIONS.get(value["format"]) != \

@@ -260,10 +260,10 @@ class FocusedSpider(scrapy.Spider):
         )
         if optout.nofollow or optout.no_text or optout.no_images:
             page["optout"] = {"nofollow": optout.nofollow, "text": optout.no_text, "images": optout.no_images}
-        rights = analysis.rights.page.as_dict() if analysis.rights else {}
-        if optout.tdm_policy:
-            rights["tdm_policy"] = optout.tdm_policy
-        if any(rights.values()):
+        if (analysis.rights is not None and not analysis.rights.page.empty()) or optout.tdm_policy:
+            rights = analysis.rights.page.as_dict() if analysis.rights is not None else {}
+            if optout.tdm_policy:
+                rights["tdm_policy"] = optout.tdm_policy
             page["rights"] = rights
         if skipped:
             page["known_links"] = skipped
