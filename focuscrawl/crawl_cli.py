@@ -22,6 +22,9 @@ import argparse
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.utils.project import inside_project
 
+from focuscrawl.output.run_state import WRITE_FAILED_STAT
+from focuscrawl.processes import crawl_exit_code, record_stop_signals
+
 SETTINGS_MODULE = "focuscrawl.settings"
 SPIDER = "focused"
 
@@ -34,6 +37,25 @@ class CrawlCommand(ScrapyCrawlCommand):
     def long_desc(self) -> str:
         return (f"{super().long_desc()}. Outside any Scrapy project (no scrapy.cfg, no "
                 f"SCRAPY_SETTINGS_MODULE): focuscrawl's spiders with {SETTINGS_MODULE}.")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Scrapy's ``run``; a focuscrawl spider's crawl exits with focuscrawl's exit codes
+        (``focuscrawl.processes``: finished 0, failed 1, interrupted 128 + the signal)."""
+        if len(args) != 1:
+            return super().run(args, opts)  # its usage errors
+        crawler = self._create_crawler(args[0])
+        if not crawler.spidercls.__module__.startswith("focuscrawl."):  # another project's spider
+            self.crawler_process.crawl(crawler, **opts.spargs)
+            self.crawler_process.start()
+            self.exitcode = 1 if self.crawler_process.bootstrap_failed else 0
+            return None
+        stop_signals = record_stop_signals(self.crawler_process)
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+        failed = self.crawler_process.bootstrap_failed or WRITE_FAILED_STAT in stats
+        self.exitcode = crawl_exit_code(stats.get("finish_reason"), stop_signals, failed)
+        return None
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         if not inside_project():  # before the options: -s NAME=VALUE overrides these
@@ -53,7 +75,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if args.verbose:
         words = ["--loglevel", "DEBUG", *words]
     execute(["focuscrawl crawl", "crawl", *words, SPIDER], settings=project_settings())
-    return 0  # not reached: execute() exits with the crawl's exit code
+    return 0  # not reached: execute() exits with the crawl's exit code (``CrawlCommand.run``)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -259,6 +259,8 @@ class FrontierJournal:
         if existed and clean:
             self.queued = set(scan_journal(self.path).pending)
         self.log = LineLog(self.path)  # a torn last line (kill mid-write) is dropped here
+        if self.run is not None:  # a failed write stops it with the outputs (as a kill would)
+            self.run.guard(self.log)
         (self.state_dir / CLEAN_MARKER).unlink(missing_ok=True)
 
     def write_lines(self, lines: list[str]) -> None:

@@ -28,7 +28,7 @@ import zlib
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +56,11 @@ def atomic_write_bytes(path: str | Path, data: bytes, fsync: bool = True) -> Non
         _write_all(fd, data)
         if fsync:
             os.fsync(fd)
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
         os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # os.write names no file: say which one
+            exc.filename = os.fspath(path)
         raise
     os.close(fd)
     os.replace(tmp, path)
@@ -148,14 +150,33 @@ class AppendFile:
         self.offset = truncate_to
         #: bytes cut on open: a torn tail, or what came after the checkpoint
         self.cut_bytes = size - truncate_to
+        #: called with the error of a failed write instead of raising it (``RunOutput.guard``)
+        self.on_error: Callable[[OSError], None] | None = None
+        #: writes are skipped (a write of the run failed: nothing more is written)
+        self.stopped = False
 
     def _good_size(self) -> int:
         raise NotImplementedError
 
     def write_bytes(self, data: bytes) -> None:
-        if data:
+        """Append ``data`` whole, or not at all: a failed write (a full disk writes part of it,
+        then fails) is cut back, so the file keeps ending at ``offset``, on a whole line."""
+        if not data or self.stopped:
+            return
+        try:
             _write_all(self.fd, data)
-            self.offset += len(data)
+        except OSError as exc:
+            try:
+                os.ftruncate(self.fd, self.offset)  # frees space: works on a full disk
+            except OSError:
+                pass
+            if exc.filename is None:  # os.write names no file: say which one
+                exc.filename = str(self.path)
+            if self.on_error is None:
+                raise
+            self.on_error(exc)
+            return
+        self.offset += len(data)
 
     def truncate(self, size: int = 0) -> None:
         """Cut the file back to ``size`` bytes (a checkpoint, or 0: empty it)."""

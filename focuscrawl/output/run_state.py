@@ -16,12 +16,18 @@ import logging
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
+from scrapy.utils.defer import deferred_from_coro
 
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.leases import LeaseBook
 from focuscrawl.output.run import Checkpointed, RunOutput
 
 logger = logging.getLogger(__name__)
+
+#: the finish reason of a crawl stopped by a failed write of its run directory or JOBDIR
+WRITE_FAILED = "write_failed"
+#: the stat that says which write failed (set only then)
+WRITE_FAILED_STAT = "focuscrawl/output/write_failed"
 
 
 class RunState:
@@ -66,14 +72,28 @@ class RunState:
         if s.get("FOCUSCRAWL_REDIS_URL"):
             leases = LeaseBook.from_crawler(crawler)
         state = cls(output, images, leases)
+        if output is not None:
+            output.on_failure = lambda exc: state.stop_crawl(crawler, exc)
         crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
         return state
 
+    @staticmethod
+    def stop_crawl(crawler: Crawler, exc: OSError) -> None:
+        """A write of the run failed: the crawl stops (finish reason ``write_failed``; the
+        commands exit with ``EXIT_FAILED``), the stat says why."""
+        crawler.stats.set_value(WRITE_FAILED_STAT, f"{exc.strerror or exc}: {exc.filename or ''}")
+        engine = crawler.engine
+        if engine is not None and engine.spider is not None:  # (a crawl already closing goes on closing)
+            deferred_from_coro(engine.close_spider_async(reason=WRITE_FAILED))
+
     def spider_closed(self, spider=None) -> None:
         """The last checkpoint (the run directory's, with its states), then every registered
-        state closed, in the order they registered."""
+        state closed, in the order they registered. After a failed write the states are left
+        as a kill leaves them (no checkpoint, no clean-stop marker): a resume recovers them."""
         if self.output is not None:
             self.output.close()
+            if self.output.failure is not None:
+                return
         else:
             for state in self._states:
                 state.checkpoint()
