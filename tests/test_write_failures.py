@@ -72,7 +72,7 @@ def test_a_full_disk_stops_the_crawl_with_one_error_and_a_resume_restores_what_w
         assert proc.wait(120) == 1
         text = log.read_text()
         assert "Traceback" not in text, text[-3000:]
-        errors = [line for line in text.splitlines() if "ERROR" in line]
+        errors = [line for line in text.splitlines() if "] ERROR:" in line]
         assert len(errors) == 1 and "No space left on device" in errors[0] and str(out) in errors[0], errors
         assert "cannot write" in errors[0] and "resume" in errors[0]
         committed = len(read_tsv(out / "pages.tsv"))
@@ -81,3 +81,36 @@ def test_a_full_disk_stops_the_crawl_with_one_error_and_a_resume_restores_what_w
         assert proc.wait(120) == 0
     assert_whole_run(out)
     assert json.loads((out / "stats.json").read_text())["finish_reason"] == "finished"
+
+
+def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_line(tmp_path):
+    """While a crawl writes ``out`` with JOBDIR ``job``, a second one on the same output (another
+    JOBDIR) or on the same JOBDIR (another output) is refused: one line naming the folder and
+    the first crawl's pid, exit 1, no traceback, nothing of the first crawl's touched. Once the
+    first is SIGKILLed nothing is left locked: the same command resumes it to every page once.
+    Before, both crawls wrote the run at once (duplicate and lost rows, both exit 0)."""
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(delay=0.3)) as web:
+        first = start_crawl(web, tmp_path, out, job, log)
+        try:
+            deadline = time.monotonic() + 60
+            while not (out / "pages.tsv").exists() or len(read_tsv(out / "pages.tsv")) < 2:
+                assert time.monotonic() < deadline and first.poll() is None
+                time.sleep(0.05)
+            for other_out, other_job, what in [(out, tmp_path / "job2", "output directory"),
+                                               (tmp_path / "out2", job, "JOBDIR")]:
+                second_log = tmp_path / f"second-{what}.log"
+                second = start_crawl(web, tmp_path, other_out, other_job, second_log)
+                assert second.wait(60) == 1
+                text = second_log.read_text()
+                refusals = [line for line in text.splitlines() if "in use by another crawl" in line]
+                assert len(refusals) == 1 and f"pid {first.pid}" in refusals[0] and what in refusals[0], text[-2000:]
+                assert "Traceback" not in text and "never retrieved" not in text, text[-2000:]
+            assert first.poll() is None
+        finally:
+            first.kill()
+            first.wait(30)
+        assert not (tmp_path / "out2" / "pages.tsv").exists()
+        again = start_crawl(web, tmp_path, out, job, log)
+        assert again.wait(120) == 0
+    assert_whole_run(out)

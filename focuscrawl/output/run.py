@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
-from focuscrawl.output.files import GzipLog, LineLog, AppendFile, atomic_write_bytes, iter_tsv, job_state_dir
+from focuscrawl.output.files import (AppendFile, GzipLog, LineLog, atomic_write_bytes, iter_tsv, job_state_dir,
+                                     lock_directory)
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class RunOutput:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_dir = job_state_dir(jobdir)
         self._offsets: dict[str, int] = {}
+        #: the writer locks held (``lock_directory``): the run directory's, the JOBDIR's (``RunState``)
+        self._locks = [lock_directory(self.dir, "output directory")]  # before a log is cut back
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self._offsets = checkpoint_offsets(jobdir, self.dir)
@@ -210,11 +213,14 @@ class RunOutput:
         self._logs[name].truncate(0)
 
     def close(self) -> None:
-        """The last checkpoint, then the logs closed; after a failed write only the latter."""
+        """The last checkpoint, then the logs closed; after a failed write only the latter.
+        The directory's lock goes last."""
         self._closed = True
-        if not self._logs:
-            return
-        self.commit(force=True)
-        for log in self._logs.values():
-            log.close()
-        self._logs.clear()
+        if self._logs:
+            self.commit(force=True)
+            for log in self._logs.values():
+                log.close()
+            self._logs.clear()
+        for fd in self._locks:
+            os.close(fd)
+        self._locks = []
