@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,8 +27,11 @@ from tests.test_signals import N, slow_tree
 DISK_FULL = {"EXTENSIONS": json.dumps({**EXTENSIONS, "tests.support.diskfull.DiskFullAfter": 0})}
 
 
-def start_crawl(web, tmp: Path, out: Path, job: Path | None, log: Path, **settings) -> subprocess.Popen:
-    """``focuscrawl crawl`` of the slow site into ``out`` (JOBDIR ``job``), its log appended to ``log``."""
+def start_crawl(web, tmp: Path, out: Path, job: Path | None, log: Path, *, command: tuple = ("focuscrawl", "crawl"),
+                spider_args: tuple = (), group: bool = False, **settings) -> subprocess.Popen:
+    """``focuscrawl crawl`` (or ``command``: ``("scrapy", "crawl", "focused")``) of the slow site
+    into ``out`` (JOBDIR ``job``), its log appended to ``log``; ``group``: in a process group of
+    its own, to be signalled as a terminal's Ctrl-C does."""
     model, keywords = write_model(tmp)
     settings = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2,
                 "FOCUSCRAWL_ANALYSIS_WORKERS": 0, "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0,
@@ -37,8 +41,12 @@ def start_crawl(web, tmp: Path, out: Path, job: Path | None, log: Path, **settin
              "-a", f"output={out}"]
     for name, value in settings.items():
         words += ["-s", f"{name}={value}"]
-    return subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "crawl", *words], cwd=ROOT, env=proxy_env(web),
-                            stdout=subprocess.DEVNULL, stderr=open(log, "a"), text=True)
+    for arg in spider_args:
+        words += ["-a", arg]
+    module = {"focuscrawl": "focuscrawl.cli", "scrapy": "scrapy"}[command[0]]
+    env = dict(proxy_env(web), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen([sys.executable, "-m", module, *command[1:], *words], cwd=tmp, env=env,  # any folder
+                            stdout=subprocess.DEVNULL, stderr=open(log, "a"), text=True, start_new_session=group)
 
 
 def sentences(out: Path) -> int:
