@@ -60,3 +60,16 @@ def test_a_finished_crawl_exits_0_and_bad_input_2_in_one_line(tmp_path):
     errors = [line for line in text.splitlines() if line.startswith("focuscrawl: error:")]
     assert len(errors) == 1 and "nonsense" in errors[0], text[-2000:]
     assert "Traceback" not in text and "never retrieved" not in text, text[-2000:]
+
+
+def test_warc_exit_codes_follow_how_its_replay_ended():
+    """``focuscrawl warc``'s code from its summary: finished 0; a failed write 1 (also when a
+    signal came too); interrupted 128 + the signal (before: 1, as a failure); failed 1."""
+    from focuscrawl.archive.cli import exit_code
+
+    assert exit_code({"finish_reason": "finished"}) == 0
+    assert exit_code({"finish_reason": "write_failed", "write_failed": "No space left on device: x",
+                      "stop_signal": signal.SIGINT}) == 1
+    assert exit_code({"finish_reason": "shutdown", "stop_signal": signal.SIGINT}) == 130
+    assert exit_code({"finish_reason": "failed: a.warc: job process died", "stop_signal": signal.SIGTERM}) == 143
+    assert exit_code({"finish_reason": "failed: a.warc: job process died"}) == 1

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
-from focuscrawl.processes import signals_held, worker_process
+from focuscrawl.processes import EXIT_FAILED, EXIT_FINISHED, record_stop_signals, signals_held, worker_process
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
 SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
@@ -98,18 +98,37 @@ def _crawler_process(settings: dict, verbose: bool) -> Iterator:
             handler.removeFilter(_focuscrawl_info_and_warnings)
 
 
-def _summary(crawler) -> dict:
+def _summary(crawler, stop_signals: list[int] = ()) -> dict:
+    """The replay's counts and how it ended: ``finish_reason``, the failed write if one failed
+    (``write_failed``), the first stop signal it got (``stop_signal``)."""
+    from focuscrawl.output.run_state import WRITE_FAILED_STAT  # (Scrapy's components: loaded with the crawl)
+
     stats = crawler.stats.get_stats() or {}
-    return {"finish_reason": stats.get("finish_reason"), **{k: stats.get(k, 0) for k in SUMMARY_STATS}}
+    summary = {"finish_reason": stats.get("finish_reason"), **{k: stats.get(k, 0) for k in SUMMARY_STATS}}
+    if stats.get(WRITE_FAILED_STAT):
+        summary["write_failed"] = stats[WRITE_FAILED_STAT]
+    if stop_signals:
+        summary["stop_signal"] = stop_signals[0]
+    return summary
+
+
+def exit_code(summary: dict) -> int:
+    """The command's exit code (``focuscrawl.processes``): failed before interrupted before finished."""
+    if summary.get("finish_reason") == "finished":
+        return EXIT_FINISHED
+    if summary.get("write_failed") or not summary.get("stop_signal"):
+        return EXIT_FAILED
+    return 128 + summary["stop_signal"]
 
 
 def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
     """One replay in this process (one reactor): the ``archive`` spider over ``index``."""
     with _crawler_process(settings, verbose) as process:
+        stop_signals = record_stop_signals(process)
         crawler = process.create_crawler("archive")
         process.crawl(crawler, archives=index, output=output, **spider_args)
         process.start()
-    return _summary(crawler)
+    return _summary(crawler, stop_signals)
 
 
 def _index(paths: list[str]):
@@ -173,7 +192,7 @@ def cmd_warc(args: argparse.Namespace) -> int:
         finally:
             jobs.close()
     print(json.dumps(summary) if args.json else human_summary(summary, args.output))
-    return 0 if summary.get("finish_reason") == "finished" else 1
+    return exit_code(summary)
 
 
 def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool, parent: int,
@@ -205,6 +224,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
     from twisted.internet import defer, threads  # (neither installs a reactor)
 
     with _crawler_process(settings, verbose) as process:
+        stop_signals = record_stop_signals(process)
 
         def start(task: tuple[str, str]):
             path, part = task
@@ -217,7 +237,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
                 while True:
                     try:
                         yield crawl
-                        summary = _summary(crawler)
+                        summary = _summary(crawler, stop_signals)
                     except Exception as exc:  # this file's crawl failed to start: the others go on
                         logging.getLogger(__name__).error("%s: %s", path, exc)
                         summary = {"finish_reason": f"error: {exc}"}
@@ -318,6 +338,10 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
                      "images": counts["images"]}
     for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
         summary[key] = sum(r.get(key) or 0 for r in results)
+    for key in ("write_failed", "stop_signal"):  # how the first job that did ended
+        found = [r[key] for r in results if r.get(key)]
+        if found:
+            summary[key] = found[0]
     summary.update(files=len(index.paths), files_without_part=files_without_part(index))
     failed = [f"{path}: {r.get('finish_reason')}" for path, r in zip(files, results) if r.get("finish_reason") != "finished"]
     summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
