@@ -401,6 +401,19 @@ class JournaledScheduler(Scheduler):
     def _fp(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
 
+    def close(self, reason: str):
+        """Scrapy's close (its queue saved to JOBDIR). After a failed write of the run (a full
+        disk, said once) the queue cannot be saved either, and need not be: the stop is
+        unclean for the journal, whose recovery rebuilds the queue."""
+        try:
+            return super().close(reason)
+        except OSError:
+            run = self.journal.run if self.journal is not None else None
+            if run is None or run.failure is None:
+                raise
+            logger.debug("frontier: Scrapy's queue not saved after a failed write", exc_info=True)
+            return None
+
     def open(self, spider: Spider):
         result = super().open(spider)
         self.known_links = getattr(spider, "known_links", None)

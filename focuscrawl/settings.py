@@ -95,6 +95,9 @@ EXTENSIONS = {
     # image store and lease book), put in by its add-on below
     # stats.json in the run directory when the crawl ends
     "focuscrawl.output.stats.StatsFileWriter": 900,
+    # JOBDIR/spider.state written whole (Scrapy's is torn by a full disk: no resume reads it)
+    "scrapy.extensions.spiderstate.SpiderState": None,
+    "focuscrawl.extensions.spiderstate.AtomicSpiderState": 0,
 }
 #: RunStateAddon enables the RunState extension even where a spider or project replaces
 #: EXTENSIONS (the scheduler, middlewares and pipelines get it from the crawler).

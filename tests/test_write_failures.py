@@ -17,6 +17,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from focuscrawl.settings import EXTENSIONS
 from tests.support.crawl import ROOT, proxy_env
 from tests.support.localweb import LocalWeb
@@ -67,21 +69,23 @@ def assert_whole_run(out: Path) -> None:
         assert (out / row["image_path"]).is_file() and (out / row["record_path"]).is_file()
 
 
-def test_a_full_disk_stops_the_crawl_with_one_error_and_a_resume_restores_what_was_committed(tmp_path):
+@pytest.mark.parametrize("jobdir_too", [False, True], ids=["output", "output-and-jobdir"])
+def test_a_full_disk_stops_the_crawl_with_one_error_and_a_resume_restores_what_was_committed(tmp_path, jobdir_too):
     """The run directory's disk fills up mid-crawl: exit code 1, one ERROR line naming the
     file and the reason, no traceback; after space is freed the same command resumes to every
     page and image once, with exactly the sentences its rows count. Before, the crawl went on
     writing (a traceback per failed write, exit 0), its partly written lines shifted every
     later offset, failed image files were recorded as dropped, and the resume lost pages and
-    images for good and kept sentences no row counts."""
+    images for good and kept sentences no row counts. ``jobdir_too``: the JOBDIR fills up too."""
     out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
     with LocalWeb(slow_tree(delay=0.05)) as web:
-        proc = start_crawl(web, tmp_path, out, job, log, TEST_DISK_FULL_AFTER_BYTES=40_000, **DISK_FULL)
+        proc = start_crawl(web, tmp_path, out, job, log, TEST_DISK_FULL_AFTER_BYTES=40_000,
+                           TEST_DISK_FULL_JOBDIR=jobdir_too, **DISK_FULL)
         assert proc.wait(120) == 1
         text = log.read_text()
         assert "Traceback" not in text, text[-3000:]
         errors = [line for line in text.splitlines() if "] ERROR:" in line]
-        assert len(errors) == 1 and "No space left on device" in errors[0] and str(out) in errors[0], errors
+        assert len(errors) == 1 and "No space left on device" in errors[0] and str(tmp_path) in errors[0], errors
         assert "cannot write" in errors[0] and "resume" in errors[0]
         committed = len(read_tsv(out / "pages.tsv"))
         assert 0 < committed < N

@@ -4,7 +4,9 @@
 ``TEST_DISK_FULL_AFTER_BYTES`` bytes were written there, as a full disk does: the write that
 crosses the limit writes its first part, then fails. It wraps the one function every file of
 the run directory is written through (``focuscrawl.output.files._write_all``: the logs, the
-records, the image files, ``stats.json``); the JOBDIR (elsewhere) keeps working.
+records, the image files, ``stats.json``); the JOBDIR (elsewhere) keeps working unless
+``TEST_DISK_FULL_JOBDIR`` puts it on the same disk (focuscrawl's state files and
+``spider.state``; Scrapy's own queue files are written otherwise and keep working).
 """
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from focuscrawl.output import files
 
 
 class DiskFullAfter:
-    def __init__(self, directory: str, limit: int) -> None:
-        self.directory = os.path.realpath(directory) + os.sep
+    """``TEST_DISK_FULL_JOBDIR``: the JOBDIR is on the same full disk."""
+
+    def __init__(self, directories: list[str], limit: int) -> None:
+        self.directories = tuple(os.path.realpath(d) + os.sep for d in directories)
         self.left = limit
         self._write_all = files._write_all
         files._write_all = self.write_all
@@ -29,10 +33,13 @@ class DiskFullAfter:
         directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR")
         if limit <= 0 or not directory:
             raise NotConfigured
-        return cls(directory, limit)
+        directories = [directory]
+        if crawler.settings.getbool("TEST_DISK_FULL_JOBDIR") and crawler.settings.get("JOBDIR"):
+            directories.append(crawler.settings.get("JOBDIR"))
+        return cls(directories, limit)
 
     def write_all(self, fd: int, data) -> None:
-        if not os.readlink(f"/proc/self/fd/{fd}").startswith(self.directory):
+        if not os.readlink(f"/proc/self/fd/{fd}").startswith(self.directories):
             return self._write_all(fd, data)
         if len(data) > self.left:
             if self.left:
