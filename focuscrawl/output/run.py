@@ -132,9 +132,10 @@ class RunOutput:
         for log in [*self._logs.values(), *self._guarded]:
             log.stopped = True
         where = f" {exc.filename}" if exc.filename else ""
-        logger.error("cannot write%s: %s; the crawl stops. Everything up to the last checkpoint is "
-                     "kept: make room and run the same command again (same output and JOBDIR) to resume",
-                     where, exc.strerror or exc)
+        advice = ("everything up to the last checkpoint is kept: make room and run the same command again "
+                  "(same output and JOBDIR) to resume") if self.state_dir is not None else \
+            "every whole row written is kept (without a JOBDIR a restart crawls from the seeds again)"
+        logger.error("cannot write%s: %s; the crawl stops; %s", where, exc.strerror or exc, advice)
         if self.on_failure is not None:
             self.on_failure(exc)
 
