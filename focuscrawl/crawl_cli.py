@@ -87,11 +87,11 @@ def error_line(exc: BaseException) -> str:
 
 
 def on_error(crawl, refused: list[BaseException]) -> None:
-    """Collect into ``refused`` the user error (``OSError``, ``ValueError``, ``UsageError``: a spider
-    argument) that stops ``crawl``
-    (the asyncio task or Deferred of ``CrawlerProcess.crawl``) while it starts, instead of the
-    traceback asyncio or Twisted logs for it ("Task exception was never retrieved"); any other
-    error is logged with its traceback, as before."""
+    """Collect into ``refused`` the user error (``OSError``, ``ValueError``, ``UsageError`` of a
+    spider argument) that stops ``crawl`` (the asyncio task or Deferred of
+    ``CrawlerProcess.crawl``) while it starts, instead of the traceback asyncio or Twisted logs
+    for it ("Task exception was never retrieved"); any other error is logged with its
+    traceback, as before."""
     def seen(exc: BaseException | None) -> None:
         if isinstance(exc, (OSError, ValueError, UsageError)):
             refused.append(exc)
