@@ -44,6 +44,8 @@ from focuscrawl.images.extract import ContextSettings, ImageDecision, image_item
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import ScorerFiles, TextScore, TopicScorer
 from focuscrawl.processes import signals_held, worker_process
+from focuscrawl.rights.licenses import PageRights, page_rights
+from focuscrawl.rights.policy import OWN_TOKEN
 from focuscrawl.text.language import UNKNOWN, LanguageFilter
 from focuscrawl.text.extractors import (TRUNCATED, ExtractionError, ExtractionTimeout, PageText, extract_page,
                                         get_extractor)
@@ -104,6 +106,8 @@ class AnalysisConfig:
     #: where a worker loads the crawl's scorer from (the mode strategy's; by default the
     #: bundled demo model and keywords; ``None``: in-process only)
     scorer: ScorerFiles | None = field(default_factory=lambda: _demo_scorer())
+    #: our robots tokens (lower case): ``<meta name=TOKEN>`` addresses us like ``<meta name="robots">``
+    robots_agents: frozenset[str] = frozenset({OWN_TOKEN})
     #: the page's topic model scores with the crawl scorer's LM and keywords (``TopicModel.uses_files``):
     #: its log-odds read the page's LM sum and keyword score from the crawl's ``TextScore``
     topic_reuses_score: bool = False
@@ -114,6 +118,7 @@ class AnalysisConfig:
         ``scorer`` files for the workers."""
         from focuscrawl.dedup.simhash import parse_ngrams
         from focuscrawl.crawl_scorer import language_filter
+        from focuscrawl.rights.policy import robots_tokens
         from focuscrawl.scrapy_compat import spider_middleware_enabled
 
         neardup = (spider_middleware_enabled(settings, NEARDUP_MIDDLEWARE)
@@ -129,6 +134,7 @@ class AnalysisConfig:
             ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))) if neardup else (),
             language=language_filter(settings),
             scorer=scorer,
+            robots_agents=robots_tokens(settings.get("USER_AGENT") or ""),
         )
 
 
@@ -159,6 +165,8 @@ class PageAnalysis:
     language_wanted: bool = True
     #: ``AnalysisConfig.link_contexts``: absolute URL -> ``LinkContext`` (``None``: not asked for)
     link_contexts: dict[str, "LinkContext"] | None = None
+    #: what the markup says of opt-outs and rights (``None``: not read, a skipped page)
+    rights: PageRights | None = None
 
 
 def page_analysis(response) -> PageAnalysis | None:
@@ -268,7 +276,12 @@ def _heading(block) -> list[str]:
     return "".join(previous.itertext()).split() if previous is not None and previous.tag in _HEADINGS else []
 
 
-def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[str, str], int]:
+#: elements ``page_links`` hands to ``page_rights`` (with every ``<a rel>``), in the same walk
+RIGHTS_TAGS = frozenset({"meta", "link", "script"})
+
+
+def page_links(root, base_url: str, contexts: dict | None = None,
+               markup: list | None = None) -> tuple[dict[str, str], int]:
     """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
 
     Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
@@ -277,7 +290,9 @@ def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[
     Fragments are dropped, links to files with a non-page extension (images,
     archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
     several times keeps its first non-empty anchor text. ``contexts``: a dict to fill with
-    each link's ``LinkContext`` (that of the anchor kept).
+    each link's ``LinkContext`` (that of the anchor kept). ``markup``: a list to fill with the
+    page's ``meta``, ``link``, ``script`` and ``<a rel>`` elements, for ``page_rights``
+    (one walk of the tree for both).
     """
     links: dict[str, str] = {}
     blocks: dict = {}
@@ -289,10 +304,17 @@ def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[
         origin = f"{base.scheme}://{base.netloc}" if base.scheme in ("http", "https") and base.netloc else None
     except ValueError:
         origin = None
-    for el in root.iter("a", "img"):
-        if el.tag == "img":
-            images += 1
+    tags = ("a", "img", *RIGHTS_TAGS) if markup is not None else ("a", "img")
+    for el in root.iter(*tags):
+        tag = el.tag
+        if tag != "a":
+            if tag == "img":
+                images += 1
+            else:
+                markup.append(el)
             continue
+        if markup is not None and el.get("rel"):
+            markup.append(el)
         href = el.get("href")
         if not href:
             continue
@@ -361,7 +383,9 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
     if cut and TRUNCATED not in notes:  # a deep page's text is read whole (flat), its links are not
         notes += (TRUNCATED,)
     contexts = {} if config.link_contexts else None
-    links, img_count = page_links(root, base_url, contexts)
+    markup: list = []
+    links, img_count = page_links(root, base_url, contexts, markup)
+    rights = page_rights(markup, base_url, config.robots_agents)
     images = []
     if config.images:
         page = {"depth": depth, "perplexity": score.perplexity, "language": language}
@@ -374,7 +398,7 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
 
         fingerprint = sentences_simhash(sentences, config.ngrams)
     return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, notes,
-                        language=language, language_wanted=wanted, link_contexts=contexts)
+                        language=language, language_wanted=wanted, link_contexts=contexts, rights=rights)
 
 
 # -- worker processes -------------------------------------------------------------------

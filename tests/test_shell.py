@@ -184,3 +184,22 @@ def test_explain_says_offsite_for_a_kept_image_outside_the_allowed_domains(setti
                 for line in out.getvalue().splitlines() if ".jpg" in line}
     assert verdicts == {"http://cdn.test/cat.jpg": "offsite", "http://seed.test/big.jpg": "keep",
                         "http://seed.test/small.jpg": "too_small"}
+
+
+def test_explain_shows_the_opt_outs_and_the_rights_of_a_page(settings):
+    body = html("seed", NORMAL, [("http://a.test/", "tabby")],
+                extra=IMAGES + '<meta name="robots" content="nofollow, noimageai">'
+                      '<link rel="license" href="https://creativecommons.org/licenses/by/4.0/">')
+    response = HtmlResponse("http://seed.test/", body=body.encode(), encoding="utf-8",
+                            headers={"X-Robots-Tag": "focuscrawl: noindex"})
+    out = io.StringIO()
+    explain(response, settings, mode="keywords", out=out)
+    text = out.getvalue()
+    assert ("opt-outs: links not followed (meta_robots:nofollow); text withheld (x_robots_tag:noindex); "
+            "images withheld (meta_robots:noimageai, x_robots_tag:noindex)") in text
+    assert "license 'CC-BY-4.0'" in text
+    assert next(line for line in text.splitlines() if "http://a.test/" in line).split()[0] == "nofollow"
+    assert next(line for line in text.splitlines() if "big.jpg" in line).split()[:2] == ["opted", "out"]
+    plain = io.StringIO()
+    explain(page(), settings, mode="keywords", out=plain)
+    assert "opt-outs: none" in plain.getvalue() and "page rights: none declared" in plain.getvalue()

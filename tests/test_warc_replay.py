@@ -66,11 +66,16 @@ def test_arc_input_with_lying_headers_and_missing_images(tmp_path):
     pages = rows(out / "pages.tsv", "url")
     assert int(pages["http://a.test/"]["size"]) == len(page)  # record length, not Content-Length: 5
     images = rows(out / "images.tsv", "image_url")
-    assert list(images) == ["http://a.test/cat.png"]
+    assert sorted(images) == ["http://a.test/cat.png", "http://a.test/gone.png"]
+    # the image the archive lacks is a candidate pair: its texts and scores, no file
+    assert images["http://a.test/cat.png"]["image_status"] == "downloaded"
+    gone = images["http://a.test/gone.png"]
+    assert gone["image_status"] == "not_archived" and gone["image_path"] == "" and gone["alt_pp"]
     stats = json.loads((out / "stats.json").read_text())
     assert stats["focuscrawl/archive/links_not_archived"] == 1
-    # its own reason: images/failed/filtered means robots.txt or offsite (OUTPUT.md)
-    assert stats["focuscrawl/images/failed/not_archived"] == 1 and "focuscrawl/images/failed/filtered" not in stats
+    # its own counter: images/failed/filtered means robots.txt or offsite (OUTPUT.md)
+    assert stats["focuscrawl/images/candidates/not_archived"] == 1
+    assert "focuscrawl/images/failed/not_archived" not in stats and "focuscrawl/images/failed/filtered" not in stats
     record = sightings(out)["http://a.test/cat.png"]
     assert "schläft" in record[0]  # latin-1 page decoded via its <meta> charset
 
@@ -172,3 +177,36 @@ def test_archive_images_without_html_size_are_measured(tmp_path):
     stats = json.loads((tmp_path / "html-rule" / "stats.json").read_text())
     assert stats["focuscrawl/images/dropped/size_unspecified"] == 2 and "focuscrawl/images/size_measured/rescued" not in stats
     assert list(rows(tmp_path / "html-rule" / "images.tsv", "image_url")) == ["http://a.test/sized.png"]
+
+
+def test_a_replay_of_pages_without_their_images_gives_ranked_candidates_img2dataset_reads(tmp_path):
+    """An archive of pages only (as CommonCrawl's): every image that passes the rules is a
+    candidate pair, ranked by its texts and exported with img2dataset's ``url`` and ``caption``."""
+    import pyarrow.parquet as pq
+
+    from focuscrawl.cli import main
+    from tests.support.archives import write_warc
+
+    def page(n: int, alt: str) -> bytes:
+        return (f'<html><body><div><p>{CAT_TEXT}</p><img src="http://img.test/{n}.jpg" alt="{alt}" '
+                f'width="640" height="480"></div></body></html>').encode()
+
+    alts = {1: "quarterly revenue table of the finance department", 2: "a tabby cat sleeping on the sofa",
+            3: "two kittens and a cat playing with a toy"}
+    warc = write_warc(tmp_path / "pages.warc.gz", [(f"http://p{n}.test/", [("Content-Type", "text/html")],
+                                                    page(n, alt)) for n, alt in alts.items()])
+    out = tmp_path / "out"
+    proc = warc_cli(str(warc), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    images = rows(out / "images.tsv", "image_url")
+    assert {r["image_status"] for r in images.values()} == {"not_archived"} and len(images) == 3
+    target = tmp_path / "candidates.parquet"
+    assert main(["rank", "--json", str(out), "--scoring", "thesis", "--min", "0", "--max", "1e12",
+                 "--format", "parquet", "-o", str(target)]) == 0
+    table = pq.read_table(target)
+    assert str(table.schema.field("url").type) == "string" and str(table.schema.field("caption").type) == "string"
+    exported = table.to_pylist()
+    assert [r["status"] for r in exported] == ["not_fetched"] * 3
+    assert {r["caption"] for r in exported} == set(alts.values())
+    # ranked by their text: the off-topic caption last
+    assert exported[-1]["url"] == "http://img.test/1.jpg"

@@ -6,13 +6,15 @@ archived response of its URL, which then goes through every downloader
 middleware's ``process_response`` like a fetched one (decompression, redirects,
 stats), so extraction, scoring, pipelines and writers run unchanged. A URL the
 archive does not hold fails with ``NotArchived`` (an ``IgnoreRequest``; counted as
-``focuscrawl/archive/missing``, and an image's as ``focuscrawl/images/failed/not_archived``); a
+``focuscrawl/archive/missing``; an image becomes a candidate pair, ``focuscrawl/images/candidates/not_archived``); a
 body over the request's ``download_maxsize`` fails as Scrapy's own handlers fail it
 (``DownloadCancelledError``, counted as ``focuscrawl/archive/over_max_size``), so no cut body
 is ever presented as a whole page or image. No request can reach the network: there
 is no network handler.
 """
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.core.downloader.handlers.base import BaseDownloadHandler
@@ -22,6 +24,7 @@ from scrapy.http import Response
 from w3lib.url import safe_url_string
 
 from focuscrawl.archive.reader import read_response
+from focuscrawl.rights.policy import POLICY_FILES
 
 
 class NotArchived(IgnoreRequest):
@@ -48,7 +51,8 @@ class ArchiveDownloadHandler(BaseDownloadHandler):
         ref = self.index.get(request.url) or self.by_safe_url.get(safe_url_string(request.url))
         stats = self.crawler.stats
         if ref is None:
-            stats.inc_value("focuscrawl/archive/missing")
+            if urlsplit(request.url).path not in POLICY_FILES:  # those count their own absence
+                stats.inc_value("focuscrawl/archive/missing")
             raise NotArchived(f"not in the archive: {request.url}")
         max_size = request.meta.get("download_maxsize", self.max_size)
         response = read_response(ref, max_size)

@@ -29,10 +29,12 @@ from typing import Iterable, Iterator
 
 from focuscrawl.cli import CommandError
 from focuscrawl.corpus import CorpusEntry, pair_text, score_names
-from focuscrawl.export.images import (FAILED_TO_DOWNLOAD, FAILED_TO_RESIZE, STATUSES, SUCCESS, ExportedImage,
+from focuscrawl.export.images import (FAILED_TO_DOWNLOAD, FAILED_TO_RESIZE, NOT_FETCHED, STATUSES, SUCCESS,
+                                      ExportedImage,
                                       ImageOptions, export_images)
 from focuscrawl.output.files import temp_path
 from focuscrawl.output.tsv import row as tsv_row
+from focuscrawl.rights.licenses import rights_columns
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ ROW_TYPES: dict[str, type] = {
     "title": str, "final_context": str, "context_text": str, "language": str, "first_seen": int, "image_path": str,
     "status": str, "error_message": str, "original_width": int, "original_height": int, "width": int,
     "height": int, "sha256": str,
-}
+} | {name: str for name in rights_columns()}
 #: the Parquet column of the image bytes (``embed_images``), Hugging Face's ``Image`` feature layout
 IMAGE_COLUMN = "image"
 DEFAULT_SHARD_SIZE = 1000
@@ -96,7 +98,7 @@ class ExportStats:
         """img2dataset's ``_stats.json`` counts."""
         return {"count": sum(self.status.values()), "successes": self.status[SUCCESS],
                 "failed_to_download": self.status[FAILED_TO_DOWNLOAD],
-                "failed_to_resize": self.status[FAILED_TO_RESIZE],
+                "failed_to_resize": self.status[FAILED_TO_RESIZE], "not_fetched": self.status[NOT_FETCHED],
                 "status_dict": dict(self.errors.most_common())}
 
 
@@ -118,13 +120,21 @@ def export_row(rank_no: int, entry: CorpusEntry, scores: list[str], image: Expor
            "image_path": entry.image_path, "status": image.status, "error_message": image.error_message,
            "original_width": image.original_width, "original_height": image.original_height,
            "width": image.width, "height": image.height, "sha256": image.sha256}
+    for name in rights_columns():
+        row[name] = entry.rights.get(name, "")
     for name in scores:
         row[f"score:{name}"] = entry.scores.get(name)
     return row
 
 
+#: what an export says of a candidate pair (a replay's image that its archives do not hold)
+CANDIDATE = ExportedImage(NOT_FETCHED, error_message="not in the archives: the url is to be fetched")
+
+
 def _downloaded(entry: CorpusEntry, run_dir: Path) -> ExportedImage:
     """The downloaded file as it is (formats without image bytes): its size, no bytes, no hash."""
+    if entry.image_status == "not_archived":
+        return CANDIDATE
     if entry.image_file(run_dir) is None:
         return ExportedImage(FAILED_TO_DOWNLOAD, error_message="no downloaded file")
     return ExportedImage(SUCCESS, entry.width, entry.height, entry.width, entry.height)
@@ -138,6 +148,8 @@ def _rows(entries: list[CorpusEntry], run_dir: Path, scores: list[str], options:
     else:
         images = (_downloaded(e, run_dir) for e in entries)
     for i, (image, entry) in enumerate(zip(images, entries), 1):  # images first: their pool ends with them
+        if entry.image_status == "not_archived":
+            image = CANDIDATE
         stats.add(image)
         yield export_row(i, entry, scores, image), image
 

@@ -47,7 +47,9 @@ _TURNED = frozenset({5, 6, 7, 8})
 SUCCESS = "success"
 FAILED_TO_DOWNLOAD = "failed_to_download"  # no downloaded file in the run directory
 FAILED_TO_RESIZE = "failed_to_resize"  # Pillow refused it: bomb, truncated, not an image
-STATUSES = (SUCCESS, FAILED_TO_DOWNLOAD, FAILED_TO_RESIZE)
+#: a candidate pair of a replay whose archives hold no copy of the image: its URL is to be fetched
+NOT_FETCHED = "not_fetched"
+STATUSES = (SUCCESS, FAILED_TO_DOWNLOAD, FAILED_TO_RESIZE, NOT_FETCHED)
 
 
 @dataclass(frozen=True)
