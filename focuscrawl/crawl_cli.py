@@ -18,9 +18,19 @@ same command with the same options (``-a``, ``-s``, ``-o``/``-O`` feeds, ``JOBDI
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import sys
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
 from scrapy.utils.project import inside_project
+
+from focuscrawl.output.files import DirectoryInUse
+from focuscrawl.output.run_state import WRITE_FAILED_STAT
+from focuscrawl.processes import EXIT_BAD_INPUT, EXIT_FAILED, crawl_exit_code, record_stop_signals
+
+logger = logging.getLogger(__name__)
 
 SETTINGS_MODULE = "focuscrawl.settings"
 SPIDER = "focused"
@@ -35,10 +45,63 @@ class CrawlCommand(ScrapyCrawlCommand):
         return (f"{super().long_desc()}. Outside any Scrapy project (no scrapy.cfg, no "
                 f"SCRAPY_SETTINGS_MODULE): focuscrawl's spiders with {SETTINGS_MODULE}.")
 
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Scrapy's ``run``; a focuscrawl spider's crawl exits with focuscrawl's exit codes
+        (``focuscrawl.processes``: finished 0, failed 1, interrupted 128 + the signal)."""
+        if len(args) != 1:
+            return super().run(args, opts)  # its usage errors
+        crawler = self._create_crawler(args[0])
+        if not crawler.spidercls.__module__.startswith("focuscrawl."):  # another project's spider
+            self.crawler_process.crawl(crawler, **opts.spargs)
+            self.crawler_process.start()
+            self.exitcode = 1 if self.crawler_process.bootstrap_failed else 0
+            return None
+        stop_signals = record_stop_signals(self.crawler_process)
+        refused: list[BaseException] = []
+        on_error(self.crawler_process.crawl(crawler, **opts.spargs), refused)
+        self.crawler_process.start()
+        if refused:  # a run directory or JOBDIR it cannot use, a bad setting: said in one line
+            exc = refused[0]
+            print(f"focuscrawl: error: {error_line(exc)}", file=sys.stderr)
+            self.exitcode = EXIT_BAD_INPUT if isinstance(exc, (ValueError, UsageError)) else EXIT_FAILED
+            return None
+        try:
+            stats = crawler.stats.get_stats()
+        except RuntimeError:  # (Scrapy's: the crawl never started)
+            stats = {}
+        failed = self.crawler_process.bootstrap_failed or WRITE_FAILED_STAT in stats
+        self.exitcode = crawl_exit_code(stats.get("finish_reason"), stop_signals, failed)
+        return None
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         if not inside_project():  # before the options: -s NAME=VALUE overrides these
             self.settings.setmodule(SETTINGS_MODULE, priority="project")
         super().process_options(args, opts)
+
+
+def error_line(exc: BaseException) -> str:
+    """An error that stopped a crawl before it started, as one line (an ``OSError`` with its file)."""
+    if isinstance(exc, OSError) and exc.strerror and not isinstance(exc, DirectoryInUse):
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def on_error(crawl, refused: list[BaseException]) -> None:
+    """Collect into ``refused`` the user error (``OSError``, ``ValueError``, ``UsageError`` of a
+    spider argument) that stops ``crawl`` (the asyncio task or Deferred of
+    ``CrawlerProcess.crawl``) while it starts, instead of the traceback asyncio or Twisted logs
+    for it ("Task exception was never retrieved"); any other error is logged with its
+    traceback, as before."""
+    def seen(exc: BaseException | None) -> None:
+        if isinstance(exc, (OSError, ValueError, UsageError)):
+            refused.append(exc)
+        elif exc is not None:
+            logger.error("the crawl failed", exc_info=(type(exc), exc, exc.__traceback__))
+
+    if isinstance(crawl, asyncio.Future):
+        crawl.add_done_callback(lambda task: None if task.cancelled() else seen(task.exception()))
+    elif crawl is not None:
+        crawl.addErrback(lambda failure: seen(failure.value))
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
@@ -53,7 +116,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if args.verbose:
         words = ["--loglevel", "DEBUG", *words]
     execute(["focuscrawl crawl", "crawl", *words, SPIDER], settings=project_settings())
-    return 0  # not reached: execute() exits with the crawl's exit code
+    return 0  # not reached: execute() exits with the crawl's exit code (``CrawlCommand.run``)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, image_funnel, ranked_images,
                                            score_cut_by_truth, top_n_shares)
 from focuscrawl import settings as project_settings
-from focuscrawl.eval.crawls import MODES, run_crawl
+from focuscrawl.eval.crawls import MODES, CrawlFailed, run_crawl
 from focuscrawl.ranking import RankStats
 from focuscrawl.resources import default_topic_path
 from focuscrawl.testweb.cli import write_truth
@@ -43,8 +44,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     bundle = default_topic_path()
     with TestWebServer(web, slow_factor=0) as server:
         print(f"crawling {args.pages} pages, mode {args.mode}, from {len(web.seeds())} seeds ...", flush=True)
-        run_crawl(args.mode, web.seeds(), out / "run", args.pages, proxy=server.proxy,
-                  extra_settings=["FOCUSCRAWL_LINKS_LOG=True", f"FOCUSCRAWL_TOPIC={bundle}"])
+        try:
+            run_crawl(args.mode, web.seeds(), out / "run", args.pages, proxy=server.proxy,
+                      extra_settings=["FOCUSCRAWL_LINKS_LOG=True", f"FOCUSCRAWL_TOPIC={bundle}"])
+        except CrawlFailed as exc:  # its exit code is the demo's (failed, interrupted)
+            print(f"focuscrawl demo: error: the crawl stopped (exit {exc.code}); its log: {out / 'run' / 'crawl.log'}",
+                  file=sys.stderr)
+            return exc.code if exc.code > 0 else 128 - exc.code  # killed by a signal: as a shell reports it
         served = server.requests
     seconds = time.perf_counter() - t0
     run = Run.load(out / "run", args.mode)  # every page row: the budget is exact (PageBudget)

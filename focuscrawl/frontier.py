@@ -225,6 +225,8 @@ class FrontierJournal:
         if existed and clean:
             self.queued = set(scan_journal(self.path).pending)
         self.log = LineLog(self.path)  # a torn last line (kill mid-write) is dropped here
+        if self.run is not None:  # a failed write stops it with the outputs (as a kill would)
+            self.run.guard(self.log)
         (self.state_dir / CLEAN_MARKER).unlink(missing_ok=True)
 
     def write_lines(self, lines: list[str]) -> None:
@@ -364,6 +366,19 @@ class JournaledScheduler(Scheduler):
 
     def _fp(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
+
+    def close(self, reason: str):
+        """Scrapy's close (its queue saved to JOBDIR). After a failed write of the run (a full
+        disk, said once) the queue cannot be saved either, and need not be: the stop is
+        unclean for the journal, whose recovery rebuilds the queue."""
+        try:
+            return super().close(reason)
+        except OSError:
+            run = self.journal.run if self.journal is not None else None
+            if run is None or run.failure is None:
+                raise
+            logger.debug("frontier: Scrapy's queue not saved after a failed write", exc_info=True)
+            return None
 
     def open(self, spider: Spider):
         result = super().open(spider)

@@ -103,3 +103,39 @@ def exit_on_sigterm() -> None:
 
 def _terminated(signum, frame) -> None:
     raise SystemExit(128 + signum)
+
+
+#: Exit codes of the commands that crawl (``focuscrawl crawl``, ``scrapy crawl focused``,
+#: ``focuscrawl demo``, ``focuscrawl warc``; docs/OUTPUT.md "Exit codes"): finished (also at
+#: the page budget or a ``CLOSESPIDER_*`` limit), failed (a write of the run failed, a crawl
+#: that could not start), bad input (usage, a file that is not what it should be); an
+#: interrupted crawl exits with ``128 + the signal`` as a shell reports it (Ctrl-C 130, SIGTERM 143).
+EXIT_FINISHED = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+#: finish reasons of a crawl that failed (``RunState``'s ``write_failed``, Scrapy's ``start_error``)
+FAILED_REASONS = frozenset({"write_failed", "start_error"})
+
+
+def record_stop_signals(process) -> list[int]:
+    """The stop signals a Scrapy ``CrawlerProcess`` gets from now on, in order (filled as they
+    come). Its log calls are wrapped, not its handlers: a handler is compared with Scrapy's own
+    (``ignore_stop_signals_once_stopped``)."""
+    received: list[int] = []
+    for name in ("_log_shutdown", "_log_kill"):
+        log = getattr(process, name, None)
+        if log is not None:
+            setattr(process, name, lambda signum, log=log: (received.append(signum), log(signum))[1])
+    return received
+
+
+def crawl_exit_code(finish_reason: str | None, stop_signals: list[int], failed: bool = False) -> int:
+    """The exit code of a crawl command: failed (``failed``: a write failed or the crawl did
+    not start, or a failed finish reason) before interrupted (the first stop signal) before
+    finished."""
+    if failed or finish_reason in FAILED_REASONS:
+        return EXIT_FAILED
+    if stop_signals:
+        return 128 + stop_signals[0]
+    return EXIT_FINISHED if finish_reason else EXIT_FAILED

@@ -107,6 +107,9 @@ EXTENSIONS = {
     # image store and lease book), put in by its add-on below
     # stats.json in the run directory when the crawl ends
     "focuscrawl.output.stats.StatsFileWriter": 900,
+    # JOBDIR/spider.state written whole (Scrapy's is torn by a full disk: no resume reads it)
+    "scrapy.extensions.spiderstate.SpiderState": None,
+    "focuscrawl.extensions.spiderstate.AtomicSpiderState": 0,
     # crawl.json in the run directory when the crawl opens: seeds, mode, opt-outs, changed settings
     "focuscrawl.output.manifest.CrawlManifest": 910,
 }

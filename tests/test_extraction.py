@@ -314,3 +314,25 @@ def test_eval_extraction_progress_on_stderr(tmp_path, capsys, monkeypatch):
            if line.startswith("eval extraction: ")]
     assert err == [f"eval extraction: reading cleaneval pages from {tmp_path / 'ce'} ...",
                    "eval extraction: 1 pages x 1 extractors ...", "eval extraction: 0/1 pages"]
+
+
+def test_extract_a_250_character_file_name_does_not_stop_the_batch(tmp_path, capsys):
+    """An input whose name is 250 characters (the file system's limit is 255 bytes) is written
+    under a cut name with a hash of the whole; the files after it are extracted too (before:
+    "File name too long" stopped the whole batch)."""
+    long_a, long_b = tmp_path / ("a" * 245 + ".html"), tmp_path / ("a" * 244 + "b.html")
+    for path in (long_a, long_b, tmp_path / "after.html"):
+        path.write_text(ARTICLE)
+    out = tmp_path / "o"
+    assert cli.main(["extract", str(long_a), str(long_b), str(tmp_path / "after.html"), "-o", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert len(names) == 3 and "after.txt" in names and all(len(n.encode()) <= 255 for n in names)
+
+
+def test_extract_names_a_folder_as_a_folder(tmp_path, capsys):
+    """Before: "no such input file" for a folder that exists."""
+    (tmp_path / "pages").mkdir()
+    assert cli.main(["extract", str(tmp_path / "pages"), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "this is a folder, not HTML files" in err and "no such" not in err
+    assert not (tmp_path / "o").exists()

@@ -65,3 +65,11 @@ def test_file_roundtrip_and_bad_line(tmp_path):
 def test_learning_needs_both_sides():
     with pytest.raises(ValueError):
         learn_keywords([["a"]], [])
+
+
+def test_a_binary_keyword_file_is_refused_naming_the_file(tmp_path):
+    """Before: ``'utf-8' codec can't decode byte 0xb4 in position 0``, no file named."""
+    path = tmp_path / "keywords.txt"
+    path.write_bytes(b"cat;1\n" + bytes(range(128, 256)) * 40)
+    with pytest.raises(ValueError, match=r"keywords.txt: not UTF-8 text .*not a keyword file"):
+        KeywordList.load(path)

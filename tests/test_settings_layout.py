@@ -45,6 +45,9 @@ COMPONENTS = {
         "focuscrawl.extensions.progress.CrawlProgress": 500,
         "focuscrawl.extensions.collector.CollectorTuning": 510,  # #26: the collector set for a crawl
         "focuscrawl.output.stats.StatsFileWriter": 900,
+        # #44: spider.state written whole (a full disk tore Scrapy's and no resume could read it)
+        "scrapy.extensions.spiderstate.SpiderState": None,
+        "focuscrawl.extensions.spiderstate.AtomicSpiderState": 0,
         "focuscrawl.output.manifest.CrawlManifest": 910,  # crawl.json, the dataset card's source
     },
     "ADDONS": {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0},

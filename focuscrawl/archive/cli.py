@@ -14,6 +14,7 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 from collections import deque
 from contextlib import contextmanager, suppress
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
-from focuscrawl.processes import signals_held, worker_process
+from focuscrawl.processes import (EXIT_FAILED, EXIT_FINISHED, GROUP_SIGNALS, record_stop_signals, signals_held,
+                                  worker_process)
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
 SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
@@ -98,18 +100,37 @@ def _crawler_process(settings: dict, verbose: bool) -> Iterator:
             handler.removeFilter(_focuscrawl_info_and_warnings)
 
 
-def _summary(crawler) -> dict:
+def _summary(crawler, stop_signals: list[int] = ()) -> dict:
+    """The replay's counts and how it ended: ``finish_reason``, the failed write if one failed
+    (``write_failed``), the first stop signal it got (``stop_signal``)."""
+    from focuscrawl.output.run_state import WRITE_FAILED_STAT  # (Scrapy's components: loaded with the crawl)
+
     stats = crawler.stats.get_stats() or {}
-    return {"finish_reason": stats.get("finish_reason"), **{k: stats.get(k, 0) for k in SUMMARY_STATS}}
+    summary = {"finish_reason": stats.get("finish_reason"), **{k: stats.get(k, 0) for k in SUMMARY_STATS}}
+    if stats.get(WRITE_FAILED_STAT):
+        summary["write_failed"] = stats[WRITE_FAILED_STAT]
+    if stop_signals:
+        summary["stop_signal"] = stop_signals[0]
+    return summary
+
+
+def exit_code(summary: dict) -> int:
+    """The command's exit code (``focuscrawl.processes``): failed before interrupted before finished."""
+    if summary.get("finish_reason") == "finished":
+        return EXIT_FINISHED
+    if summary.get("write_failed") or not summary.get("stop_signal"):
+        return EXIT_FAILED
+    return 128 + summary["stop_signal"]
 
 
 def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
     """One replay in this process (one reactor): the ``archive`` spider over ``index``."""
     with _crawler_process(settings, verbose) as process:
+        stop_signals = record_stop_signals(process)
         crawler = process.create_crawler("archive")
         process.crawl(crawler, archives=index, output=output, **spider_args)
         process.start()
-    return _summary(crawler)
+    return _summary(crawler, stop_signals)
 
 
 def _index(paths: list[str]):
@@ -168,16 +189,17 @@ def cmd_warc(args: argparse.Namespace) -> int:
         job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
         jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
         try:
-            index = _index(args.paths)
-            summary = replay_jobs(index, Path(args.output), jobs)
+            with jobs.interruptible():  # a Ctrl-C stops the jobs; their parts are still merged
+                index = _index(args.paths)
+                summary = replay_jobs(index, Path(args.output), jobs)
         finally:
             jobs.close()
     print(json.dumps(summary) if args.json else human_summary(summary, args.output))
-    return 0 if summary.get("finish_reason") == "finished" else 1
+    return exit_code(summary)
 
 
 def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bool, parent: int,
-                inherited: list[Connection]) -> None:
+                inherited: list[Connection], stop=None) -> None:
     """A job process of ``replay_jobs``: receives the index, then replays one file after
     another — ``(file, part)`` each, its summary sent back — until ``None`` or EOF. It dies
     with the command (``focuscrawl.processes``) and closes the command's pipe ends a fork
@@ -186,7 +208,11 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
     The crawls run one after the other in one reactor (Scrapy's "running multiple spiders in
     the same process" sequentially), so a process pays its start-up (interpreter, imports,
     reactor) once, not once a file; each crawl is a new ``Crawler`` with its own spider,
-    components, stats and run directory, as in a process of its own."""
+    components, stats and run directory, as in a process of its own.
+
+    ``stop`` (an event the command sets when it is interrupted) stops the running crawl
+    cleanly (as Ctrl-C does) whenever it is set: a job still starting when the group's Ctrl-C
+    came (ignored until Scrapy's handler is in place) does not replay its whole file."""
     from focuscrawl.cli import configure_logging
 
     for end in inherited:
@@ -202,14 +228,20 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
         return
     if task is None:
         return
-    from twisted.internet import defer, threads  # (neither installs a reactor)
+    from twisted.internet import defer, task as twisted_task, threads  # (none installs a reactor)
 
     with _crawler_process(settings, verbose) as process:
+        stop_signals = record_stop_signals(process)
 
         def start(task: tuple[str, str]):
             path, part = task
             crawler = process.create_crawler("archive")
-            return path, crawler, process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
+            crawl = process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
+            if stop is not None:
+                watch = twisted_task.LoopingCall(_stop_when_set, stop, crawler, stop_signals)
+                watch.start(STOP_POLL_SECONDS, now=False)
+                crawl.addBoth(lambda result: (watch.stop() if watch.running else None, result)[1])
+            return path, crawler, crawl
 
         @defer.inlineCallbacks
         def run_tasks(path, crawler, crawl):
@@ -217,7 +249,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
                 while True:
                     try:
                         yield crawl
-                        summary = _summary(crawler)
+                        summary = _summary(crawler, stop_signals)
                     except Exception as exc:  # this file's crawl failed to start: the others go on
                         logging.getLogger(__name__).error("%s: %s", path, exc)
                         summary = {"finish_reason": f"error: {exc}"}
@@ -240,6 +272,21 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
         process.start(stop_after_crawl=False)
 
 
+#: how often a job process looks whether the command was interrupted (``JobProcesses.stop``)
+STOP_POLL_SECONDS = 0.2
+
+
+def _stop_when_set(stop, crawler, stop_signals: list[int]) -> None:
+    """Stop ``crawler`` cleanly once the command is interrupted (``stop`` holds the signal)."""
+    from scrapy.utils.defer import deferred_from_coro
+
+    # once its engine runs (a crawl stopped while it starts never ends); ``stop`` clears ``crawling``: once
+    if stop.value and crawler.crawling and getattr(crawler.engine, "running", False):
+        if not stop_signals:
+            stop_signals.append(stop.value)
+        deferred_from_coro(crawler.stop_async())
+
+
 def _start_method() -> str:
     """``fork`` where it is safe: on Linux, before this process has a reactor (none is
     installed until a crawler is made) — a job process then starts with the command's
@@ -259,11 +306,14 @@ class JobProcesses:
         method = _start_method()
         context = multiprocessing.get_context(method)
         self.processes = []
+        #: the signal that interrupted the command (0: none), told to every job process
+        self.stop = context.Value("i", 0, lock=False)
         for i in range(n):
             conn, child = context.Pipe()
             inherited = [c for _, c in self.processes] + [conn] if method == "fork" else []
             process = context.Process(target=_job_worker, name=f"focuscrawl-warc-job-{i}",
-                                      args=(child, job_settings, spider_args, verbose, os.getpid(), inherited))
+                                      args=(child, job_settings, spider_args, verbose, os.getpid(), inherited,
+                                            self.stop))
             with signals_held():
                 process.start()
             child.close()
@@ -277,7 +327,7 @@ class JobProcesses:
 
         def next_task(conn: Connection) -> None:
             with suppress(BrokenPipeError):  # the process died: its next file goes to another
-                if todo:
+                if todo and not self.stop.value:
                     conn.send(todo[0][1])
                     busy[conn] = todo.popleft()[0]
                 else:
@@ -296,7 +346,28 @@ class JobProcesses:
                     results[n] = {"finish_reason": "job process died"}
                     continue
                 next_task(conn)
+        if self.stop.value:
+            for n, result in enumerate(results):
+                if result.get("finish_reason") != "finished":
+                    results[n] = {**result, "finish_reason": "interrupted", "stop_signal": self.stop.value}
         return results
+
+    @contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """Inside, the first Ctrl-C or SIGTERM sets ``stop`` (the jobs stop their crawls cleanly,
+        no file is handed out any more, the finished parts are merged); a second one raises
+        ``KeyboardInterrupt``."""
+        def interrupted(signum, frame) -> None:
+            if self.stop.value:
+                raise KeyboardInterrupt
+            self.stop.value = signum
+
+        handlers = {signum: signal.signal(signum, interrupted) for signum in GROUP_SIGNALS}
+        try:
+            yield
+        finally:
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
 
     def close(self) -> None:
         for process, conn in self.processes:
@@ -318,7 +389,33 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
                      "images": counts["images"]}
     for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
         summary[key] = sum(r.get(key) or 0 for r in results)
+    for key in ("write_failed", "stop_signal"):  # how the first job that did ended
+        found = [r[key] for r in results if r.get(key)]
+        if found:
+            summary[key] = found[0]
     summary.update(files=len(index.paths), files_without_part=files_without_part(index))
     failed = [f"{path}: {r.get('finish_reason')}" for path, r in zip(files, results) if r.get("finish_reason") != "finished"]
     summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
+    if processes.stop.value:
+        summary["finish_reason"] = f"interrupted: {len(failed)} of {len(files)} files not replayed to their end " \
+                                   f"(run the command again for the whole run)"
+    if failed:  # files the unfinished jobs stored without their rows
+        summary["image_files_removed"] = remove_unlisted_images(output)
     return summary
+
+
+def remove_unlisted_images(run: Path) -> int:
+    """Delete the image files of ``run/images`` that no ``images.tsv`` row names: the jobs store
+    their files there straight away, and a job left out of the merge (interrupted, killed)
+    leaves files without rows. Returns how many went."""
+    from focuscrawl.output.files import iter_tsv
+
+    listed = {row.get("image_path") for row in iter_tsv(run / "images.tsv", errors="replace")}
+    removed = 0
+    folder = run / "images"
+    if folder.is_dir():
+        for path in folder.iterdir():
+            if path.is_file() and f"images/{path.name}" not in listed:
+                path.unlink()
+                removed += 1
+    return removed

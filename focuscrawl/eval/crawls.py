@@ -45,6 +45,14 @@ def _crawl_command(mode: str, seeds: list[str], out: Path, budget: int, determin
     return cmd
 
 
+class CrawlFailed(RuntimeError):
+    """A crawl process that did not finish; ``code`` is its exit code (``focuscrawl.processes``)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def run_crawl(mode: str, seeds: list[str], out: Path, budget: int, *, proxy: str | None = None,
               deterministic: bool = False, model: str | None = None, keywords: str | None = None,
               extra_settings: list[str] = (), timeout: float | None = None) -> dict:
@@ -63,7 +71,8 @@ def run_crawl(mode: str, seeds: list[str], out: Path, budget: int, *, proxy: str
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = (out / "crawl.log").read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"crawl {mode} failed (exit {proc.returncode}); end of {out / 'crawl.log'}:\n{tail}")
+        raise CrawlFailed(proc.returncode, f"crawl {mode} failed (exit {proc.returncode}); end of "
+                                           f"{out / 'crawl.log'}:\n{tail}")
     return {"mode": mode, "seconds": seconds, "output": str(out)}
 
 

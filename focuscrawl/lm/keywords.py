@@ -91,18 +91,23 @@ class KeywordList:
     def load(cls, path: str | Path) -> "KeywordList":
         """Read the ``token;score`` file format; bad lines give an error naming the line."""
         weights: dict[str, float] = {}
+        lineno = 0
         with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                line = line.strip()
-                if not line or line.startswith("#"):
-                    continue
-                tok, sep, val = line.rpartition(";")
-                try:
-                    if not sep or not tok:
-                        raise ValueError
-                    weights[tok] = float(val)
-                except ValueError:
-                    raise ValueError(f"{path}:{lineno}: expected 'token;score', got {line!r}") from None
+            try:
+                for lineno, line in enumerate(fh, 1):
+                    line = line.strip()
+                    if not line or line.startswith("#"):
+                        continue
+                    tok, sep, val = line.rpartition(";")
+                    try:
+                        if not sep or not tok:
+                            raise ValueError
+                        weights[tok] = float(val)
+                    except ValueError:
+                        raise ValueError(f"{path}:{lineno}: expected 'token;score', got {line!r}") from None
+            except UnicodeDecodeError as exc:  # a binary file (a model given as the keywords?)
+                raise ValueError(f"{path}: not UTF-8 text ({exc.reason} after line {lineno}): not a keyword "
+                                 f"file of 'token;score' lines") from None
         return cls(weights)
 
     def dump(self, path: str | Path) -> None:

@@ -59,8 +59,9 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
     """Sets ``PageItem["near_duplicate_of"]`` from a SimHash index of all earlier pages."""
 
     def __init__(self, stats, ngrams: str, max_distance: int, blocks: int,
-                 state_path: Path | None = None) -> None:  # pylint: disable=super-init-not-called
-        """``state_path``: the fingerprints of earlier pages are kept there and read back (``restore``)."""
+                 state_path: Path | None = None, run=None) -> None:  # pylint: disable=super-init-not-called
+        """``state_path``: the fingerprints of earlier pages are kept there and read back (``restore``);
+        ``run``: the run directory's ``RunOutput``, whose failed write stops this file's too."""
         try:
             self.ngrams = parse_ngrams(ngrams)
             self.index = SimHashIndex(max_distance, blocks)
@@ -70,6 +71,7 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         self.urls: list[str] = []
         self.log: LineLog | None = None
         self.state_path = state_path
+        self.run = run
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "NearDuplicatePageMiddleware":
@@ -77,9 +79,10 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         if not s.getbool("FOCUSCRAWL_NEARDUP_ENABLED"):
             raise NotConfigured("FOCUSCRAWL_NEARDUP_ENABLED is off")
         state_dir = job_state_dir(job_dir(s))
+        run_state = crawler.get_extension(RunState)
         mw = cls(crawler.stats, str(s.get("FOCUSCRAWL_NEARDUP_NGRAMS")), s.getint("FOCUSCRAWL_NEARDUP_MAX_DISTANCE"),
-                 s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), state_dir / STATE_FILE if state_dir else None)
-        crawler.get_extension(RunState).register(mw)
+                 s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), state_dir / STATE_FILE if state_dir else None, run_state.output)
+        run_state.register(mw)
         load_compiled_query()
         return mw
 
@@ -93,6 +96,8 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         header = state_header(ngrams)
         try:
             self.log = LineLog(path, header)  # a line torn by a kill is cut here
+            if self.run is not None:  # a failed write stops it with the outputs (as a kill would)
+                self.run.guard(self.log)
         except ValueError:
             raise ValueError(f"{path} was written with other near-duplicate settings "
                              f"({next(iter_lines(path), '')!r}, now {header!r}); use a new JOBDIR "

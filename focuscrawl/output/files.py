@@ -19,6 +19,8 @@ cut (``cut_bytes``). Every piece of focuscrawl's resume state lives in one folde
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
 import gzip
 import logging
 import math
@@ -28,7 +30,7 @@ import zlib
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +41,39 @@ JOB_STATE_DIR = "focuscrawl"
 def job_state_dir(jobdir: str | Path | None) -> Path | None:
     """``JOBDIR/focuscrawl`` (absolute), or ``None`` without a JOBDIR."""
     return Path(jobdir).resolve() / JOB_STATE_DIR if jobdir else None
+
+
+#: The lock file of a run directory and of ``job_state_dir(JOBDIR)`` (``lock_directory``).
+LOCK_FILE = ".focuscrawl.lock"
+
+
+class DirectoryInUse(OSError):
+    """Another live process holds the folder's lock (``lock_directory``)."""
+
+
+def lock_directory(directory: str | Path, what: str) -> int:
+    """Take ``directory``'s writer lock (an exclusive ``fcntl`` lock on its ``LOCK_FILE``) and
+    return its file descriptor, held until closed: one process writes a run directory or a
+    JOBDIR at a time. The kernel releases it when the process ends, however (a SIGKILLed crawl
+    leaves no stale lock). A POSIX record lock, not ``flock``: it belongs to the process, so a
+    forked child (a job or analysis worker) does not keep it after its parent died, and the
+    process may open its folder again. Raises ``DirectoryInUse``, naming the holder's pid,
+    when another process holds it."""
+    path = os.path.join(os.fspath(directory), LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        raise DirectoryInUse(f"the {what} {directory} is in use by another crawl (pid {holder}): "
+                                        f"one crawl writes it at a time (wait for that one, stop it, or "
+                                        f"give this one another {what})") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, fsync: bool = True) -> None:
@@ -56,9 +91,11 @@ def atomic_write_bytes(path: str | Path, data: bytes, fsync: bool = True) -> Non
         _write_all(fd, data)
         if fsync:
             os.fsync(fd)
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
         os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # os.write names no file: say which one
+            exc.filename = os.fspath(path)
         raise
     os.close(fd)
     os.replace(tmp, path)
@@ -148,14 +185,33 @@ class AppendFile:
         self.offset = truncate_to
         #: bytes cut on open: a torn tail, or what came after the checkpoint
         self.cut_bytes = size - truncate_to
+        #: called with the error of a failed write instead of raising it (``RunOutput.guard``)
+        self.on_error: Callable[[OSError], None] | None = None
+        #: writes are skipped (a write of the run failed: nothing more is written)
+        self.stopped = False
 
     def _good_size(self) -> int:
         raise NotImplementedError
 
     def write_bytes(self, data: bytes) -> None:
-        if data:
+        """Append ``data`` whole, or not at all: a failed write (a full disk writes part of it,
+        then fails) is cut back, so the file keeps ending at ``offset``, on a whole line."""
+        if not data or self.stopped:
+            return
+        try:
             _write_all(self.fd, data)
-            self.offset += len(data)
+        except OSError as exc:
+            try:
+                os.ftruncate(self.fd, self.offset)  # frees space: works on a full disk
+            except OSError:
+                pass
+            if exc.filename is None:  # os.write names no file: say which one
+                exc.filename = str(self.path)
+            if self.on_error is None:
+                raise
+            self.on_error(exc)
+            return
+        self.offset += len(data)
 
     def truncate(self, size: int = 0) -> None:
         """Cut the file back to ``size`` bytes (a checkpoint, or 0: empty it)."""

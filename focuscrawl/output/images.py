@@ -169,7 +169,7 @@ class ImageStore:
                 self.stats.set_value("focuscrawl/images/recovered_pending", len(self.recovered))
                 logger.warning("%d images accepted before an unclean stop but never written are queued again",
                                len(self.recovered))
-        self.pending_log = LineLog(path)
+        self.pending_log = self.run.guard(LineLog(path))
 
     def _pending_line(self, url: str, line: str | None) -> None:
         """Remember (``line``) or forget (``None``) the images.pending line of ``url``."""
@@ -190,7 +190,7 @@ class ImageStore:
         atomic_write_bytes(log.path, "".join(f"{line}\n" for line in self._pending_lines.values())
                            .encode("utf-8", "replace"))
         log.close()
-        self.pending_log = LineLog(log.path)
+        self.pending_log = self.run.guard(LineLog(log.path))
         self.stats.inc_value("focuscrawl/images/pending_compacted")
 
     def take_recovered(self) -> list[ImageItem]:
@@ -200,10 +200,12 @@ class ImageStore:
 
     def close(self) -> None:
         """At a clean close nothing is pending any more: the sightings log is folded into the
-        records, ``images.pending`` emptied."""
-        self.fold()
+        records, ``images.pending`` emptied. After a failed write of the run they stay as a kill
+        leaves them (the resume folds the log and downloads the pending images again)."""
+        if self.run.failure is None:
+            self.fold()
         if self.pending_log is not None:
-            if not any(e.status == PENDING for e in self.entries.values()):
+            if self.run.failure is None and not any(e.status == PENDING for e in self.entries.values()):
                 self.pending_log.truncate(0)
             self.pending_log.close()
             self.pending_log = None

@@ -87,8 +87,11 @@ class CrawlManifest:
             "spider": getattr(spider, "name", ""),
             "seeds": list(getattr(spider, "seed_urls", []) or []),
         } | self.fields
-        self.directory.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.directory / MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(self.directory / MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
+        except OSError as exc:  # a full disk: one line (the run's own writes stop the crawl)
+            logger.warning("%s not written: %s", self.directory / MANIFEST, exc.strerror or exc)
 
 
 def read_manifest(run_dir: str | Path) -> dict[str, Any]:

@@ -14,9 +14,10 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
-from focuscrawl.output.files import GzipLog, LineLog, AppendFile, atomic_write_bytes, iter_tsv, job_state_dir
+from focuscrawl.output.files import (AppendFile, GzipLog, LineLog, atomic_write_bytes, iter_tsv, job_state_dir,
+                                     lock_directory)
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class RunOutput:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_dir = job_state_dir(jobdir)
         self._offsets: dict[str, int] = {}
+        #: the writer locks held (``lock_directory``): the run directory's, the JOBDIR's (``RunState``)
+        self._locks = [lock_directory(self.dir, "output directory")]  # before a log is cut back
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self._offsets = checkpoint_offsets(jobdir, self.dir)
@@ -77,6 +80,13 @@ class RunOutput:
         #: the resumable states, told after every checkpoint (what was written before it
         #: survives a kill and a resume)
         self._states: list[Checkpointed] = []
+        #: the first write of the run that failed (a full disk, ...): nothing is written or
+        #: checkpointed after it, so the JOBDIR holds what a kill at that moment would leave
+        self.failure: OSError | None = None
+        #: told of that failure once (``RunState`` stops the crawl)
+        self.on_failure: Callable[[OSError], None] | None = None
+        #: logs kept outside this object (JOBDIR states) that stop with the run's writes
+        self._guarded: list[AppendFile] = []
         if self.resumed:
             self.remove_temp_files()
 
@@ -100,9 +110,34 @@ class RunOutput:
 
     def _open(self, key: str, factory) -> AppendFile:
         if key not in self._logs:
-            self._logs[key] = factory(self._offsets.get(key))
+            self._logs[key] = self.guard(factory(self._offsets.get(key)))
             self._committed.setdefault(key, self._logs[key].offset)  # cut back to the checkpoint
         return self._logs[key]
+
+    def guard(self, log: AppendFile) -> AppendFile:
+        """``log`` fails the run when a write to it fails (``fail``) and stops with the run's writes."""
+        log.on_error = self.fail
+        log.stopped = self.failure is not None
+        if not any(log is other for other in self._logs.values()):
+            self._guarded.append(log)
+        return log
+
+    def fail(self, exc: OSError) -> None:
+        """A write of the run failed: from now on nothing is written or checkpointed, so the
+        last checkpoint stays what a resume restores (a failed write was cut back whole), as
+        after a kill; said in one line, then ``on_failure`` stops the crawl."""
+        if self.failure is not None:
+            return
+        self.failure = exc
+        for log in [*self._logs.values(), *self._guarded]:
+            log.stopped = True
+        where = f" {exc.filename}" if exc.filename else ""
+        advice = ("everything up to the last checkpoint is kept: make room and run the same command again "
+                  "(same output and JOBDIR) to resume") if self.state_dir is not None else \
+            "every whole row written is kept (without a JOBDIR a restart crawls from the seeds again)"
+        logger.error("cannot write%s: %s; the crawl stops; %s", where, exc.strerror or exc, advice)
+        if self.on_failure is not None:
+            self.on_failure(exc)
 
     def line_log(self, name: str, header: str | None = None) -> LineLog:
         """The log ``name`` (opened once; a later caller's ``header`` is still written or checked)."""
@@ -142,17 +177,23 @@ class RunOutput:
         the frontier journal, images from ``images.pending``). Without JOBDIR nothing
         is cut back: every whole line written is kept, so every call is a checkpoint.
         """
+        if self.failure is not None:
+            return
         if self.state_dir is not None:
             now = time.monotonic()
             if not force and now - self._last_checkpoint < self.checkpoint_interval:
                 return
             self._last_checkpoint = now
-            offsets = {k: log.offset for k, log in self._logs.items()}
-            state = {"output_dir": str(self.dir), "files": offsets}
-            atomic_write_bytes(self.state_dir / OFFSETS_FILE, json.dumps(state, indent=1).encode("utf-8"))
-            self._committed.update(offsets)
-        for state in self._states:
-            state.checkpoint()
+        try:
+            if self.state_dir is not None:
+                offsets = {k: log.offset for k, log in self._logs.items()}
+                state = {"output_dir": str(self.dir), "files": offsets}
+                atomic_write_bytes(self.state_dir / OFFSETS_FILE, json.dumps(state, indent=1).encode("utf-8"))
+                self._committed.update(offsets)
+            for state in self._states:
+                state.checkpoint()
+        except OSError as exc:
+            self.fail(exc)
 
     def register(self, state: Checkpointed) -> None:
         """Restore ``state`` from the last checkpoint now, and checkpoint it with the logs from now on."""
@@ -173,10 +214,14 @@ class RunOutput:
         self._logs[name].truncate(0)
 
     def close(self) -> None:
+        """The last checkpoint, then the logs closed; after a failed write only the latter.
+        The directory's lock goes last."""
         self._closed = True
-        if not self._logs:
-            return
-        self.commit(force=True)
-        for log in self._logs.values():
-            log.close()
-        self._logs.clear()
+        if self._logs:
+            self.commit(force=True)
+            for log in self._logs.values():
+                log.close()
+            self._logs.clear()
+        for fd in self._locks:
+            os.close(fd)
+        self._locks = []

@@ -12,16 +12,24 @@ a layer below the components: the frontier gets it too).
 from __future__ import annotations
 
 import logging
+import os
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
+from scrapy.utils.defer import deferred_from_coro
 
+from focuscrawl.output.files import job_state_dir, lock_directory
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.leases import LeaseBook
 from focuscrawl.output.run import Checkpointed, RunOutput
 
 logger = logging.getLogger(__name__)
+
+#: the finish reason of a crawl stopped by a failed write of its run directory or JOBDIR
+WRITE_FAILED = "write_failed"
+#: the stat that says which write failed (set only then)
+WRITE_FAILED_STAT = "focuscrawl/output/write_failed"
 
 
 class RunState:
@@ -31,12 +39,14 @@ class RunState:
     written, images are not downloaded); ``leases`` is ``None`` unless ``FOCUSCRAWL_REDIS_URL``."""
 
     def __init__(self, output: RunOutput | None, images: ImageStore | None,
-                 leases: LeaseBook | None = None) -> None:
+                 leases: LeaseBook | None = None, job_lock: int = -1) -> None:
         self.output = output
         self.images = images
         self.leases = leases
         #: the states registered here, closed (after a last checkpoint) at ``spider_closed``
         self._states: list[Checkpointed] = []
+        #: the JOBDIR's writer lock (``lock_directory``; -1: no JOBDIR), released at ``spider_closed``
+        self.job_lock = job_lock
 
     def register(self, state: Checkpointed) -> None:
         """Restore ``state`` from the last checkpoint now, checkpoint it with the run directory's
@@ -53,6 +63,11 @@ class RunState:
         s = crawler.settings
         directory = s.get("FOCUSCRAWL_OUTPUT_DIR") or ""
         output = images = None
+        job_lock = -1
+        if s.get("JOBDIR"):  # one crawl per JOBDIR: taken before anything in it is read or cut back
+            state_dir = job_state_dir(s.get("JOBDIR"))
+            state_dir.mkdir(parents=True, exist_ok=True)
+            job_lock = lock_directory(state_dir, "JOBDIR")
         if directory:
             output = RunOutput(directory, s.get("JOBDIR") or None, s.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL"))
             images = ImageStore(output, crawler.stats,
@@ -65,20 +80,39 @@ class RunState:
         leases = None
         if s.get("FOCUSCRAWL_REDIS_URL"):
             leases = LeaseBook.from_crawler(crawler)
-        state = cls(output, images, leases)
+        state = cls(output, images, leases, job_lock)
+        if output is not None:
+            output.on_failure = lambda exc: state.stop_crawl(crawler, exc)
         crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
         return state
 
+    @staticmethod
+    def stop_crawl(crawler: Crawler, exc: OSError) -> None:
+        """A write of the run failed: the crawl stops (finish reason ``write_failed``; the
+        commands exit with ``EXIT_FAILED``), the stat says why."""
+        crawler.stats.set_value(WRITE_FAILED_STAT, f"{exc.strerror or exc}: {exc.filename or ''}")
+        engine = crawler.engine
+        if engine is not None and engine.spider is not None:  # (a crawl already closing goes on closing)
+            deferred_from_coro(engine.close_spider_async(reason=WRITE_FAILED))
+
     def spider_closed(self, spider=None) -> None:
         """The last checkpoint (the run directory's, with its states), then every registered
-        state closed, in the order they registered."""
-        if self.output is not None:
-            self.output.close()
-        else:
+        state closed, in the order they registered. After a failed write the states are left
+        as a kill leaves them (no checkpoint, no clean-stop marker): a resume recovers them."""
+        try:
+            if self.output is not None:
+                self.output.close()
+                if self.output.failure is not None:
+                    return
+            else:
+                for state in self._states:
+                    state.checkpoint()
             for state in self._states:
-                state.checkpoint()
-        for state in self._states:
-            state.close()
+                state.close()
+        finally:
+            if self.job_lock >= 0:
+                os.close(self.job_lock)
+                self.job_lock = -1
 
 
 class RunStateAddon:

@@ -62,9 +62,13 @@ class StatsFileWriter:
         return writer
 
     def write(self) -> None:
-        self._keep_earlier_session(self.directory)
-        stats = {k: _jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
-        atomic_write_bytes(self.directory / "stats.json", json.dumps(stats, indent=1).encode("utf-8"))
+        try:
+            self._keep_earlier_session(self.directory)
+            stats = {k: _jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
+            atomic_write_bytes(self.directory / "stats.json", json.dumps(stats, indent=1).encode("utf-8"))
+        except OSError as exc:  # a full disk (said once by the run's own writes): the earlier file is kept whole
+            logger.warning("stats not written to %s: %s", exc.filename or self.directory / "stats.json",
+                           exc.strerror or exc)
 
     @staticmethod
     def _keep_earlier_session(directory: Path) -> None:

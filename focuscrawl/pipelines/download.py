@@ -33,6 +33,7 @@ from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.records import url_sha1
+from focuscrawl.output.run import RunOutput
 from focuscrawl.rights.licenses import Rights, with_file_rights
 from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy, source_of
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
@@ -50,6 +51,7 @@ DOWNLOADED = "downloaded"
 TOO_MANY_REDIRECTS = "too_many_redirects"  # over REDIRECT_MAX_TIMES: a redirect loop
 TOO_BIG_DECODED = "too_big_decoded"  # Content-Encoding inflates it over the size limit (gzip bomb)
 DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
+WRITE_FAILED = "write_failed"  # storing the file failed (a full disk): not counted, the image stays pending
 OPTED_OUT = "opted_out"  # the image response (or its host) opts out: X-Robots-Tag, TDMRep, robots.txt AI group
 
 
@@ -123,6 +125,8 @@ class ImageDownloadPipeline(FilesPipeline):
         self.max_pixels = max_pixels
         self.formats = allowed_formats(f.lower() for f in formats)
         self.rules = rules
+        #: the run directory (its ``failure`` after a failed write)
+        self.run: RunOutput | None = store.run if store is not None else None
         #: each image's download request until its item completes: its fingerprint, cached on
         #: the request by Scrapy's fingerprinter, finds the media cache entry to forget
         self._requests: dict[str, Request] = {}
@@ -210,6 +214,11 @@ class ImageDownloadPipeline(FilesPipeline):
                                                   self._measured(item))
         except ImageRejected as exc:
             raise ImageRejectedFile(exc.reason, exc.detail) from None
+        except OSError as exc:  # a full disk: the crawl stops, the image stays pending (not dropped)
+            if self.run is None:
+                raise
+            self.run.fail(exc)
+            raise ImageRejectedFile(WRITE_FAILED, str(exc)) from None
         self.inc_stats("downloaded")
         return self._file_info(request, path, response.body, found, checksum, "downloaded")
 
@@ -235,6 +244,9 @@ class ImageDownloadPipeline(FilesPipeline):
         # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
         forget_media_result(self, info, self._requests.pop(item["image_url"], None) or Request(item["image_url"]))
         ok, value = results[0]
+        if self.run is not None and self.run.failure is not None:
+            # nothing is written after a failed write: left in images.pending, downloaded again on resume
+            raise DropItem(f"image {item['image_url']}: a write of the run failed", log_level="DEBUG")
         if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
             self.stats.inc_value(f"focuscrawl/images/size_measured/{'rescued' if ok else 'dropped'}")
         if not ok:

@@ -17,7 +17,7 @@ from typing import Iterable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DropItem, NotConfigured
 
 from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.middlewares.priority import LINKS_LOG_HEADER
@@ -54,6 +54,8 @@ class ImageLogWriterPipeline:
 
     def process_item(self, item):
         if isinstance(item, ImageItem):
+            if self.store.run.failure is not None:  # left pending: a resume downloads it again
+                raise DropItem("a write of the run failed: not written", log_level="DEBUG")
             self.store.commit(item)
             self.stats.inc_value("focuscrawl/images/written")
         return item
@@ -194,6 +196,8 @@ class PageLogWriterPipeline:
 
     def process_item(self, item):
         if isinstance(item, PageItem):
+            if self.run.failure is not None:  # a resume crawls it again (frontier journal)
+                raise DropItem("a write of the run failed: not written", log_level="DEBUG")
             if not self._rows:
                 self._batch_started = time.monotonic()
             sentences = [s for s in (item.get("sentences") or []) if s]
@@ -220,7 +224,8 @@ class PageLogWriterPipeline:
         if self.links is not None:
             self.links.write_lines(self._links)
         self.pages.write_lines(self._rows)
-        self._written += self._items
+        if self.run.failure is None:  # (else no checkpoint covers them, ever)
+            self._written += self._items
         self._rows, self._lines, self._links, self._size, self._links_size, self._items = [], [], [], 0, 0, []
         self.run.commit()
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import logging
 import sys
@@ -65,6 +66,22 @@ def url_stem(url: str) -> str:
     return output_stem(parts.path.rstrip("/").rsplit("/", 1)[-1]) or parts.hostname or "page"
 
 
+#: The longest output file stem, in UTF-8 bytes: with its suffix and the temp file's
+#: ``.<name>.tmp<pid>`` it stays under the 255 bytes a file name may have.
+MAX_STEM_BYTES = 200
+
+
+def fitting_stem(stem: str) -> str:
+    """``stem``, or one cut to ``MAX_STEM_BYTES`` with a hash of the whole (distinct stems stay
+    distinct): a 250-character file name or URL segment must not stop the batch."""
+    raw = stem.encode("utf-8", "surrogateescape")
+    if len(raw) <= MAX_STEM_BYTES:
+        return stem
+    digest = hashlib.sha1(raw).hexdigest()[:12]
+    head = raw[:MAX_STEM_BYTES - 13].decode("utf-8", "ignore")  # (a character cut in two is dropped)
+    return f"{head}-{digest}"
+
+
 def as_markdown(text: str, title: str | None) -> str:
     """The page text as Markdown: the title as a heading, each block a paragraph."""
     blocks = [line.strip() for line in text.splitlines() if line.strip()]
@@ -109,6 +126,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     extract = get_extractor(args.extractor)
+    folders = [src for src in args.inputs if not is_url(src) and Path(src).is_dir()]
+    if folders:  # before anything is created
+        raise ValueError(f"{'these are folders' if len(folders) > 1 else 'this is a folder'}, not HTML files: "
+                         f"{', '.join(folders)} (give the files in it, e.g. {Path(folders[0]) / '*.html'})")
     missing = [src for src in args.inputs if not is_url(src) and not Path(src).is_file()]
     if missing:  # before anything is created: no empty output folder for a mistyped name
         raise FileNotFoundError(f"no such input file{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
@@ -124,7 +145,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     for src in args.inputs:
         url = src if is_url(src) else None
-        stem = url_stem(src) if url else output_stem(src)
+        stem = fitting_stem(url_stem(src) if url else output_stem(src))
         if stem in seen:
             print(f"skipped {src}: another input already wrote {stem}{suffix}", file=sys.stderr)
             failed += 1

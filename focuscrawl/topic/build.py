@@ -33,9 +33,8 @@ import numpy as np
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, learn_keywords, write_keywords
 from focuscrawl.text.language import corpus_language
 from focuscrawl.text.normalize import text_sentences
-from focuscrawl.topic.model import BUNDLE_FILE, CALIBRATION_FILE, KINDS, SCORERS, TopicModel
+from focuscrawl.topic.model import BUNDLE_FILE, BUNDLE_FORMAT, CALIBRATION_FILE, KINDS, SCORERS, TopicModel
 
-FORMAT_VERSION = 1
 HELDOUT_SHARE = 5  # one sentence in 5 is held out for calibration
 MIN_TOKENS = 3  # shorter lines (headings, list items) are not training sentences
 #: the bundled general-English background in ``focuscrawl.models`` (``focuscrawl.topic.background`` builds it)
@@ -288,7 +287,7 @@ def _build(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None,
     train_neu = [f for s in neu_train for f in set(short_forms(s).values())]
     classifier = HashedNgramClassifier.train(train_pos, train_neu)
     manifest = {
-        "format": FORMAT_VERSION, "name": name, "order": order, "background_order": background_order,
+        "format": BUNDLE_FORMAT, "name": name, "order": order, "background_order": background_order,
         "topic_lm": topic_lm, "background_lm": background_lm, "keywords": "keywords.txt",
         "keyword_weight": KEYWORD_WEIGHT, "classifier": classifier.save(out),
         "calibration": CALIBRATION_FILE,

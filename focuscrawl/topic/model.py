@@ -93,6 +93,10 @@ def bundle_file(folder: str | Path, name: object) -> Path:
     return path
 
 
+#: The newest bundle format this code reads (``bundle.json``'s ``format``; ``topic build`` writes it).
+BUNDLE_FORMAT = 1
+
+
 def read_manifest(folder: str | Path) -> dict:
     """A bundle's ``bundle.json``, checked: every file it names is inside the folder (``bundle_file``);
     a clear error for a folder that is not a bundle."""
@@ -110,6 +114,15 @@ def read_manifest(folder: str | Path) -> dict:
                          f"{excerpt(str(exc), 80)})") from None
     for name in names:
         bundle_file(folder, name)
+    version = manifest.get("format", BUNDLE_FORMAT)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= BUNDLE_FORMAT:
+        raise ValueError(f"{path}: a topic bundle of format {excerpt(repr(version), 20)}, this focuscrawl reads "
+                         f"formats 1 to {BUNDLE_FORMAT}: rebuild it with `focuscrawl topic build` (or a newer focuscrawl)")
+    for key in ("order", "background_order"):
+        order = manifest.get(key, 2)  # (KenLM loads no unigram-only model: `topic build` refuses one)
+        if isinstance(order, bool) or not isinstance(order, int) or order < 2:
+            raise ValueError(f"{path}: not a valid topic bundle manifest ({key} is {excerpt(repr(order), 20)}, "
+                             f"not an n-gram order of at least 2)")
     return manifest
 
 

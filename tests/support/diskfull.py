@@ -1,0 +1,50 @@
+"""An extension for write-failure tests: the run directory's disk fills up mid-crawl.
+
+``DiskFullAfter`` makes every write under ``FOCUSCRAWL_OUTPUT_DIR`` fail with ENOSPC once
+``TEST_DISK_FULL_AFTER_BYTES`` bytes were written there, as a full disk does: the write that
+crosses the limit writes its first part, then fails. It wraps the one function every file of
+the run directory is written through (``focuscrawl.output.files._write_all``: the logs, the
+records, the image files, ``stats.json``); the JOBDIR (elsewhere) keeps working unless
+``TEST_DISK_FULL_JOBDIR`` puts it on the same disk (focuscrawl's state files and
+``spider.state``; Scrapy's own queue files are written otherwise and keep working).
+"""
+from __future__ import annotations
+
+import errno
+import os
+
+from scrapy.exceptions import NotConfigured
+
+from focuscrawl.output import files
+
+
+class DiskFullAfter:
+    """``TEST_DISK_FULL_JOBDIR``: the JOBDIR is on the same full disk."""
+
+    def __init__(self, directories: list[str], limit: int) -> None:
+        self.directories = tuple(os.path.realpath(d) + os.sep for d in directories)
+        self.left = limit
+        self._write_all = files._write_all
+        files._write_all = self.write_all
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        limit = crawler.settings.getint("TEST_DISK_FULL_AFTER_BYTES")
+        directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR")
+        if limit <= 0 or not directory:
+            raise NotConfigured
+        directories = [directory]
+        if crawler.settings.getbool("TEST_DISK_FULL_JOBDIR") and crawler.settings.get("JOBDIR"):
+            directories.append(crawler.settings.get("JOBDIR"))
+        return cls(directories, limit)
+
+    def write_all(self, fd: int, data) -> None:
+        if not os.readlink(f"/proc/self/fd/{fd}").startswith(self.directories):
+            return self._write_all(fd, data)
+        if len(data) > self.left:
+            if self.left:
+                os.write(fd, bytes(data[:self.left]))
+            self.left = 0
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.left -= len(data)
+        return self._write_all(fd, data)

@@ -1,0 +1,75 @@
+"""The crawl commands' exit codes (docs/OUTPUT.md "Exit codes"): finished 0, failed 1 (a
+write failed: tests/test_write_failures.py), bad input 2, interrupted 128 + the signal (Ctrl-C
+130, SIGTERM 143), for ``focuscrawl crawl`` and ``scrapy crawl focused``, run as real
+processes in a group of their own and signalled as a terminal does."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from tests.support.localweb import LocalWeb
+from tests.support.runfiles import read_tsv
+from tests.test_signals import slow_tree
+from tests.test_write_failures import start_crawl
+
+FOCUSCRAWL = ("focuscrawl", "crawl")
+SCRAPY = ("scrapy", "crawl", "focused")
+
+
+def wait_for_rows(out, proc, n: int = 2, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not (out / "pages.tsv").exists() or len(read_tsv(out / "pages.tsv")) < n:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("command, signals, code", [
+    (FOCUSCRAWL, (signal.SIGINT,), 130),
+    (FOCUSCRAWL, (signal.SIGTERM,), 143),
+    (FOCUSCRAWL, (signal.SIGINT, signal.SIGINT), 130),
+    (SCRAPY, (signal.SIGTERM,), 143),
+], ids=["crawl-ctrl-c", "crawl-sigterm", "crawl-double-ctrl-c", "scrapy-sigterm"])
+def test_an_interrupted_crawl_exits_with_128_plus_the_signal(tmp_path, command, signals, code):
+    """Before, an interrupted crawl (even a forced double Ctrl-C) exited 0, as a finished one."""
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(delay=0.3)) as web:
+        proc = start_crawl(web, tmp_path, out, job, log, command=command, group=True)
+        try:
+            wait_for_rows(out, proc)
+            for signum in signals:
+                os.killpg(proc.pid, signum)
+                time.sleep(0.3)
+            assert proc.wait(90) == code
+        finally:
+            proc.kill()
+    assert "Traceback" not in log.read_text()
+
+
+def test_a_finished_crawl_exits_0_and_bad_input_2_in_one_line(tmp_path):
+    """A crawl to its end: 0. An unknown mode: one ``focuscrawl: error:`` line, exit 2 (before:
+    asyncio's "Task exception was never retrieved" traceback and exit 1)."""
+    out, log = tmp_path / "out", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(n=4, delay=0)) as web:
+        assert start_crawl(web, tmp_path, out, None, log).wait(90) == 0
+        bad = tmp_path / "bad.log"
+        assert start_crawl(web, tmp_path, tmp_path / "out2", None, bad, spider_args=("mode=nonsense",)).wait(90) == 2
+    text = bad.read_text()
+    errors = [line for line in text.splitlines() if line.startswith("focuscrawl: error:")]
+    assert len(errors) == 1 and "nonsense" in errors[0], text[-2000:]
+    assert "Traceback" not in text and "never retrieved" not in text, text[-2000:]
+
+
+def test_warc_exit_codes_follow_how_its_replay_ended():
+    """``focuscrawl warc``'s code from its summary: finished 0; a failed write 1 (also when a
+    signal came too); interrupted 128 + the signal (before: 1, as a failure); failed 1."""
+    from focuscrawl.archive.cli import exit_code
+
+    assert exit_code({"finish_reason": "finished"}) == 0
+    assert exit_code({"finish_reason": "write_failed", "write_failed": "No space left on device: x",
+                      "stop_signal": signal.SIGINT}) == 1
+    assert exit_code({"finish_reason": "shutdown", "stop_signal": signal.SIGINT}) == 130
+    assert exit_code({"finish_reason": "failed: a.warc: job process died", "stop_signal": signal.SIGTERM}) == 143
+    assert exit_code({"finish_reason": "failed: a.warc: job process died"}) == 1

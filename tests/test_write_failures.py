@@ -1,0 +1,128 @@
+"""Write failures (a full disk) and a second writer: the crawl stops with one clear line and
+exit code 1, and a resume restores exactly what was committed.
+
+The crawls are the real command (``focuscrawl crawl``) in a process of their own, on a local
+site whose pages answer slowly; the full disk is injected at the file layer
+(``tests/support/diskfull.py``: every write to the run directory fails with ENOSPC past a
+byte limit, the crossing write written in part, as a real full disk does).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from focuscrawl.settings import EXTENSIONS
+from tests.support.crawl import ROOT, proxy_env
+from tests.support.localweb import LocalWeb
+from tests.support.runfiles import read_tsv
+from tests.support.toymodel import write_model
+from tests.test_signals import N, slow_tree
+
+DISK_FULL = {"EXTENSIONS": json.dumps({**EXTENSIONS, "tests.support.diskfull.DiskFullAfter": 0})}
+
+
+def start_crawl(web, tmp: Path, out: Path, job: Path | None, log: Path, *, command: tuple = ("focuscrawl", "crawl"),
+                spider_args: tuple = (), group: bool = False, **settings) -> subprocess.Popen:
+    """``focuscrawl crawl`` (or ``command``: ``("scrapy", "crawl", "focused")``) of the slow site
+    into ``out`` (JOBDIR ``job``), its log appended to ``log``; ``group``: in a process group of
+    its own, to be signalled as a terminal's Ctrl-C does."""
+    model, keywords = write_model(tmp)
+    settings = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2,
+                "FOCUSCRAWL_ANALYSIS_WORKERS": 0, "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0,
+                "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False, "LOG_LEVEL": "INFO",
+                **({"JOBDIR": str(job)} if job else {}), **settings}
+    words = ["-a", "seeds=http://cats.test/p0", "-a", f"model={model}", "-a", f"keywords={keywords}",
+             "-a", f"output={out}"]
+    for name, value in settings.items():
+        words += ["-s", f"{name}={value}"]
+    for arg in spider_args:
+        words += ["-a", arg]
+    module = {"focuscrawl": "focuscrawl.cli", "scrapy": "scrapy"}[command[0]]
+    env = dict(proxy_env(web), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen([sys.executable, "-m", module, *command[1:], *words], cwd=tmp, env=env,  # any folder
+                            stdout=subprocess.DEVNULL, stderr=open(log, "a"), text=True, start_new_session=group)
+
+
+def sentences(out: Path) -> int:
+    with gzip.open(out / "sentences.txt.gz", "rt", encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
+def assert_whole_run(out: Path) -> None:
+    """Every page and image once, and exactly the sentences the rows count."""
+    pages = read_tsv(out / "pages.tsv")
+    images = [r["image_url"] for r in read_tsv(out / "images.tsv")]
+    assert Counter(r["url"] for r in pages).most_common(1)[0][1] == 1
+    assert Counter(images).most_common(1)[0][1] == 1
+    assert sorted(r["url"] for r in pages) == sorted(f"http://cats.test/p{i}" for i in range(N))
+    assert sorted(images) == sorted(f"http://cats.test/u{i}.jpg" for i in range(N))
+    assert sentences(out) == sum(int(r["sentences"]) for r in pages)
+    for row in read_tsv(out / "images.tsv"):
+        assert (out / row["image_path"]).is_file() and (out / row["record_path"]).is_file()
+
+
+@pytest.mark.parametrize("jobdir_too", [False, True], ids=["output", "output-and-jobdir"])
+def test_a_full_disk_stops_the_crawl_with_one_error_and_a_resume_restores_what_was_committed(tmp_path, jobdir_too):
+    """The run directory's disk fills up mid-crawl: exit code 1, one ERROR line naming the
+    file and the reason, no traceback; after space is freed the same command resumes to every
+    page and image once, with exactly the sentences its rows count. Before, the crawl went on
+    writing (a traceback per failed write, exit 0), its partly written lines shifted every
+    later offset, failed image files were recorded as dropped, and the resume lost pages and
+    images for good and kept sentences no row counts. ``jobdir_too``: the JOBDIR fills up too."""
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(delay=0.05)) as web:
+        proc = start_crawl(web, tmp_path, out, job, log, TEST_DISK_FULL_AFTER_BYTES=40_000,
+                           TEST_DISK_FULL_JOBDIR=jobdir_too, **DISK_FULL)
+        assert proc.wait(120) == 1
+        text = log.read_text()
+        assert "Traceback" not in text, text[-3000:]
+        errors = [line for line in text.splitlines() if "] ERROR:" in line]
+        assert len(errors) == 1 and "No space left on device" in errors[0] and str(tmp_path) in errors[0], errors
+        assert "cannot write" in errors[0] and "resume" in errors[0]
+        committed = len(read_tsv(out / "pages.tsv"))
+        assert 0 < committed < N
+        proc = start_crawl(web, tmp_path, out, job, log)
+        assert proc.wait(120) == 0
+    assert_whole_run(out)
+    assert json.loads((out / "stats.json").read_text())["finish_reason"] == "finished"
+
+
+def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_line(tmp_path):
+    """While a crawl writes ``out`` with JOBDIR ``job``, a second one on the same output (another
+    JOBDIR) or on the same JOBDIR (another output) is refused: one line naming the folder and
+    the first crawl's pid, exit 1, no traceback, nothing of the first crawl's touched. Once the
+    first is SIGKILLed nothing is left locked: the same command resumes it to every page once.
+    Before, both crawls wrote the run at once (duplicate and lost rows, both exit 0)."""
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(delay=0.3)) as web:
+        first = start_crawl(web, tmp_path, out, job, log)
+        try:
+            deadline = time.monotonic() + 60
+            while not (out / "pages.tsv").exists() or len(read_tsv(out / "pages.tsv")) < 2:
+                assert time.monotonic() < deadline and first.poll() is None
+                time.sleep(0.05)
+            for other_out, other_job, what in [(out, tmp_path / "job2", "output directory"),
+                                               (tmp_path / "out2", job, "JOBDIR")]:
+                second_log = tmp_path / f"second-{what}.log"
+                second = start_crawl(web, tmp_path, other_out, other_job, second_log)
+                assert second.wait(60) == 1
+                text = second_log.read_text()
+                refusals = [line for line in text.splitlines() if "in use by another crawl" in line]
+                assert len(refusals) == 1 and f"pid {first.pid}" in refusals[0] and what in refusals[0], text[-2000:]
+                assert "Traceback" not in text and "never retrieved" not in text, text[-2000:]
+            assert first.poll() is None
+        finally:
+            first.kill()
+            first.wait(30)
+        assert not (tmp_path / "out2" / "pages.tsv").exists()
+        again = start_crawl(web, tmp_path, out, job, log)
+        assert again.wait(120) == 0
+    assert_whole_run(out)
