@@ -251,9 +251,16 @@ class MemoryStatsCollector(_MemoryStatsCollector):
     argument is passed): a crawl calls the stats ~100 times a page (scheduler, downloader,
     link buckets, images), and the wrapper took ~5% of the crawl process's CPU
     (benchmarks/crawl_throughput.py). Same stats, same API; the ``spider`` argument is
-    accepted and ignored, as by Scrapy itself."""
+    accepted and ignored, as by Scrapy itself. Its raw dump at the end goes to the DEBUG log:
+    the crawl's summary (``focuscrawl.extensions.progress.CrawlSummary``) is what a user reads,
+    and stats.json keeps every counter."""
 
     __getattribute__ = object.__getattribute__
+
+    def close_spider(self, spider: Any = None, reason: str | None = None) -> None:
+        if self._dump:
+            logging.getLogger("scrapy.statscollectors").debug("Dumping Scrapy stats:\n%s", self)
+        self._persist_stats(self._stats)
 
 
 class SlotBoundDownloader(_Downloader):

@@ -87,8 +87,12 @@ ITEM_PIPELINES = {
     "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
 }
 EXTENSIONS = {
-    # a progress line every FOCUSCRAWL_PROGRESS_INTERVAL seconds
+    # a progress line every FOCUSCRAWL_PROGRESS_INTERVAL seconds, in place of Scrapy's LogStats
+    # (whose "Crawled N pages" counts image downloads and robots.txt too)
+    "scrapy.extensions.logstats.LogStats": None,
     "focuscrawl.extensions.progress.CrawlProgress": 500,
+    # the crawl's summary when it ends (FOCUSCRAWL_CRAWL_SUMMARY)
+    "focuscrawl.extensions.progress.CrawlSummary": 505,
     # Python's garbage collector set for a crawl (FOCUSCRAWL_GC_FREEZE, FOCUSCRAWL_GC_THRESHOLD)
     "focuscrawl.extensions.collector.CollectorTuning": 510,
     # + focuscrawl.output.run_state.RunState at 890 (the owner of the run directory,
@@ -421,8 +425,12 @@ FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
 #: every image and page batch). After a kill the rows since the last checkpoint are
 #: cut back and redone (frontier journal, images.pending).
 FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
-#: Seconds between progress lines (pages/s, items, queue size, LM cache); 0 = off.
+#: Seconds between progress lines (pages / budget, pages/s, images, queue, ETA, politeness); 0 = off.
 FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
+#: Log a short summary when the crawl ends (what was written where, why it stopped, the limits,
+#: opt-outs and errors; focuscrawl.output.summary). Scrapy's raw stats dump is logged at
+#: DEBUG only; stats.json keeps every counter.
+FOCUSCRAWL_CRAWL_SUMMARY = True
 
 # --- Throughput (issue #14; docs/CRAWL.md) -------------------------------------------
 #: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
+from focuscrawl.output.stats import jsonable, summed_stats
+from focuscrawl.output.summary import crawl_summary
 from focuscrawl.processes import signals_held, worker_process
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
@@ -98,18 +100,23 @@ def _crawler_process(settings: dict, verbose: bool) -> Iterator:
             handler.removeFilter(_focuscrawl_info_and_warnings)
 
 
-def _summary(crawler) -> dict:
-    stats = crawler.stats.get_stats() or {}
+def _stats(crawler) -> dict:
+    """A finished replay's stats, as stats.json has them (sent from a job process to the command)."""
+    return {k: jsonable(v) for k, v in (crawler.stats.get_stats() or {}).items()}
+
+
+def _summary(stats: dict) -> dict:
+    """The replay's summary for ``--json``: the finish reason and ``SUMMARY_STATS``."""
     return {"finish_reason": stats.get("finish_reason"), **{k: stats.get(k, 0) for k in SUMMARY_STATS}}
 
 
 def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
-    """One replay in this process (one reactor): the ``archive`` spider over ``index``."""
+    """One replay in this process (one reactor): the ``archive`` spider over ``index``; its stats."""
     with _crawler_process(settings, verbose) as process:
         crawler = process.create_crawler("archive")
         process.crawl(crawler, archives=index, output=output, **spider_args)
         process.start()
-    return _summary(crawler)
+    return _stats(crawler)
 
 
 def _index(paths: list[str]):
@@ -134,8 +141,10 @@ def files_without_part(index) -> dict[str, str]:
             for path in index.paths if path not in pages}
 
 
-def human_summary(summary: dict, output: str) -> str:
-    """The replay in a few lines (``--json`` prints ``summary`` itself)."""
+def human_summary(summary: dict, output: str, stats: dict) -> str:
+    """The replay in a few lines (``--json`` prints ``summary`` itself): what the archives held,
+    then every crawl's summary (``focuscrawl.output.summary``) of the replay's ``stats`` (the
+    jobs' summed)."""
     lines = [f"warc: {summary['files']} archive files, {summary['focuscrawl/archive/html_pages']:,} HTML pages "
              f"replayed into {output}"]
     if "parts" in summary:
@@ -143,11 +152,10 @@ def human_summary(summary: dict, output: str) -> str:
                      f"their parts merged: {summary['pages']:,} pages, {summary['images']:,} images")
         for path, why in summary["files_without_part"].items():
             lines.append(f"  {path}: no job of its own: {why}")
-    lines.append(f"  written: {summary['focuscrawl/pages/written']:,} pages, {summary['focuscrawl/images/written']:,} "
-                 f"images; {summary['focuscrawl/archive/responses']:,} responses served from the archives, "
-                 f"{summary['focuscrawl/archive/missing']:,} requests for URLs they do not hold")
-    lines.append(f"  {summary['finish_reason']} (stats.json holds every counter; --json for this summary as JSON)")
-    return "\n".join(lines)
+    lines.append(f"  archives: {summary['focuscrawl/archive/responses']:,} responses served, "
+                 f"{summary['focuscrawl/archive/missing']:,} requests for URLs they do not hold "
+                 f"(--json for this summary as JSON)")
+    return "\n".join(lines + crawl_summary(stats, output=str(Path(output).resolve()), what="replay"))
 
 
 def cmd_warc(args: argparse.Namespace) -> int:
@@ -156,23 +164,25 @@ def cmd_warc(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"no such archive: {path}")
     if args.jobs < 0:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    settings = _settings(args.set)
+    # the summary is printed here, once, of all the jobs together (not logged by each crawl)
+    settings = {"FOCUSCRAWL_CRAWL_SUMMARY": False, **_settings(args.set)}
     spider_args = {name: getattr(args, name) for name in ("mode", "model", "keywords", "topic")
                    if getattr(args, name)}
     verbose = getattr(args, "verbose", False)
     if not args.jobs:
         index = _index(args.paths)
-        summary = {"files": len(index.paths), **replay(index, args.output, settings, spider_args, verbose)}
+        stats = replay(index, args.output, settings, spider_args, verbose)
+        summary = {"files": len(index.paths), **_summary(stats)}
     else:  # the job processes start while this one reads the index
         # every job writes its image files straight into the merged run (named by URL: same name, same bytes)
         job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
         jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
         try:
             index = _index(args.paths)
-            summary = replay_jobs(index, Path(args.output), jobs)
+            summary, stats = replay_jobs(index, Path(args.output), jobs)
         finally:
             jobs.close()
-    print(json.dumps(summary) if args.json else human_summary(summary, args.output))
+    print(json.dumps(summary) if args.json else human_summary(summary, args.output, stats))
     return 0 if summary.get("finish_reason") == "finished" else 1
 
 
@@ -217,7 +227,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
                 while True:
                     try:
                         yield crawl
-                        summary = _summary(crawler)
+                        summary = _stats(crawler)
                     except Exception as exc:  # this file's crawl failed to start: the others go on
                         logging.getLogger(__name__).error("%s: %s", path, exc)
                         summary = {"finish_reason": f"error: {exc}"}
@@ -305,9 +315,9 @@ class JobProcesses:
             process.join()
 
 
-def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
+def replay_jobs(index, output: Path, processes: JobProcesses) -> tuple[dict, dict]:
     """One job per archive file holding pages, run on ``processes``, then the parts merged
-    into ``output``."""
+    into ``output``: the summary and the jobs' stats summed."""
     files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
     results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)])
@@ -321,4 +331,6 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
     summary.update(files=len(index.paths), files_without_part=files_without_part(index))
     failed = [f"{path}: {r.get('finish_reason')}" for path, r in zip(files, results) if r.get("finish_reason") != "finished"]
     summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
-    return summary
+    stats = summed_stats(results)
+    stats["finish_reason"] = summary["finish_reason"]
+    return summary, stats
