@@ -90,6 +90,9 @@ def test_scrapyd_deploys_and_runs_focused(tmp_path):
     finally:
         server.stop()
     assert "Spider closed (finished)" in log, log[-3000:]
+    # the summary every crawl ends with, not Scrapy's raw stats dump
+    assert f"crawl summary: 4 pages and 5 images written to {out.resolve()}" in log, log[-3000:]
+    assert "Dumping Scrapy stats" not in log
     assert "'AUTOTHROTTLE_ENABLED': 'False'" in log  # setting= overrides reached the crawl
     assert "Traceback" not in log
     assert {f"/page{i}" for i in range(4)} <= fetched
