@@ -131,7 +131,10 @@ class CrawlProgress:
         """The link razor's and the LM cache's counters (DEBUG): for tuning, not for following a crawl."""
         from focuscrawl.focus.modes import crawl_focus
 
-        scorer = crawl_focus(self.crawler).scorer
+        try:
+            scorer = crawl_focus(self.crawler).scorer
+        except RuntimeError:  # not the focused spider (scrapy shell's)
+            return ""
         queries = scorer.queries
         hits = f"{scorer.cache_hits / queries:.0%}" if queries else "-"
         return (f"progress: {self.stats.get_value('focuscrawl/links/razored', 0)} links razored, "
@@ -139,8 +142,8 @@ class CrawlProgress:
 
     def log(self) -> None:
         logger.info(self.line())
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(self.scorer_line())
+        if logger.isEnabledFor(logging.DEBUG) and (line := self.scorer_line()):
+            logger.debug(line)
 
     def spider_closed(self, spider=None, reason=None) -> None:
         if self.task is not None and self.task.running:
