@@ -319,7 +319,11 @@ def test_score_command_with_a_bundle_prints_every_probability(capsys):
     bench = json.loads(capsys.readouterr().out)
     # the example: caption-like text of another topic has a low perplexity, yet is no cat
     assert bench["perplexity"] < cat["perplexity"]
-    assert cat["p_combined"] > 0.5 > bench["p_combined"]
+    assert cat["p_on_topic_combined"] > 0.5 > bench["p_on_topic_combined"]
+    # the text output has the same names as --json
+    assert main(["score", "--topic", str(default_topic_path()), "a kitten asleep in a basket"]) == 0
+    rows = dict(line.split("\t") for line in capsys.readouterr().out.splitlines())
+    assert set(rows) == set(cat) and rows["topic"] == str(default_topic_path())
 
 
 def test_classifier_decision_equals_the_hashing_vectorizer(bundle):
