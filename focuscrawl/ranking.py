@@ -24,7 +24,6 @@ from focuscrawl.corpus import CorpusEntry, check_run_dir, pair_text
 from focuscrawl.export.cli import add_export_arguments, export_options
 from focuscrawl.export.formats import export, shard_pattern
 from focuscrawl.output.stats import read_stats
-from focuscrawl.topic.images import rescored_score_names
 from focuscrawl.topic.model import SCORERS
 
 logger = logging.getLogger(__name__)
@@ -304,8 +303,8 @@ def cmd_rank(args) -> int:
     ranked, (score_min, score_max) = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min,
                                               args.score_max, filters, stats, collapse)
     stats.damaged_records += fill_context(ranked, args.run_dir)
-    extra_scores = [] if scoring == THESIS else rescored_score_names(scoring)
-    exported = export(ranked, args.run_dir, options, extra_scores)
+    # a bundle's probability and the crawl's score are the columns p_on_topic and final_score
+    exported = export(ranked, args.run_dir, options, [])
     if stats.damaged_records:
         logger.warning("rank: skipped %d damaged info record(s) (unreadable or of the wrong shape); their images "
                        "were ranked without context text", stats.damaged_records)

@@ -36,6 +36,14 @@ TELNETCONSOLE_ENABLED = False
 #: that was killed left one there). Set it to True to use it.
 REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
+#: JSON feeds (``-O items.jsonl``) say each item's kind first: ``"type": "page"`` or ``"image"``
+#: (focuscrawl.output.feeds); Scrapy's exporters otherwise.
+FEED_EXPORTERS = {
+    "json": "focuscrawl.output.feeds.TypedJsonItemExporter",
+    "jsonlines": "focuscrawl.output.feeds.TypedJsonLinesItemExporter",
+    "jsonl": "focuscrawl.output.feeds.TypedJsonLinesItemExporter",
+    "jl": "focuscrawl.output.feeds.TypedJsonLinesItemExporter",
+}
 LOG_LEVEL = "INFO"
 #: No Referer header: the crawl does not need it, and Scrapy's RefererMiddleware
 #: computes a referrer policy for every out-link (~10% of the CPU per page with 20 links).

@@ -81,3 +81,19 @@ def test_the_progress_line_says_when_politeness_sets_the_rate():
     note = politeness_note([busy, idle], settings)
     assert note == "; polite: 5 requests wait for 1 host (2 per host, 0.5s delay (AutoThrottle)), which sets the rate"
     assert politeness_note([idle], settings) == ""
+
+
+def test_a_feed_says_which_items_are_pages_and_which_images(tmp_path):
+    """``-O items.jsonl`` holds pages and images in crawl order: each says its ``type`` first."""
+    from tests.support.crawl import items
+    from tests.support.localweb import image_site
+
+    with LocalWeb(image_site()) as web:
+        stats, proc = crawl(web, tmp_path, f"{web.base}/page0",
+                            settings={"FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED": True})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    exported = items(tmp_path)
+    kinds = {item["type"] for item in exported}
+    assert kinds == {"page", "image"}, exported[:2]
+    assert all(list(item)[0] == "type" for item in exported)
+    assert all(("sentences" in item) == (item["type"] == "page") for item in exported)

@@ -100,7 +100,7 @@ def test_cli_tsv_export(run_dir, tmp_path, capsys):
     assert summary["ranked"] == 3 and summary["written"] == 3
     lines = out.read_text().splitlines()
     header = lines[0].split("\t")
-    assert header[:5] == ["rank", "final_score", "url", "caption", "key"]
+    assert header[:6] == ["rank", "p_on_topic", "final_score", "url", "caption", "key"]
     assert "score:alt_pp" in header and "context_text" in header
     rows = [dict(zip(header, line.split("\t"))) for line in lines[1:]]
     assert [r["rank"] for r in rows] == ["1", "2", "3"]
@@ -368,11 +368,11 @@ def test_exact_and_near_duplicate_texts_collapse_by_default_in_ranking_order(tmp
     records = [json.loads(line) for line in out.read_text().splitlines()]
     kept = {r["url"] for r in records}
     assert "http://b.org/2.jpg" not in kept and "http://d.org/4.jpg" not in kept and len(kept) == 6
-    scores = [r["final_score"] for r in records]
+    scores = [r["p_on_topic"] for r in records]
     assert scores == sorted(scores, reverse=True)
     assert main(args + ["--keep-duplicates"]) == 0
     assert json.loads(capsys.readouterr().out)["written"] == 8
-    full = {json.loads(line)["url"]: json.loads(line)["final_score"] for line in out.read_text().splitlines()}
+    full = {json.loads(line)["url"]: json.loads(line)["p_on_topic"] for line in out.read_text().splitlines()}
     assert full["http://a.org/1.jpg"] > full["http://b.org/2.jpg"]  # the cat context: the better twin stayed
 
 

@@ -7,7 +7,9 @@ mean the same (``url``, ``caption``, ``key``, ``status``, ``error_message``, ``w
 img2dataset output read these. ``ROW_TYPES`` lists the fixed columns in order with their types
 (``str`` = text): a new column goes there and into ``export_row``
 (``tests/test_export.py`` checks they agree); the run's scores follow as
-``score:<name>`` (float).
+``score:<name>`` (float). One name, one meaning: ``final_score`` is images.tsv's (the crawl's
+weighted perplexity, lower = more on topic) whatever the ranking; ``p_on_topic`` is the topic
+bundle's calibrated P(on topic) the ranking used (empty when ranked by SPEC's score).
 
 Formats with image bytes (``webdataset``; ``parquet`` with ``embed_images``) resize and
 re-encode every image in worker processes (``focuscrawl.export.images``); the others
@@ -33,13 +35,14 @@ from focuscrawl.export.images import (FAILED_TO_DOWNLOAD, FAILED_TO_RESIZE, STAT
                                       ImageOptions, export_images)
 from focuscrawl.output.files import temp_path
 from focuscrawl.output.tsv import row as tsv_row
+from focuscrawl.topic.images import THESIS_FINAL
 
 logger = logging.getLogger(__name__)
 
 FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
 #: the fixed columns, in order, and their types
 ROW_TYPES: dict[str, type] = {
-    "rank": int, "final_score": float, "url": str, "caption": str, "key": str, "page_url": str, "alt": str,
+    "rank": int, "p_on_topic": float, "final_score": float, "url": str, "caption": str, "key": str, "page_url": str, "alt": str,
     "title": str, "final_context": str, "context_text": str, "language": str, "first_seen": int, "image_path": str,
     "status": str, "error_message": str, "original_width": int, "original_height": int, "width": int,
     "height": int, "sha256": str,
@@ -111,7 +114,10 @@ def columns(scores: list[str]) -> list[str]:
 
 def export_row(rank_no: int, entry: CorpusEntry, scores: list[str], image: ExportedImage) -> dict:
     """The one row of an image in every format (``columns(scores)`` in order)."""
-    row = {"rank": rank_no, "final_score": entry.final_score, "url": entry.image_url, "caption": pair_text(entry),
+    rescored = THESIS_FINAL in entry.scores  # ranked by a bundle: final_score is its P(on topic)
+    row = {"rank": rank_no, "p_on_topic": entry.final_score if rescored else None,
+           "final_score": entry.scores[THESIS_FINAL] if rescored else entry.final_score,
+           "url": entry.image_url, "caption": pair_text(entry),
            "key": sample_key(rank_no), "page_url": entry.page_url, "alt": entry.alt, "title": entry.title,
            "final_context": entry.final_context, "context_text": entry.context_text, "language": entry.language,
            "first_seen": entry.first_seen,
