@@ -312,7 +312,7 @@ def cmd_rank(args) -> int:
         logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
                        _crawl_drops_text(Path(args.run_dir)))
     summary = {"scoring": scoring, "topic": bundle, "score_range": [score_min, score_max]} | stats.as_dict() \
-        | {"written": exported.written, "status": dict(exported.status)}
+        | {"top": args.top, "written": exported.written, "status": dict(exported.status), "files": exported.files}
     if options.with_images:
         summary["images"] = options.images.as_dict()
     if options.fmt == "webdataset":
@@ -333,8 +333,12 @@ def rank_summary_text(summary: dict, fmt: str, output: str) -> str:
     steps += [f"{n:,} dropped as {name.replace('_', ' ')}" for name, n in summary["filtered"].items()]
     if "collapsed" in summary:
         steps.append(f"{summary['collapsed']:,} near-duplicates collapsed")
-    steps.append(f"{summary['ranked']:,} ranked")
-    lines = [f"rank: {summary['written']:,} images written to {summary.get('shards', output)} ({fmt})",
+    top = summary.get("top")
+    steps.append(f"{summary['ranked']:,} ranked" + (f" (the first {top:,}: --top)" if top is not None else ""))
+    files = summary.get("files") or [output]
+    where = files[0] if len(files) == 1 else f"{len(files)} files: " + (", ".join(files) if len(files) <= 4 else
+                                                                          f"{files[0]}, ..., {files[-1]}")
+    lines = [f"rank: {summary['written']:,} images written to {where} ({fmt})",
              f"  ranked by {how}", "  " + " -> ".join(steps)]
     if summary["no_score"]:
         lines.append(f"  {summary['no_score']:,} images without a score (no words to score) were left out")

@@ -384,7 +384,7 @@ def test_rank_prints_a_short_summary_for_people(run_dir, tmp_path, capsys, monke
     assert lines == [f"rank: 3 images written to {out} (tsv)",
                      "  ranked by SPEC's weighted perplexity, ascending, cut [2, 70000]",
                      "  8 images in images.tsv -> 5 within the cut -> 4 distinct URLs -> 0 near-duplicates collapsed "
-                     "-> 3 ranked",
+                     "-> 3 ranked (the first 3: --top)",
                      "  1 images without a score (no words to score) were left out"]
 
 
@@ -405,3 +405,12 @@ def test_rank_over_the_damaged_run_corpus_never_crashes(tmp_path, capsys, monkey
             errors = [line for line in lines if "error" in line]
             assert errors == lines[-1:] and errors[0].startswith("focuscrawl rank: error: "), (name, lines)
             assert "Traceback" not in captured.err and not out.exists(), name
+
+
+def test_rank_prints_the_shards_it_wrote_not_their_pattern(run_dir, tmp_path, capsys):
+    out = tmp_path / "corpus.tar"
+    assert main(["rank", str(run_dir), "--format", "webdataset", "--shard-size", "1", "-o", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    shards = sorted(str(p) for p in tmp_path.glob("corpus-*.tar"))
+    assert len(shards) == 3 and "%" not in first
+    assert first == f"rank: 3 images written to 3 files: {', '.join(shards)} (webdataset)"

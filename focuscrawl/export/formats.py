@@ -89,6 +89,7 @@ class ExportStats:
     written: int = 0  # rows (TSV, JSON lines, Parquet) or samples (WebDataset)
     status: Counter = field(default_factory=Counter)  # SUCCESS / FAILED_TO_DOWNLOAD / FAILED_TO_RESIZE
     errors: Counter = field(default_factory=Counter)  # error message -> count
+    files: list[str] = field(default_factory=list)  # the files written (WebDataset: each shard)
 
     def add(self, image: ExportedImage) -> None:
         self.status[image.status] += 1
@@ -253,11 +254,12 @@ def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def write_webdataset(rows: Iterable[tuple[dict, ExportedImage]], out: Path, options: ExportOptions) -> int:
+def write_webdataset(rows: Iterable[tuple[dict, ExportedImage]], out: Path, options: ExportOptions,
+                     files: list[str] | None = None) -> int:
     """Tar shards of ``options.shard_size`` samples: per sample ``<key>.<encode format>`` (the
     image), ``<key>.txt`` (the caption) and ``<key>.json`` (the row), and beside each shard its
     ``_stats.json``. Rows without an image (not downloaded, refused by Pillow) are counted in
-    the stats, not written."""
+    the stats, not written. Each shard's path is appended to ``files``."""
     pattern = shard_pattern(out)
     ext = options.images.encode_format
     written = 0
@@ -286,6 +288,8 @@ def write_webdataset(rows: Iterable[tuple[dict, ExportedImage]], out: Path, opti
             json.dump(shard_stats, sfh, indent=2)
         written += stats.written
         shard_no += 1
+        if files is not None:
+            files.append(str(path))
     return written
 
 
@@ -303,13 +307,15 @@ def export(entries: list[CorpusEntry], run_dir: str | Path, options: ExportOptio
     out = options.output
     try:
         if options.fmt == "webdataset":
-            stats.written = write_webdataset(rows, out, options)
+            stats.written = write_webdataset(rows, out, options, stats.files)
         elif options.fmt == "parquet":
             stats.written = write_parquet(rows, out, names, options.embed_images, options.images.encode_format)
         elif options.fmt == "tsv":
             stats.written = write_tsv(rows, out, names)
         else:
             stats.written = write_jsonl(rows, out)
+        if options.fmt != "webdataset":
+            stats.files.append(str(out))
     except OSError as exc:  # disk full, a folder where a file goes, no permission: one line, no traceback
         raise CommandError(f"cannot write the export: {exc}") from None
     finally:
