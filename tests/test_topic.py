@@ -280,6 +280,9 @@ def test_average_precision_and_ablation_metrics():
     assert m["average_precision"] == pytest.approx((1 + 2 / 3 + 3 / 4) / 3)
     assert m["kept"] == 2 and m["kept_on_topic_share"] == pytest.approx(1 / 3)
     assert m["top_n_share"] == pytest.approx(1 / 2)  # N = 3 on topic, 2 kept, 1 of them on topic
+    assert m["p@100"] is None and m["p@500"] is None  # 2 kept images have no precision at 100 or 500
+    many = ranking_metrics([i % 2 == 0 for i in range(120)], [1 - i / 200 for i in range(120)], lambda p: True, True)
+    assert many["p@100"] == pytest.approx(0.5) and many["p@500"] is None
 
 
 # -- the calibrated crawl ----------------------------------------------------------------
