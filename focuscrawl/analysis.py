@@ -44,6 +44,8 @@ from focuscrawl.images.extract import ContextSettings, ImageDecision, image_item
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.lm.scorer import ScorerFiles, TextScore, TopicScorer
 from focuscrawl.processes import signals_held, worker_process
+from focuscrawl.rights.licenses import PageRights, page_rights
+from focuscrawl.rights.policy import OWN_TOKEN
 from focuscrawl.text.language import UNKNOWN, LanguageFilter
 from focuscrawl.text.extractors import (TRUNCATED, ExtractionError, ExtractionTimeout, PageText, extract_page,
                                         get_extractor)
@@ -104,6 +106,8 @@ class AnalysisConfig:
     #: where a worker loads the crawl's scorer from (the mode strategy's; by default the
     #: bundled demo model and keywords; ``None``: in-process only)
     scorer: ScorerFiles | None = field(default_factory=lambda: _demo_scorer())
+    #: our robots tokens (lower case): ``<meta name=TOKEN>`` addresses us like ``<meta name="robots">``
+    robots_agents: frozenset[str] = frozenset({OWN_TOKEN})
     #: the page's topic model scores with the crawl scorer's LM and keywords (``TopicModel.uses_files``):
     #: its log-odds read the page's LM sum and keyword score from the crawl's ``TextScore``
     topic_reuses_score: bool = False
@@ -114,6 +118,7 @@ class AnalysisConfig:
         ``scorer`` files for the workers."""
         from focuscrawl.dedup.simhash import parse_ngrams
         from focuscrawl.crawl_scorer import language_filter
+        from focuscrawl.rights.policy import robots_tokens
         from focuscrawl.scrapy_compat import spider_middleware_enabled
 
         neardup = (spider_middleware_enabled(settings, NEARDUP_MIDDLEWARE)
@@ -129,6 +134,7 @@ class AnalysisConfig:
             ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))) if neardup else (),
             language=language_filter(settings),
             scorer=scorer,
+            robots_agents=robots_tokens(settings.get("USER_AGENT") or ""),
         )
 
 
@@ -159,6 +165,8 @@ class PageAnalysis:
     language_wanted: bool = True
     #: ``AnalysisConfig.link_contexts``: absolute URL -> ``LinkContext`` (``None``: not asked for)
     link_contexts: dict[str, "LinkContext"] | None = None
+    #: what the markup says of opt-outs and rights (``None``: not read, a skipped page)
+    rights: PageRights | None = None
 
 
 def page_analysis(response) -> PageAnalysis | None:
@@ -362,6 +370,7 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
         notes += (TRUNCATED,)
     contexts = {} if config.link_contexts else None
     links, img_count = page_links(root, base_url, contexts)
+    rights = page_rights(root, base_url, config.robots_agents)
     images = []
     if config.images:
         page = {"depth": depth, "perplexity": score.perplexity, "language": language}
@@ -374,7 +383,7 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
 
         fingerprint = sentences_simhash(sentences, config.ngrams)
     return PageAnalysis(score, sentences, links, img_count, images, fingerprint, topic_logit, notes,
-                        language=language, language_wanted=wanted, link_contexts=contexts)
+                        language=language, language_wanted=wanted, link_contexts=contexts, rights=rights)
 
 
 # -- worker processes -------------------------------------------------------------------

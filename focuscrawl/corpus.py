@@ -24,6 +24,7 @@ from typing import Any, Iterable, Iterator
 
 from focuscrawl.output.files import iter_tsv, parse_float
 from focuscrawl.output.records import run_records
+from focuscrawl.rights.licenses import rights_columns
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ NON_SCORE_COLUMNS = frozenset({
     "final_context_text", "image_path", "record_path", "image_sha1", "image_format", "extension",
     "css_class", "style", "host", "near_duplicate_page", "first_seen", "width", "height", "image_size",
     "html_width", "html_height", "language",
-})
+}) | frozenset(rights_columns())
 
 class RunDirError(ValueError):
     """The directory is not a readable run directory."""
@@ -57,7 +58,9 @@ class CorpusEntry:
     width: int | None = None  # real size after download
     height: int | None = None
     record_path: str = ""  # relative to the run directory
-    language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run before issue #30)
+    language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run without language identification)
+    #: licence, creator, ... (``focuscrawl.rights.licenses.Rights`` fields; "" where unknown)
+    rights: dict[str, str] = field(default_factory=dict)
     #: why the info record could not be used ("" = fine or not read yet); it is not read again
     record_error: str = ""
     #: the images.tsv cells and the (name, index) of its score columns (shared by all rows);
@@ -194,6 +197,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
         raise RunDirError(f"{tsv}: header has no image_url column")
     col = {name: i for i, name in enumerate(header)}
     score_columns = [(name, i) for i, name in enumerate(header) if is_score_column(name)]
+    rights_names = rights_columns()
 
     def get(row: list[str], name: str) -> str:
         i = col.get(name)
@@ -212,6 +216,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
                 image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
                 width=_int(get(row, "width")), height=_int(get(row, "height")),
                 record_path=get(row, "record_path"), language=get(row, "language"),
+                rights={name: get(row, name) for name in rights_names},
                 row=row, score_columns=score_columns)
         except ValueError as exc:
             logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)

@@ -1,43 +1,11 @@
 """Many crawler processes, one frontier: the Redis profile (scrapy-redis + focuscrawl parts).
 
-Switch it on with ``-s FOCUSCRAWL_REDIS_URL=redis://host:6379/0`` (every process of
-the crawl gets the same URL and ``FOCUSCRAWL_REDIS_CRAWL`` name). The ``RedisProfile``
-add-on then configures:
-
-* scrapy-redis's ``Scheduler`` with its sorted-set ``PriorityQueue`` (score =
-  ``-request.priority``: focuscrawl's integer link priority, highest first, shared
-  by all processes) and its Redis ``RFPDupeFilter`` (one seen-set for all);
-  ``SCHEDULER_PERSIST`` is on, so a process that stops does not wipe the frontier
-  the others still use;
-* ``RedisHostThrottle``: per-host politeness across processes (scrapy-redis has
-  none): an atomic Lua script hands out per-host start times at least
-  ``FOCUSCRAWL_REDIS_HOST_DELAY`` seconds apart;
-* ``RedisWorkers``: a process whose local work is done stays alive while the shared
-  queue has requests or another process is still busy (its links may come), so all
-  processes stop together when the frontier is really exhausted; a process refuses
-  to start on a run directory that another live process of the crawl writes.
-
-* leases (Redis' reliable-queue pattern): ``LeasedPriorityQueue`` pops a request by
-  moving it, in one Lua script, from the shared queue to the worker's own
-  ``leased:<worker>`` sorted set (same score). The lease ends (``ack``) when the
-  request's outcome is safe: its spider output is done, every item it gave has left
-  the item pipelines, and its pages.tsv rows are covered by a checkpoint
-  (``page_rows_committed``); or when its redirect/retry is queued; or when its
-  download failed for good. A worker whose process is gone (same host: no such pid;
-  else no heartbeat for ``FOCUSCRAWL_REDIS_LEASE_TIMEOUT`` seconds) has its leases
-  moved back to the queue by any other worker or by its own restart, except those
-  whose rows its run directory holds before its last checkpoint (when that directory
-  is readable here; ``:jobdirs`` says where each process checkpoints): a restart on
-  its JOBDIR cuts the rows after it. A worker's id is ``host:run directory``, so a
-  restarted worker finds its leases.
-
-Limits: ``CONCURRENT_REQUESTS_PER_DOMAIN`` and AutoThrottle stay per process (N
-processes may have N times as many connections open to a host, but start at most
-one request per host delay between them). A worker on another host that dies in the
-millisecond between a checkpoint and its ack has that page crawled again (the
-rows of a dead worker's run directory are only checked on its own host);
-``focuscrawl merge`` keeps the first fetch of such a page. A dead worker's entries
-(``workers``, ``alive``, ``busy``, ``jobdirs``) go with its leases.
+``-s FOCUSCRAWL_REDIS_URL=redis://...`` (the same URL and ``FOCUSCRAWL_REDIS_CRAWL`` in every
+process) makes the ``RedisProfile`` add-on configure scrapy-redis's scheduler and seen-set,
+``RedisHostThrottle`` (per-host politeness across processes, which scrapy-redis lacks),
+``RedisWorkers`` (processes stop together when the shared frontier is exhausted) and
+``LeasedPriorityQueue`` (a popped request is leased until its outcome is safe, so a killed
+process loses none). What each part guarantees, and its limits: docs/DEPLOY.md.
 """
 from __future__ import annotations
 

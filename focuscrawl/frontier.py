@@ -1,45 +1,11 @@
 """A frontier journal in JOBDIR so that a killed crawl loses (almost) no scheduled work.
 
-Scrapy saves its request queue only on a clean stop; after SIGKILL, OOM or a power
-cut the requests it had queued are gone while ``requests.seen`` remembers them, so
-they are never crawled. ``JournaledScheduler`` (Scrapy's scheduler plus a journal)
-appends one line per *accepted* request and one when a request leaves the
-downloader, to ``JOBDIR/focuscrawl/frontier.log``:
-
-    +<TAB>fingerprint<TAB>base64(pickle(request_to_dict))   accepted into the queue
-    p<TAB>fingerprint<TAB>url                                a page was downloaded (may get a pages.tsv row)
-    -<TAB>fingerprint                                        left the downloader
-    s<TAB>fingerprint                                        accepted and done (written by compaction)
-
-A request whose response is not 2xx, or whose download failed, keeps its ``-`` until
-its outcome is known: the redirect or retry a downloader middleware made of it has
-been journaled (``+`` first: the follow-up carries its parent's fingerprint in
-``meta["frontier_fp"]``), or the final response reached the engine
-(``response_received``). A kill between leaving the downloader and the follow-up
-being queued thus finds the request still pending; a download that failed for good
-stays pending and is tried once more after a kill (it wrote no output).
-
-Every line is written with one unbuffered ``write`` as it happens. A page's ``p``
-is written on ``response_downloaded``, which Scrapy sends before
-``request_left_downloader``: so at every instant a fetched page is still pending
-or known as a page, and a kill can never leave it in neither state (with ``p`` on
-``response_received``, a kill while the response passed back through the
-downloader middlewares lost the page and every link on it). After an
-unclean stop (no ``frontier.clean`` marker) the scheduler rebuilds the frontier
-from it: Scrapy's stale disk queue and seen-set are discarded, the seen-set is
-rebuilt from the journal, and every accepted request that had not left the
-downloader, plus every page that arrived but whose row is not in the
-checkpointed ``pages.tsv`` (the run directory is cut back to its last commit), is
-queued again. Fingerprints in Scrapy's seen-set that are missing from the journal
-are reported as ``focuscrawl/frontier/unrecovered``.
-
-The recovery reads the journal twice, streamed, and decodes only the requests it
-queues again; with Scrapy's ``RFPDupeFilter`` the seen-set is ``requests.seen``
-rewritten from the journal's fingerprints (another dupefilter is given a
-callback-free request for each ``+`` line). Both the recovery and a clean stop
-compact the journal (``compact_journal``): every accepted request that is done
-becomes an ``s`` line, so the journal holds the pickles of the pending requests
-only and does not grow across restarts with the whole crawl's history.
+Scrapy saves its request queue only on a clean stop; after SIGKILL, OOM or a power cut the
+queued requests are gone while ``requests.seen`` remembers them, so they are never crawled.
+``JournaledScheduler`` appends to ``JOBDIR/focuscrawl/frontier.log``, one unbuffered write a
+line, each request it accepts (``+``), each page downloaded (``p``), each request whose
+outcome is safe (``-``), and compaction's done marks (``s``); after an unclean stop it
+rebuilds the queue and the seen-set from the journal. Guarantees: docs/DEPLOY.md "Resume".
 """
 from __future__ import annotations
 
@@ -454,7 +420,11 @@ class JournaledScheduler(Scheduler):
         status = self._statuses.pop(fp, None)
         if status is not None and 200 <= status < 300:
             self._done(fp)
-        else:  # a redirect, a retry or a failure may follow: see the module docstring
+        else:
+            # a redirect, retry or failure may follow: pending until the follow-up is journaled
+            # ("+" first, ``meta["frontier_fp"]``) or the final response reaches the engine, so
+            # a kill in between finds it pending; a download that failed for good is tried
+            # once more after a kill (it wrote no output)
             self._awaiting.add(fp)
 
     def _response_received(self, response: Response, request: Request, spider: Spider | None = None) -> None:
@@ -463,8 +433,10 @@ class JournaledScheduler(Scheduler):
             self._done(fp)
 
     def _response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
-        # Before "-" (see the module docstring). The response is still raw here: a body
-        # whose type is only known after decoding (plain ``Response``) counts as a page.
+        # Scrapy sends this before ``request_left_downloader`` ("-"): at every instant a fetched
+        # page is pending or known as a page, so a kill cannot lose it and its links. The
+        # response is still raw here: a body whose type is only known after decoding (plain
+        # ``Response``) counts as a page.
         fp = self._fp(request)
         if fp not in self._pending:
             return

@@ -34,6 +34,13 @@ class PageItem(scrapy.Item):
     images = scrapy.Field()  # number of <img> elements on the page
     near_duplicate_of = scrapy.Field()  # URL of an earlier near-identical page, or None
     language = scrapy.Field()  # ISO 639-1 code of the text's language ("": unknown)
+    #: what the site owner withholds (absent: nothing): ``{"nofollow", "text", "images"}``, each
+    #: a list of reasons ``source:directive`` (``focuscrawl.rights``); with ``text`` the page's
+    #: ``sentences`` are empty, with ``images`` no ImageItem follows it
+    optout = scrapy.Field()
+    #: the page's licence, creator, ... as its markup says (``focuscrawl.rights.licenses.Rights``
+    #: as a dict; absent: none)
+    rights = scrapy.Field()
     #: the links.tsv rows of the page's out-links (``LinkPriorityMiddleware``, with
     #: ``FOCUSCRAWL_LINKS_LOG``); the page writer takes them off the item and writes them in
     #: the page's batch, so feed exports never see them
@@ -88,6 +95,10 @@ class ImageItem(scrapy.Item):
     extra_contexts = scrapy.Field()
     language = scrapy.Field()  # of its ALT text, else title, else parent-0 context, else page ("": unknown)
     near_duplicate_page = scrapy.Field()  # page is a near-duplicate (images marked, not skipped)
+    #: licence, creator, credit, copyright notice, TDM policy (``focuscrawl.rights.licenses.Rights``
+    #: as a dict): the image's own JSON-LD, else the page's markup; the download adds what the
+    #: file's metadata says where the markup has nothing more specific
+    rights = scrapy.Field()
     # 2. the final score
     final_score = scrapy.Field()
     final_context = scrapy.Field()  # which context the final score used, e.g. "parent-1"

@@ -4,7 +4,7 @@ A worker process (the crawl's analysis pool, ``train-lm``'s pool, ``warc --jobs`
 processes) belongs to the command that started it:
 
 * Ctrl-C, ``timeout`` and systemd signal the whole process group. A worker that died of
-  that signal broke the pool under the pages still being analysed (issue #31): a worker
+  that signal would break the pool under the pages still being analysed: a worker
   ignores SIGINT and SIGTERM and lets its parent decide when it ends (pool shutdown, EOF
   on its pipe).
 * A parent killed with SIGKILL cannot shut its pool down, and a worker blocked on its

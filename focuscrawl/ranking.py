@@ -175,6 +175,10 @@ def register(sub) -> None:
     add_ranking_arguments(p)
     p.add_argument("--drop-generated-alt", action="store_true",
                    help="drop images whose ALT text looks auto-generated (file names, paths, camera names)")
+    p.add_argument("--license", metavar="SPEC",
+                   help="keep only images whose licence matches: comma-separated classes (cc: any Creative Commons "
+                        "licence or public-domain tool; commercial: one that allows commercial use; known; unknown) "
+                        "or SPDX ids and patterns (CC-BY-4.0, CC-BY-SA-*)")
     add_export_arguments(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line (for scripts)")
     p.set_defaults(func=cmd_rank)
@@ -290,6 +294,8 @@ def rank_run(run_dir: str | Path, scoring: str, bundle: str | None, top: int | N
 def cmd_rank(args) -> int:
     from focuscrawl.altfilter import is_generated_alt
     from focuscrawl.corpus import fill_context
+    from focuscrawl.export.card import write_card
+    from focuscrawl.rights.licenses import license_filter
 
     if args.top is not None and args.top < 1:
         raise ValueError("--top must be at least 1")
@@ -298,6 +304,9 @@ def cmd_rank(args) -> int:
     filters = {}
     if args.drop_generated_alt:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
+    if args.license:
+        accepts = license_filter(args.license)
+        filters["license"] = lambda e: not accepts(e.rights.get("license", ""))
     stats = RankStats()
     collapse = None if args.keep_duplicates else near_duplicate_collapser(args.run_dir, stats)
     ranked, (score_min, score_max) = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min,
@@ -305,6 +314,8 @@ def cmd_rank(args) -> int:
     stats.damaged_records += fill_context(ranked, args.run_dir)
     # a bundle's probability and the crawl's score are the columns p_on_topic and final_score
     exported = export(ranked, args.run_dir, options, [])
+    card = write_card(args.run_dir, options.output, ranked, exported.written, options.fmt,
+                      {"scoring": scoring, "topic": bundle, "top": args.top, "license_filter": args.license or ""})
     if stats.damaged_records:
         logger.warning("rank: skipped %d damaged info record(s) (unreadable or of the wrong shape); their images "
                        "were ranked without context text", stats.damaged_records)
@@ -317,6 +328,7 @@ def cmd_rank(args) -> int:
         summary["images"] = options.images.as_dict()
     if options.fmt == "webdataset":
         summary["shards"] = shard_pattern(options.output)
+    summary["card"] = str(card)
     print(json.dumps(summary) if args.json else rank_summary_text(summary, options.fmt, str(options.output)))
     return 0
 
@@ -345,4 +357,6 @@ def rank_summary_text(summary: dict, fmt: str, output: str) -> str:
     if summary["written"] < summary["ranked"]:
         why = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in summary["status"].items() if k != "success" and v)
         lines.append(f"  {summary['ranked'] - summary['written']:,} ranked images not written" + (f": {why}" if why else ""))
+    if summary.get("card"):
+        lines.append(f"  dataset card (sources, licences, opt-outs): {summary['card']}")
     return "\n".join(lines)

@@ -17,6 +17,13 @@ NEWSPIDER_MODULE = "focuscrawl.spiders"
 FOCUSCRAWL_CONTACT = "+https://github.com/focuscrawl/focuscrawl"
 USER_AGENT = f"focuscrawl/0.1 (focused research crawler; {FOCUSCRAWL_CONTACT})"
 ROBOTSTXT_OBEY = True
+#: The other "no"s of a site owner that the crawl obeys (docs/OPTOUTS.md): ``meta_robots``
+#: (``<meta name="robots">`` and ``<meta name="focuscrawl">``), ``x_robots_tag`` (the header,
+#: on pages and on image responses), ``tdmrep`` (``tdm-reservation`` meta and header,
+#: ``/.well-known/tdmrep.json``), ``robots_ai`` (robots.txt groups that disallow the AI
+#: crawlers of FOCUSCRAWL_AI_AGENTS by name). Leave one out to relax it: the crawl warns
+#: at start.
+FOCUSCRAWL_OPTOUTS = ["meta_robots", "x_robots_tag", "tdmrep", "robots_ai"]
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 DOWNLOAD_DELAY = 0.5
@@ -75,6 +82,11 @@ DOWNLOADER_MIDDLEWARES = {
     # pages per host and per domain (FOCUSCRAWL_MAX_PAGES_PER_HOST, _PER_DOMAIN), before
     # Scrapy's RobotsTxtMiddleware (100): a capped domain's new hosts get no robots.txt request
     "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 90,
+    # robots.txt with its AI-crawler groups (FOCUSCRAWL_OPTOUTS robots_ai), at Scrapy's place,
+    # then each host's /.well-known/tdmrep.json (FOCUSCRAWL_OPTOUTS tdmrep)
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "focuscrawl.middlewares.optout.RobotsTxtMiddleware": 100,
+    "focuscrawl.middlewares.optout.TdmRepMiddleware": 110,
     # Scrapy's redirect middlewares at their places, minus the Referer handling (REFERER_ENABLED)
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
@@ -107,6 +119,8 @@ EXTENSIONS = {
     # image store and lease book), put in by its add-on below
     # stats.json in the run directory when the crawl ends
     "focuscrawl.output.stats.StatsFileWriter": 900,
+    # crawl.json in the run directory when the crawl opens: seeds, mode, opt-outs, changed settings
+    "focuscrawl.output.manifest.CrawlManifest": 910,
 }
 #: RunStateAddon enables the RunState extension even where a spider or project replaces
 #: EXTENSIONS (the scheduler, middlewares and pipelines get it from the crawler).
@@ -120,8 +134,8 @@ SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
 #: page's image downloads went out in bursts beyond the limit, each on a new connection.
 DOWNLOADER = "focuscrawl.scrapy_compat.SlotBoundDownloader"
 #: Request fingerprints (the dupefilter's, the frontier journal's) cached by method, URL
-#: and body (focuscrawl.fingerprints): each link of each page used to be fingerprinted
-#: anew, a site's navigation links on every page. The same fingerprints as Scrapy's.
+#: and body (focuscrawl.fingerprints), so that a site's navigation links are not
+#: fingerprinted anew on every page. The same fingerprints as Scrapy's.
 REQUEST_FINGERPRINTER_CLASS = "focuscrawl.fingerprints.CachingRequestFingerprinter"
 #: Scrapy's in-memory stats without the deprecation check Scrapy wraps around every stats
 #: call (~100 a page: ~5% of the crawl process's CPU); same stats.
@@ -144,13 +158,14 @@ FOCUSCRAWL_REJECT_SURTS = [
     "(org,wikipedia,", "(com,amazon,", "(uk,co,amazon,", "(de,amazon,", "(com,googleapis,maps,",
 ]
 #: Page budget (spider arg ``budget``): the run has exactly this many HTML pages
-#: (pages.tsv rows), counted by the spider middleware focuscrawl.middlewares.budget.
-#: PageBudget (enabled in "Components"; pages still in flight when it is spent are not
-#: written); Scrapy's CLOSESPIDER_PAGECOUNT would count image downloads and robots.txt too.
+#: (pages.tsv rows), counted by the spider middleware
+#: focuscrawl.middlewares.budget.PageBudget (enabled in "Components"; pages still in
+#: flight when it is spent are not written); Scrapy's CLOSESPIDER_PAGECOUNT would count
+#: image downloads and robots.txt too.
 #: The budget is the run's: a crawl resumed from JOBDIR counts the rows pages.tsv has.
 #: 0 = no budget.
 FOCUSCRAWL_PAGE_BUDGET = 0
-#: Crawler-trap guards (issue #16; docs/CRAWL.md "Traps"), each drop counted in the stats.
+#: Crawler-trap guards (docs/CRAWL.md "Operating"), each drop counted in the stats.
 #: Maximum link depth from the seeds (Scrapy's setting, dropped links counted as
 #: depth/request_ignored_count; 0 = unlimited). Unlimited: hops across hosts are how a
 #: focused crawl finds new topical sites (the test web's best-first crawls reach depth
@@ -168,13 +183,8 @@ FOCUSCRAWL_MAX_PAGES_PER_HOST = 500
 #: **Choice**: 4 per-host caps, so a site with a few busy hosts (www, blog, shop) keeps
 #: its pages.
 FOCUSCRAWL_MAX_PAGES_PER_DOMAIN = 2000
-#: Longest URL (Scrapy's UrlLengthMiddleware), a path segment repeated more often than
-#: this (/a/b/a/b/a/b), more path segments than this (paths that grow without
-#: repeating, /x1/x2/x3/...; Heritrix rejects over 20), distinct query strings per host+path.
+#: Longest URL (Scrapy's UrlLengthMiddleware).
 URLLENGTH_LIMIT = 2048
-FOCUSCRAWL_MAX_PATH_REPEATS = 2
-FOCUSCRAWL_MAX_PATH_SEGMENTS = 12
-FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
 
 # --- Page text (SPEC §2) ------------------------------------------------------------
 #: Page-text extractor by name: "trafilatura", "trafilatura-recall", "auto", "justext",
@@ -184,9 +194,169 @@ FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
 #: over CLEANEVAL, the article benchmark and Mozilla Readability's pages (docs/extraction.md):
 #: the per-page chooser of "auto" and every other tuned rule fell below it on a held-out
 #: set (article benchmark: 0.922 vs 0.947 LCS-F1), so no tuned rule is the default.
-#: "trafilatura-recall" is what "trafilatura" meant before issue #25 (favor_recall,
-#: comments out); "auto" was the default of #18.
+#: "trafilatura-recall" is trafilatura with favor_recall (tables kept, comments out).
 FOCUSCRAWL_TEXT_EXTRACTOR = "trafilatura"
+
+# --- Language (docs/CORPUS.md "Language", focuscrawl.text.language) ---------------------
+#: The corpus's languages (ISO 639-1 codes, comma-separated, e.g. "en,de"). A page whose
+#: text is in another language is crawled through (its links are followed, with the score
+#: of the link that led to it) but its text is not scored; an image whose ALT (or title)
+#: text, else parent-0 context, else page, is in another language is dropped (`other_language`). "" = the
+#: topic bundle's language (recorded at `topic build`: FOCUSCRAWL_TOPIC, else the bundled
+#: cats bundle when no FOCUSCRAWL_MODEL is set; no filter for a bundle without one or a
+#: custom model without a bundle); "any" = no filter. Languages are identified (columns
+#: `language` of pages.tsv, images.tsv and the exports) either way.
+FOCUSCRAWL_LANGUAGES = ""
+
+# --- Language model and keywords (SPEC §3, §4) ----------------------------------------
+#: ARPA or KenLM binary model; empty = the bundled cats demo model.
+FOCUSCRAWL_MODEL = ""
+#: Keyword file (token;score lines); empty = the bundled cats keywords.
+FOCUSCRAWL_KEYWORDS = ""
+
+# --- Topic bundles and calibrated scores (docs/CORPUS.md, focuscrawl.topic) -------------
+#: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
+#: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is
+#: recorded in stats.json (`focuscrawl/topic/bundle`) and `focuscrawl rank` ranks with it.
+FOCUSCRAWL_TOPIC = ""
+#: How the ranked corpus is scored: a bundle scorer (wpp, perplexity, keywords, xent,
+#: classifier, combined) = P(on topic) from the bundle's calibration, ranked high to low,
+#: cut at the calibrated probability; "thesis" = SPEC exactly (weighted perplexity,
+#: ascending, cut FOCUSCRAWL_SCORE_MIN..MAX). The environment variable of the same name
+#: overrides it for `focuscrawl rank`. Chosen by measurement (docs/EVALUATION.md).
+FOCUSCRAWL_SCORING = "combined"
+
+# --- Link scoring, crawl modes and the frontier (SPEC §5; docs/CRAWL.md) --------------
+#: Crawl mode: "learning" (the thesis's link score plus online link learning, beyond the
+#: thesis: settings FOCUSCRAWL_LEARNING_*), "keywords" (the thesis's method exactly),
+#: "document" (Remus & Biemann), "unfocused". "learning" is the default by measurement
+#: (docs/EVALUATION.md): on hard webs of three topics it found more on-topic
+#: pages than "keywords" on every run and the same pages on the standard webs.
+FOCUSCRAWL_MODE = "learning"
+#: Strict best-first: one global priority queue across hosts (Scrapy's default
+#: DownloaderAwarePriorityQueue orders only within a host's slot), FIFO within a
+#: priority (breadth-first for `unfocused`, where priority = -depth). The order lags by
+#: one response per free download slot (Scrapy starts the next request before the spider
+#: has queued the finished page's links); SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 with
+#: CONCURRENT_REQUESTS = 1 makes it exact at the cost of throughput, so both keep
+#: Scrapy's defaults here (focuscrawl.eval.crawls and the crawl-order tests set them).
+SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+#: With JOBDIR, Scrapy's pickled FIFO of a priority, made on disk only once it holds 8
+#: requests (or at a clean stop): a queue per priority made and removed on disk as a
+#: learning crawl re-ranks its frontier cost more than the crawl (docs/CRAWL.md);
+#: "scrapy.squeues.PickleFifoDiskQueue" is Scrapy's own.
+SCHEDULER_DISK_QUEUE = "focuscrawl.frontier.PickleLazyFifoDiskQueue"
+
+
+# --- Images (SPEC §6) ---------------------------------------------------------------
+#: Smallest image kept, by its HTML width/height attributes (pixels).
+FOCUSCRAWL_IMAGE_MIN_WIDTH = 512
+#: Smallest image height kept (HTML attribute, pixels).
+FOCUSCRAWL_IMAGE_MIN_HEIGHT = 384
+#: Largest image width kept (HTML attribute, pixels).
+FOCUSCRAWL_IMAGE_MAX_WIDTH = 9600
+#: Largest image height kept (HTML attribute, pixels).
+FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
+#: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
+FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
+#: Instead of dropping an image without width/height attributes, download it and apply
+#: the size limits to its real size (counted as focuscrawl/images/size_measured/rescued|dropped).
+#: Off for a live crawl (the thesis could not afford those downloads); on for
+#: `focuscrawl warc` / the archive spider, where the bytes are in the archive anyway.
+FOCUSCRAWL_IMAGE_MEASURE_UNSIZED = False
+#: Image file extensions kept (the thesis's format filter).
+FOCUSCRAWL_IMAGE_FORMATS = ["jpg", "jpeg", "png", "gif"]
+#: Context of the final image score: "thesis" (parent-1, SPEC §6) or a name listed in
+#: FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS (e.g. "figure", best on captioned figures, docs/context.md).
+FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
+#: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
+#: "mark" = extracted with ``near_duplicate_page=True``; "skip" = not extracted.
+FOCUSCRAWL_NEARDUP_IMAGES = "mark"
+#: Lowest final score kept by the thesis's ranking (``rank --scoring thesis``, the evaluation's
+#: image funnel; inclusive).
+FOCUSCRAWL_SCORE_MIN = 2.0
+#: Highest final score kept by the thesis's ranking (inclusive).
+FOCUSCRAWL_SCORE_MAX = 70000.0
+#: Image URLs that redirect (http -> https, CDNs) are followed (Scrapy's media setting).
+MEDIA_ALLOW_REDIRECTS = True
+
+# --- Near-duplicates (SPEC §10; docs/NEARDUP.md) --------------------------------------
+#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
+#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
+FOCUSCRAWL_NEARDUP_ENABLED = True
+
+# --- Run directory and resume (docs/OUTPUT.md) ---------------------------------------
+#: Run directory (links.tsv, pages.tsv, ...); empty = no files written.
+FOCUSCRAWL_OUTPUT_DIR = ""
+#: Write links.tsv (every scored link with its decision) into the output dir.
+FOCUSCRAWL_LINKS_LOG = False
+#: Seconds between progress lines (pages / budget, pages/s, images, queue, ETA, politeness); 0 = off.
+FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
+
+# --- Throughput (docs/CRAWL.md) -----------------------------------------------------
+#: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:
+#: text extraction within FOCUSCRAWL_TEXT_TIME_LIMIT, sentence and document scores, the
+#: calibrated page score, links, image contexts and scores, SimHash); each loads the
+#: models once. 0 = in the crawl process. Results are the same either way
+#: (tests/test_analysis_pool.py); 1 puts the work on a second core.
+FOCUSCRAWL_ANALYSIS_WORKERS = 1
+#: Items and requests of one response processed at once. Scrapy's default (100) starts
+#: 100 asyncio tasks per response whatever it yields; a page yields ~25 here, and 16
+#: cut the crawl's CPU per page by ~18% (benchmarks/crawl_throughput.py, docs/CRAWL.md).
+CONCURRENT_ITEMS = 16
+
+# --- Deployment: WARC files, Redis (docs/DEPLOY.md) ----------------------------------
+#: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC
+#: files in this directory; empty = off. Files are ``*.warc.gz``; the one being
+#: written is ``*.warc.gz.open`` until rotated or closed (complete records only).
+FOCUSCRAWL_WARC_DIR = ""
+#: Rotate to a new WARC file once the current one reaches this many bytes.
+FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
+#: Redis profile (focuscrawl.distributed): a redis:// URL switches the crawl to the
+#: shared scrapy-redis frontier + dupefilter, the Redis per-host throttle and worker
+#: coordination. Empty = single-process crawl with the JOBDIR-capable local scheduler.
+FOCUSCRAWL_REDIS_URL = ""
+#: Name of the shared crawl (Redis key namespace); empty = the spider name.
+FOCUSCRAWL_REDIS_CRAWL = ""
+#: Minimum seconds between request starts to one host across all processes;
+#: -1 = DOWNLOAD_DELAY.
+FOCUSCRAWL_REDIS_HOST_DELAY = -1
+
+# --- Ranking, export, annotation (docs/CORPUS.md) ------------------------------------
+# Read by `focuscrawl rank` and `focuscrawl annotate` as their defaults (docs/CORPUS.md);
+# the score cut of the ranking is FOCUSCRAWL_SCORE_MIN / FOCUSCRAWL_SCORE_MAX above.
+#: Images loaded for annotation from the top of the ranking (thesis: 2500).
+FOCUSCRAWL_ANNOTATION_TOP = 2500
+#: Distinct annotators per image (thesis: 3).
+FOCUSCRAWL_ANNOTATION_PER_IMAGE = 3
+#: The five image-topic categories shown to annotators: topic, pet, animal, living being, other.
+FOCUSCRAWL_ANNOTATION_IMAGE_LABELS = ["Cat", "Pet", "Animal", "Living being", "Other"]
+#: SQLite database of `focuscrawl annotate` (the environment variable of the same name
+#: overrides it; so does --db).
+FOCUSCRAWL_ANNOTATION_DB = "annotation.sqlite3"
+
+# Advanced settings: tuning and method parameters that a crawl rarely changes. Their
+# defaults are measured (docs/CRAWL.md, docs/EVALUATION.md); set them like any other
+# setting (-s NAME=VALUE). The settings reference lists them after the others.
+
+# --- Advanced: Politeness -----------------------------------------------------------
+#: robots.txt user agents of AI-training crawlers: a path their group disallows is crawled
+#: (if robots.txt allows us) but nothing of it enters the corpus.
+FOCUSCRAWL_AI_AGENTS = ["GPTBot", "CCBot", "Google-Extended", "Applebot-Extended", "anthropic-ai", "ClaudeBot",
+                        "cohere-ai", "Meta-ExternalAgent", "Bytespider", "Omgilibot", "ImagesiftBot",
+                        "img2dataset"]
+
+# --- Advanced: Seeds, crawl scope and traps (docs/CRAWL.md) ---------------------------
+#: A link whose path repeats a segment more often than this (/a/b/a/b/a/b) is dropped.
+FOCUSCRAWL_MAX_PATH_REPEATS = 2
+#: A link with more path segments than this (paths that grow without repeating,
+#: /x1/x2/x3/...; Heritrix rejects over 20) is dropped.
+FOCUSCRAWL_MAX_PATH_SEGMENTS = 12
+#: Distinct query strings followed per host+path at most.
+FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
+
+# --- Advanced: Page text (SPEC §2) ----------------------------------------------------
 #: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
 #: page is cut (stat focuscrawl/text/truncated). 2 MiB is above every real page of the
 #: evaluation sets (largest 1.6 MB) and bounds the C part of extraction. Text extraction
@@ -202,16 +372,7 @@ FOCUSCRAWL_TEXT_TIME_LIMIT = 30.0
 #: A sentence counts for page perplexity and the sentence log with ≥ this many tokens.
 FOCUSCRAWL_MIN_SENTENCE_TOKENS = 5
 
-# --- Language (issue #30; docs/CORPUS.md "Language", focuscrawl.text.language) ----------
-#: The corpus's languages (ISO 639-1 codes, comma-separated, e.g. "en,de"). A page whose
-#: text is in another language is crawled through (its links are followed, with the score
-#: of the link that led to it) but its text is not scored; an image whose ALT (or title)
-#: text, else parent-0 context, else page, is in another language is dropped (`other_language`). "" = the
-#: topic bundle's language (recorded at `topic build`: FOCUSCRAWL_TOPIC, else the bundled
-#: cats bundle when no FOCUSCRAWL_MODEL is set; no filter for a bundle without one or a
-#: custom model without a bundle); "any" = no filter. Languages are identified (columns
-#: `language` of pages.tsv, images.tsv and the exports) either way.
-FOCUSCRAWL_LANGUAGES = ""
+# --- Advanced: Language (docs/CORPUS.md "Language", focuscrawl.text.language) ---------
 #: py3langid's normalised probability under which a text's language is unknown (an empty
 #: `language` cell; an unknown language is never filtered). 0.5 dropped none of 2,800 real
 #: English ALT texts and captions and 84% of ALT-length non-English snippets
@@ -222,27 +383,13 @@ FOCUSCRAWL_LANGUAGE_MIN_CONFIDENCE = 0.5
 #: benchmark pages were identified and 1 left unknown, none wrong (docs/CORPUS.md).
 FOCUSCRAWL_LANGUAGE_TEXT_CHARS = 300
 
-# --- Language model and keywords (SPEC §3, §4) ----------------------------------------
-#: ARPA or KenLM binary model; empty = the bundled cats demo model.
-FOCUSCRAWL_MODEL = ""
-#: Keyword file (token;score lines); empty = the bundled cats keywords.
-FOCUSCRAWL_KEYWORDS = ""
+# --- Advanced: Language model and keywords (SPEC §3, §4) ------------------------------
 #: Sentence scores kept in the LRU cache.
 FOCUSCRAWL_LM_CACHE_SIZE = 200_000
 #: γ_kw in weighted PP = PP * (1 - γ_kw * keyword score).
 FOCUSCRAWL_KEYWORD_WEIGHT = 3.0
 
-# --- Topic bundles and calibrated scores (issue #12; docs/CORPUS.md, focuscrawl.topic) --
-#: A topic bundle folder (`focuscrawl topic build`; `-a topic=DIR`): its topic LM and
-#: keywords score the crawl unless FOCUSCRAWL_MODEL/FOCUSCRAWL_KEYWORDS are set, it is
-#: recorded in stats.json (`focuscrawl/topic/bundle`) and `focuscrawl rank` ranks with it.
-FOCUSCRAWL_TOPIC = ""
-#: How the ranked corpus is scored: a bundle scorer (wpp, perplexity, keywords, xent,
-#: classifier, combined) = P(on topic) from the bundle's calibration, ranked high to low,
-#: cut at the calibrated probability; "thesis" = SPEC exactly (weighted perplexity,
-#: ascending, cut FOCUSCRAWL_SCORE_MIN..MAX). The environment variable of the same name
-#: overrides it for `focuscrawl rank`. Chosen by measurement (docs/EVALUATION.md).
-FOCUSCRAWL_SCORING = "combined"
+# --- Advanced: Topic bundles and calibrated scores (docs/CORPUS.md, focuscrawl.topic) ---
 #: How the crawl orders links: "thesis" = SPEC §5 (perplexities, buckets 6e2/2e3/1e4, razor
 #: 3e4, T_otx 3000); "calibrated" = the FOCUSCRAWL_SCORING scorer's log-odds of page and
 #: anchor (anchor blended 0.7/0.3 when at least as topical as the page), buckets at
@@ -253,17 +400,14 @@ FOCUSCRAWL_SCORING = "combined"
 #: perplexity is captured by look-alike topics; FOCUSCRAWL_SCORING = "thesis" gives SPEC's.
 FOCUSCRAWL_CRAWL_SCORING = "thesis"
 
-# --- Link scoring, crawl modes and the frontier (SPEC §5; docs/CRAWL.md) --------------
-#: Crawl mode: "learning" (the thesis's link score plus online link learning, beyond the
-#: thesis: settings FOCUSCRAWL_LEARNING_*), "keywords" (the thesis's method exactly),
-#: "document" (Remus & Biemann), "unfocused". "learning" is the default by measurement
-#: (issue #28, docs/EVALUATION.md): on hard webs of three topics it found more on-topic
-#: pages than "keywords" on every run and the same pages on the standard webs.
-FOCUSCRAWL_MODE = "learning"
-#: γ_d, γ_otx, γ_linkkw and T_otx of the link score formula.
+# --- Advanced: Link scoring, crawl modes and the frontier (SPEC §5; docs/CRAWL.md) ----
+#: γ_d of the link score formula (SPEC §5): the page perplexity's weight in the blend.
 FOCUSCRAWL_LINK_DOC_WEIGHT = 0.7
+#: γ_otx of the link score formula: the anchor perplexity's weight in the blend.
 FOCUSCRAWL_LINK_ANCHOR_WEIGHT = 0.3
+#: γ_linkkw of the link score formula: the score is shrunk by 1 - γ_linkkw * keyword score.
 FOCUSCRAWL_LINK_KEYWORD_WEIGHT = 3.0
+#: T_otx of the link score formula: an anchor blends in only at most this perplexity.
 FOCUSCRAWL_LINK_ANCHOR_MAX_PP = 3000.0
 #: Bucket boundaries (high / medium / normal / low), ascending scores.
 FOCUSCRAWL_PRIORITY_BUCKETS = [6e2, 2e3, 1e4]
@@ -275,25 +419,11 @@ FOCUSCRAWL_LINK_RAZOR = 3e4
 #: thesis's boundaries and a model whose perplexities are ~10-1,000 (the bundled one)
 #: nearly every link is "high", so 0 crawls almost breadth-first (docs/EVALUATION.md).
 FOCUSCRAWL_PRIORITY_STEPS_PER_DECADE = 10
-#: Strict best-first: one global priority queue across hosts (Scrapy's default
-#: DownloaderAwarePriorityQueue orders only within a host's slot), FIFO within a
-#: priority (breadth-first for `unfocused`, where priority = -depth). The order lags by
-#: one response per free download slot (Scrapy starts the next request before the spider
-#: has queued the finished page's links); SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1 with
-#: CONCURRENT_REQUESTS = 1 makes it exact at the cost of throughput, so both keep
-#: Scrapy's defaults here (focuscrawl.eval.crawls and the crawl-order tests set them).
-SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
-SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
-#: With JOBDIR, Scrapy's pickled FIFO of a priority, made on disk only once it holds 8
-#: requests (or at a clean stop): a queue per priority made and removed on disk as a
-#: learning crawl re-ranks its frontier cost more than the crawl (docs/CRAWL.md);
-#: "scrapy.squeues.PickleFifoDiskQueue" is Scrapy's own.
-SCHEDULER_DISK_QUEUE = "focuscrawl.frontier.PickleLazyFifoDiskQueue"
 #: Journal the frontier when JOBDIR is set (False = Scrapy's behaviour: a killed crawl
 #: loses the requests it had queued).
 FOCUSCRAWL_FRONTIER_JOURNAL = True
 
-# --- Crawl mode "learning": online link learning (issue #13, docs/CRAWL.md) -----------
+# --- Advanced: Crawl mode "learning": online link learning (docs/CRAWL.md) ------------
 #: A page is judged on topic when its weighted perplexity is at most this
 #: (topicality = T / (T + wPP)); the judgement labels the link that led to it.
 FOCUSCRAWL_LEARNING_ON_TOPIC_PP = 50.0
@@ -306,17 +436,18 @@ FOCUSCRAWL_LEARNING_JUDGE = "calibrated"
 #: The calibrated judge's cut: a page is on topic from this probability. 0.6, not 0.5: at 0.5
 #: the look-alike topic's pages (baseball for tennis) taught the learner to fetch more of them;
 #: 0.6 raised the worst hard run's image harvest from 0.83x to 0.92x keywords' and found as
-#: many on-topic pages (issue #28, docs/EVALUATION.md, "the judge's cut").
+#: many on-topic pages (docs/EVALUATION.md).
 FOCUSCRAWL_LEARNING_ON_TOPIC_P = 0.6
 #: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
 FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
 #: The model's probability is blended with a prior from the thesis's link score,
 #: weight n_pos / (n_pos + PRIOR_PAGES); the prior is PRIOR_PP / (PRIOR_PP + score).
 FOCUSCRAWL_LEARNING_PRIOR_PAGES = 10
+#: PRIOR_PP of the prior above: the thesis link score at which the prior is one half.
 FOCUSCRAWL_LEARNING_PRIOR_PP = 100.0
-#: Weight (log-odds) of the target host's harvest (Beta prior mean + UCB bonus) and
-#: the UCB exploration constant.
+#: Weight (log-odds) of the target host's harvest (Beta prior mean + UCB bonus).
 FOCUSCRAWL_LEARNING_HOST_WEIGHT = 1.0
+#: The host harvest's UCB exploration constant.
 FOCUSCRAWL_LEARNING_EXPLORATION = 0.05
 #: Requests at the top of the frontier re-scored with each new model (0 = none).
 FOCUSCRAWL_LEARNING_RERANK_TOP = 500
@@ -330,8 +461,8 @@ FOCUSCRAWL_LEARNING_TRUST_WINDOW = 2000
 FOCUSCRAWL_LEARNING_TRUST_RULE = "auc-share"
 #: The link model's feature groups (focuscrawl.focus.link_learner.FEATURE_GROUPS): anchor words,
 #: URL tokens, same/other host, the page's and its parent's judged topicality, the thesis's
-#: score decade. Fewer groups = an ablation (docs/EVALUATION.md). Not on by default (issue
-#: #28's ablation, docs/EVALUATION.md): "context" (the words around the anchor in its block
+#: score decade. Fewer groups = an ablation (docs/EVALUATION.md). Not on by default (no web
+#: gained from them, docs/EVALUATION.md): "context" (the words around the anchor in its block
 #: and the block's heading), "block" (the block's kind: tag, id, class), "siblings" (the outcomes of the links already followed from the
 #: same page and block) and "hubs" (delayed labels: the link to an off-topic page that led on
 #: to an on-topic one is taught as a positive example; LEARNER_TERMS).
@@ -340,19 +471,11 @@ FOCUSCRAWL_LEARNING_FEATURES = ["anchor", "url", "host", "parent", "grandparent"
 #: 2 found more on-topic pages than 1 on hard cats and tennis seed 1 (docs/EVALUATION.md).
 FOCUSCRAWL_LEARNING_SIBLING_WEIGHT = 2.0
 
-# --- Images (SPEC §6) ---------------------------------------------------------------
-FOCUSCRAWL_IMAGE_MIN_WIDTH = 512
-FOCUSCRAWL_IMAGE_MIN_HEIGHT = 384
-FOCUSCRAWL_IMAGE_MAX_WIDTH = 9600
-FOCUSCRAWL_IMAGE_MAX_HEIGHT = 7200
-#: Drop images whose HTML has no width/height attributes (kickUnspecifiedImages).
-FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED = True
-#: Instead of dropping an image without width/height attributes, download it and apply
-#: the size limits to its real size (counted as focuscrawl/images/size_measured/rescued|dropped).
-#: Off for a live crawl (the thesis could not afford those downloads); on for
-#: `focuscrawl warc` / the archive spider, where the bytes are in the archive anyway.
-FOCUSCRAWL_IMAGE_MEASURE_UNSIZED = False
-FOCUSCRAWL_IMAGE_FORMATS = ["jpg", "jpeg", "png", "gif"]
+# --- Advanced: Images (SPEC §6) -------------------------------------------------------
+#: Context extractors (focuscrawl.context.extractors: full, nt10, nt20, nt10-20, ant, par,
+#: mon, art, art2d, clus, figure, thesis-parent0/1) whose text is recorded and scored per
+#: image in ImageItem["extra_contexts"]; empty = only the thesis parents/siblings.
+FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS: list[str] = []
 #: At most this many non-empty ancestors are collected as context.
 FOCUSCRAWL_IMAGE_MAX_PARENTS = 5
 #: Distance value per context level (imgDistanceWeight).
@@ -362,24 +485,11 @@ FOCUSCRAWL_IMAGE_MAX_SIBLINGS = 5
 #: A context text longer than this is stored and scored cut to this many characters
 #: (a parent near <body> is the whole page); its full length is kept in the record.
 FOCUSCRAWL_IMAGE_CONTEXT_MAX_CHARS = 10_000
-#: Context extractors (focuscrawl.context.extractors: full, nt10, nt20, nt10-20, ant, par,
-#: mon, art, art2d, clus, figure, thesis-parent0/1) whose text is recorded and scored per
-#: image in ImageItem["extra_contexts"]; empty = only the thesis parents/siblings.
-FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS: list[str] = []
-#: Context of the final image score: "thesis" (parent-1, SPEC §6) or a name listed in
-#: FOCUSCRAWL_IMAGE_EXTRA_CONTEXTS (e.g. "figure", best on captioned figures, docs/context.md).
-FOCUSCRAWL_IMAGE_FINAL_CONTEXT = "thesis"
 #: Lazy-loading attributes read when ``src`` is missing or a ``data:`` placeholder
 #: **(choice)**: the thesis read ``src`` only; [] restores that.
 FOCUSCRAWL_IMAGE_LAZY_SRC = ["data-src", "data-lazy-src", "data-original"]
 #: Candidate images kept per page; more are dropped as ``page_limit`` (crawler traps).
 FOCUSCRAWL_IMAGE_MAX_PER_PAGE = 200
-#: Images of a page marked as near-duplicate (``PageItem["near_duplicate_of"]``):
-#: "mark" = extracted with ``near_duplicate_page=True``; "skip" = not extracted.
-FOCUSCRAWL_NEARDUP_IMAGES = "mark"
-#: Final scores kept for evaluation/ranking (inclusive).
-FOCUSCRAWL_SCORE_MIN = 2.0
-FOCUSCRAWL_SCORE_MAX = 70000.0
 #: Folder whose ``images/`` the image files are written to; empty = the run directory.
 #: ``focuscrawl warc --jobs`` points every job at the merged run directory (a file is
 #: named by its URL, so jobs that fetch one image write the same bytes to one name) and
@@ -390,15 +500,10 @@ FOCUSCRAWL_IMAGE_MAX_BYTES = 10 * 1024 * 1024
 #: Decompression-bomb guard: images with more pixels are rejected before decoding.
 #: Also set as Pillow's process-wide ``Image.MAX_IMAGE_PIXELS``.
 FOCUSCRAWL_IMAGE_MAX_PIXELS = 9600 * 7200
-#: Image URLs that redirect (http -> https, CDNs) are followed (Scrapy's media setting).
-MEDIA_ALLOW_REDIRECTS = True
 #: Later sightings merged into one image record at most (a logo on every page).
 FOCUSCRAWL_IMAGE_MAX_SIGHTINGS = 100
 
-# --- Near-duplicates (SPEC §10; docs/NEARDUP.md) --------------------------------------
-#: NearDuplicatePageMiddleware: SimHash each page's sentences and set PageItem
-#: "near_duplicate_of" to an earlier page within Hamming distance k (SPEC §10).
-FOCUSCRAWL_NEARDUP_ENABLED = True
+# --- Advanced: Near-duplicates (SPEC §10; docs/NEARDUP.md) ----------------------------
 #: Word n-grams of the SimHash features: "3", "5" or "3+5" (the union in one vector).
 FOCUSCRAWL_NEARDUP_NGRAMS = "3"
 #: k: pages whose 64-bit SimHashes differ in at most k bits are near-duplicates.
@@ -412,45 +517,29 @@ FOCUSCRAWL_NEARDUP_BLOCKS = 4
 #: lowers the image harvest (docs/EVALUATION.md, "demoting the links of near-duplicate pages").
 FOCUSCRAWL_NEARDUP_LINKS = "keep"
 
-# --- Run directory and resume (docs/OUTPUT.md) ---------------------------------------
-#: Run directory (links.tsv, pages.tsv, ...); empty = no files written.
-FOCUSCRAWL_OUTPUT_DIR = ""
-#: Write links.tsv (every scored link with its decision) into the output dir.
-FOCUSCRAWL_LINKS_LOG = False
+# --- Advanced: Run directory and resume (docs/OUTPUT.md) ------------------------------
 #: sentences.txt.gz is written as one gzip member per batch of this many bytes of
 #: text (with the batch's pages.tsv and links.tsv rows); 0 = one member per page.
 FOCUSCRAWL_SENTENCES_BATCH_BYTES = 64 * 1024
 #: ... or once its first page waited this many seconds (0 = no time limit): pages with little
 #: text are still committed every few seconds, so a crawl killed again and again (with
-#: JOBDIR) commits new pages in every session (issue #31: before, a trap site's short pages
-#: never filled a batch between two kills, and no session after the first committed a row).
+#: JOBDIR) commits new pages in every session (a trap site's short pages may never fill a
+#: batch between two kills).
 FOCUSCRAWL_SENTENCES_BATCH_SECONDS = 5.0
 #: With JOBDIR: images a killed crawl had accepted but not written are downloaded again
 #: after the seeds, at most this many at a time, so that slow ones cannot fill every
-#: per-host download slot ahead of new pages (issue #16, resume starvation).
+#: per-host download slot ahead of new pages.
 FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
 #: With JOBDIR: seconds between checkpoints of the run directory's offsets (0 = after
 #: every image and page batch). After a kill the rows since the last checkpoint are
 #: cut back and redone (frontier journal, images.pending).
 FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
-#: Seconds between progress lines (pages / budget, pages/s, images, queue, ETA, politeness); 0 = off.
-FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
 #: Log a short summary when the crawl ends (what was written where, why it stopped, the limits,
 #: opt-outs and errors; focuscrawl.output.summary). Scrapy's raw stats dump is logged at
 #: DEBUG only; stats.json keeps every counter.
 FOCUSCRAWL_CRAWL_SUMMARY = True
 
-# --- Throughput (issue #14; docs/CRAWL.md) -------------------------------------------
-#: Worker processes for each page's pure CPU work (focuscrawl.analysis.analyse_page:
-#: text extraction within FOCUSCRAWL_TEXT_TIME_LIMIT, sentence and document scores, the
-#: calibrated page score, links, image contexts and scores, SimHash); each loads the
-#: models once. 0 = in the crawl process. Results are the same either way
-#: (tests/test_analysis_pool.py); 1 puts the work on a second core.
-FOCUSCRAWL_ANALYSIS_WORKERS = 1
-#: Items and requests of one response processed at once. Scrapy's default (100) starts
-#: 100 asyncio tasks per response whatever it yields; a page yields ~25 here, and 16
-#: cut the crawl's CPU per page by ~18% (benchmarks/crawl_throughput.py, docs/CRAWL.md).
-CONCURRENT_ITEMS = 16
+# --- Advanced: Throughput (docs/CRAWL.md) ---------------------------------------------
 #: URLs whose request fingerprint is kept (REQUEST_FINGERPRINTER_CLASS; least recently
 #: used dropped first; ~300 bytes each).
 FOCUSCRAWL_FINGERPRINT_CACHE_SIZE = 20_000
@@ -469,40 +558,12 @@ FOCUSCRAWL_GC_FREEZE = True
 #: towards the full collections. 0 = Python's own.
 FOCUSCRAWL_GC_THRESHOLD = 10_000
 
-# --- Deployment: WARC files, Redis (docs/DEPLOY.md) ----------------------------------
-#: Write every fetched response (pages, images, robots.txt) to rotating gzipped WARC
-#: files in this directory; empty = off. Files are ``*.warc.gz``; the one being
-#: written is ``*.warc.gz.open`` until rotated or closed (complete records only).
-FOCUSCRAWL_WARC_DIR = ""
-#: Rotate to a new WARC file once the current one reaches this many bytes.
-FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
+# --- Advanced: Deployment: WARC files, Redis (docs/DEPLOY.md) -------------------------
 #: File name prefix of written WARC files (the process id is part of the name too).
 FOCUSCRAWL_WARC_PREFIX = "focuscrawl"
-#: Redis profile (focuscrawl.distributed): a redis:// URL switches the crawl to the
-#: shared scrapy-redis frontier + dupefilter, the Redis per-host throttle and worker
-#: coordination. Empty = single-process crawl with the JOBDIR-capable local scheduler.
-FOCUSCRAWL_REDIS_URL = ""
-#: Name of the shared crawl (Redis key namespace); empty = the spider name.
-FOCUSCRAWL_REDIS_CRAWL = ""
-#: Minimum seconds between request starts to one host across all processes;
-#: -1 = DOWNLOAD_DELAY.
-FOCUSCRAWL_REDIS_HOST_DELAY = -1
 #: An idle process waits while another was busy within this many seconds.
 FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
 #: A worker's leased requests go back to the shared queue when its process is gone:
 #: at once on the same host (no such pid), else after this many seconds without a
 #: heartbeat (every 0.5 s).
 FOCUSCRAWL_REDIS_LEASE_TIMEOUT = 30.0
-
-# --- Ranking, export, annotation (docs/CORPUS.md) ------------------------------------
-# Read by `focuscrawl rank` and `focuscrawl annotate` as their defaults (docs/CORPUS.md);
-# the score cut of the ranking is FOCUSCRAWL_SCORE_MIN / FOCUSCRAWL_SCORE_MAX above.
-#: Images loaded for annotation from the top of the ranking (thesis: 2500).
-FOCUSCRAWL_ANNOTATION_TOP = 2500
-#: Distinct annotators per image (thesis: 3).
-FOCUSCRAWL_ANNOTATION_PER_IMAGE = 3
-#: The five image-topic categories shown to annotators: topic, pet, animal, living being, other.
-FOCUSCRAWL_ANNOTATION_IMAGE_LABELS = ["Cat", "Pet", "Animal", "Living being", "Other"]
-#: SQLite database of `focuscrawl annotate` (the environment variable of the same name
-#: overrides it; so does --db).
-FOCUSCRAWL_ANNOTATION_DB = "annotation.sqlite3"

@@ -41,6 +41,8 @@ from focuscrawl.focus.modes import focus_from_settings
 from focuscrawl.focus.ranker import LinkDecision
 from focuscrawl.crawl_scorer import scorer_from_settings, topic_model_from_settings
 from focuscrawl.analysis import AnalysisConfig, analyse_page, budgeted_tree
+from focuscrawl.rights.licenses import page_rights
+from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy
 from focuscrawl.topic.images import item_logit
 from focuscrawl.topic.model import sigmoid
 from focuscrawl.urls import SurtRules, domain_allowed, repeated_path_segment, too_many_path_segments
@@ -210,6 +212,19 @@ def explain_images(response: HtmlResponse, settings: BaseSettings | None = None,
     return rows
 
 
+def explain_optout(response: HtmlResponse, settings: BaseSettings | None = None):
+    """(the crawl's opt-out decision for the page, the page's ``PageRights``): its headers,
+    its markup and, when the response came through the crawl's downloader middlewares (``scrapy
+    shell`` with focuscrawl's settings), its host's robots.txt AI groups and ``tdmrep.json``."""
+    settings = _settings(settings)
+    policy = OptOutPolicy.from_settings(settings)
+    config = AnalysisConfig.from_settings(settings)
+    root, _ = budgeted_tree(response.text, response.url, config.text_max_tags)
+    rights = page_rights(root, get_base_url(response), config.robots_agents)
+    site = response.meta.get(SITE_OPTOUT_META) if response.request is not None else None
+    return policy.page(response.headers, rights.signals, site), rights
+
+
 def _download_verdict(src: str, robots: RobotsRules, allowed: list[str]) -> str:
     """What the image download does with an image the HTML rules keep: it obeys robots.txt
     and the allowed domains too (``images/failed/filtered``, OUTPUT.md)."""
@@ -239,10 +254,17 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
         print(f"  P(on topic) under topic bundle {model.manifest.get('name')!r}: "
               + ", ".join(f"{k} {v:.3f}" for k, v in probs.items())
               + f"; the ranking uses {model.scorer}, cut {model.threshold('cut'):.3f}", file=out)
+    optout, rights = explain_optout(response, settings)
+    withheld = [f"{what} ({', '.join(reasons)})" for what, reasons in
+                (("links not followed", optout.nofollow), ("text withheld", optout.no_text),
+                 ("images withheld", optout.no_images)) if reasons]
+    print("  opt-outs: " + ("; ".join(withheld) if withheld else "none"), file=out)
+    page_rights_text = ", ".join(f"{k} {v!r}" for k, v in rights.page.as_dict().items() if v)
+    print(f"  page rights: {page_rights_text or 'none declared'}", file=out)
     print(f"  {'decision':<10} {'score':>10} {'learned':>8} {'bucket':<7} {'prio':>5} {'anchor PP':>10} "
           f"{'anchor kw':>9}  url  [anchor]", file=out)
     for url, anchor, d, scope in rows:
-        decision = scope or ("follow" if d.followed else "razored")
+        decision = scope or ("nofollow" if optout.nofollow else "follow" if d.followed else "razored")
         print(f"  {decision:<10} {_num(d.score):>10} {_num(d.learned):>8} {d.bucket:<7} "
               f"{d.priority if d.followed else '':>5} {_num(d.anchor_perplexity):>10} "
               f"{_num(d.anchor_keyword_score):>9}  {url}  [{anchor[:60]}]", file=out)
@@ -258,6 +280,7 @@ def explain(response: Response, settings: BaseSettings | None = None, mode: str 
         parent = (parents[0].get("scores") or {}).get("weighted") if parents else None
         value = item_logit(model, item) if model is not None and item else None
         prob = None if value is None else sigmoid(value)
-        print(f"  {d.reason or _download_verdict(d.src, robots, allowed):<16} {_num(score):>9} {label or '-':<14} {_num(alt.get('perplexity')):>9} "
+        verdict = d.reason or ("opted out" if optout.no_images else _download_verdict(d.src, robots, allowed))
+        print(f"  {verdict:<16} {_num(score):>9} {label or '-':<14} {_num(alt.get('perplexity')):>9} "
               f"{_num(alt.get('weighted')):>9} {_num(parent):>12} {_num(prob):>8}  {d.src}  "
               f"[{(item.get('alt') or '')[:50]}]", file=out)

@@ -21,6 +21,7 @@ SCRAPY_SIGNATURES = {
     "RerankingPriorityQueue": "scrapy.pqueues.ScrapyPriorityQueue(crawler, downstream_queue_cls, key, ...)",
     "ImageDownloadPipeline": "scrapy.pipelines.files.FilesPipeline(store_uri, *, crawler=)",
     "ArchiveDownloadHandler": "scrapy.core.downloader.handlers.base.BaseDownloadHandler(crawler)",
+    "RobotsTxtMiddleware": "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware(crawler)",
 }
 
 
@@ -29,6 +30,7 @@ SCRAPY_SIGNATURES = {
 #: ``AutoThrottle`` do; each says so in its docstring ("at run time")
 RUN_TIME_CRAWLER = {
     "PageBudget": "closes the spider through the engine",
+    "TdmRepMiddleware": "downloads each host's tdmrep.json through the engine",
     "CrawlProgress": "reads the engine's scheduler every interval",
     "RedisWorkers": "asks the engine whether it is busy; gets RunState (lease book, run directory) "
                     "at spider_opened, as an extension cannot reach another one while they are built",

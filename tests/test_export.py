@@ -192,7 +192,8 @@ def test_damaged_images_are_counted_not_exported(tmp_path, capsys):
 
 def test_shards_of_n_samples_each_with_its_stats(mixed_run, tmp_path):
     _rank(mixed_run, tmp_path / "c.tar", "--format", "webdataset", "--shard-size", "2")
-    names = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
+    names = sorted(p.name for p in tmp_path.iterdir() if p.is_file() and p.name != "README.md")  # the card
+    assert (tmp_path / "README.md").read_text().startswith("---\n")
     assert names == ["c-000000.tar", "c-000000_stats.json", "c-000001.tar", "c-000001_stats.json",
                      "c-000002.tar", "c-000002_stats.json"]  # no temp file left
     counts = [json.loads((tmp_path / f"c-00000{i}_stats.json").read_text())["successes"] for i in range(3)]

@@ -355,7 +355,7 @@ def test_record_and_logged_sighting_are_the_bytes_json_dumps_gives(tmp_path):
     store.commit(first)
     expected = {f: first.get(f) for f in ("image_url", "first_seen", "final_score", "final_context", "image_path",
                                           "record_path", "width", "height", "image_format", "image_size",
-                                          "image_sha1")}
+                                          "image_sha1", "rights")}
     expected |= {"html_width": None, "html_height": None, "sightings": [sighting_of(first)]}
     later = item(url, "http://s.test/2", alt="-Infinity", parent="zwei")
     later["title_scores"] = {"weighted": float("-inf")}

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
       "focuscrawl.urls", "focuscrawl.scrapy_compat", "focuscrawl.logformatter", "focuscrawl.fingerprints",
       "focuscrawl.output.files", "focuscrawl.output.tsv", "focuscrawl.output.records")),
     ("pure maths of texts: text extraction, image contexts, near-duplicates, language models",
-     ("focuscrawl.text", "focuscrawl.context", "focuscrawl.dedup", "focuscrawl.lm")),
+     ("focuscrawl.text", "focuscrawl.context", "focuscrawl.dedup", "focuscrawl.lm", "focuscrawl.rights")),
     ("models built on them and a page's analysis: topic bundles, image rules and scores, what "
      "focuses the crawl (link scores, the link learner), the crawl's scorer, the page analysis, "
      "the run-directory reader, the test web",

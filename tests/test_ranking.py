@@ -385,7 +385,8 @@ def test_rank_prints_a_short_summary_for_people(run_dir, tmp_path, capsys, monke
                      "  ranked by SPEC's weighted perplexity, ascending, cut [2, 70000]",
                      "  8 images in images.tsv -> 5 within the cut -> 4 distinct URLs -> 0 near-duplicates collapsed "
                      "-> 3 ranked (the first 3: --top)",
-                     "  1 images without a score (no words to score) were left out"]
+                     "  1 images without a score (no words to score) were left out",
+                     f"  dataset card (sources, licences, opt-outs): {tmp_path / 'README.md'}"]
 
 
 def test_rank_over_the_damaged_run_corpus_never_crashes(tmp_path, capsys, monkeypatch):

@@ -25,6 +25,9 @@ COMPONENTS = {
         "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
         "focuscrawl.middlewares.offsite.OffsiteMiddleware": 50,
         "focuscrawl.middlewares.hostlimit.HostPageLimitMiddleware": 90,
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "focuscrawl.middlewares.optout.RobotsTxtMiddleware": 100,  # robots.txt AI groups (opt-outs)
+        "focuscrawl.middlewares.optout.TdmRepMiddleware": 110,
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
         "focuscrawl.middlewares.redirect.MetaRefreshMiddleware": 580,
         "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
@@ -44,6 +47,7 @@ COMPONENTS = {
         "focuscrawl.extensions.progress.CrawlSummary": 505,
         "focuscrawl.extensions.collector.CollectorTuning": 510,  # #26: the collector set for a crawl
         "focuscrawl.output.stats.StatsFileWriter": 900,
+        "focuscrawl.output.manifest.CrawlManifest": 910,  # crawl.json, the dataset card's source
     },
     "ADDONS": {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0},
 }
@@ -70,3 +74,15 @@ def test_every_setting_is_bound_once_and_never_patched():
 def test_no_empty_section():
     sections = re.split(r"^# --- .*$", SOURCE, flags=re.M)[1:]
     assert sections and all(re.search(r"^[A-Z_]+\s*[:=]", s, flags=re.M) for s in sections)
+
+
+def test_at_most_40_user_facing_settings():
+    """Internal knobs live in the "Advanced:" sections at the end, so that the settings a user
+    reads first are the ones a user sets (docs/reference/settings.md lists them first)."""
+    advanced_from = SOURCE.index("\n# --- Advanced:")
+    user = re.findall(r"^FOCUSCRAWL_[A-Z_]+", SOURCE[:advanced_from], flags=re.M)
+    advanced = re.findall(r"^FOCUSCRAWL_[A-Z_]+", SOURCE[advanced_from:], flags=re.M)
+    assert len(user) <= 40, user
+    assert "FOCUSCRAWL_LM_CACHE_SIZE" in advanced and "FOCUSCRAWL_MODE" in user
+    # nothing but advanced sections after the first one
+    assert all(title.startswith("Advanced:") for title in re.findall(r"^# --- (.*?) -+$", SOURCE[advanced_from:], flags=re.M))

@@ -217,3 +217,22 @@ def test_explain_in_scrapy_shell_uses_the_shells_settings_inside_and_outside_the
             assert proc.returncode == 0, proc.stderr[-3000:]
             assert "Traceback" not in proc.stderr
             assert proc.stdout.count(f"P(on topic) under topic bundle {name!r}") == 2, (cwd, proc.stdout[-2000:])
+
+
+def test_explain_shows_the_opt_outs_and_the_rights_of_a_page(settings):
+    body = html("seed", NORMAL, [("http://a.test/", "tabby")],
+                extra=IMAGES + '<meta name="robots" content="nofollow, noimageai">'
+                      '<link rel="license" href="https://creativecommons.org/licenses/by/4.0/">')
+    response = HtmlResponse("http://seed.test/", body=body.encode(), encoding="utf-8",
+                            headers={"X-Robots-Tag": "focuscrawl: noindex"})
+    out = io.StringIO()
+    explain(response, settings, mode="keywords", out=out)
+    text = out.getvalue()
+    assert ("opt-outs: links not followed (meta_robots:nofollow); text withheld (x_robots_tag:noindex); "
+            "images withheld (meta_robots:noimageai, x_robots_tag:noindex)") in text
+    assert "license 'CC-BY-4.0'" in text
+    assert next(line for line in text.splitlines() if "http://a.test/" in line).split()[0] == "nofollow"
+    assert next(line for line in text.splitlines() if "big.jpg" in line).split()[:2] == ["opted", "out"]
+    plain = io.StringIO()
+    explain(page(), settings, mode="keywords", out=plain)
+    assert "opt-outs: none" in plain.getvalue() and "page rights: none declared" in plain.getvalue()

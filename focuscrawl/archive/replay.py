@@ -14,6 +14,8 @@ is no network handler.
 """
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from scrapy import Request
 from scrapy.core.downloader.handlers.base import BaseDownloadHandler
 from scrapy.crawler import Crawler
@@ -22,6 +24,7 @@ from scrapy.http import Response
 from w3lib.url import safe_url_string
 
 from focuscrawl.archive.reader import read_response
+from focuscrawl.rights.policy import POLICY_FILES
 
 
 class NotArchived(IgnoreRequest):
@@ -48,7 +51,8 @@ class ArchiveDownloadHandler(BaseDownloadHandler):
         ref = self.index.get(request.url) or self.by_safe_url.get(safe_url_string(request.url))
         stats = self.crawler.stats
         if ref is None:
-            stats.inc_value("focuscrawl/archive/missing")
+            if urlsplit(request.url).path not in POLICY_FILES:  # those count their own absence
+                stats.inc_value("focuscrawl/archive/missing")
             raise NotArchived(f"not in the archive: {request.url}")
         max_size = request.meta.get("download_maxsize", self.max_size)
         response = read_response(ref, max_size)

@@ -202,7 +202,7 @@ HTML_RULE_DROPS = ("no_alt_title", "no_src", "bad_src", "size_unspecified", "too
 
 def image_funnel(run: Run, score_range: tuple[float, float] = SCORE_RANGE) -> dict[str, int]:
     """initial -> language filter -> format filter -> score cut -> unique, as thesis Table 5.2
-    with the language filter (issue #30).
+    with the language filter.
 
     *initial*: image sightings that passed the HTML rules (ALT/title, size), *language*:
     those whose texts are not in an unwanted language (``focuscrawl/images/dropped/other_language``),

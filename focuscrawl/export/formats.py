@@ -35,6 +35,7 @@ from focuscrawl.export.images import (FAILED_TO_DOWNLOAD, FAILED_TO_RESIZE, STAT
                                       ImageOptions, export_images)
 from focuscrawl.output.files import temp_path
 from focuscrawl.output.tsv import row as tsv_row
+from focuscrawl.rights.licenses import rights_columns
 from focuscrawl.topic.images import THESIS_FINAL
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ ROW_TYPES: dict[str, type] = {
     "title": str, "final_context": str, "context_text": str, "language": str, "first_seen": int, "image_path": str,
     "status": str, "error_message": str, "original_width": int, "original_height": int, "width": int,
     "height": int, "sha256": str,
-}
+} | {name: str for name in rights_columns()}
 #: the Parquet column of the image bytes (``embed_images``), Hugging Face's ``Image`` feature layout
 IMAGE_COLUMN = "image"
 DEFAULT_SHARD_SIZE = 1000
@@ -125,6 +126,8 @@ def export_row(rank_no: int, entry: CorpusEntry, scores: list[str], image: Expor
            "image_path": entry.image_path, "status": image.status, "error_message": image.error_message,
            "original_width": image.original_width, "original_height": image.original_height,
            "width": image.width, "height": image.height, "sha256": image.sha256}
+    for name in rights_columns():
+        row[name] = entry.rights.get(name, "")
     for name in scores:
         row[f"score:{name}"] = entry.scores.get(name)
     return row

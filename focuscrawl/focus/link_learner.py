@@ -1,33 +1,12 @@
-"""Online link learning for crawl mode ``learning`` (beyond the thesis; after ACHE's online link classifier).
+"""Online link learning for crawl mode ``learning`` (after ACHE's online link classifier).
 
-As pages are fetched and judged by the topic scorer, the link that led to each page
-becomes a training example: its features (anchor words, URL tokens, the parent's and
-grandparent's topicality, the thesis's link score) and the label "the target was on
-topic". A logistic model (scikit-learn ``SGDClassifier.partial_fit`` on
-``HashingVectorizer`` features: constant memory, no vocabulary) is updated every
-``retrain_every`` judged pages. A link's score combines
-
-* the model's probability, blended with a prior from the thesis's link score while few
-  on-topic pages have been seen (``prior_weight`` = n_pos / (n_pos + prior_pages)), and
-* the target host's harvest so far: a Beta prior mean plus a UCB bonus, so that a host
-  is not judged on its first page; hosts that keep giving on-topic pages rise, hosts
-  that do not sink (``host_weight`` in log-odds, relative to a host not seen yet, which
-  is neither pushed nor held back).
-
-That learned score is trusted only as far as it has ranked better than the thesis's
-own link score: every judged link is first scored by both (prequentially: before it
-teaches the model or the host counts anything), and at each model update ``trust`` =
-``(AUC_learned - 0.5)+ / ((AUC_learned - 0.5)+ + (AUC_thesis - 0.5)+)`` over the last
-``trust_window`` judged links. A link's final log-odds are ``trust`` × the learned
-ones + (1 - ``trust``) × the thesis prior's, so the crawl keeps the thesis's order
-where that already finds the topic (standard webs) and hands over to the learner
-where it does not (hard webs). ``trust`` starts at 0 and stays where it was while the
-window holds only one class (no ranking to compare); when neither score ranks better
-than chance both get half.
-
-Pure and deterministic (fixed ``random_state``): the same judgements in the same order
-give the same scores. ``version`` grows with every model update, so a frontier can
-re-rank what it holds (``focuscrawl.frontier.RerankingPriorityQueue``).
+The link that led to each judged page is a training example for a logistic model on hashed
+link features (``SGDClassifier.partial_fit``: constant memory, no vocabulary). A link's score
+blends the model with a prior from the thesis's link score and the target host's harvest,
+and is trusted only as far as it has ranked the recent judged links better than the thesis's
+score did, so the crawl keeps the thesis's order where that already finds the topic. Pure
+and deterministic; ``version`` grows with every update so a frontier can re-rank. The
+method: docs/CRAWL.md "Mode learning".
 """
 from __future__ import annotations
 
@@ -340,7 +319,7 @@ _TERM_STATE = ("sibling_weight", "sibling_pages", "sibling_blocks", "hubs", "hub
 
 
 class LinkLearner:
-    """The online model, host harvests and the score of a link; see the module docstring."""
+    """The online model, host harvests and the score of a link (docs/CRAWL.md "Mode learning")."""
 
     def __init__(self, retrain_every: int = defaults.FOCUSCRAWL_LEARNING_RETRAIN_EVERY, n_features: int = 2 ** 16,
                  alpha: float = 1e-4, prior_pages: int = defaults.FOCUSCRAWL_LEARNING_PRIOR_PAGES,
@@ -385,7 +364,7 @@ class LinkLearner:
         self._host_cache: tuple = (-1, {}, 0.0)
         self._thesis_logits: dict[float | None, float] = {}  # thesis score -> _thesis_logit (scores repeat)
         #: (thesis log-odds, learned log-odds, on topic) of recently judged links, scored before
-        #: they taught anything; ``trust`` is the learned score's weight (module docstring)
+        #: they taught anything; ``trust`` is the learned score's weight (docs/CRAWL.md "Mode learning", step 4)
         self.judged_scores: deque = deque(maxlen=max(1, trust_window))
         self.trust = 0.0
         self.trust_rule = trust_rule

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from PIL import Image
 
+from focuscrawl.rights.licenses import Rights, file_rights
+
 # Rejection reasons of downloaded images.
 NOT_AN_IMAGE = "not_an_image"  # Pillow cannot identify it (HTML error page, garbage)
 UNSUPPORTED_FORMAT = "unsupported_format"  # a real format outside the kept ones (webp, svg, ...)
@@ -38,6 +40,8 @@ class ImageInfo:
     width: int
     height: int
     format: str  # Pillow's name: JPEG, PNG, GIF
+    #: what the file's own metadata says of its rights (``read_rights``; ``None``: not read)
+    rights: Rights | None = None
 
 
 def allowed_formats(extensions) -> frozenset[str]:
@@ -79,11 +83,13 @@ def load_pixels(img: Image.Image) -> None:
 
 
 def inspect_image(data: bytes, formats: frozenset[str] = frozenset({"JPEG", "PNG", "GIF"}),
-                  max_pixels: int = 9600 * 7200) -> ImageInfo:
-    """Size and format of an image file, fully decoded once; ``ImageRejected`` otherwise."""
+                  max_pixels: int = 9600 * 7200, read_rights: bool = False) -> ImageInfo:
+    """Size and format of an image file, fully decoded once, and with ``read_rights`` what its
+    metadata says of its licence and creator; ``ImageRejected`` otherwise."""
     with open_image(data, formats, max_pixels) as img:
         width, height = img.size
+        rights = file_rights(img) if read_rights else None  # before draft(), which drops the header's info
         if img.format == "JPEG":
             img.draft(img.mode, (max(1, width // 8), max(1, height // 8)))  # decode at 1/8 scale
         load_pixels(img)
-        return ImageInfo(width, height, img.format)
+        return ImageInfo(width, height, img.format, rights)

@@ -150,7 +150,7 @@ class TopicScorer:
 
         ``score_sentences(sentences)``, read a sentence at a time: the keyword sum runs over
         the tokens as they are made, so a long page's tokens are never all alive (2 MB of
-        text: ~30 MB of token strings, 15x the size cap; issue #16)."""
+        text: ~30 MB of token strings, 15x the size cap)."""
         sentences: list[str] = []
         n_tokens = 0
 

@@ -10,6 +10,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.run import RunOutput
+from focuscrawl.rights.policy import POLICY_FILES
 from focuscrawl.urls import registered_domain
 
 #: meta key: the host a request was counted for (until a later middleware ignores it)
@@ -57,7 +58,7 @@ class HostPageLimitMiddleware:
 
     def process_request(self, request: Request) -> None:
         parts = urlparse_cached(request)
-        if parts.path == "/robots.txt" or request.meta.get("retry_times") or request.meta.get("focuscrawl_image"):
+        if parts.path in POLICY_FILES or request.meta.get("retry_times") or request.meta.get("focuscrawl_image"):
             return None
         host = (parts.hostname or "").lower()
         if 0 < self.limit <= self.sent[host]:

@@ -22,6 +22,7 @@ from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.images import ImageStore
+from focuscrawl.rights.policy import source_of
 
 logger = logging.getLogger(__name__)
 
@@ -104,11 +105,22 @@ class ImageExtractionMiddleware:
             return []
         kept = []
         mark = bool(page.get("near_duplicate_of"))
+        withheld = (page.get("optout") or {}).get("images")
+        rights = analysis.rights
+        tdm_policy = (page.get("rights") or {}).get("tdm_policy", "")
         for d in analysis.images:
             self.stats.inc_value("focuscrawl/images/seen")
             if d.reason is not None:
                 self.stats.inc_value(f"focuscrawl/images/dropped/{d.reason}")
                 continue
+            if withheld:  # the page's owner opted its images out
+                self.stats.inc_value(f"focuscrawl/optout/images/{source_of(withheld[0])}")
+                continue
+            if rights is not None:
+                image_rights = rights.image(d.item["image_url"])
+                image_rights.tdm_policy = image_rights.tdm_policy or tdm_policy
+                if not image_rights.empty():
+                    d.item["rights"] = image_rights.as_dict()
             self.stats.inc_value("focuscrawl/images/kept")
             self.stats.inc_value(f"focuscrawl/language/images/{d.item.get('language') or 'unknown'}")
             if d.lazy:

@@ -1,41 +1,11 @@
 """Spider middleware that scores every out-link by the crawl mode and sets its priority.
 
 Modelled on Scrapy's ``DepthMiddleware``. The link rule, the page score it reads and the
-learner's page judge are the crawl mode strategy's (``crawler.spider.focus``,
-``focuscrawl.focus.modes``). The page's score is read from its analysis
-(``response.meta["page_analysis"]``), which the spider leaves *before* yielding
-anything (so the order of the spider's output, and other middlewares that add or
-drop items, do not matter). For each Request:
-
-* ``unfocused``: breadth-first, ``priority = -depth`` (FIFO within a depth);
-* ``document``: the score is the page's perplexity (inherited by all its links);
-* ``keywords``: ``link_score(PP_d, PP(anchor), kw(anchor))`` (SPEC §5);
-* ``learning`` (beyond the thesis): the ``keywords`` score is computed and logged, but
-  the priority is the online link learner's score (``focuscrawl.focus.link_learner``):
-  every judged page trains it on the link that led there; the frontier re-ranks its top
-  when the model changes (``focuscrawl.frontier.RerankingPriorityQueue``).
-
-In focused modes the score is mapped to a bucket priority (seeds above all) and a
-link scoring above ``FOCUSCRAWL_LINK_RAZOR`` is dropped. With ``FOCUSCRAWL_NEARDUP_LINKS =
-"demote"`` the links of a page that nearly repeats an earlier one (the near-duplicate
-middleware's check, ``response.meta["near_duplicate_of"]``) keep their score and bucket but
-their priority is moved below every other link's (``LinkRanker.demoted``; meta
-``link_demoted``, which the frontier's re-ranking keeps): an archive calendar's month pages
-carry the blog's layout, so they score on topic, and each links the next. The request keeps
-``link_score``, ``link_bucket``, ``anchor``, ``anchor_perplexity``,
-``anchor_keyword_score`` and ``parent_perplexity`` in its meta. A page without
-scorable text has no perplexity **(choice)**: its links inherit the score of the
-link that led to it, or the razor value for a seed (kept, lowest bucket).
-
-Links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``) come as URLs in
-``PageItem.known_links`` instead of Requests: each is decided, counted and logged the same
-way, then dropped (the dupefilter would have dropped its request); in mode ``learning`` the
-learner scores a known link only for its links.tsv row (nothing else reads that score).
-
-With ``FOCUSCRAWL_LINKS_LOG`` every link gets a ``links.tsv`` row, in the page's link order. A response's rows travel
-in its page's item (field ``PageItem.link_rows``) to ``PageLogWriterPipeline``, which writes them in the
-batch of the page's ``pages.tsv`` row, under the same JOBDIR checkpoint: a resume never
-repeats the links of a page it crawls again. A response without a page item logs none.
+learner's page judge are the crawl mode strategy's (``focuscrawl.focus.modes``); the page's
+score comes from ``response.meta["page_analysis"]``, left by the spider before it yields
+anything, so the order of the spider's output does not matter. Links the scheduler already
+knows (``PageItem.known_links``) are decided and logged the same way, then dropped. The
+rules of each mode: docs/CRAWL.md "What happens to a page".
 """
 from __future__ import annotations
 
@@ -71,7 +41,7 @@ LINKS_LOG_FLOAT_DIGITS = 6
 
 
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
-    """Scores out-links, sets ``request.priority``, razors; see the module docstring."""
+    """Scores out-links, sets ``request.priority``, razors (docs/CRAWL.md "What happens to a page")."""
 
     def __init__(self, stats, focus: CrawlFocus, log_links: bool = False,
                  demote_neardup: bool = False) -> None:  # pylint: disable=super-init-not-called

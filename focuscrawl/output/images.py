@@ -1,32 +1,12 @@
 """One record per image URL, the image perplexity log, and the merge state (SPEC §6 steps 5, 7).
 
 ``ImageStore`` is shared by the stages of the image chain (``focuscrawl.items.ImageItem``):
-the merge pipeline (first sighting of an image URL goes on, later sightings are merged
-here, each with the final score the score pipeline gave it), the download pipeline
-(drops) and the image log writer (commits the first sighting once it is downloaded). Its
-state survives a resume: each commit appends ``W``/``D`` lines to
-``JOBDIR/focuscrawl/images.seen`` (like Scrapy's ``requests.seen``) and checkpoints all
-offsets.
-
-Record (``records/<sha1[:2]>/<sha1>.json``, written atomically by the fold after its image is committed)::
-
-    {"image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
-     "width", "height", "image_format", "image_size", "image_sha1", "html_width", "html_height",
-     "sightings": [{page_url, page_depth, page_perplexity, near_duplicate_page, alt, title,
-                    src_guess, *_scores, html_width, html_height, css_class, style, extension,
-                    contexts, extra_contexts, language, final_score, final_context}, ...],
-     "sightings_over_limit": n}
-
-A committed image's record and each later sighting of it are one line appended to
-``sightings.log`` (a log checkpointed like the others), not a file written: a record holds up
-to ``FOCUSCRAWL_IMAGE_MAX_SIGHTINGS`` sightings of ~5 KB each (contexts with their texts), and
-a logo on every page would rewrite that whole record on every page; and a new file costs the
-kernel more than the crawl's own work on an image (20-500 us to create one, more to replace
-one). The log is folded into the record files (each touched record read, if it has a file,
-and written once) at close, when it reaches ``SIGHTINGS_FOLD_BYTES`` at a checkpoint, and on
-opening a run directory a killed crawl left it in; a reader of a run directory whose log is
-not folded reads a record through ``read_record``. Sightings over the limit are logged as a
-counter line only.
+the merge pipeline, the download pipeline and the image log writer. Its state survives a
+resume (``JOBDIR/focuscrawl/images.seen`` and checkpointed offsets). A committed image's
+record and its later sightings are lines appended to ``sightings.log``, folded into the record
+files (``records/<sha1[:2]>/<sha1>.json``) at close, at ``SIGHTINGS_FOLD_BYTES`` and on
+reopening a killed run: rewriting a record on every sighting cost more than the crawl's own
+work on an image. The record's fields: docs/OUTPUT.md.
 """
 from __future__ import annotations
 
@@ -44,14 +24,15 @@ from focuscrawl.output.records import (SIGHTINGS_LOG, compact_json, folded_json,
                                        read_sightings_log, record_path, sighting_key, split_logged_record)
 from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row
+from focuscrawl.rights.licenses import rights_columns
 
 logger = logging.getLogger(__name__)
 
 SIGHTING_FIELDS = ("page_url", "page_depth", "page_perplexity", "near_duplicate_page", "alt", "title",
                    "src_guess", "alt_scores", "title_scores", "src_scores", "html_width", "html_height",
-                   "css_class", "style", "extension", "contexts", "extra_contexts", "language")
+                   "css_class", "style", "extension", "contexts", "extra_contexts", "language", "rights")
 IMAGE_FIELDS = ("image_url", "first_seen", "final_score", "final_context", "image_path", "record_path",
-                "width", "height", "image_format", "image_size", "image_sha1")
+                "width", "height", "image_format", "image_size", "image_sha1", "rights")
 
 PENDING, WRITTEN, DROPPED = "P", "W", "D"
 PENDING_FILE = "images.pending"
@@ -76,7 +57,7 @@ def image_columns(max_parents: int, max_siblings: int) -> list[str]:
             cols += [f"{kind}_{i}_pp", f"{kind}_{i}_wpp"]
     cols += ["image_url", "page_url", "width", "height", "image_format", "image_size",
              "html_width", "html_height", "near_duplicate_page", "language"]
-    return cols
+    return cols + list(rights_columns())
 
 
 def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
@@ -98,7 +79,8 @@ def image_row(item: Any, max_parents: int, max_siblings: int) -> list[Any]:
     values += [item.get("image_url"), item.get("page_url"), item.get("width"), item.get("height"),
                item.get("image_format"), item.get("image_size"), item.get("html_width"),
                item.get("html_height"), bool(item.get("near_duplicate_page")), item.get("language")]
-    return values
+    rights = item.get("rights") or {}
+    return values + [rights.get(name, "") for name in rights_columns()]
 
 
 def sighting_of(item: Any) -> dict[str, Any]:

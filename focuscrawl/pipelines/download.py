@@ -33,6 +33,8 @@ from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.records import url_sha1
+from focuscrawl.rights.licenses import Rights, with_file_rights
+from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy, source_of
 from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result, is_decompression_too_big,
                                       is_over_download_maxsize, is_too_many_redirects)
 
@@ -47,6 +49,7 @@ NOT_ARCHIVED = "not_archived"  # a replay (focuscrawl warc): the archives hold n
 TOO_MANY_REDIRECTS = "too_many_redirects"  # over REDIRECT_MAX_TIMES: a redirect loop
 TOO_BIG_DECODED = "too_big_decoded"  # Content-Encoding inflates it over the size limit (gzip bomb)
 DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
+OPTED_OUT = "opted_out"  # the image response (or its host) opts out: X-Robots-Tag, TDMRep, robots.txt AI group
 
 
 def _ignored_reason(exc: IgnoreRequest) -> str:
@@ -59,6 +62,12 @@ def _ignored_reason(exc: IgnoreRequest) -> str:
     if isinstance(exc, NotArchived):
         return NOT_ARCHIVED
     return FILTERED
+
+
+def _meta(response, request) -> dict:
+    """The meta of the request that got ``response`` (a redirect's, else ``request``'s)."""
+    final = getattr(response, "request", None)
+    return (final if final is not None else request).meta
 
 
 class AtomicFSFilesStore(FSFilesStore):
@@ -84,6 +93,14 @@ class ImageRejectedFile(ExpectedMediaFailure):
         self.reason = reason
 
 
+class ImageOptedOut(ImageRejectedFile):
+    """The image's owner said no (``reason``: ``source:directive``): counted under ``focuscrawl/optout``."""
+
+    def __init__(self, optout: str) -> None:
+        super().__init__(OPTED_OUT, optout)
+        self.optout = optout
+
+
 class ImageDownloadPipeline(FilesPipeline):
     """Downloads kept images (Scrapy's FilesPipeline), inspects and stores them.
 
@@ -95,8 +112,10 @@ class ImageDownloadPipeline(FilesPipeline):
     STORE_SCHEMES = {**FilesPipeline.STORE_SCHEMES, "": AtomicFSFilesStore, "file": AtomicFSFilesStore}
 
     def __init__(self, store_uri: str, *, crawler: Crawler, store: ImageStore | None, max_bytes: int,
-                 max_pixels: int, formats: Iterable[str], rules: ImageRules, shared_store: bool = False) -> None:
+                 max_pixels: int, formats: Iterable[str], rules: ImageRules, shared_store: bool = False,
+                 optouts: OptOutPolicy | None = None) -> None:
         super().__init__(store_uri, crawler=crawler)
+        self.optouts = optouts or OptOutPolicy()
         self.stats = crawler.stats
         self.store_images = store
         self.max_bytes = max_bytes
@@ -125,7 +144,7 @@ class ImageDownloadPipeline(FilesPipeline):
         return cls(shared or str(run.dir), crawler=crawler, store=state.images,
                    max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"), max_pixels=s.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"),
                    formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"), rules=ImageRules.from_settings(s),
-                   shared_store=bool(shared))
+                   shared_store=bool(shared), optouts=OptOutPolicy.from_settings(s))
 
     # -- requests --------------------------------------------------------------------
     def get_media_requests(self, item: Any, info) -> list[Request]:
@@ -148,7 +167,7 @@ class ImageDownloadPipeline(FilesPipeline):
     def _inspect(self, data: bytes, measured: bool = False):
         """Pillow's verdict and the bytes' SHA-1 (in a thread: hashlib lets go of the GIL);
         an image without HTML size (``measured``) must also pass the size limits."""
-        found = inspect_image(data, self.formats, self.max_pixels)
+        found = inspect_image(data, self.formats, self.max_pixels, read_rights=True)
         if measured:
             reason = size_reason(found.width, found.height, self.rules)
             if reason:
@@ -181,6 +200,9 @@ class ImageDownloadPipeline(FilesPipeline):
             raise ImageRejectedFile(HTTP_STATUS, str(response.status))
         if not response.body:
             raise ImageRejectedFile(EMPTY)
+        optout = self.optouts.image_response(response.headers, _meta(response, request).get(SITE_OPTOUT_META))
+        if optout:
+            raise ImageOptedOut(optout)
         path = self.file_path(request, response=response, info=info, item=item)
         try:  # decode and store off the reactor thread
             found, checksum = await run_in_thread(self._inspect_and_store, response.body, path, info,
@@ -193,7 +215,8 @@ class ImageDownloadPipeline(FilesPipeline):
     @staticmethod
     def _file_info(request, path: str, data: bytes, found, checksum: str, status: str) -> dict[str, Any]:
         return {"url": request.url, "path": path, "checksum": checksum, "status": status,
-                "width": found.width, "height": found.height, "format": found.format, "size": len(data)}
+                "width": found.width, "height": found.height, "format": found.format, "size": len(data),
+                "rights": found.rights}
 
     def media_failed(self, failure, request, info):
         exc = failure.value
@@ -216,7 +239,10 @@ class ImageDownloadPipeline(FilesPipeline):
         if not ok:
             exc = value.value
             reason = getattr(exc, "reason", None) or DOWNLOAD_ERROR
-            self.stats.inc_value(f"focuscrawl/images/failed/{reason}")
+            if isinstance(exc, ImageOptedOut):
+                self.stats.inc_value(f"focuscrawl/optout/images/{source_of(exc.optout)}")
+            else:
+                self.stats.inc_value(f"focuscrawl/images/failed/{reason}")
             logger.debug("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
             if self.store_images is not None:
                 self.store_images.drop(item["image_url"], reason)
@@ -225,6 +251,10 @@ class ImageDownloadPipeline(FilesPipeline):
         item["width"], item["height"] = value["width"], value["height"]
         item["image_format"], item["image_size"] = value["format"], value["size"]
         item["image_sha1"] = value["checksum"]
+        if value.get("rights") is not None:
+            rights = with_file_rights(Rights.from_dict(item.get("rights")), value["rights"])
+            if not rights.empty():
+                item["rights"] = rights.as_dict()
         self.stats.inc_value("focuscrawl/images/downloaded")
         self.stats.inc_value("focuscrawl/images/bytes", value["size"])
         if item.get("extension") and FORMAT_EXTENSIONS.get(value["format"]) != \

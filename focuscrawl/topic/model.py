@@ -127,7 +127,7 @@ def default_keywords_path() -> Path:
 
 def bundle_language(bundle: str | Path | None) -> str:
     """The ``language`` a topic bundle's manifest records (``""``: none, or a bundle built
-    before issue #30)."""
+    without a language)."""
     if bundle is None:
         return UNKNOWN
     return str(read_manifest(bundle).get("language") or UNKNOWN)

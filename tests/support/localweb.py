@@ -108,11 +108,11 @@ class LocalWeb:
         return f"http://{DIRECT_HOST}:{self.port}"
 
     def pages_requested(self) -> list[str]:
-        """Requests in arrival order, robots.txt left out."""
-        return [r for r in self.requests if not r.endswith("/robots.txt")]
+        """Requests in arrival order, the hosts' policy files (robots.txt, tdmrep.json) left out."""
+        return [r for r in self.requests if not r.endswith(("/robots.txt", "/.well-known/tdmrep.json"))]
 
     def fetched(self, prefix: str = "/") -> list[str]:
-        """Paths fetched directly (``web.base``), in order, robots.txt left out."""
+        """Paths fetched directly (``web.base``), in order, policy files left out."""
         paths = [r[len(DIRECT_HOST):] for r in self.pages_requested() if r.startswith(DIRECT_HOST + "/")]
         return [p for p in paths if p.startswith(prefix)]
 

@@ -1,0 +1,151 @@
+"""Downloader middlewares for the opt-outs a host declares once for all its URLs: robots.txt
+groups of AI-training crawlers, and TDMRep's ``/.well-known/tdmrep.json``. Each leaves its
+finding in ``request.meta["site_optout"]`` (reason -> TDM policy URL); the spider and the image
+download pipeline decide with it (``focuscrawl.rights.policy``)."""
+from __future__ import annotations
+
+import logging
+
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as ScrapyRobotsTxtMiddleware
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Request, Response
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
+from twisted.internet.defer import Deferred
+
+from focuscrawl.archive.replay import NotArchived
+from focuscrawl.rights.directives import ROBOTS_AI, TDMREP, robots_named_agents
+from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy
+from focuscrawl.rights.tdmrep import PATH as TDMREP_PATH, TdmRules
+
+logger = logging.getLogger(__name__)
+
+#: a tdmrep.json larger than this is cut by the downloader (and then unreadable: no rules)
+TDMREP_MAX_BYTES = 1 << 20
+
+
+def _site_optout(request: Request, reason: str, policy: str = "") -> None:
+    request.meta.setdefault(SITE_OPTOUT_META, {})[reason] = policy
+
+
+def _http(request: Request) -> bool:
+    return request.url.startswith(("http://", "https://")) and not request.meta.get("dont_obey_robotstxt")
+
+
+class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
+    """Scrapy's robots.txt middleware, plus: where robots.txt allows us a URL but a group
+    that names an AI-training crawler (``FOCUSCRAWL_AI_AGENTS``) disallows it, the URL is
+    fetched and marked ``robots_ai:<agent>``: nothing of it enters the corpus. Without
+    ``ROBOTSTXT_OBEY`` (a replay, whose archive maker applied robots.txt) robots.txt is still
+    read for those groups. ``__init__`` keeps the signature of Scrapy's middleware (``crawler``),
+    which reads its settings there."""
+
+    def __init__(self, crawler) -> None:
+        policy = OptOutPolicy.from_settings(crawler.settings)
+        self.ai_agents = policy.ai_agents if ROBOTS_AI in policy.sources else ()
+        self.obey = crawler.settings.getbool("ROBOTSTXT_OBEY")
+        if self.obey:
+            super().__init__(crawler)
+        elif not self.ai_agents:
+            raise NotConfigured("neither ROBOTSTXT_OBEY nor robots_ai in FOCUSCRAWL_OPTOUTS")
+        else:  # Scrapy's __init__ refuses to run without ROBOTSTXT_OBEY: the state robot_parser() uses
+            self.crawler, self._stats, self._parsers = crawler, crawler.stats, {}
+            self._parserimpl = load_object(crawler.settings.get("ROBOTSTXT_PARSER"))
+        #: host -> the AI crawlers its robots.txt names
+        self._named: dict[str, tuple[str, ...]] = {}
+
+    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+        if self.ai_agents:
+            self._named[netloc] = robots_named_agents(response.body, self.ai_agents)
+        await super()._parse_robots(response, netloc, request)
+
+    async def process_request(self, request: Request, spider=None) -> None:
+        if not _http(request):
+            return
+        parser = await self.robot_parser(request)
+        if self.obey:
+            self.process_request_2(parser, request)
+        if parser is None or not self.ai_agents:
+            return
+        for agent in self._named.get(urlparse_cached(request).netloc, ()):
+            if not parser.allowed(request.url, agent):
+                _site_optout(request, f"{ROBOTS_AI}:{agent.lower()}")
+                self._stats.inc_value("focuscrawl/optout/robots_ai_urls")
+                return
+
+
+class TdmRepMiddleware:
+    """Fetches each host's ``/.well-known/tdmrep.json`` once (as Scrapy's robots.txt
+    middleware fetches robots.txt: the host's first request waits for it) and marks the URLs
+    its rules reserve ``tdmrep:well-known``. A missing or unreadable file declares nothing;
+    a replay whose archives do not hold it says so once per host. It keeps the crawler to
+    download through its engine at run time, as Scrapy's robots.txt middleware does."""
+
+    DOWNLOAD_PRIORITY = 1000
+
+    def __init__(self, crawler, stats) -> None:
+        self.crawler, self.stats = crawler, stats
+        self._rules: dict[str, TdmRules | Deferred | None] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler) -> "TdmRepMiddleware":
+        if TDMREP not in OptOutPolicy.from_settings(crawler.settings).sources:
+            raise NotConfigured("tdmrep is not in FOCUSCRAWL_OPTOUTS")
+        return cls(crawler, crawler.stats)
+
+    async def process_request(self, request: Request, spider=None) -> None:
+        if not _http(request):
+            return
+        rules = await self.rules_for(request)
+        if rules is None:
+            return
+        reserved, policy = rules.reservation(request.url)
+        if reserved:
+            _site_optout(request, f"{TDMREP}:well-known", policy)
+            self.stats.inc_value("focuscrawl/optout/tdmrep_urls")
+
+    async def rules_for(self, request: Request) -> TdmRules | None:
+        url = urlparse_cached(request)
+        netloc = url.netloc
+        if netloc not in self._rules:
+            self._rules[netloc] = waiting = Deferred()
+            rules = await self._fetch(f"{url.scheme}://{netloc}{TDMREP_PATH}", netloc)
+            self._rules[netloc] = rules
+            waiting.callback(rules)
+            return rules
+        rules = self._rules[netloc]
+        if isinstance(rules, Deferred):
+            return await maybe_deferred_to_future(rules)
+        return rules
+
+    async def _fetch(self, url: str, netloc: str) -> TdmRules | None:
+        request = Request(url, priority=self.DOWNLOAD_PRIORITY, callback=NO_CALLBACK,
+                          meta={"dont_obey_robotstxt": True, "download_maxsize": TDMREP_MAX_BYTES,
+                                "download_warnsize": 0})
+        self.stats.inc_value("focuscrawl/optout/tdmrep_files/requested")
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except NotArchived:
+            self.stats.inc_value("focuscrawl/optout/tdmrep_files/not_archived")
+            logger.info("tdmrep: the archives hold no %s for %s: its host-wide TDM reservations are unknown",
+                        TDMREP_PATH, netloc)
+            return None
+        except IgnoreRequest:
+            return None
+        except Exception as exc:  # a host that cannot be reached declares nothing here
+            self.stats.inc_value("focuscrawl/optout/tdmrep_files/failed")
+            logger.debug("tdmrep: %s: %s: %s", url, type(exc).__name__, exc)
+            return None
+        if response.status != 200:
+            return None
+        rules = TdmRules.parse(response.body)
+        if not rules.readable:  # a site that answers every path with a page
+            self.stats.inc_value("focuscrawl/optout/tdmrep_files/not_json")
+            return None
+        self.stats.inc_value("focuscrawl/optout/tdmrep_files/found")
+        if rules.problems:
+            self.stats.inc_value("focuscrawl/optout/tdmrep_files/problems", rules.problems)
+            logger.info("tdmrep: %s: %d entries not understood (skipped)", url, rules.problems)
+        return rules

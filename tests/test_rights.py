@@ -1,0 +1,194 @@
+"""The pure functions behind opt-outs and licences (focuscrawl.rights): directive parsing,
+TDMRep rules, robots.txt AI groups, SPDX normalisation, markup and file metadata."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from lxml import etree
+from PIL import Image, PngImagePlugin
+from scrapy.http import Headers
+
+from focuscrawl.rights.directives import (PageSignals, header_directives, parse_directives, robots_named_agents,
+                                          tdm_reserved)
+from focuscrawl.rights.licenses import (PUBLIC_DOMAIN_MARK, Rights, file_rights, license_filter, merge_rights,
+                                        page_rights, spdx_id, with_file_rights)
+from focuscrawl.rights.policy import OptOutPolicy, count_names, robots_tokens
+from focuscrawl.rights.tdmrep import TdmRules
+from tests.support.optoutsite import XMP
+
+US = frozenset({"focuscrawl"})
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("noindex, NoFollow", {"noindex", "nofollow"}),
+    ("none", {"none"}),
+    ("max-snippet:20, noimageai", {"max-snippet", "noimageai"}),
+    (" , ,, ", set()),
+    ("noai" + ",x" * 100_000, {"noai", "x"}),
+])
+def test_parse_directives(value, expected):
+    assert parse_directives(value) == expected
+
+
+def test_header_directives_apply_unscoped_and_our_scope_only():
+    assert header_directives(["noai", "googlebot: noindex", "focuscrawl: nofollow, noimageindex"], US) == {
+        "noai", "nofollow", "noimageindex"}
+    assert header_directives(["max-snippet: 10, noindex"], US) == {"max-snippet", "noindex"}  # not a user agent
+    assert header_directives(["otherbot: none"], US) == set()
+
+
+def test_tdm_reservation_values():
+    assert tdm_reserved("1") and tdm_reserved(" 1 ")
+    assert not tdm_reserved("0") and not tdm_reserved("yes") and not tdm_reserved(None) and not tdm_reserved("")
+
+
+def test_tdmrep_rules_match_robots_style_patterns_and_any_reservation_wins():
+    rules = TdmRules.parse(json.dumps([
+        {"location": "/free/*", "tdm-reservation": 0},
+        {"location": "/*.jpg$", "tdm-reservation": 1, "tdm-policy": "https://x.test/p"},
+        {"location": "/news/", "tdm-reservation": 1},
+    ]).encode())
+    assert rules.reservation("http://x.test/free/a.html") == (False, "")
+    assert rules.reservation("http://x.test/free/a.jpg") == (True, "https://x.test/p")  # stricter wins
+    assert rules.reservation("http://x.test/a.jpg?x=1") == (False, "")  # $ anchors the end
+    assert rules.reservation("http://x.test/news/today") == (True, "")
+    assert rules.reservation("http://x.test/other") == (False, "")
+
+
+@pytest.mark.parametrize("body, readable, problems", [
+    (b"<html>not json</html>", False, 0),
+    (b'{"location": "/", "tdm-reservation": 1}', True, 0),  # one object, not an array
+    (b'[{"location": 5}, "x", {"location": "/a", "tdm-reservation": "maybe"}]', True, 3),
+    (b"[" * 100_000 + b"]" * 100_000, False, 0),
+    (b"\xff\xfe garbage", False, 0),
+])
+def test_tdmrep_bad_files_never_raise(body, readable, problems):
+    rules = TdmRules.parse(body)
+    assert rules.readable == readable and rules.problems == problems
+    rules.reservation("http://x.test/a")
+
+
+def test_robots_named_agents():
+    body = b"User-agent: *\nDisallow:\n\nuser-agent:  GPTBot  # OpenAI\nDisallow: /\nUser-Agent: ccbot\n"
+    assert robots_named_agents(body, ["GPTBot", "CCBot", "Google-Extended"]) == ("GPTBot", "CCBot")
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("https://creativecommons.org/licenses/by/4.0/", "CC-BY-4.0"),
+    ("http://creativecommons.org/licenses/by-nc-sa/2.0/de/deed.en", "CC-BY-NC-SA-2.0-DE"),
+    ("//creativecommons.org/licenses/by-nd/3.0", "CC-BY-ND-3.0"),
+    ("CC BY-SA 4.0", "CC-BY-SA-4.0"),
+    ("cc-by-nc 4.0", "CC-BY-NC-4.0"),
+    ("CC0", "CC0-1.0"),
+    ("https://creativecommons.org/publicdomain/zero/1.0/", "CC0-1.0"),
+    ("https://creativecommons.org/publicdomain/mark/1.0/", PUBLIC_DOMAIN_MARK),
+    ("https://creativecommons.org/licenses/xyz/4.0/", ""),
+    ("All rights reserved", ""),
+    ("", ""),
+])
+def test_spdx_id(value, expected):
+    assert spdx_id(value) == expected
+
+
+def test_license_filter_classes_and_patterns():
+    commercial = license_filter("commercial")
+    assert commercial("CC-BY-4.0") and commercial("CC0-1.0") and commercial(PUBLIC_DOMAIN_MARK)
+    assert not commercial("CC-BY-NC-4.0") and not commercial("")
+    assert license_filter("cc")("CC-BY-NC-ND-4.0") and not license_filter("cc")("")
+    assert license_filter("unknown")("") and not license_filter("known")("")
+    assert license_filter("cc-by-sa-*,CC0-1.0")("CC-BY-SA-3.0") and not license_filter("CC-BY-SA-*")("CC-BY-4.0")
+    with pytest.raises(ValueError):
+        license_filter(" , ")
+
+
+def _root(html: str):
+    return etree.fromstring(html.encode(), etree.HTMLParser())
+
+
+def test_page_rights_reads_meta_links_and_jsonld():
+    html = ("<html><head><meta name='ROBOTS' content='noindex'><meta name='focuscrawl' content='noimageai'>"
+            "<meta name='googlebot' content='nofollow'><meta name='tdm-reservation' content='1'>"
+            "<meta name='tdm-policy' content='https://p.test/'><meta name='DC.creator' content='Ann'>"
+            "<script type='application/ld+json'>{\"@type\": \"Article\", \"license\": {\"@id\": "
+            "\"https://creativecommons.org/licenses/by/4.0/\"}, \"image\": {\"@type\": \"ImageObject\", "
+            "\"url\": [\"a.jpg\"], \"license\": \"CC0\", \"creator\": [{\"name\": \"Bo\"}, \"Cy\"]}}</script>"
+            "</head><body><a rel='nofollow License' href='/lic'>licence</a></body></html>")
+    found = page_rights(_root(html), "http://s.test/x/", US)
+    assert found.signals == PageSignals(frozenset({"noindex", "noimageai"}), True, "https://p.test/")
+    assert found.page.license == "CC-BY-4.0" and found.page.license_source == "jsonld:page"
+    assert found.page.creator == "Ann" and found.page.creator_source == "dcterms"
+    image = found.image("http://s.test/x/a.jpg")
+    assert (image.license, image.creator, image.license_source) == ("CC0-1.0", "Bo; Cy", "jsonld:ImageObject")
+    assert found.image("http://s.test/other.jpg").license == "CC-BY-4.0"
+
+
+def test_page_rights_survive_hostile_jsonld():
+    html = ("<html><head><script type='application/ld+json'>{oops</script>"
+            "<script type='application/ld+json'>" + "[" * 10000 + "]" * 10000 + "</script>"
+            "<script type='application/ld+json'>\"just a string\"</script>"
+            "<script type='application/ld+json'>{\"@type\": [\"ImageObject\"], \"license\": 5, \"url\": 7}</script>"
+            "<link rel='license' href='http://[bad'></head></html>")
+    found = page_rights(_root(html), "http://s.test/", US)
+    assert found.problems == 2 and found.images == {}
+
+
+def test_file_rights_from_exif_xmp_and_iptc():
+    img = Image.new("RGB", (20, 20))
+    exif = Image.Exif()
+    exif[0x013B], exif[0x8298] = "Ann Artist", "(c) Ann, CC BY 4.0"
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", exif=exif.tobytes())
+    found = file_rights(Image.open(io.BytesIO(buf.getvalue())))
+    assert (found.creator, found.creator_source, found.copyright_notice) == ("Ann Artist", "exif", "(c) Ann, CC BY 4.0")
+    assert found.license == "CC-BY-4.0" and found.license_source == "exif"
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt("XML:com.adobe.xmp", XMP)
+    buf = io.BytesIO()
+    img.save(buf, "PNG", pnginfo=info)
+    found = file_rights(Image.open(io.BytesIO(buf.getvalue())))
+    assert (found.license, found.creator, found.license_source) == ("CC-BY-NC-4.0", "Xmp Maker", "xmp")
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt("XML:com.adobe.xmp", '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>')
+    buf = io.BytesIO()
+    img.save(buf, "PNG", pnginfo=info)
+    assert file_rights(Image.open(io.BytesIO(buf.getvalue()))).empty()  # no entity is resolved
+
+
+def test_rights_precedence():
+    page = Rights(license="CC-BY-4.0", license_raw="u", license_source="rel-license", creator="Page",
+                  creator_source="dcterms")
+    own = Rights(license="CC0-1.0", license_raw="v", license_source="jsonld:ImageObject")
+    file = Rights(license="CC-BY-SA-4.0", license_raw="w", license_source="xmp", creator="File", creator_source="xmp",
+                  copyright_notice="(c) File")
+    assert merge_rights(own, page).creator == "Page" and merge_rights(own, page).license == "CC0-1.0"
+    # the file beats what only the page said, not the image's own JSON-LD
+    assert with_file_rights(page, file).license == "CC-BY-SA-4.0"
+    assert with_file_rights(merge_rights(own, page), file).license == "CC0-1.0"
+    assert with_file_rights(merge_rights(own, page), file).creator == "File"
+    assert with_file_rights(page, file).copyright_notice == "(c) File"
+
+
+def test_policy_decisions_and_settings(tmp_path):
+    from focuscrawl.resources import project_settings
+
+    policy = OptOutPolicy.from_settings(project_settings({}))
+    assert policy.relaxed() == [] and "gptbot" in {a.lower() for a in policy.ai_agents}
+    headers = Headers({"X-Robots-Tag": ["googlebot: noai", "nofollow"], "tdm-reservation": "1",
+                       "tdm-policy": "https://p.test"})
+    decision = policy.page(headers, PageSignals(frozenset({"noimageindex"})), {"robots_ai:gptbot": ""})
+    assert decision.nofollow == ["x_robots_tag:nofollow"]
+    assert decision.no_images == ["meta_robots:noimageindex", "tdmrep:header", "robots_ai:gptbot"]
+    assert decision.no_text == ["tdmrep:header", "robots_ai:gptbot"] and decision.tdm_policy == "https://p.test"
+    assert sorted(count_names(decision)) == ["image_pages/meta_robots", "image_pages/robots_ai",
+                                             "image_pages/tdmrep", "nofollow_pages/x_robots_tag",
+                                             "text_pages/robots_ai", "text_pages/tdmrep"]
+    relaxed = OptOutPolicy.from_settings(project_settings({"FOCUSCRAWL_OPTOUTS": "meta_robots"}))
+    assert relaxed.relaxed() == ["x_robots_tag", "tdmrep", "robots_ai"]
+    assert relaxed.page(headers, None, None).no_text == []
+    assert relaxed.image_response(Headers({"X-Robots-Tag": "noimageai"}), None) == ""
+    assert policy.image_response(Headers({"X-Robots-Tag": "noimageai"}), None) == "x_robots_tag:noimageai"
+    with pytest.raises(ValueError, match="unknown opt-out nosuch"):
+        OptOutPolicy.from_settings(project_settings({"FOCUSCRAWL_OPTOUTS": "meta_robots,nosuch"}))
+    assert robots_tokens("MyBot/2.0 (+http://x)") == {"focuscrawl", "mybot"}
