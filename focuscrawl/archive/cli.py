@@ -27,7 +27,7 @@ from focuscrawl.output.summary import crawl_summary
 from focuscrawl.processes import signals_held, worker_process
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
-SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
+SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/html_responses", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
                  "focuscrawl/pages/written", "focuscrawl/images/written")
 #: settings of each job with --jobs: the jobs use the cores, not an analysis pool each
 JOB_SETTINGS = {"FOCUSCRAWL_ANALYSIS_WORKERS": 0}
@@ -145,8 +145,11 @@ def human_summary(summary: dict, output: str, stats: dict) -> str:
     """The replay in a few lines (``--json`` prints ``summary`` itself): what the archives held,
     then every crawl's summary (``focuscrawl.output.summary``) of the replay's ``stats`` (the
     jobs' summed)."""
-    lines = [f"warc: {summary['files']} archive files, {summary['focuscrawl/archive/html_pages']:,} HTML pages "
-             f"replayed into {output}"]
+    pages, responses = summary["focuscrawl/archive/html_pages"], summary.get("focuscrawl/archive/html_responses") or 0
+    lines = [f"warc: {summary['files']} archive files, {pages:,} HTML pages replayed into {output}"]
+    if responses > pages:
+        lines.append(f"  of {responses:,} HTML responses in the archives: each URL's first capture with status 200 is "
+                     f"its page (other captures of a URL, redirects and errors are not)")
     if "parts" in summary:
         lines.append(f"  {summary['parts']} jobs (one per file with pages of its own) on {summary['jobs']} processes; "
                      f"their parts merged: {summary['pages']:,} pages, {summary['images']:,} images")
