@@ -110,8 +110,9 @@ def test_testweb_and_crawl_commands(tmp_path, empty):
     assert "testweb serve: building the cat web from bundled ..." in err
     assert "crawled 10 pages" in run(empty, "demo", "--pages", "10", "-o", str(tmp_path / "demo")).stdout
     ev = tmp_path / "ev"
-    run(empty, "eval", "run", *small, "--budget", "5", "--modes", "keywords", "--model", str(default_model_path()),
-        "--keywords", str(default_keywords_path()), "-o", str(ev))
+    evaluated = run(empty, "eval", "run", *small, "--budget", "5", "--modes", "keywords", "--model",
+                    str(default_model_path()), "--keywords", str(default_keywords_path()), "-o", str(ev))
+    assert "not upper bounds" in evaluated.stdout and "oracle bounds" not in evaluated.stdout  # as the report says
     run(empty, "eval", "report", str(ev))
     assert (ev / "report" / "summary.json").exists()
 
