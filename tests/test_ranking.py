@@ -415,3 +415,33 @@ def test_rank_prints_the_shards_it_wrote_not_their_pattern(run_dir, tmp_path, ca
     shards = sorted(str(p) for p in tmp_path.glob("corpus-*.tar"))
     assert len(shards) == 3 and "%" not in first
     assert first == f"rank: 3 images written to 3 files: {', '.join(shards)} (webdataset)"
+
+
+def test_rank_shows_its_progress_on_a_terminal_only(run_dir, tmp_path):
+    """A long export said nothing for 30-40 s: on a terminal its stderr shows the images done."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "rank", str(run_dir), "--format", "jsonl", "-o",
+           str(tmp_path / "x.jsonl")]
+    env = dict(os.environ, FOCUSCRAWL_SCORING="thesis")
+    master, slave = pty.openpty()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal's other end is closed: all read
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    n = len((tmp_path / "x.jsonl").read_text().splitlines())
+    assert n and f"rank: jsonl: {n}/{n} images (100%)".encode() in seen, seen
+    piped = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert piped.returncode == 0 and "images (" not in piped.stderr  # not a terminal: quiet

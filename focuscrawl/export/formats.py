@@ -296,6 +296,27 @@ def write_webdataset(rows: Iterable[tuple[dict, ExportedImage]], out: Path, opti
     return written
 
 
+def with_progress(rows: Iterator, total: int, label: str, stream=None, interval: float = 0.5) -> Iterator:
+    """``rows`` as they are, with ``label: n/total images (p%)`` rewritten on ``stream`` (stderr)
+    every ``interval`` seconds when it is a terminal (an export of a large corpus re-encodes
+    its images for minutes); nothing is written elsewhere (a log file, a pipe)."""
+    import sys
+
+    stream = stream or sys.stderr
+    if total < 1 or not stream.isatty():
+        yield from rows
+        return
+    last = 0.0
+    for n, row in enumerate(rows, 1):
+        yield row
+        now = time.monotonic()
+        if now - last >= interval or n == total:
+            stream.write(f"\r{label}: {n:,}/{total:,} images ({n / total:.0%})")
+            stream.flush()
+            last = now
+    stream.write("\n")
+
+
 def export(entries: list[CorpusEntry], run_dir: str | Path, options: ExportOptions,
            extra_scores: Iterable[str] = ()) -> ExportStats:
     """Write ``entries`` as ``options`` say. The score columns are the run's (images.tsv) and
@@ -306,7 +327,8 @@ def export(entries: list[CorpusEntry], run_dir: str | Path, options: ExportOptio
     scores += [name for name in extra_scores if name not in scores]
     names = columns(scores)
     stats = ExportStats()
-    rows = _rows(entries, run_dir, scores, options, stats)
+    images = _rows(entries, run_dir, scores, options, stats)
+    rows = with_progress(images, len(entries), f"rank: {options.fmt}")
     out = options.output
     try:
         if options.fmt == "webdataset":
@@ -322,7 +344,8 @@ def export(entries: list[CorpusEntry], run_dir: str | Path, options: ExportOptio
     except OSError as exc:  # disk full, a folder where a file goes, no permission: one line, no traceback
         raise CommandError(f"cannot write the export: {exc}") from None
     finally:
-        rows.close()  # stops the image workers at once if a writer failed
+        rows.close()
+        images.close()  # stops the image workers at once if a writer failed
     if options.with_images and stats.status[SUCCESS] < len(entries):
         logger.warning("%s: %d of %d ranked images have no exported image (%s)", options.fmt,
                        len(entries) - stats.status[SUCCESS], len(entries),
