@@ -323,7 +323,8 @@ def cmd_rank(args) -> int:
         logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
                        _crawl_drops_text(Path(args.run_dir)))
     summary = {"scoring": scoring, "topic": bundle, "score_range": [score_min, score_max]} | stats.as_dict() \
-        | {"top": args.top, "written": exported.written, "status": dict(exported.status), "files": exported.files}
+        | {"top": args.top, "written": exported.written, "status": dict(exported.status), "files": exported.files,
+           "run_dir": str(Path(args.run_dir).resolve())}
     if options.with_images:
         summary["images"] = options.images.as_dict()
     if options.fmt == "webdataset":
@@ -357,6 +358,8 @@ def rank_summary_text(summary: dict, fmt: str, output: str) -> str:
     if summary["written"] < summary["ranked"]:
         why = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in summary["status"].items() if k != "success" and v)
         lines.append(f"  {summary['ranked'] - summary['written']:,} ranked images not written" + (f": {why}" if why else ""))
+    if summary.get("run_dir"):  # the column image_path names files of the run directory
+        lines.append(f"  image_path: relative to the run directory {summary['run_dir']}")
     if summary.get("card"):
         lines.append(f"  dataset card (sources, licences, opt-outs): {summary['card']}")
     return "\n".join(lines)

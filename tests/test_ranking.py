@@ -386,6 +386,7 @@ def test_rank_prints_a_short_summary_for_people(run_dir, tmp_path, capsys, monke
                      "  8 images in images.tsv -> 5 within the cut -> 4 distinct URLs -> 0 near-duplicates collapsed "
                      "-> 3 ranked (the first 3: --top)",
                      "  1 images without a score (no words to score) were left out",
+                     f"  image_path: relative to the run directory {run_dir.resolve()}",
                      f"  dataset card (sources, licences, opt-outs): {tmp_path / 'README.md'}"]
 
 
