@@ -97,3 +97,10 @@ def test_a_feed_says_which_items_are_pages_and_which_images(tmp_path):
     assert kinds == {"page", "image"}, exported[:2]
     assert all(list(item)[0] == "type" for item in exported)
     assert all(("sentences" in item) == (item["type"] == "page") for item in exported)
+
+
+def test_the_summary_of_a_crawl_without_a_run_directory_says_what_is_missing():
+    text = "\n".join(crawl_summary({"finish_reason": "finished", "focuscrawl/pages/crawled": 5},
+                                   extra_outputs=["items.jsonl"]))
+    assert "crawl summary: 5 pages crawled; no run directory (-a output=DIR)" in text
+    assert "also written: items.jsonl" in text and "every counter: the DEBUG log" in text

@@ -62,9 +62,12 @@ def crawl_summary(stats: Mapping[str, Any], settings: Mapping[str, Any] | None =
     pages = _n(stats, "focuscrawl/pages/written")
     before = _n(stats, "focuscrawl/budget/pages_before_resume")
     images = _n(stats, "focuscrawl/images/written")
-    where = f" to {output}" if output else " (no run directory: FOCUSCRAWL_OUTPUT_DIR is empty)"
     run_pages = f" ({before + pages:,} in the run with the {before:,} before the resume)" if before else ""
-    lines = [f"{what} summary: {pages:,} pages and {images:,} images written{run_pages}{where}"]
+    if output:
+        lines = [f"{what} summary: {pages:,} pages and {images:,} images written{run_pages} to {output}"]
+    else:
+        lines = [f"{what} summary: {_n(stats, 'focuscrawl/pages/crawled'):,} pages crawled; no run directory "
+                 f"(-a output=DIR), so no pages.tsv, images.tsv or image files"]
     reason = str(stats.get("finish_reason") or "unknown")
     why = STOP_REASONS.get(reason, reason)
     if reason == "page_budget":
