@@ -76,8 +76,8 @@ def crawl_summary(stats: Mapping[str, Any], settings: Mapping[str, Any] | None =
     for key, dropped, setting in LIMITS:
         if _n(stats, key):
             value = settings.get(setting)
-            limits.append(f"{_n(stats, key):,} {dropped}" + (f" ({setting}={value}" if value is not None else
-                                                               f" ({setting}") + "; raise it with -s)")
+            named = setting if value is None else f"{setting}={value}"
+            limits.append(f"{_n(stats, key):,} {dropped} ({named}; raise it with -s)")
     if reason == "finished" and limits:
         why += "; the limits below left links unfollowed"
     lines.append(f"  stopped: {why}")
@@ -97,6 +97,7 @@ def crawl_summary(stats: Mapping[str, Any], settings: Mapping[str, Any] | None =
     for prefix in ("focuscrawl/download_errors/", "focuscrawl/skipped/", "focuscrawl/images/failed/",
                    "spider_exceptions/"):
         errors.update(_prefixed(stats, prefix))
+    errors.pop("IgnoreRequest", None)  # robots.txt, the caps, the opt-outs: each counted above
     if _n(stats, "log_count/ERROR"):
         errors["logged errors"] = _n(stats, "log_count/ERROR")
     if errors:
