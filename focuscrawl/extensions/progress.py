@@ -19,6 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from focuscrawl.focus.modes import crawl_focus
 from focuscrawl.output.summary import LIMITS, crawl_summary
 
 logger = logging.getLogger(__name__)
@@ -129,8 +130,6 @@ class CrawlProgress:
 
     def scorer_line(self) -> str:
         """The link razor's and the LM cache's counters (DEBUG): for tuning, not for following a crawl."""
-        from focuscrawl.focus.modes import crawl_focus
-
         try:
             scorer = crawl_focus(self.crawler).scorer
         except RuntimeError:  # not the focused spider (scrapy shell's)
