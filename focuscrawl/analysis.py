@@ -276,7 +276,12 @@ def _heading(block) -> list[str]:
     return "".join(previous.itertext()).split() if previous is not None and previous.tag in _HEADINGS else []
 
 
-def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[str, str], int]:
+#: elements ``page_links`` hands to ``page_rights`` (with every ``<a rel>``), in the same walk
+RIGHTS_TAGS = frozenset({"meta", "link", "script"})
+
+
+def page_links(root, base_url: str, contexts: dict | None = None,
+               markup: list | None = None) -> tuple[dict[str, str], int]:
     """Out-links of a parsed page (absolute http(s) URL -> anchor text) and its ``<img>`` count.
 
     Relative links resolve against ``base_url``: the page's ``<base href>`` or its URL
@@ -285,7 +290,9 @@ def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[
     Fragments are dropped, links to files with a non-page extension (images,
     archives, media: Scrapy's ``IGNORED_EXTENSIONS``) skipped; a URL linked
     several times keeps its first non-empty anchor text. ``contexts``: a dict to fill with
-    each link's ``LinkContext`` (that of the anchor kept).
+    each link's ``LinkContext`` (that of the anchor kept). ``markup``: a list to fill with the
+    page's ``meta``, ``link``, ``script`` and ``<a rel>`` elements, for ``page_rights``
+    (one walk of the tree for both).
     """
     links: dict[str, str] = {}
     blocks: dict = {}
@@ -297,10 +304,17 @@ def page_links(root, base_url: str, contexts: dict | None = None) -> tuple[dict[
         origin = f"{base.scheme}://{base.netloc}" if base.scheme in ("http", "https") and base.netloc else None
     except ValueError:
         origin = None
-    for el in root.iter("a", "img"):
-        if el.tag == "img":
-            images += 1
+    tags = ("a", "img", *RIGHTS_TAGS) if markup is not None else ("a", "img")
+    for el in root.iter(*tags):
+        tag = el.tag
+        if tag != "a":
+            if tag == "img":
+                images += 1
+            else:
+                markup.append(el)
             continue
+        if markup is not None and el.get("rel"):
+            markup.append(el)
         href = el.get("href")
         if not href:
             continue
@@ -369,8 +383,9 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
     if cut and TRUNCATED not in notes:  # a deep page's text is read whole (flat), its links are not
         notes += (TRUNCATED,)
     contexts = {} if config.link_contexts else None
-    links, img_count = page_links(root, base_url, contexts)
-    rights = page_rights(root, base_url, config.robots_agents)
+    markup: list = []
+    links, img_count = page_links(root, base_url, contexts, markup)
+    rights = page_rights(markup, base_url, config.robots_agents)
     images = []
     if config.images:
         page = {"depth": depth, "perplexity": score.perplexity, "language": language}

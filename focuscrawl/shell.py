@@ -41,7 +41,7 @@ from focuscrawl.focus.modes import focus_from_settings
 from focuscrawl.focus.ranker import LinkDecision
 from focuscrawl.crawl_scorer import scorer_from_settings, topic_model_from_settings
 from focuscrawl.analysis import AnalysisConfig, analyse_page, budgeted_tree
-from focuscrawl.rights.licenses import page_rights
+from focuscrawl.rights.licenses import page_rights, rights_elements
 from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy
 from focuscrawl.topic.images import item_logit
 from focuscrawl.topic.model import sigmoid
@@ -220,7 +220,7 @@ def explain_optout(response: HtmlResponse, settings: BaseSettings | None = None)
     policy = OptOutPolicy.from_settings(settings)
     config = AnalysisConfig.from_settings(settings)
     root, _ = budgeted_tree(response.text, response.url, config.text_max_tags)
-    rights = page_rights(root, get_base_url(response), config.robots_agents)
+    rights = page_rights(rights_elements(root), get_base_url(response), config.robots_agents)
     site = response.meta.get(SITE_OPTOUT_META) if response.request is not None else None
     return policy.page(response.headers, rights.signals, site), rights
 

@@ -13,7 +13,7 @@ from scrapy.http import Headers
 from focuscrawl.rights.directives import (PageSignals, header_directives, parse_directives, robots_named_agents,
                                           tdm_reserved)
 from focuscrawl.rights.licenses import (PUBLIC_DOMAIN_MARK, Rights, file_rights, license_filter, merge_rights,
-                                        page_rights, spdx_id, with_file_rights)
+                                        page_rights, rights_elements, spdx_id, with_file_rights)
 from focuscrawl.rights.policy import OptOutPolicy, count_names, robots_tokens
 from focuscrawl.rights.tdmrep import TdmRules
 from tests.support.optoutsite import XMP
@@ -115,7 +115,7 @@ def test_page_rights_reads_meta_links_and_jsonld():
             "\"https://creativecommons.org/licenses/by/4.0/\"}, \"image\": {\"@type\": \"ImageObject\", "
             "\"url\": [\"a.jpg\"], \"license\": \"CC0\", \"creator\": [{\"name\": \"Bo\"}, \"Cy\"]}}</script>"
             "</head><body><a rel='nofollow License' href='/lic'>licence</a></body></html>")
-    found = page_rights(_root(html), "http://s.test/x/", US)
+    found = page_rights(rights_elements(_root(html)), "http://s.test/x/", US)
     assert found.signals == PageSignals(frozenset({"noindex", "noimageai"}), True, "https://p.test/")
     assert found.page.license == "CC-BY-4.0" and found.page.license_source == "jsonld:page"
     assert found.page.creator == "Ann" and found.page.creator_source == "dcterms"
@@ -130,7 +130,7 @@ def test_page_rights_survive_hostile_jsonld():
             "<script type='application/ld+json'>\"just a string\"</script>"
             "<script type='application/ld+json'>{\"@type\": [\"ImageObject\"], \"license\": 5, \"url\": 7}</script>"
             "<link rel='license' href='http://[bad'></head></html>")
-    found = page_rights(_root(html), "http://s.test/", US)
+    found = page_rights(rights_elements(_root(html)), "http://s.test/", US)
     assert found.problems == 2 and found.images == {}
 
 
@@ -192,3 +192,28 @@ def test_policy_decisions_and_settings(tmp_path):
     with pytest.raises(ValueError, match="unknown opt-out nosuch"):
         OptOutPolicy.from_settings(project_settings({"FOCUSCRAWL_OPTOUTS": "meta_robots,nosuch"}))
     assert robots_tokens("MyBot/2.0 (+http://x)") == {"focuscrawl", "mybot"}
+
+
+def test_the_page_analysis_collects_the_same_elements_in_its_link_walk():
+    from focuscrawl.analysis import page_links
+
+    html = ("<html><head><meta name='robots' content='noindex'><link rel='license' href='/l'>"
+            "<script type='application/ld+json'>{}</script></head><body><a href='/x'>x</a>"
+            "<a rel='license' href='/y'>y</a><img src='a.jpg'><meta name='late' content='1'></body></html>")
+    root = _root(html)
+    markup: list = []
+    links, images = page_links(root, "http://s.test/", None, markup)
+    assert markup == rights_elements(root) and len(markup) == 5
+    assert (links, images) == page_links(root, "http://s.test/")
+
+
+def test_changed_settings_names_what_differs_from_the_defaults_whatever_its_type():
+    from focuscrawl.output.manifest import changed_settings
+    from focuscrawl.resources import project_settings
+
+    assert changed_settings(project_settings({})) == {}
+    changed = changed_settings(project_settings({"FOCUSCRAWL_PAGE_BUDGET": "500", "DOWNLOAD_DELAY": 2,
+                                                 "FOCUSCRAWL_OPTOUTS": "meta_robots", "FOCUSCRAWL_SEEDS": "x",
+                                                 "FOCUSCRAWL_MAX_PAGES_PER_HOST": "0.5"}))
+    assert changed == {"FOCUSCRAWL_PAGE_BUDGET": 500, "DOWNLOAD_DELAY": 2.0, "FOCUSCRAWL_OPTOUTS": ["meta_robots"],
+                       "FOCUSCRAWL_MAX_PAGES_PER_HOST": "0.5"}

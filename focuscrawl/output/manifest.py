@@ -34,15 +34,18 @@ def changed_settings(settings) -> dict[str, Any]:
         default = getattr(defaults, name)
         if isinstance(default, dict):
             continue  # component dicts: not user choices a card reports
-        if isinstance(default, bool):
-            value = settings.getbool(name)
-        elif isinstance(default, int):
-            value = settings.getint(name)
-        elif isinstance(default, float):
-            value = settings.getfloat(name)
-        elif isinstance(default, (list, tuple)):
-            value, default = settings.getlist(name), list(default)
-        else:
+        try:
+            if isinstance(default, bool):
+                value = settings.getbool(name)
+            elif isinstance(default, int):
+                value = settings.getint(name)
+            elif isinstance(default, float):
+                value = settings.getfloat(name)
+            elif isinstance(default, (list, tuple)):
+                value, default = settings.getlist(name), list(default)
+            else:
+                value = settings.get(name)
+        except (TypeError, ValueError):  # not of the default's type (0.01 for an int): said as given
             value = settings.get(name)
         if value != default:
             changed[name] = value if isinstance(value, (int, float, str, bool, list)) or value is None else str(value)

@@ -188,9 +188,16 @@ class PageRights:
         return merge_rights(self.images.get(url), self.page)
 
 
-def page_rights(root, base_url: str, agents: frozenset[str]) -> PageRights:
-    """Read the meta, link, anchor and JSON-LD elements of a parsed page (``agents``: our
-    robots tokens, lower case, for ``<meta name=AGENT>``)."""
+def rights_elements(root) -> list:
+    """The elements of a parsed page ``page_rights`` reads (the page analysis collects them
+    while it walks the page for links)."""
+    return [] if root is None else [el for el in root.iter("meta", "link", "a", "script")
+                                    if el.tag != "a" or el.get("rel")]
+
+
+def page_rights(elements, base_url: str, agents: frozenset[str]) -> PageRights:
+    """Read a page's meta, link, ``<a rel>`` and JSON-LD ``elements`` (``rights_elements``;
+    ``agents``: our robots tokens, lower case, for ``<meta name=AGENT>``)."""
     from urllib.parse import urljoin
 
     robots: set[str] = set()
@@ -198,9 +205,7 @@ def page_rights(root, base_url: str, agents: frozenset[str]) -> PageRights:
     page = Rights()
     images: dict[str, Rights] = {}
     problems = 0
-    if root is None:
-        return PageRights(PageSignals(), page, images)
-    for el in root.iter("meta", "link", "a", "script"):
+    for el in elements:
         tag = el.tag
         if tag == "meta":
             name = (el.get("name") or el.get("property") or "").strip().lower()
