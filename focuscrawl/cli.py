@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 #: subcommand -> the module that registers it
@@ -74,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "scrapy_logging", False):  # `crawl` logs as Scrapy does (its own root handler)
         configure_logging(args.verbose)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:  # `focuscrawl ... | head`: the reader has what it wanted; end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush at exit
+        return 1
     except (CommandError, FileNotFoundError, ValueError) as exc:
         print(f"focuscrawl {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -104,6 +104,42 @@ def on_error(crawl, refused: list[BaseException]) -> None:
         crawl.addErrback(lambda failure: seen(failure.value))
 
 
+#: the focused spider's ``-a`` arguments, as ``focuscrawl crawl -h`` lists them
+SPIDER_ARGUMENTS = {
+    "seeds": "seed URLs: a file (one URL a line, # comments) or URL,URL,...",
+    "mode": "learning (default) | keywords (the thesis exactly) | document | unfocused",
+    "topic": "topic bundle folder (focuscrawl topic build): its LM and keywords score the crawl",
+    "budget": "pages to crawl (pages.tsv rows); 0 = no budget",
+    "output": "run directory (pages.tsv, images.tsv, images/, stats.json, ...); none = nothing written",
+    "domains": "crawl only these domains and their subdomains (comma-separated)",
+    "model": "ARPA or KenLM binary model instead of the bundle's",
+    "keywords": "keyword file (token;score lines) instead of the bundle's",
+    "extractor": "page-text extractor (default trafilatura)",
+}
+
+
+def crawl_help() -> str:
+    """``focuscrawl crawl -h``: its usage, the spider's ``-a`` arguments, then Scrapy's options."""
+    from scrapy.cmdline import ScrapyArgumentParser, ScrapyHelpFormatter
+
+    from focuscrawl.resources import project_settings
+    from focuscrawl.spiders.focused import SPIDER_ARG_SETTINGS
+
+    parser = ScrapyArgumentParser(
+        prog="focuscrawl crawl", formatter_class=ScrapyHelpFormatter, conflict_handler="resolve",
+        usage="focuscrawl crawl -a seeds=FILE|URL,URL [-a NAME=VALUE ...] [-s NAME=VALUE ...] [-O FEED] [options]",
+        description=f"The focused crawl (`scrapy crawl {SPIDER}` with focuscrawl's settings) from any folder.")
+    command = CrawlCommand()
+    command.settings = project_settings()
+    command.add_options(parser)
+    arguments = "\n".join(f"  -a {name}=...  {what} ({SPIDER_ARG_SETTINGS[name]})"
+                          for name, what in SPIDER_ARGUMENTS.items())
+    return (parser.format_help().replace("Options\n=======", f"Spider arguments\n================\n{arguments}\n\n"
+                                                             "Options\n=======", 1)
+            + "\nAny setting: -s NAME=VALUE (docs/CRAWL.md, focuscrawl/settings.py); -s JOBDIR=DIR makes the crawl "
+              "resumable.")
+
+
 def cmd_crawl(args: argparse.Namespace) -> int:
     """``scrapy crawl focused`` with the given words, focuscrawl's settings, from any folder."""
     from scrapy.cmdline import execute
@@ -113,6 +149,9 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     words = list(args.scrapy_args)
     if words[:1] == [SPIDER]:  # ``focuscrawl crawl focused -a ...`` is the same
         words = words[1:]
+    if "-h" in words or "--help" in words:
+        print(crawl_help())
+        return 0
     if args.verbose:
         words = ["--loglevel", "DEBUG", *words]
     execute(["focuscrawl crawl", "crawl", *words, SPIDER], settings=project_settings())

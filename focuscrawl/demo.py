@@ -18,6 +18,8 @@ from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, image_funnel
                                            score_cut_by_truth, top_n_shares)
 from focuscrawl import settings as project_settings
 from focuscrawl.eval.crawls import MODES, CrawlFailed, run_crawl
+from focuscrawl.output.stats import read_stats
+from focuscrawl.output.summary import crawl_summary
 from focuscrawl.ranking import RankStats
 from focuscrawl.resources import default_topic_path
 from focuscrawl.testweb.cli import write_truth
@@ -83,7 +85,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"{shares['alt_describes']:.0%} have an ALT text that describes them")
         for entry in ranked[:5]:
             print(f"  P(cat) {entry.final_score:.3f}  [{entry.language or '?'}] {entry.alt or entry.image_url}")
-    print(f"\noutputs in {out / 'run'}: " + ", ".join(sorted(p.name for p in (out / 'run').iterdir())))
+    print()
+    print("\n".join(crawl_summary(read_stats(out / "run" / "stats.json"), output=(out / "run").resolve(),
+                                 what="demo crawl")))
+    print(f"outputs in {out / 'run'}: " + ", ".join(sorted(p.name for p in (out / 'run').iterdir())))
     print(f"ground truth of the demo web in {out / 'web'}")
     (out / "demo.json").write_text(json.dumps({"pages": len(run.pages), "on_topic_pages": on_topic,
                                                 "funnel": funnel, "score_cut": cut, "top": shares,

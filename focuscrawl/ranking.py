@@ -24,7 +24,6 @@ from focuscrawl.corpus import CorpusEntry, check_run_dir, pair_text
 from focuscrawl.export.cli import add_export_arguments, export_options
 from focuscrawl.export.formats import export, shard_pattern
 from focuscrawl.output.stats import read_stats
-from focuscrawl.topic.images import rescored_score_names
 from focuscrawl.topic.model import SCORERS
 
 logger = logging.getLogger(__name__)
@@ -313,8 +312,8 @@ def cmd_rank(args) -> int:
     ranked, (score_min, score_max) = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min,
                                               args.score_max, filters, stats, collapse)
     stats.damaged_records += fill_context(ranked, args.run_dir)
-    extra_scores = [] if scoring == THESIS else rescored_score_names(scoring)
-    exported = export(ranked, args.run_dir, options, extra_scores)
+    # a bundle's probability and the crawl's score are the columns p_on_topic and final_score
+    exported = export(ranked, args.run_dir, options, [])
     card = write_card(args.run_dir, options.output, ranked, exported.written, options.fmt,
                       {"scoring": scoring, "topic": bundle, "top": args.top, "license_filter": args.license or ""})
     if stats.damaged_records:
@@ -324,7 +323,8 @@ def cmd_rank(args) -> int:
         logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
                        _crawl_drops_text(Path(args.run_dir)))
     summary = {"scoring": scoring, "topic": bundle, "score_range": [score_min, score_max]} | stats.as_dict() \
-        | {"written": exported.written, "status": dict(exported.status)}
+        | {"top": args.top, "written": exported.written, "status": dict(exported.status), "files": exported.files,
+           "run_dir": str(Path(args.run_dir).resolve())}
     if options.with_images:
         summary["images"] = options.images.as_dict()
     if options.fmt == "webdataset":
@@ -346,14 +346,20 @@ def rank_summary_text(summary: dict, fmt: str, output: str) -> str:
     steps += [f"{n:,} dropped as {name.replace('_', ' ')}" for name, n in summary["filtered"].items()]
     if "collapsed" in summary:
         steps.append(f"{summary['collapsed']:,} near-duplicates collapsed")
-    steps.append(f"{summary['ranked']:,} ranked")
-    lines = [f"rank: {summary['written']:,} images written to {summary.get('shards', output)} ({fmt})",
+    top = summary.get("top")
+    steps.append(f"{summary['ranked']:,} ranked" + (f" (the first {top:,}: --top)" if top is not None else ""))
+    files = summary.get("files") or [output]
+    where = files[0] if len(files) == 1 else f"{len(files)} files: " + (", ".join(files) if len(files) <= 4 else
+                                                                          f"{files[0]}, ..., {files[-1]}")
+    lines = [f"rank: {summary['written']:,} images written to {where} ({fmt})",
              f"  ranked by {how}", "  " + " -> ".join(steps)]
     if summary["no_score"]:
         lines.append(f"  {summary['no_score']:,} images without a score (no words to score) were left out")
     if summary["written"] < summary["ranked"]:
         why = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in summary["status"].items() if k != "success" and v)
         lines.append(f"  {summary['ranked'] - summary['written']:,} ranked images not written" + (f": {why}" if why else ""))
+    if summary.get("run_dir"):  # the column image_path names files of the run directory
+        lines.append(f"  image_path: relative to the run directory {summary['run_dir']}")
     if summary.get("card"):
         lines.append(f"  dataset card (sources, licences, opt-outs): {summary['card']}")
     return "\n".join(lines)

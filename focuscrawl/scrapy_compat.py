@@ -245,15 +245,44 @@ def quiet_robots_network_errors() -> None:
         logger.addFilter(_network_error_in_one_line)
 
 
+#: logger -> the start of its start-up listings: the library versions, the components enabled
+#: and the settings overridden, each a pprinted list or dict of dozens of lines
+STARTUP_LISTINGS = {"scrapy.utils.log": "Versions:", "scrapy.addons": "Enabled ", "scrapy.middleware": "Enabled ",
+                    "scrapy.crawler": "Overridden settings"}
+
+
+def _startup_listing_at_debug(record: logging.LogRecord) -> bool:
+    if record.levelno == logging.INFO and str(record.msg).startswith(STARTUP_LISTINGS.get(record.name, "\0")):
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+    return True
+
+
+def quiet_startup_listings() -> None:
+    """Scrapy logs its start-up listings (versions, enabled add-ons and components, overridden settings)
+    at INFO, ~50 lines of raw lists and dicts before a crawl's first page; a logging filter
+    makes them DEBUG records, so they are in a DEBUG log (``-L DEBUG``) and out of an INFO one."""
+    for name in STARTUP_LISTINGS:
+        logger = logging.getLogger(name)
+        if _startup_listing_at_debug not in logger.filters:
+            logger.addFilter(_startup_listing_at_debug)
+
+
 class MemoryStatsCollector(_MemoryStatsCollector):
     """Scrapy's default stats collector without the deprecation check Scrapy 2.13+ wraps
     around every method call (``StatsCollector.__getattribute__`` warns when a ``spider``
     argument is passed): a crawl calls the stats ~100 times a page (scheduler, downloader,
     link buckets, images), and the wrapper took ~5% of the crawl process's CPU
     (benchmarks/crawl_throughput.py). Same stats, same API; the ``spider`` argument is
-    accepted and ignored, as by Scrapy itself."""
+    accepted and ignored, as by Scrapy itself. Its raw dump at the end goes to the DEBUG log:
+    the crawl's summary (``focuscrawl.extensions.progress.CrawlSummary``) is what a user reads,
+    and stats.json keeps every counter."""
 
     __getattribute__ = object.__getattribute__
+
+    def close_spider(self, spider: Any = None, reason: str | None = None) -> None:
+        if self._dump:
+            logging.getLogger("scrapy.statscollectors").debug("Dumping Scrapy stats:\n%s", self)
+        self._persist_stats(self._stats)
 
 
 class SlotBoundDownloader(_Downloader):

@@ -43,6 +43,14 @@ TELNETCONSOLE_ENABLED = False
 #: that was killed left one there). Set it to True to use it.
 REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
+#: JSON feeds (``-O items.jsonl``) say each item's kind first: ``"type": "page"`` or ``"image"``
+#: (focuscrawl.output.feeds); Scrapy's exporters otherwise.
+FEED_EXPORTERS = {
+    "json": "focuscrawl.output.feeds.TypedJsonItemExporter",
+    "jsonlines": "focuscrawl.output.feeds.TypedJsonLinesItemExporter",
+    "jsonl": "focuscrawl.output.feeds.TypedJsonLinesItemExporter",
+    "jl": "focuscrawl.output.feeds.TypedJsonLinesItemExporter",
+}
 LOG_LEVEL = "INFO"
 #: No Referer header: the crawl does not need it, and Scrapy's RefererMiddleware
 #: computes a referrer policy for every out-link (~10% of the CPU per page with 20 links).
@@ -99,8 +107,12 @@ ITEM_PIPELINES = {
     "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
 }
 EXTENSIONS = {
-    # a progress line every FOCUSCRAWL_PROGRESS_INTERVAL seconds
+    # a progress line every FOCUSCRAWL_PROGRESS_INTERVAL seconds, in place of Scrapy's LogStats
+    # (whose "Crawled N pages" counts image downloads and robots.txt too)
+    "scrapy.extensions.logstats.LogStats": None,
     "focuscrawl.extensions.progress.CrawlProgress": 500,
+    # the crawl's summary when it ends (FOCUSCRAWL_CRAWL_SUMMARY)
+    "focuscrawl.extensions.progress.CrawlSummary": 505,
     # Python's garbage collector set for a crawl (FOCUSCRAWL_GC_FREEZE, FOCUSCRAWL_GC_THRESHOLD)
     "focuscrawl.extensions.collector.CollectorTuning": 510,
     # + focuscrawl.output.run_state.RunState at 890 (the owner of the run directory,
@@ -282,7 +294,7 @@ FOCUSCRAWL_NEARDUP_ENABLED = True
 FOCUSCRAWL_OUTPUT_DIR = ""
 #: Write links.tsv (every scored link with its decision) into the output dir.
 FOCUSCRAWL_LINKS_LOG = False
-#: Seconds between progress lines (pages/s, items, queue size, LM cache); 0 = off.
+#: Seconds between progress lines (pages / budget, pages/s, images, queue, ETA, politeness); 0 = off.
 FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
 
 # --- Throughput (docs/CRAWL.md) -----------------------------------------------------
@@ -525,6 +537,10 @@ FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
 #: every image and page batch). After a kill the rows since the last checkpoint are
 #: cut back and redone (frontier journal, images.pending).
 FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
+#: Log a short summary when the crawl ends (what was written where, why it stopped, the limits,
+#: opt-outs and errors; focuscrawl.output.summary). Scrapy's raw stats dump is logged at
+#: DEBUG only; stats.json keeps every counter.
+FOCUSCRAWL_CRAWL_SUMMARY = True
 
 # --- Advanced: Throughput (docs/CRAWL.md) ---------------------------------------------
 #: URLs whose request fingerprint is kept (REQUEST_FINGERPRINTER_CLASS; least recently

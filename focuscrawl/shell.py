@@ -1,8 +1,8 @@
 """Why did the crawl do that? ``explain(response)`` in ``scrapy shell``.
 
-    $ scrapy shell http://example.org/cats
+    $ scrapy shell -s FOCUSCRAWL_TOPIC=DIR http://example.org/cats
     >>> from focuscrawl.shell import explain
-    >>> explain(response)                   # project settings (mode, model, thresholds)
+    >>> explain(response)                   # the shell's settings (its -s) over focuscrawl's
     >>> explain(response, mode="document")  # or another mode, or settings=crawler.settings
     >>> explain(response, learner="run/link_learner.pkl")  # the learned score a crawl's learner gives
 
@@ -157,11 +157,40 @@ def _analysis(response: HtmlResponse, config: AnalysisConfig, scorer, depth: int
     return analyse_page(response.text, response.url, get_base_url(response), depth, config, scorer, topic)
 
 
+def _shell_settings() -> BaseSettings | None:
+    """The settings of the ``crawler`` of the code that called into this module: in ``scrapy
+    shell`` the shell's crawler, with its ``-s NAME=VALUE``; None elsewhere."""
+    from scrapy.crawler import Crawler
+
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    if frame is None:
+        return None
+    for scope in (frame.f_locals, frame.f_globals):
+        crawler = scope.get("crawler")
+        if isinstance(crawler, Crawler):
+            return crawler.settings
+    return None
+
+
 def _settings(settings: BaseSettings | None) -> BaseSettings:
+    """focuscrawl's settings with ``settings`` (default: the shell's crawler's) over them: a
+    shell outside the checkout (no scrapy.cfg) has Scrapy's defaults and its ``-s`` only."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    from focuscrawl.resources import project_settings
+
     if settings is None:
-        from focuscrawl.resources import project_settings
-        settings = project_settings()
-    return settings
+        settings = _shell_settings()
+    if settings is not None and settings.get("FOCUSCRAWL_MODE") is not None:  # focuscrawl's project settings
+        return settings
+    full = project_settings()
+    for name in settings or ():
+        priority = settings.getpriority(name)
+        if priority is not None and priority > SETTINGS_PRIORITIES["default"]:
+            full.set(name, settings[name], priority=priority)
+    return full
 
 
 def explain_images(response: HtmlResponse, settings: BaseSettings | None = None,

@@ -124,3 +124,28 @@ def test_serve_loads_the_ranking_without_near_duplicates_as_rank(tmp_path):
 
     assert load("a.sqlite3") == {"http://a.org/1.jpg", "http://c.org/3.jpg"}
     assert load("b.sqlite3", "--keep-duplicates") == {"http://a.org/1.jpg", "http://b.org/2.jpg", "http://c.org/3.jpg"}
+
+
+def test_the_image_categories_follow_the_runs_topic_bundle(tmp_path):
+    """A dogs crawl asked annotators Cat/Pet/Animal/...: the first category is now the ranking
+    bundle's topic; the cats bundle keeps the thesis's categories, and --labels wins."""
+    from focuscrawl.annotate.cli import load_ranked_images
+    from focuscrawl.cli import build_parser
+    from focuscrawl.resources import default_topic_path
+    from tests.support.toymodel import build_topic_bundle, write_topic_corpora
+
+    dogs = build_topic_bundle(write_topic_corpora(tmp_path / "corpora"), tmp_path / "dogs")
+    run_dir = make_run_dir(tmp_path / "run", [{"url": "http://a.org/1.jpg", "score": 5, "alt": "a dog on a beach"}])
+
+    def labels(name: str, *options: str) -> list[str]:
+        db = AnnotationDB(tmp_path / name)
+        args = build_parser().parse_args(["annotate", "serve", str(run_dir), "--db", str(db.path), "--min", "0",
+                                          *options])
+        if args.labels:
+            db.set_image_labels(args.labels.split(","))
+        load_ranked_images(db, args)
+        return db.image_labels
+
+    assert labels("dogs.sqlite3", "--topic", str(dogs)) == ["Dogs", "Pet", "Animal", "Living being", "Other"]
+    assert labels("cats.sqlite3", "--topic", str(default_topic_path()))[0] == "Cat"
+    assert labels("mine.sqlite3", "--topic", str(dogs), "--labels", "Hound,Pet,Animal,Living being,Other")[0] == "Hound"

@@ -40,6 +40,7 @@ def run(folder: Path, *args: str, stdin: str | None = None, timeout: float = 240
     proc = subprocess.run([FOCUSCRAWL, *args], cwd=folder, input=stdin, capture_output=True, text=True,
                           timeout=timeout)
     assert proc.returncode == 0, f"focuscrawl {' '.join(args)}:\n{proc.stderr[-3000:]}"
+    assert "Traceback" not in proc.stderr and "Dumping Scrapy stats" not in proc.stderr, proc.stderr[-3000:]
     return proc
 
 
@@ -109,8 +110,9 @@ def test_testweb_and_crawl_commands(tmp_path, empty):
     assert "testweb serve: building the cat web from bundled ..." in err
     assert "crawled 10 pages" in run(empty, "demo", "--pages", "10", "-o", str(tmp_path / "demo")).stdout
     ev = tmp_path / "ev"
-    run(empty, "eval", "run", *small, "--budget", "5", "--modes", "keywords", "--model", str(default_model_path()),
-        "--keywords", str(default_keywords_path()), "-o", str(ev))
+    evaluated = run(empty, "eval", "run", *small, "--budget", "5", "--modes", "keywords", "--model",
+                    str(default_model_path()), "--keywords", str(default_keywords_path()), "-o", str(ev))
+    assert "not upper bounds" in evaluated.stdout and "oracle bounds" not in evaluated.stdout  # as the report says
     run(empty, "eval", "report", str(ev))
     assert (ev / "report" / "summary.json").exists()
 
@@ -168,12 +170,26 @@ def test_the_crawl_from_an_empty_folder(tmp_path, empty):
                  "-s", f"JOBDIR={out / 'job'}", "-O", f"{out / 'items.jsonl'}", "-L", "INFO"],
                 cwd=empty, env=env, capture_output=True, text=True, timeout=180)
             assert proc.returncode == 0, f"{name}: {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+            # a short summary, no raw stats dump, settings dict or component lists
+            assert f"crawl summary: 6 pages and 0 images written to {out / 'run'}" in proc.stderr, proc.stderr[-3000:]
+            assert "stopped: frontier empty" in proc.stderr
+            assert not [line for line in proc.stderr.splitlines() if line.startswith((" {'", "{'", "['", " '"))], \
+                proc.stderr[-3000:]
             items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
             assert sorted(item["url"] for item in items) == sorted(f"{web.base}/p{i}" for i in range(6))
             assert len((out / "run" / "pages.tsv").read_text().splitlines()) == 1 + 6
             assert (out / "job" / "requests.seen").exists() and (out / "job" / "focuscrawl").is_dir()
             # no remote-control server (it runs code sent to it) and no job file left in the user's state folder
             assert "Remote control" not in proc.stderr and not (tmp_path / "state").exists()
+
+
+def test_crawl_help_shows_focuscrawls_usage_and_the_spider_arguments(tmp_path, empty):
+    """``focuscrawl crawl -h`` said "Usage: scrapy crawl [options] <spider>" and named no ``-a``."""
+    text = run(empty, "crawl", "-h").stdout
+    assert "focuscrawl crawl -a seeds=" in text and "scrapy crawl [options] <spider>" not in text
+    for name in ("seeds", "mode", "topic", "budget", "output", "domains"):
+        assert f"-a {name}=" in text
+    assert "-O FILE" in text and "-s NAME=VALUE" in text  # Scrapy's options stay
 
 
 def test_another_projects_scrapy_cfg_still_wins(tmp_path):

@@ -38,3 +38,18 @@ def test_a_command_loads_its_module_alone_and_help_lists_all():
     proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "no-such-command"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "invalid choice: 'no-such-command'" in proc.stderr and "'warc'" in proc.stderr
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    """``focuscrawl topic show --json DIR | head`` ended with "error: Broken pipe"."""
+    import subprocess
+    import sys
+
+    from focuscrawl.resources import default_topic_path
+
+    proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "topic", "show", "--json",
+                             str(default_topic_path())], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone before the command writes: every write is a broken pipe
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert "Broken pipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err

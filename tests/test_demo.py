@@ -22,6 +22,8 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     assert main(["demo", "--pages", "40", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "crawled 40 pages" in out and str(tmp_path / "run") in out
+    # the summary every crawl ends with
+    assert f"demo crawl summary: 40 pages and " in out and "stopped: page budget reached (40 pages)" in out
     assert "mode learning" in out and (tmp_path / "run" / "link_learner.pkl").exists()  # the default mode
     pages = read_tsv(tmp_path / "run" / "pages.tsv")
     assert len(pages) == 40  # the budget is exact in page rows

@@ -101,7 +101,7 @@ def test_sample_json_is_the_parquet_row(mixed_run, tmp_path, capsys):
         image = row.pop("image")
         assert json.loads(sample["json"]) == row
         assert image == {"bytes": sample["jpg"], "path": f"{row['key']}.jpg"}
-    assert list(rows[0])[:5] == ["rank", "final_score", "url", "caption", "key"]
+    assert list(rows[0])[:6] == ["rank", "p_on_topic", "final_score", "url", "caption", "key"]
     assert {"original_width", "original_height", "width", "height", "sha256", "status"} <= set(rows[0])
 
 

@@ -136,7 +136,7 @@ def test_extract_checks_its_inputs_before_it_creates_anything(tmp_path, capsys):
 
 
 def test_extract_markdown_and_json_of_files(tmp_path):
-    page = ARTICLE.replace("<html><head><title>t</title>", '<html lang="en"><head><title>The domestic cat</title>'
+    page = ARTICLE.replace("<html><head><title>t</title>", '<html lang="en-US"><head><title>The domestic cat</title>'
                            '<meta name="author" content="Ann Smith"><meta property="article:published_time" '
                            'content="2021-03-04">')
     (tmp_path / "a.html").write_text(page)
@@ -146,8 +146,10 @@ def test_extract_markdown_and_json_of_files(tmp_path):
     assert cli.main(["extract", "--format", "json", "--gzip", str(tmp_path / "a.html"),
                      "-o", str(tmp_path / "js")]) == 0
     doc = json.loads(gzip.decompress((tmp_path / "js" / "a.json.gz").read_bytes()))
-    assert {k: doc[k] for k in extractors.METADATA_FIELDS} == {
-        "title": "The domestic cat", "author": "Ann Smith", "date": "2021-03-04", "url": None, "language": "en"}
+    # language as the crawl identifies it (pages.tsv: "en"); the page's own claim beside it
+    assert {k: doc[k] for k in (*extractors.METADATA_FIELDS, "stated_language")} == {
+        "title": "The domestic cat", "author": "Ann Smith", "date": "2021-03-04", "url": None, "language": "en",
+        "stated_language": "en-US"}
     assert doc["extractor"] == default_settings.FOCUSCRAWL_TEXT_EXTRACTOR and "night vision" in doc["text"]
 
 
@@ -173,7 +175,8 @@ def test_extract_urls_politely_as_json(tmp_path, capsys):
     doc = json.loads((out / "katze.json").read_text())
     assert doc["url"] == f"{web.base}/news/katze.html"
     # the title is trafilatura's choice: the page's only <h1> over its <title>
-    assert (doc["title"], doc["author"], doc["language"]) == ("The domestic cat", "Jo Berg", "de")
+    assert (doc["title"], doc["author"], doc["stated_language"]) == ("The domestic cat", "Jo Berg", "de")
+    assert doc["language"] == "en"  # the text is English, whatever the page says
     assert "night vision" in doc["text"] and "Privacy" not in doc["text"]
 
 

@@ -4,6 +4,7 @@ dropped), the language columns in pages.tsv, images.tsv and the rank exports."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
@@ -151,6 +152,31 @@ def test_the_model_loads_from_its_cached_uncompressed_copy(tmp_path):
     assert (copy / "ptc.npy").stat().st_size > 1_000_000 and list((tmp_path / "cache").iterdir()) == [copy]
     (tmp_path / "file").write_text("")
     assert load_identifier(tmp_path / "file" / "cache").classify(DE) == wheel.classify(DE)
+
+
+def test_the_cache_keeps_one_copy_per_model_version_and_removes_old_ones(tmp_path):
+    """Each install made a copy of its own, named by the model file's time, and none was removed
+    (4 copies, 370 MB on one machine). The copy is named by py3langid's version; writing it
+    removes the others; README's size is the copy's."""
+    import re
+    from importlib.metadata import version
+
+    from focuscrawl.text.language import load_identifier
+
+    cache = tmp_path / "cache"
+    old = cache / "4586720-1795847200423699790-f32"  # an earlier install's copy
+    old.mkdir(parents=True)
+    (old / "ptc.npy").write_bytes(b"x" * 1000)
+    load_identifier(cache)
+    (copy,) = cache.iterdir()
+    assert copy.name.startswith(f"{version('py3langid')}-") and not old.exists()
+    written = (copy / "ptc.npy").stat().st_mtime_ns
+    load_identifier(cache)  # another install of the same version: the same copy, not written again
+    assert list(cache.iterdir()) == [copy] and (copy / "ptc.npy").stat().st_mtime_ns == written
+    size_mb = sum(p.stat().st_size for p in copy.iterdir()) / 1e6
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    stated = float(re.search(r"py3langid's language model\s+\(~(\d+) MB", readme).group(1))
+    assert abs(stated - size_mb) <= 0.1 * size_mb, (stated, size_mb)
 
 
 def test_a_page_in_another_language_is_not_scored_but_keeps_links_and_sentences(tmp_path):

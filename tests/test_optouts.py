@@ -196,3 +196,12 @@ def test_a_replay_whose_archives_lack_tdmrep_json_says_so(tmp_path):
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert stats["focuscrawl/optout/tdmrep_files/not_archived"] == 1
     assert "the archives hold no /.well-known/tdmrep.json for tdm.test" in proc.stderr
+
+
+def test_the_crawl_summary_names_every_opt_out_counter(default_crawl):
+    """The summary every crawl ends with lists the focuscrawl/optout/* counters, whatever their names."""
+    tmp, stats, proc, web = default_crawl
+    summary = next(line for line in proc.stderr.splitlines() if line.startswith("  opt-outs (not fetched or not kept): "))
+    for key, value in stats.items():
+        if key.startswith("focuscrawl/optout/") and value:
+            assert f"{key.removeprefix('focuscrawl/optout/')} {value:,}" in summary, (key, summary)

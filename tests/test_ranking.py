@@ -100,7 +100,7 @@ def test_cli_tsv_export(run_dir, tmp_path, capsys):
     assert summary["ranked"] == 3 and summary["written"] == 3
     lines = out.read_text().splitlines()
     header = lines[0].split("\t")
-    assert header[:5] == ["rank", "final_score", "url", "caption", "key"]
+    assert header[:6] == ["rank", "p_on_topic", "final_score", "url", "caption", "key"]
     assert "score:alt_pp" in header and "context_text" in header
     rows = [dict(zip(header, line.split("\t"))) for line in lines[1:]]
     assert [r["rank"] for r in rows] == ["1", "2", "3"]
@@ -368,11 +368,11 @@ def test_exact_and_near_duplicate_texts_collapse_by_default_in_ranking_order(tmp
     records = [json.loads(line) for line in out.read_text().splitlines()]
     kept = {r["url"] for r in records}
     assert "http://b.org/2.jpg" not in kept and "http://d.org/4.jpg" not in kept and len(kept) == 6
-    scores = [r["final_score"] for r in records]
+    scores = [r["p_on_topic"] for r in records]
     assert scores == sorted(scores, reverse=True)
     assert main(args + ["--keep-duplicates"]) == 0
     assert json.loads(capsys.readouterr().out)["written"] == 8
-    full = {json.loads(line)["url"]: json.loads(line)["final_score"] for line in out.read_text().splitlines()}
+    full = {json.loads(line)["url"]: json.loads(line)["p_on_topic"] for line in out.read_text().splitlines()}
     assert full["http://a.org/1.jpg"] > full["http://b.org/2.jpg"]  # the cat context: the better twin stayed
 
 
@@ -384,8 +384,9 @@ def test_rank_prints_a_short_summary_for_people(run_dir, tmp_path, capsys, monke
     assert lines == [f"rank: 3 images written to {out} (tsv)",
                      "  ranked by SPEC's weighted perplexity, ascending, cut [2, 70000]",
                      "  8 images in images.tsv -> 5 within the cut -> 4 distinct URLs -> 0 near-duplicates collapsed "
-                     "-> 3 ranked",
+                     "-> 3 ranked (the first 3: --top)",
                      "  1 images without a score (no words to score) were left out",
+                     f"  image_path: relative to the run directory {run_dir.resolve()}",
                      f"  dataset card (sources, licences, opt-outs): {tmp_path / 'README.md'}"]
 
 
@@ -406,3 +407,42 @@ def test_rank_over_the_damaged_run_corpus_never_crashes(tmp_path, capsys, monkey
             errors = [line for line in lines if "error" in line]
             assert errors == lines[-1:] and errors[0].startswith("focuscrawl rank: error: "), (name, lines)
             assert "Traceback" not in captured.err and not out.exists(), name
+
+
+def test_rank_prints_the_shards_it_wrote_not_their_pattern(run_dir, tmp_path, capsys):
+    out = tmp_path / "corpus.tar"
+    assert main(["rank", str(run_dir), "--format", "webdataset", "--shard-size", "1", "-o", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    shards = sorted(str(p) for p in tmp_path.glob("corpus-*.tar"))
+    assert len(shards) == 3 and "%" not in first
+    assert first == f"rank: 3 images written to 3 files: {', '.join(shards)} (webdataset)"
+
+
+def test_rank_shows_its_progress_on_a_terminal_only(run_dir, tmp_path):
+    """A long export said nothing for 30-40 s: on a terminal its stderr shows the images done."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "focuscrawl.cli", "rank", str(run_dir), "--format", "jsonl", "-o",
+           str(tmp_path / "x.jsonl")]
+    env = dict(os.environ, FOCUSCRAWL_SCORING="thesis")
+    master, slave = pty.openpty()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal's other end is closed: all read
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    n = len((tmp_path / "x.jsonl").read_text().splitlines())
+    assert n and f"rank: jsonl: {n}/{n} images (100%)".encode() in seen, seen
+    piped = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert piped.returncode == 0 and "images (" not in piped.stderr  # not a terminal: quiet

@@ -82,7 +82,7 @@ def test_scrapyd_deploys_and_runs_focused(tmp_path):
                 ("project", "focuscrawl"), ("spider", "focused"),
                 ("seeds", f"{web.base}/page0"), ("output", str(out)), ("mode", "keywords"),
                 ("setting", "DOWNLOAD_DELAY=0"), ("setting", "AUTOTHROTTLE_ENABLED=False"),
-                ("setting", "FOCUSCRAWL_PROGRESS_INTERVAL=0"), ("setting", "FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED=True")])
+                ("setting", "FOCUSCRAWL_PROGRESS_INTERVAL=0.05"), ("setting", "FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED=True")])
             assert job["status"] == "ok", job
             entry = server.wait_finished("focuscrawl", job["jobid"])
             fetched = set(web.fetched())
@@ -90,7 +90,11 @@ def test_scrapyd_deploys_and_runs_focused(tmp_path):
     finally:
         server.stop()
     assert "Spider closed (finished)" in log, log[-3000:]
-    assert "'AUTOTHROTTLE_ENABLED': 'False'" in log  # setting= overrides reached the crawl
+    # the summary every crawl ends with, not Scrapy's raw stats dump
+    assert f"crawl summary: 4 pages and 5 images written to {out.resolve()}" in log, log[-3000:]
+    assert "Dumping Scrapy stats" not in log
+    assert "progress: " in log  # setting= overrides reached the crawl (the default interval is 30 s)
+    assert "Overridden settings" not in log and "Enabled extensions" not in log  # no raw listings at INFO
     assert "Traceback" not in log
     assert {f"/page{i}" for i in range(4)} <= fetched
     pages = (out / "pages.tsv").read_text().splitlines()

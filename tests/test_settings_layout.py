@@ -42,7 +42,9 @@ COMPONENTS = {
         "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
     },
     "EXTENSIONS": {
+        "scrapy.extensions.logstats.LogStats": None,
         "focuscrawl.extensions.progress.CrawlProgress": 500,
+        "focuscrawl.extensions.progress.CrawlSummary": 505,
         "focuscrawl.extensions.collector.CollectorTuning": 510,  # #26: the collector set for a crawl
         "focuscrawl.output.stats.StatsFileWriter": 900,
         # #44: spider.state written whole (a full disk tore Scrapy's and no resume could read it)

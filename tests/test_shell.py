@@ -186,6 +186,39 @@ def test_explain_says_offsite_for_a_kept_image_outside_the_allowed_domains(setti
                         "http://seed.test/small.jpg": "too_small"}
 
 
+def test_explain_in_scrapy_shell_uses_the_shells_settings_inside_and_outside_the_checkout(tmp_path):
+    """``scrapy shell -s FOCUSCRAWL_TOPIC=DIR``: ``explain(response)`` scores with that bundle (it
+    used the bundled cats one), and ``explain(response, settings=crawler.settings)`` works outside
+    the checkout, where the shell's settings are Scrapy's defaults (it failed: "unknown crawl
+    mode None")."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.support.toymodel import build_topic_bundle, write_topic_corpora
+
+    root = Path(__file__).resolve().parents[1]
+    bundle = build_topic_bundle(write_topic_corpora(tmp_path / "corpora"), tmp_path / "bundle")
+    name = json.loads((bundle / "bundle.json").read_text()).get("name")
+    assert name and name != "cats"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    code = ("__import__('focuscrawl.shell').shell.explain(response) or "
+            "__import__('focuscrawl.shell').shell.explain(response, settings=crawler.settings)")
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
+    with LocalWeb({"/": Page(html("seed", "a tabby cat sleeps on the sofa in the sun.", [("/kit", "tabby")]))}) as web:
+        for cwd in (outside, root):
+            proc = subprocess.run([sys.executable, "-m", "scrapy", "shell", "-s", f"FOCUSCRAWL_TOPIC={bundle}",
+                                   "-s", "ROBOTSTXT_OBEY=False", "--nolog", f"{web.base}/", "-c", code],
+                                  cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            assert "Traceback" not in proc.stderr
+            assert proc.stdout.count(f"P(on topic) under topic bundle {name!r}") == 2, (cwd, proc.stdout[-2000:])
+
+
 def test_explain_shows_the_opt_outs_and_the_rights_of_a_page(settings):
     body = html("seed", NORMAL, [("http://a.test/", "tabby")],
                 extra=IMAGES + '<meta name="robots" content="nofollow, noimageai">'

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.runfiles import read_tsv
 from tests.support.toymodel import build_topic_bundle, write_topic_corpora
 
 CAT_TEXTS = ["A grey cat sleeping on the sofa", "the kitten plays with a ball of yarn", "cat sitting on a laptop"]
@@ -197,7 +198,9 @@ def rank_run(tmp_path):
 
 
 def _ranked(path: Path) -> list[str]:
-    return [line.split("\t")[2] for line in path.read_text().splitlines()[1:]]
+    lines = path.read_text().splitlines()
+    url = lines[0].split("\t").index("url")
+    return [line.split("\t")[url] for line in lines[1:]]
 
 
 def test_annotation_app_loads_the_bundle_ranking_not_specs_cut(rank_run, tmp_path, monkeypatch):
@@ -237,9 +240,13 @@ def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, caps
     assert set(ranked[:2]) == {"http://a.org/cat1.jpg", "http://a.org/cat2.jpg"}
     assert "http://a.org/pasta.jpg" not in ranked  # cut: far below the calibrated probability
     rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert rows[0][:3] == ["rank", "p_on_topic", "final_score"]
     scores = [float(r[1]) for r in rows[1:]]
     assert scores == sorted(scores, reverse=True) and all(summary["score_range"][0] <= s <= 1 for s in scores)
-    assert "score:thesis_final" in rows[0] and "score:topic_combined" in rows[0]
+    # one name, one meaning: final_score is images.tsv's weighted perplexity, not the probability
+    tsv_scores = {r["image_url"]: r["final_score"] for r in read_tsv(rank_run / "images.tsv")}
+    assert [r[2] for r in rows[1:]] == [tsv_scores[r[3]] for r in rows[1:]]
+    assert not [c for c in rows[0] if c in ("score:thesis_final", "score:topic_combined")]  # no second name
 
     # FOCUSCRAWL_SCORING=thesis: SPEC's ranking exactly (ascending weighted PP, cut [2, 70000])
     monkeypatch.setenv("FOCUSCRAWL_SCORING", "thesis")
@@ -247,6 +254,7 @@ def test_rank_with_the_cats_bundle_keeps_the_cats_first(rank_run, tmp_path, caps
     summary = json.loads(capsys.readouterr().out)
     assert summary["scoring"] == "thesis" and summary["score_range"] == [2.0, 70000.0]
     assert _ranked(out) == ["http://a.org/bus.jpg", "http://a.org/pasta.jpg"]
+    assert all(line.split("\t")[1] == "" for line in out.read_text().splitlines()[1:])  # no p_on_topic
 
 
 def test_rank_without_a_bundle_says_it_uses_spec(rank_run, tmp_path, capsys, monkeypatch):
@@ -272,6 +280,9 @@ def test_average_precision_and_ablation_metrics():
     assert m["average_precision"] == pytest.approx((1 + 2 / 3 + 3 / 4) / 3)
     assert m["kept"] == 2 and m["kept_on_topic_share"] == pytest.approx(1 / 3)
     assert m["top_n_share"] == pytest.approx(1 / 2)  # N = 3 on topic, 2 kept, 1 of them on topic
+    assert m["p@100"] is None and m["p@500"] is None  # 2 kept images have no precision at 100 or 500
+    many = ranking_metrics([i % 2 == 0 for i in range(120)], [1 - i / 200 for i in range(120)], lambda p: True, True)
+    assert many["p@100"] == pytest.approx(0.5) and many["p@500"] is None
 
 
 # -- the calibrated crawl ----------------------------------------------------------------
@@ -319,7 +330,11 @@ def test_score_command_with_a_bundle_prints_every_probability(capsys):
     bench = json.loads(capsys.readouterr().out)
     # the example: caption-like text of another topic has a low perplexity, yet is no cat
     assert bench["perplexity"] < cat["perplexity"]
-    assert cat["p_combined"] > 0.5 > bench["p_combined"]
+    assert cat["p_on_topic_combined"] > 0.5 > bench["p_on_topic_combined"]
+    # the text output has the same names as --json
+    assert main(["score", "--topic", str(default_topic_path()), "a kitten asleep in a basket"]) == 0
+    rows = dict(line.split("\t") for line in capsys.readouterr().out.splitlines())
+    assert set(rows) == set(cat) and rows["topic"] == str(default_topic_path())
 
 
 def test_classifier_decision_equals_the_hashing_vectorizer(bundle):

@@ -130,9 +130,17 @@ def test_files_without_a_job_are_named_with_the_reason_and_parts_count_their_own
     assert lines[2] == (f"  {again}: no job of its own: its 3 HTML pages are all captured in an earlier file too "
                         f"(the first capture is replayed)")
     assert lines[3].startswith(f"  {pictures}: no job of its own: it holds no HTML page")
-    assert lines[4].startswith("  written: 5 pages, 0 images; ")
-    parts = json.loads((out / "stats.json").read_text())["parts"]
+    assert lines[4].startswith("  archives: ")
+    # every crawl's summary, of the jobs together, says why no image was written
+    assert lines[5] == f"replay summary: 5 pages and 0 images written to {out.resolve()}"
+    assert "  stopped: frontier empty: no link left to follow" in lines
+    assert any(line.startswith("  images not kept: too_small ") for line in lines), lines
+    merged = json.loads((out / "stats.json").read_text())
+    parts = merged["parts"]
     assert [parts[p]["focuscrawl/archive/records/response"] for p in sorted(parts)] == [3, 2]  # not 9 each
+    # the merged run's stats.json has the parts' counters summed, as one run's
+    assert merged["focuscrawl/archive/records/response"] == 5 and merged["focuscrawl/pages/written"] == 5
+    assert merged["finish_reason"] == "finished"
     assert "focuscrawl/archive/records/duplicate_url" not in parts["0000"]
 
 

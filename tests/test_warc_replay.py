@@ -210,3 +210,21 @@ def test_a_replay_of_pages_without_their_images_gives_ranked_candidates_img2data
     assert {r["caption"] for r in exported} == set(alts.values())
     # ranked by their text: the off-topic caption last
     assert exported[-1]["url"] == "http://img.test/1.jpg"
+
+
+def test_the_replay_summary_says_why_it_has_fewer_pages_than_html_responses(tmp_path):
+    """"94 HTML pages" where the archive held 140 HTML responses, unexplained: a URL captured
+    again is one page; the summary says so, and ends with every crawl's summary."""
+    from tests.support.archives import write_warc
+
+    page = f"<html><body><p>{CAT_TEXT}</p></body></html>".encode()
+    html = [("Content-Type", "text/html")]
+    warc = write_warc(tmp_path / "x.warc.gz", [("http://a.test/p0", html, page), ("http://a.test/p1", html, page),
+                                               ("http://a.test/p0", html, page)])
+    proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(tmp_path / "out"),
+                           "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].endswith("2 HTML pages replayed into " + str(tmp_path / "out"))
+    assert lines[1].startswith("  of 3 HTML responses in the archives: each URL's first capture with status 200")
+    assert f"replay summary: 2 pages and 0 images written to {(tmp_path / 'out').resolve()}" in lines

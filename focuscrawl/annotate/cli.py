@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import sys
+from pathlib import Path
 
 from focuscrawl import settings as defaults
 from focuscrawl.annotate.db import DEFAULT_IMAGE_LABELS, TEXT_LABELS, AnnotationDB, AnnotationError
@@ -38,8 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="images loaded from the top of the ranking (default %(default)s)")
     add_ranking_arguments(q)
     q.add_argument("--drop-generated-alt", action="store_true", help="leave out auto-generated ALT texts")
-    q.add_argument("--labels", help="the 5 image categories, comma-separated (default: "
-                   + ", ".join(DEFAULT_IMAGE_LABELS) + ")")
+    q.add_argument("--labels", help="the 5 image categories, comma-separated (default: the run's topic bundle's "
+                   "name, then " + ", ".join(DEFAULT_IMAGE_LABELS[1:]) + "; " + ", ".join(DEFAULT_IMAGE_LABELS)
+                   + " for the cats bundle or without one)")
     q.add_argument("--host", default="127.0.0.1", help="bind address (default %(default)s)")
     q.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
     q.add_argument("--secure-cookies", action="store_true", help="mark cookies Secure (behind an HTTPS proxy)")
@@ -69,15 +71,31 @@ def _password(args: argparse.Namespace) -> str:
     return first
 
 
+def topic_image_labels(bundle: str | None) -> list[str]:
+    """The 5 image categories for a run ranked with ``bundle``: the thesis's (the setting
+    FOCUSCRAWL_ANNOTATION_IMAGE_LABELS, for cats) with the bundle's topic (its name) first."""
+    from focuscrawl.resources import default_topic_path
+    from focuscrawl.topic.model import read_manifest
+
+    labels = list(DEFAULT_IMAGE_LABELS)
+    if bundle is None or Path(bundle).resolve() == default_topic_path().resolve():
+        return labels
+    name = str(read_manifest(bundle).get("name") or Path(bundle).name).strip()
+    return [name[:1].upper() + name[1:], *labels[1:]]
+
+
 def load_ranked_images(db: AnnotationDB, args: argparse.Namespace) -> int:
     """Add the top of RUN_DIR's ranking (as ``focuscrawl rank`` ranks it: the crawl's topic
     bundle or ``--topic``, else SPEC's cut; near-duplicates collapsed unless ``--keep-duplicates``)
-    to ``db``; returns how many images are new."""
+    to ``db``; returns how many images are new. A database without image categories (no
+    ``--labels`` ever given) gets the ranking bundle's topic as the first (``topic_image_labels``)."""
     from focuscrawl.altfilter import is_generated_alt
     from focuscrawl.ranking import near_duplicate_collapser, rank_run, resolve_scoring
 
     filters = {"generated_alt": lambda e: is_generated_alt(e.alt)} if args.drop_generated_alt else None
     scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
+    if db.get_meta("image_labels") is None:
+        db.set_image_labels(topic_image_labels(bundle))
     collapse = None if args.keep_duplicates else near_duplicate_collapser(args.run_dir)
     ranked, _ = rank_run(args.run_dir, scoring, bundle, args.top, args.score_min, args.score_max, filters,
                          collapse=collapse)

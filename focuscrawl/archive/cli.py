@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Iterator
 
 from focuscrawl.output.merge import merge_runs
+from focuscrawl.output.stats import jsonable, summed_stats
+from focuscrawl.output.summary import crawl_summary
 from focuscrawl.processes import (EXIT_FAILED, EXIT_FINISHED, GROUP_SIGNALS, record_stop_signals, signals_held,
                                   worker_process)
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
-SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
+SUMMARY_STATS = ("focuscrawl/archive/html_pages", "focuscrawl/archive/html_responses", "focuscrawl/archive/responses", "focuscrawl/archive/missing",
                  "focuscrawl/pages/written", "focuscrawl/images/written")
 #: settings of each job with --jobs: the jobs use the cores, not an analysis pool each
 JOB_SETTINGS = {"FOCUSCRAWL_ANALYSIS_WORKERS": 0}
@@ -100,17 +102,25 @@ def _crawler_process(settings: dict, verbose: bool) -> Iterator:
             handler.removeFilter(_focuscrawl_info_and_warnings)
 
 
-def _summary(crawler, stop_signals: list[int] = ()) -> dict:
-    """The replay's counts and how it ended: ``finish_reason``, the failed write if one failed
-    (``write_failed``), the first stop signal it got (``stop_signal``)."""
+def _stats(crawler, stop_signals: list[int] = ()) -> dict:
+    """A replay's stats, as stats.json has them (sent from a job process to the command), with
+    the first stop signal it got (``stop_signal``)."""
+    stats = {k: jsonable(v) for k, v in (crawler.stats.get_stats() or {}).items()}
+    if stop_signals:
+        stats["stop_signal"] = stop_signals[0]
+    return stats
+
+
+def _summary(stats: dict) -> dict:
+    """The replay's summary for ``--json``: its counts and how it ended: ``finish_reason``, the
+    failed write if one failed (``write_failed``), the first stop signal (``stop_signal``)."""
     from focuscrawl.output.run_state import WRITE_FAILED_STAT  # (Scrapy's components: loaded with the crawl)
 
-    stats = crawler.stats.get_stats() or {}
     summary = {"finish_reason": stats.get("finish_reason"), **{k: stats.get(k, 0) for k in SUMMARY_STATS}}
     if stats.get(WRITE_FAILED_STAT):
         summary["write_failed"] = stats[WRITE_FAILED_STAT]
-    if stop_signals:
-        summary["stop_signal"] = stop_signals[0]
+    if stats.get("stop_signal"):
+        summary["stop_signal"] = stats["stop_signal"]
     return summary
 
 
@@ -130,7 +140,7 @@ def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool 
         crawler = process.create_crawler("archive")
         process.crawl(crawler, archives=index, output=output, **spider_args)
         process.start()
-    return _summary(crawler, stop_signals)
+    return _stats(crawler, stop_signals)
 
 
 def _index(paths: list[str]):
@@ -155,20 +165,24 @@ def files_without_part(index) -> dict[str, str]:
             for path in index.paths if path not in pages}
 
 
-def human_summary(summary: dict, output: str) -> str:
-    """The replay in a few lines (``--json`` prints ``summary`` itself)."""
-    lines = [f"warc: {summary['files']} archive files, {summary['focuscrawl/archive/html_pages']:,} HTML pages "
-             f"replayed into {output}"]
+def human_summary(summary: dict, output: str, stats: dict) -> str:
+    """The replay in a few lines (``--json`` prints ``summary`` itself): what the archives held,
+    then every crawl's summary (``focuscrawl.output.summary``) of the replay's ``stats`` (the
+    jobs' summed)."""
+    pages, responses = summary["focuscrawl/archive/html_pages"], summary.get("focuscrawl/archive/html_responses") or 0
+    lines = [f"warc: {summary['files']} archive files, {pages:,} HTML pages replayed into {output}"]
+    if responses > pages:
+        lines.append(f"  of {responses:,} HTML responses in the archives: each URL's first capture with status 200 is "
+                     f"its page (other captures of a URL, redirects and errors are not)")
     if "parts" in summary:
         lines.append(f"  {summary['parts']} jobs (one per file with pages of its own) on {summary['jobs']} processes; "
                      f"their parts merged: {summary['pages']:,} pages, {summary['images']:,} images")
         for path, why in summary["files_without_part"].items():
             lines.append(f"  {path}: no job of its own: {why}")
-    lines.append(f"  written: {summary['focuscrawl/pages/written']:,} pages, {summary['focuscrawl/images/written']:,} "
-                 f"images; {summary['focuscrawl/archive/responses']:,} responses served from the archives, "
-                 f"{summary['focuscrawl/archive/missing']:,} requests for URLs they do not hold")
-    lines.append(f"  {summary['finish_reason']} (stats.json holds every counter; --json for this summary as JSON)")
-    return "\n".join(lines)
+    lines.append(f"  archives: {summary['focuscrawl/archive/responses']:,} responses served, "
+                 f"{summary['focuscrawl/archive/missing']:,} requests for URLs they do not hold "
+                 f"(--json for this summary as JSON)")
+    return "\n".join(lines + crawl_summary(stats, output=str(Path(output).resolve()), what="replay"))
 
 
 def cmd_warc(args: argparse.Namespace) -> int:
@@ -177,13 +191,15 @@ def cmd_warc(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"no such archive: {path}")
     if args.jobs < 0:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    settings = _settings(args.set)
+    # the summary is printed here, once, of all the jobs together (not logged by each crawl)
+    settings = {"FOCUSCRAWL_CRAWL_SUMMARY": False, **_settings(args.set)}
     spider_args = {name: getattr(args, name) for name in ("mode", "model", "keywords", "topic")
                    if getattr(args, name)}
     verbose = getattr(args, "verbose", False)
     if not args.jobs:
         index = _index(args.paths)
-        summary = {"files": len(index.paths), **replay(index, args.output, settings, spider_args, verbose)}
+        stats = replay(index, args.output, settings, spider_args, verbose)
+        summary = {"files": len(index.paths), **_summary(stats)}
     else:  # the job processes start while this one reads the index
         # every job writes its image files straight into the merged run (named by URL: same name, same bytes)
         job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
@@ -191,10 +207,10 @@ def cmd_warc(args: argparse.Namespace) -> int:
         try:
             with jobs.interruptible():  # a Ctrl-C stops the jobs; their parts are still merged
                 index = _index(args.paths)
-                summary = replay_jobs(index, Path(args.output), jobs)
+                summary, stats = replay_jobs(index, Path(args.output), jobs)
         finally:
             jobs.close()
-    print(json.dumps(summary) if args.json else human_summary(summary, args.output))
+    print(json.dumps(summary) if args.json else human_summary(summary, args.output, stats))
     return exit_code(summary)
 
 
@@ -249,7 +265,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
                 while True:
                     try:
                         yield crawl
-                        summary = _summary(crawler, stop_signals)
+                        summary = _stats(crawler, stop_signals)
                     except Exception as exc:  # this file's crawl failed to start: the others go on
                         logging.getLogger(__name__).error("%s: %s", path, exc)
                         summary = {"finish_reason": f"error: {exc}"}
@@ -376,9 +392,9 @@ class JobProcesses:
             process.join()
 
 
-def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
+def replay_jobs(index, output: Path, processes: JobProcesses) -> tuple[dict, dict]:
     """One job per archive file holding pages, run on ``processes``, then the parts merged
-    into ``output``."""
+    into ``output``: the summary and the jobs' stats summed."""
     files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
     results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)])
@@ -389,8 +405,10 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
                      "images": counts["images"]}
     for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
         summary[key] = sum(r.get(key) or 0 for r in results)
-    for key in ("write_failed", "stop_signal"):  # how the first job that did ended
-        found = [r[key] for r in results if r.get(key)]
+    from focuscrawl.output.run_state import WRITE_FAILED_STAT
+
+    for key, stat in (("write_failed", WRITE_FAILED_STAT), ("stop_signal", "stop_signal")):  # the first job's
+        found = [r[stat] for r in results if r.get(stat)]
         if found:
             summary[key] = found[0]
     summary.update(files=len(index.paths), files_without_part=files_without_part(index))
@@ -401,7 +419,9 @@ def replay_jobs(index, output: Path, processes: JobProcesses) -> dict:
                                    f"(run the command again for the whole run)"
     if failed:  # files the unfinished jobs stored without their rows
         summary["image_files_removed"] = remove_unlisted_images(output)
-    return summary
+    stats = summed_stats([{k: v for k, v in r.items() if k != "stop_signal"} for r in results])
+    stats["finish_reason"] = summary["finish_reason"]
+    return summary, stats
 
 
 def remove_unlisted_images(run: Path) -> int:

@@ -140,7 +140,8 @@ def _run_one(args: argparse.Namespace) -> int:
         seeds = web.seeds()
         t0 = time.perf_counter()
         info["oracle"] = write_oracle(web, seeds, args.budget, out / "web")
-        print(f"eval run: oracle bounds simulated ({time.perf_counter() - t0:.0f}s): " + ", ".join(
+        print(f"eval run: reference crawls simulated with the ground truth (greedy heuristics, not upper bounds; "
+              f"{time.perf_counter() - t0:.0f}s): " + ", ".join(
             f"{p} image harvest {b['image_harvest']:.3f}" for p, b in info["oracle"].items()
             if b["image_harvest"] is not None), flush=True)
         if not args.model:

@@ -49,7 +49,8 @@ def average_precision(labels: Sequence[bool], order: Sequence[int]) -> float | N
 def ranking_metrics(labels: Sequence[bool], scores: Sequence[float | None], keep: Callable[[float], bool],
                     higher_is_better: bool) -> dict:
     """AP over all images (unscored last, ties in crawl order), the cut's on-topic recall and
-    the kept ranking's precision at N (N = on-topic images found), 100 and 500."""
+    the kept ranking's precision at N (N = on-topic images found: over the kept ones when
+    fewer), 100 and 500 (None when fewer images were kept: P@500 of 61 images is no P@500)."""
     n = len(labels)
     sign = -1.0 if higher_is_better else 1.0
     order = sorted(range(n), key=lambda i: (scores[i] is None, sign * scores[i] if scores[i] is not None else 0, i))
@@ -64,7 +65,7 @@ def ranking_metrics(labels: Sequence[bool], scores: Sequence[float | None], keep
             "kept": len(kept), "kept_on_topic": sum(labels[i] for i in kept),
             "kept_on_topic_share": sum(labels[i] for i in kept) / on_topic if on_topic else None,
             "top_n_share": precision(on_topic) if on_topic else None,
-            **{f"p@{k}": precision(k) for k in PRECISION_AT}}
+            **{f"p@{k}": precision(k) if len(kept) >= k else None for k in PRECISION_AT}}
 
 
 def ablation(run_dir: str | Path, labels_of: Callable[[str], bool], bundle: str | Path | None,

@@ -7,7 +7,9 @@ mean the same (``url``, ``caption``, ``key``, ``status``, ``error_message``, ``w
 img2dataset output read these. ``ROW_TYPES`` lists the fixed columns in order with their types
 (``str`` = text): a new column goes there and into ``export_row``
 (``tests/test_export.py`` checks they agree); the run's scores follow as
-``score:<name>`` (float).
+``score:<name>`` (float). One name, one meaning: ``final_score`` is images.tsv's (the crawl's
+weighted perplexity, lower = more on topic) whatever the ranking; ``p_on_topic`` is the topic
+bundle's calibrated P(on topic) the ranking used (empty when ranked by SPEC's score).
 
 Formats with image bytes (``webdataset``; ``parquet`` with ``embed_images``) resize and
 re-encode every image in worker processes (``focuscrawl.export.images``); the others
@@ -35,13 +37,14 @@ from focuscrawl.export.images import (FAILED_TO_DOWNLOAD, FAILED_TO_RESIZE, NOT_
 from focuscrawl.output.files import temp_path
 from focuscrawl.output.tsv import row as tsv_row
 from focuscrawl.rights.licenses import rights_columns
+from focuscrawl.topic.images import THESIS_FINAL
 
 logger = logging.getLogger(__name__)
 
 FORMATS = ("tsv", "jsonl", "parquet", "webdataset")
 #: the fixed columns, in order, and their types
 ROW_TYPES: dict[str, type] = {
-    "rank": int, "final_score": float, "url": str, "caption": str, "key": str, "page_url": str, "alt": str,
+    "rank": int, "p_on_topic": float, "final_score": float, "url": str, "caption": str, "key": str, "page_url": str, "alt": str,
     "title": str, "final_context": str, "context_text": str, "language": str, "first_seen": int, "image_path": str,
     "status": str, "error_message": str, "original_width": int, "original_height": int, "width": int,
     "height": int, "sha256": str,
@@ -88,6 +91,7 @@ class ExportStats:
     written: int = 0  # rows (TSV, JSON lines, Parquet) or samples (WebDataset)
     status: Counter = field(default_factory=Counter)  # SUCCESS / FAILED_TO_DOWNLOAD / FAILED_TO_RESIZE
     errors: Counter = field(default_factory=Counter)  # error message -> count
+    files: list[str] = field(default_factory=list)  # the files written (WebDataset: each shard)
 
     def add(self, image: ExportedImage) -> None:
         self.status[image.status] += 1
@@ -113,7 +117,10 @@ def columns(scores: list[str]) -> list[str]:
 
 def export_row(rank_no: int, entry: CorpusEntry, scores: list[str], image: ExportedImage) -> dict:
     """The one row of an image in every format (``columns(scores)`` in order)."""
-    row = {"rank": rank_no, "final_score": entry.final_score, "url": entry.image_url, "caption": pair_text(entry),
+    rescored = THESIS_FINAL in entry.scores  # ranked by a bundle: final_score is its P(on topic)
+    row = {"rank": rank_no, "p_on_topic": entry.final_score if rescored else None,
+           "final_score": entry.scores[THESIS_FINAL] if rescored else entry.final_score,
+           "url": entry.image_url, "caption": pair_text(entry),
            "key": sample_key(rank_no), "page_url": entry.page_url, "alt": entry.alt, "title": entry.title,
            "final_context": entry.final_context, "context_text": entry.context_text, "language": entry.language,
            "first_seen": entry.first_seen,
@@ -259,11 +266,12 @@ def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def write_webdataset(rows: Iterable[tuple[dict, ExportedImage]], out: Path, options: ExportOptions) -> int:
+def write_webdataset(rows: Iterable[tuple[dict, ExportedImage]], out: Path, options: ExportOptions,
+                     files: list[str] | None = None) -> int:
     """Tar shards of ``options.shard_size`` samples: per sample ``<key>.<encode format>`` (the
     image), ``<key>.txt`` (the caption) and ``<key>.json`` (the row), and beside each shard its
     ``_stats.json``. Rows without an image (not downloaded, refused by Pillow) are counted in
-    the stats, not written."""
+    the stats, not written. Each shard's path is appended to ``files``."""
     pattern = shard_pattern(out)
     ext = options.images.encode_format
     written = 0
@@ -292,7 +300,30 @@ def write_webdataset(rows: Iterable[tuple[dict, ExportedImage]], out: Path, opti
             json.dump(shard_stats, sfh, indent=2)
         written += stats.written
         shard_no += 1
+        if files is not None:
+            files.append(str(path))
     return written
+
+
+def with_progress(rows: Iterator, total: int, label: str, stream=None, interval: float = 0.5) -> Iterator:
+    """``rows`` as they are, with ``label: n/total images (p%)`` rewritten on ``stream`` (stderr)
+    every ``interval`` seconds when it is a terminal (an export of a large corpus re-encodes
+    its images for minutes); nothing is written elsewhere (a log file, a pipe)."""
+    import sys
+
+    stream = stream or sys.stderr
+    if total < 1 or not stream.isatty():
+        yield from rows
+        return
+    last = 0.0
+    for n, row in enumerate(rows, 1):
+        yield row
+        now = time.monotonic()
+        if now - last >= interval or n == total:
+            stream.write(f"\r{label}: {n:,}/{total:,} images ({n / total:.0%})")
+            stream.flush()
+            last = now
+    stream.write("\n")
 
 
 def export(entries: list[CorpusEntry], run_dir: str | Path, options: ExportOptions,
@@ -305,21 +336,25 @@ def export(entries: list[CorpusEntry], run_dir: str | Path, options: ExportOptio
     scores += [name for name in extra_scores if name not in scores]
     names = columns(scores)
     stats = ExportStats()
-    rows = _rows(entries, run_dir, scores, options, stats)
+    images = _rows(entries, run_dir, scores, options, stats)
+    rows = with_progress(images, len(entries), f"rank: {options.fmt}")
     out = options.output
     try:
         if options.fmt == "webdataset":
-            stats.written = write_webdataset(rows, out, options)
+            stats.written = write_webdataset(rows, out, options, stats.files)
         elif options.fmt == "parquet":
             stats.written = write_parquet(rows, out, names, options.embed_images, options.images.encode_format)
         elif options.fmt == "tsv":
             stats.written = write_tsv(rows, out, names)
         else:
             stats.written = write_jsonl(rows, out)
+        if options.fmt != "webdataset":
+            stats.files.append(str(out))
     except OSError as exc:  # disk full, a folder where a file goes, no permission: one line, no traceback
         raise CommandError(f"cannot write the export: {exc}") from None
     finally:
-        rows.close()  # stops the image workers at once if a writer failed
+        rows.close()
+        images.close()  # stops the image workers at once if a writer failed
     if options.with_images and stats.status[SUCCESS] < len(entries):
         logger.warning("%s: %d of %d ranked images have no exported image (%s)", options.fmt,
                        len(entries) - stats.status[SUCCESS], len(entries),

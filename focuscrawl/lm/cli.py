@@ -7,7 +7,7 @@ import sys
 
 from focuscrawl.lm.binary import write_binary
 from focuscrawl.lm.external import DEFAULT_MEMORY, train_lm
-from focuscrawl.lm.keywords import DEFAULT_TOP_N, learn_keywords, write_keywords
+from focuscrawl.lm.keywords import DEFAULT_TOP_N, KEYWORD_LISTS_DIFFER, learn_keywords, write_keywords
 from focuscrawl.lm.scorer import TopicScorer
 from focuscrawl.lm.train import DEFAULT_ORDER
 from focuscrawl.processes import exit_on_sigterm
@@ -17,8 +17,10 @@ from focuscrawl.topic.model import default_keywords_path, default_model_path
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="perplexity, keyword score and weighted perplexity of a text")
-    p.add_argument("--model", help="ARPA or KenLM binary model (default: bundled cats demo)")
-    p.add_argument("--keywords", help="keyword file token;score (default: bundled with the default model)")
+    p.add_argument("--model", help="ARPA or KenLM binary model (default: the --topic bundle's, else the bundled "
+                                   "cats model, said on stderr)")
+    p.add_argument("--keywords", help="keyword file token;score (default: the --topic bundle's, else the bundled cats "
+                                      "keywords; none with --model)")
     p.add_argument("--topic", help="topic bundle: its LM and keywords, plus P(on topic) under every scorer")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="+", help="the text ('-' reads standard input)")
@@ -61,18 +63,21 @@ def cmd_score(args: argparse.Namespace) -> int:
         topic = TopicModel(args.topic)
     model = args.model or (topic.topic_model_path if topic else default_model_path())
     keywords = args.keywords or (None if args.model else topic.keywords_path if topic else default_keywords_path())
+    if not args.topic and not args.model:  # said, so that a text of another topic is not silently scored as cats
+        print(f"focuscrawl score: no --topic or --model: scored with the bundled cats model ({model}); "
+              f"give --topic DIR (focuscrawl topic build) for your topic", file=sys.stderr)
     result = TopicScorer.from_files(model, keywords).score(text)
     probabilities = (topic.scores(text) or {}) if topic else {}
+    # one set of names for both outputs: p_on_topic_<scorer> is P(on topic) under each of the bundle's scorers
+    values = {"model": str(model), "keywords": None if keywords is None else str(keywords),
+              "topic": args.topic or None, "perplexity": result.perplexity, "keyword_score": result.keyword_score,
+              "weighted_perplexity": result.weighted, "tokens": result.tokens} \
+        | {f"p_on_topic_{name}": p for name, p in probabilities.items()}
     if args.json:
-        print(json.dumps({"perplexity": result.perplexity, "keyword_score": result.keyword_score,
-                          "weighted_perplexity": result.weighted, "tokens": result.tokens}
-                         | {f"p_{name}": p for name, p in probabilities.items()}))
+        print(json.dumps(values))
     else:
-        fmt = lambda v: "missing" if v is None else f"{v:.6g}"  # noqa: E731
-        print(f"perplexity\t{fmt(result.perplexity)}\nkeyword_score\t{result.keyword_score:.6g}\n"
-              f"weighted_perplexity\t{fmt(result.weighted)}")
-        for name, p in probabilities.items():
-            print(f"p_on_topic_{name}\t{p:.6g}")
+        fmt = lambda v: "missing" if v is None else v if isinstance(v, str) else f"{v:.6g}"  # noqa: E731
+        print("\n".join(f"{name}\t{fmt(value)}" for name, value in values.items() if name != "topic" or value))
     return 0
 
 
@@ -82,7 +87,7 @@ def cmd_keywords(args: argparse.Namespace) -> int:
     neutral = corpus_tokens(args.neutral, args.extractor, fetcher)
     pairs = learn_keywords(positive, neutral, args.n)
     write_keywords(args.output, pairs)
-    print(f"wrote {len(pairs)} keywords to {args.output}", file=sys.stderr)
+    print(f"wrote {len(pairs)} keywords to {args.output} ({KEYWORD_LISTS_DIFFER})", file=sys.stderr)
     return 0
 
 

@@ -17,6 +17,11 @@ from focuscrawl import settings as defaults
 KEYWORD_WEIGHT = defaults.FOCUSCRAWL_KEYWORD_WEIGHT  # γ_kw: weighted PP = PP * (1 - γ_kw * keyword score)
 ABSENT_DOC_COUNT = 0.1  # pseudo document count of a token absent from the neutral side
 DEFAULT_TOP_N = 50
+#: Why ``focuscrawl keywords`` and ``focuscrawl topic build`` give different lists for the same
+#: corpora (both commands print it): the same formula over different documents.
+KEYWORD_LISTS_DIFFER = ("`focuscrawl keywords` counts one document per source, all of its text; "
+                        "`focuscrawl topic build` counts documents of 10 consecutive sentences of its training "
+                        "sentences (4 in 5; the 5th is held out for calibration), so their lists differ")
 
 
 def binary_idf(docs: Sequence[Iterable[str]]) -> dict[str, float]:

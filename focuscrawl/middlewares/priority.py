@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Iterable, Iterator
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from w3lib.url import safe_url_string
@@ -61,6 +62,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         neardup_links = str(s.get("FOCUSCRAWL_NEARDUP_LINKS")).lower()
         if neardup_links not in NEARDUP_LINK_RULES:
             raise ValueError(f"FOCUSCRAWL_NEARDUP_LINKS must be one of {NEARDUP_LINK_RULES}, got {neardup_links!r}")
+        if getattr(crawler.spider, "focus", None) is None:  # `scrapy shell URL` in the project: its DefaultSpider
+            raise NotConfigured(f"{crawler.spidercls.__name__} has no crawl mode strategy: no link priorities")
         mw = cls(crawler.stats, crawl_focus(crawler),
                  s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(s.get("FOCUSCRAWL_OUTPUT_DIR")),
                  neardup_links == "demote")

@@ -21,7 +21,7 @@ builds the run directory a single process would have written:
   dropped fetch's (``duplicate_sightings``): it is left out, and its row is not chosen;
 * ``links.tsv``: every part's rows, except those from a page another part owns (the
   dropped fetch's links, or those of a fetch whose row its part never committed:
-  ``duplicate_links``); ``stats.json`` = ``{"parts": {name: stats}}``.
+  ``duplicate_links``); ``stats.json`` = the parts' counters summed (``summed_stats``) and ``"parts": {name: stats}``.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from pathlib import Path
 from focuscrawl.output.files import (FileWriter, _write_all, atomic_write_bytes, gzip_complete_size, iter_tsv,
                                      parse_float, prefetch)
 from focuscrawl.output.records import SIGHTINGS_LOG, RunRecords, record_json, record_path, sighting_key
-from focuscrawl.output.stats import read_stats
+from focuscrawl.output.stats import read_stats, summed_stats
 
 
 def _read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -222,7 +222,9 @@ def merge_runs(parts: list[Path], out: Path) -> dict[str, int]:
     if link_header:
         _write_tsv(out / "links.tsv", link_header, links)
     stats = {p.name: read_stats(p / "stats.json") for p in parts if (p / "stats.json").exists()}
-    atomic_write_bytes(out / "stats.json", json.dumps({"parts": stats}, indent=1).encode("utf-8"))
+    # the parts' counters summed, as one run's, and each part's own under "parts"
+    atomic_write_bytes(out / "stats.json",
+                       json.dumps({**summed_stats(list(stats.values())), "parts": stats}, indent=1).encode("utf-8"))
     return {"parts": len(parts), "pages": len(pages), "duplicate_pages": duplicates, "images": len(merged_rows),
             "duplicate_sightings": duplicate_sightings, "links": len(links), "duplicate_links": duplicate_links,
             "orphan_sentences": orphan_sentences, "duplicate_pages_between": overlaps}

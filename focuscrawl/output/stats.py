@@ -37,7 +37,23 @@ def read_stats(path: str | Path) -> dict[str, Any]:
     return stats
 
 
-def _jsonable(value):
+def summed_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stats of runs made in parts (``focuscrawl warc --jobs``, ``focuscrawl merge``) as one
+    run's: every counter summed, a value all parts share kept (the topic bundle), the finish
+    reason ``finished`` only when every part finished."""
+    merged: dict[str, Any] = {}
+    for key in sorted({key for part in parts for key in part}):
+        values = [part[key] for part in parts if key in part]
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            merged[key] = sum(values)
+        elif key == "finish_reason":
+            merged[key] = "finished" if set(values) == {"finished"} else "; ".join(map(str, values))
+        elif all(v == values[0] for v in values):
+            merged[key] = values[0]
+    return merged
+
+
+def jsonable(value):
     if isinstance(value, datetime):
         return value.isoformat()
     return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
@@ -64,7 +80,7 @@ class StatsFileWriter:
     def write(self) -> None:
         try:
             self._keep_earlier_session(self.directory)
-            stats = {k: _jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
+            stats = {k: jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
             atomic_write_bytes(self.directory / "stats.json", json.dumps(stats, indent=1).encode("utf-8"))
         except OSError as exc:  # a full disk (said once by the run's own writes): the earlier file is kept whole
             logger.warning("stats not written to %s: %s", exc.filename or self.directory / "stats.json",

@@ -118,3 +118,6 @@ class ArchiveSpider(FocusedSpider):
         for key, value in self.archive_index.stats_of(files).items():
             self.stats.set_value(f"focuscrawl/archive/{key}", value)
         self.stats.set_value("focuscrawl/archive/html_pages", len(self.seed_urls))
+        # every HTML response of those files: a URL captured again, redirects and errors are no pages
+        self.stats.set_value("focuscrawl/archive/html_responses", sum(
+            1 for ref in self.archive_index.order if ref.path in files and "html" in ref.content_type.lower()))

@@ -38,7 +38,7 @@ from focuscrawl.frontier import LINK_META, KnownLinks
 from focuscrawl.items import PageItem
 from focuscrawl.middlewares.budget import PageBudgetSpent
 from focuscrawl.middlewares.priority import LinkPriorityMiddleware
-from focuscrawl.scrapy_compat import quiet_robots_network_errors, spider_middleware_enabled
+from focuscrawl.scrapy_compat import quiet_robots_network_errors, quiet_startup_listings, spider_middleware_enabled
 from focuscrawl.processes import ignore_stop_signals_once_stopped
 from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy, count_names
 from focuscrawl.text.extractors import CHARSET_FALLBACK, TRUNCATED, get_extractor
@@ -297,6 +297,7 @@ def _not_reported_yet(record: logging.LogRecord) -> bool:
 
 logging.getLogger("asyncio").addFilter(_not_reported_yet)
 quiet_robots_network_errors()
+quiet_startup_listings()
 
 
 def apply_spider_args(settings, args: dict[str, Any]) -> None:

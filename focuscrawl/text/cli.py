@@ -95,6 +95,12 @@ def render(page: PageText, html: str, url: str | None, fmt: str, extractor: str)
     meta = page_metadata(html, url)
     if fmt == "markdown":
         return as_markdown(page.text, meta["title"])
+    # "language" as the crawl has it (identified from the text: pages.tsv's column); the page's
+    # own claim (<html lang>, "en-US") is "stated_language"
+    from focuscrawl.text.language import identify
+
+    meta["stated_language"] = meta.pop("language")
+    meta["language"] = identify(page.text) or None
     return json.dumps({**meta, "extractor": extractor, "text": page.text}, ensure_ascii=False, indent=1) + "\n"
 
 
@@ -106,8 +112,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--extractor", default=default_settings.FOCUSCRAWL_TEXT_EXTRACTOR,
                    help=f"one of {', '.join(sorted(EXTRACTORS))} (default: the crawl's, %(default)s)")
     p.add_argument("--format", choices=sorted(_SUFFIX), default="txt",
-                   help="txt: the text; json: title, author, date, url, language (null where the page "
-                        "states none), extractor and text; markdown: the title as a heading, blocks as "
+                   help="txt: the text; json: title, author, date, url (null where the page states "
+                        "none), language (identified from the text, as the crawl's pages.tsv has it), "
+                        "stated_language (the page's <html lang>), extractor and text; markdown: the title as a heading, blocks as "
                         "paragraphs (default %(default)s)")
     p.add_argument("--gzip", action="store_true", help="gzip each output file (<stem>.txt.gz, ...)")
     p.add_argument("--max-bytes", type=int, default=default_settings.FOCUSCRAWL_TEXT_MAX_BYTES,

@@ -48,8 +48,9 @@ def _identifier():
 
 def load_identifier(cache: Path):
     """py3langid's identifier (normalised probabilities) from a memory-mapped, uncompressed
-    copy of the model in its wheel, kept under ``cache`` (written on first use, per model
-    file). The wheel's model is xz-compressed: decompressing it cost ~0.4-0.6 s of CPU and ~55
+    copy of the model in its wheel, kept under ``cache`` (written on first use: one copy per
+    py3langid version and model, whichever install wrote it; the copies of other versions
+    are removed then). The wheel's model is xz-compressed: decompressing it cost ~0.4-0.6 s of CPU and ~55
     MB in every analysis worker of every crawl; the copy loads in ~10 ms and its pages are
     shared by the workers. The copy's feature table is float32 (the wheel's is float16, which
     every text's scoring converted to float32 row by row: ~60% of the scoring; the widening is
@@ -59,8 +60,7 @@ def load_identifier(cache: Path):
     from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 
     model = Path(MODEL_DIR) / MODEL_FILE
-    stat = model.stat()
-    folder = cache / f"{stat.st_size}-{stat.st_mtime_ns}-{_COPY_FORMAT}"
+    folder = cache / _copy_name(model)
     try:
         arrays = _read_copy(folder)
     except (OSError, ValueError):
@@ -70,6 +70,29 @@ def load_identifier(cache: Path):
     return LanguageIdentifier(np.asarray(arrays["ptc"]), np.asarray(arrays["pc"]), arrays["classes"].tolist(),
                               memoryview(np.ascontiguousarray(arrays["nextmove"])), arrays["out_feat"].tolist(),
                               norm_probs=True, tk_row=arrays["nextmove_row"].tolist())
+
+
+def _copy_name(model: Path) -> str:
+    """The cached copy's folder name: py3langid's version, the model file's size and the
+    copy's layout. Not the file's time: every install (virtualenv, reinstall) of one version
+    has its own, and each made a copy of its own (~93 MB each) that none removed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("py3langid")
+    except PackageNotFoundError:
+        release = "unknown"
+    return f"{release}-{model.stat().st_size}-{_COPY_FORMAT}"
+
+
+def _remove_other_copies(folder: Path) -> None:
+    """Every copy beside ``folder`` (other versions; the time-named copies of earlier releases),
+    not the temporary folders of copies being written."""
+    import shutil
+
+    for other in folder.parent.iterdir():
+        if other != folder and other.is_dir() and not other.name.startswith(".tmp-"):
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def _read_copy(folder: Path) -> dict:
@@ -101,6 +124,7 @@ def _cache_model(model: Path, folder: Path) -> dict:
             np.save(Path(tmp) / f"{name}.npy", array, allow_pickle=False)
         shutil.rmtree(folder, ignore_errors=True)  # an unreadable copy
         Path(tmp).rename(folder)
+        _remove_other_copies(folder)
     except OSError:  # read-only, full, or another process renamed its copy first
         pass
     finally:

@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from focuscrawl.lm.keywords import KEYWORD_WEIGHT, learn_keywords, write_keywords
+from focuscrawl.lm.keywords import KEYWORD_LISTS_DIFFER, KEYWORD_WEIGHT, learn_keywords, write_keywords
 from focuscrawl.text.language import corpus_language
 from focuscrawl.text.normalize import text_sentences
 from focuscrawl.topic.model import BUNDLE_FILE, BUNDLE_FORMAT, CALIBRATION_FILE, KINDS, SCORERS, TopicModel
@@ -278,7 +278,7 @@ def _build(positive: Sequence[str | Path], neutral: Sequence[str | Path] | None,
         neu_train, neu_held = kept, held
         keywords = learn_keywords(_docs(pos_train), _docs(neu_train))
     progress(f"topic build: {len(pos_train)}+{len(pos_held)} positive, {len(neu_train)}+{len(neu_held)} neutral "
-             f"sentences (train+held out); {len(keywords)} keywords")
+             f"sentences (train+held out); {len(keywords)} keywords ({KEYWORD_LISTS_DIFFER})")
     write_keywords(out / "keywords.txt", keywords)
     topic_lm = _train_lm(pos_train, out, "topic", order, binary)
     background_lm = _train_lm(neu_train, out, "background", background_order, binary)

@@ -29,9 +29,13 @@ def image_logit(model: TopicModel, entry: CorpusEntry, scorer: str | None = None
     return model.image_logit(description, entry.context_text, scorer)
 
 
+#: the entry score ``rescore`` keeps the crawl's final score (images.tsv's ``final_score``) in
+THESIS_FINAL = "thesis_final"
+
+
 def rescored_score_names(scorer: str) -> list[str]:
-    """The score names ``rescore`` adds to every entry (export columns ``score:<name>``)."""
-    return ["thesis_final", f"topic_{scorer}"]
+    """The score names ``rescore`` adds to every entry."""
+    return [THESIS_FINAL, f"topic_{scorer}"]
 
 
 def rescore(entries: Iterable[CorpusEntry], model: TopicModel, run_dir: str | Path, scorer: str | None = None,
