@@ -61,8 +61,9 @@ def test_two_processes_share_one_frontier(tmp_path, redis_server):
         assert single.returncode == 0, single.stderr[-2000:]
         single_urls = {r["url"] for r in jsonl_rows(tmp_path / "single.jsonl")}
         web.requests.clear()
-        procs = [start_links(f"{web.base}/p0", *redis_settings(redis_server), out=tmp_path / f"w{i}.jsonl",
-                             log=tmp_path / f"w{i}.log") for i in range(2)]
+        # LOG_LEVEL=DEBUG: the stats dump the throttle's counter is read from
+        procs = [start_links(f"{web.base}/p0", *redis_settings(redis_server), "LOG_LEVEL=DEBUG",
+                             out=tmp_path / f"w{i}.jsonl", log=tmp_path / f"w{i}.log") for i in range(2)]
         for p in procs:
             assert p.wait(90) == 0, (tmp_path / "w0.log").read_text()[-3000:]
         fetched = Counter(web.fetched())
