@@ -127,7 +127,7 @@ class TdmRepMiddleware:
     async def _fetch(self, url: str, netloc: str) -> TdmRules | None:
         request = Request(url, priority=self.DOWNLOAD_PRIORITY, callback=NO_CALLBACK,
                           meta={"dont_obey_robotstxt": True, "download_maxsize": TDMREP_MAX_BYTES,
-                                "download_warnsize": 0})
+                                "download_warnsize": 0, "dont_retry": True})  # no ERROR line for a host that fails
         self.stats.inc_value("focuscrawl/optout/tdmrep_files/requested")
         try:
             response = await self.crawler.engine.download_async(request)
