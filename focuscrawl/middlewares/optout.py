@@ -103,7 +103,7 @@ class TdmRepMiddleware:
         rules = self._rules.get(urlparse_cached(request).netloc, False)
         if rules is False or isinstance(rules, Deferred):  # the host's file is not read yet
             rules = await self.rules_for(request)
-        if rules is None or not rules.rules:
+        if not rules or not rules.rules:
             return
         reserved, policy = rules.reservation(request.url)
         if reserved:

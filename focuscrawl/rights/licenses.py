@@ -10,6 +10,7 @@ import json
 import re
 from dataclasses import dataclass, fields
 from typing import Any, Iterator
+from urllib.parse import urljoin
 
 from focuscrawl.rights.directives import MAX_VALUE_CHARS, PageSignals, parse_directives
 
@@ -211,8 +212,6 @@ def rights_elements(root) -> list:
 def page_rights(elements, base_url: str, agents: frozenset[str]) -> PageRights:
     """Read a page's meta, link, ``<a rel>`` and JSON-LD ``elements`` (``rights_elements``;
     ``agents``: our robots tokens, lower case, for ``<meta name=AGENT>``)."""
-    from urllib.parse import urljoin
-
     robots: set[str] = set()
     tdm, tdm_policy = False, ""
     page = Rights()
@@ -301,8 +300,6 @@ def _types(node: dict) -> set[str]:
 
 
 def _read_jsonld(data: Any, base_url: str, page: Rights, images: dict[str, Rights]) -> int:
-    from urllib.parse import urljoin
-
     problems = 0
     for node in _nodes(data):
         if not any(k in node for k in ("license", "acquireLicensePage", "creator", "creditText",
