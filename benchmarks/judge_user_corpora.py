@@ -106,9 +106,15 @@ def measure(folder: Path) -> dict:
         truth = {r["url"]: r["on_topic"] == "1" for r in csv.DictReader(fh, delimiter="\t")}
     with open(run_dir / "pages.tsv", newline="") as fh:
         urls = [r["url"] for r in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)]
+    from focuscrawl.eval.oracle import PageTruth, harvest_of
+
     true_on = sum(truth.get(u, False) for u in urls)
+    harvest = harvest_of(urls, PageTruth.load(folder / "web"))
+    oracle = json.loads((folder / "eval.json").read_text())["web"]["oracle"]["link_oracle"]["image_harvest"]
     row = {"judged_share": on / (on + off) if on + off else None, "truth_share": true_on / len(urls),
-           "pages": len(urls), "judged": on + off, "precision": None, "recall": None}
+           "pages": len(urls), "judged": on + off, "precision": None, "recall": None,
+           "image_harvest": harvest["image_harvest"], "link_oracle_image_harvest": oracle,
+           "implausible_warning": bool(stats.get("focuscrawl/learning/judge_implausible"))}
     calls = judged_pages(run_dir) or replayed_calls(run_dir, folder)
     if calls:
         tp = sum(v and truth.get(u, False) for u, v in calls.items())
@@ -137,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--budget", type=int, default=1000)
     p.add_argument("--modes", nargs="+", default=["learning"])
     p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--no-background", action="store_true",
+                   help="bundles of the neutral leads alone (topic build --no-background: a web unlike the background)")
     args = p.parse_args(argv)
     data, work = args.data.resolve(), args.output.resolve()
     root = work / args.label
@@ -153,7 +161,8 @@ def main(argv: list[str] | None = None) -> None:
             if not (bundle / "bundle.json").exists():
                 neutral = [str(f) for f in neutral_corpus(data, size, work / f"neutral-{size}")] if size else []
                 cmd = focuscrawl("topic", "build", "--positive", *positive, "-o", str(bundle))
-                run(cmd + (["--neutral", *neutral] if neutral else []), root / f"bundle-{topic}-{size}.log")
+                cmd += (["--neutral", *neutral] if neutral else []) + (["--no-background"] if args.no_background else [])
+                run(cmd, root / f"bundle-{topic}-{size}.log")
             for seed in args.seeds:
                 folder = root / f"{topic}-n{size}-s{seed}"
                 if not (folder / "eval.json").exists():
@@ -171,17 +180,19 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{topic:8} neutral {size:3} leads  seed {seed}: judged on topic {row['judged_share']:.3f}, "
                       f"truly {row['truth_share']:.3f} (error {row['judged_share'] - row['truth_share']:+.3f}); "
                       f"precision {row['precision'] if row['precision'] is None else round(row['precision'], 3)}, "
-                      f"recall {row['recall'] if row['recall'] is None else round(row['recall'], 3)}", flush=True)
+                      f"recall {row['recall'] if row['recall'] is None else round(row['recall'], 3)}; image harvest "
+                      f"{row['image_harvest']:.3f} (link oracle {row['link_oracle_image_harvest']:.3f})", flush=True)
     (root / "judge.json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\nmean (min-max) per neutral size:")
-    print("| neutral leads | runs | judged on topic | truly on topic | error | precision | recall |")
-    print("|---|---|---|---|---|---|---|")
+    print("| neutral leads | runs | judged on topic | truly on topic | error | precision | recall | image harvest / link oracle |")
+    print("|---|---|---|---|---|---|---|---|")
     for size in [*args.sizes, "all"]:
         sel = [r for r in rows if size == "all" or r["size"] == size]
         print(f"| {size} | {len(sel)} | {summary([r['judged_share'] for r in sel])} | "
               f"{summary([r['truth_share'] for r in sel])} | "
               f"{summary([r['judged_share'] - r['truth_share'] for r in sel])} | "
-              f"{summary([r['precision'] for r in sel])} | {summary([r['recall'] for r in sel])} |")
+              f"{summary([r['precision'] for r in sel])} | {summary([r['recall'] for r in sel])} | "
+              f"{summary([r['image_harvest'] / r['link_oracle_image_harvest'] for r in sel])} |")
 
 
 if __name__ == "__main__":

@@ -278,3 +278,25 @@ def test_judge_scores_are_precision_and_recall_against_the_truth():
     assert scores == {"judged": 6, "judged_on_topic_share": 4 / 6, "on_topic_share": 3 / 6,
                       "precision": 2 / 4, "recall": 2 / 3}
     assert judge_scores([False], [False])["precision"] is None and judge_scores([], [])["judged_on_topic_share"] is None
+
+
+def test_a_learning_crawl_whose_judge_calls_every_page_on_topic_warns_once(tmp_path):
+    """A real crawl: five on-topic pages and a portal, the warning after three judged pages."""
+    from tests.support.crawl import crawl
+    from tests.support.localweb import LocalWeb, Page, html
+    from tests.support.toymodel import NORMAL
+
+    texts = ["cat cat cat cat cat.", "kitten tabby cat kitten tabby.", "tabby tabby kitten cat cat.",
+             "kitten cat kitten cat tabby tabby.", "cat tabby cat kitten kitten kitten."]
+    pages = {("portal.test", "/"): Page(html("portal", NORMAL, [(f"http://good.test/{i}", "cats")
+                                                                for i in range(1, 6)]))}
+    for i, text in enumerate(texts, 1):
+        pages[("good.test", f"/{i}")] = Page(html("good", text))
+    settings = {"FOCUSCRAWL_LEARNING_JUDGE_WARN_AFTER": 3, "FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE": 0.5}
+    with LocalWeb(pages) as web:
+        stats, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stats["focuscrawl/learning/judged_on_topic"] == 5
+    assert stats["focuscrawl/learning/judge_implausible"] == 1
+    assert proc.stderr.count("the page judge calls") == 1
+    assert "calls 2 of the first 3 pages on topic (67%)" in proc.stderr  # the portal, then two cat pages

@@ -71,7 +71,7 @@ PAGE_SENTENCES = (3, 20)
 #: the share of a topic pseudo-page's sentences that are neutral, not topic, text (a topic
 #: page's headings, captions of other things, boilerplate); chosen leave-one-topic-out on
 #: hard test webs (benchmarks/results/eval_judge_user_corpora.md)
-PAGE_DILUTION = 0.25
+PAGE_DILUTION = 0.5
 #: a neutral corpus of fewer sentences is too small to calibrate pages alone (``neutral_advice``)
 MIN_NEUTRAL_SENTENCES = 2000
 #: the topic's strongest keywords learnt against the user's neutral corpus alone: when
@@ -172,7 +172,8 @@ def fit_platt(positive: np.ndarray, neutral: np.ndarray) -> tuple[float, float]:
 def average_precision(labels: Sequence[bool], scores: Sequence[float]) -> float:
     from sklearn.metrics import average_precision_score
 
-    return float(average_precision_score(np.asarray(labels, bool), np.asarray(scores, float)))
+    # clamped: a perfect ranking can sum to 1.0000000000000002, which a calibration may not hold
+    return min(1.0, float(average_precision_score(np.asarray(labels, bool), np.asarray(scores, float))))
 
 
 def calibrate(model: TopicModel, positive: Sequence[str], neutral: Sequence[str]) -> dict:

@@ -110,7 +110,7 @@ def page_lines(model: TopicModel) -> list[str]:
     pages = model.calibration["pages"]
     lines = ["", f"  page judge ({DEFAULT_SCORER}, mode learning): a page is on topic from log-odds {cut:.2f} "
                  f"({1 - level:.0%} of held-out topic pages of {pages['sentences_per_page'][0]}-"
-                 f"{pages['sentences_per_page'][1]} sentences, {pages['dilution']:.0%} of them neutral, score higher)"]
+                 f"{pages['sentences_per_page'][1]} sentences, {pages['dilution']:.0%} of them general text, score higher)"]
     for side, words in (("neutral", "neutral pages"), ("general", "general-English pages")):
         share = model.page_share_above(side, cut, DEFAULT_SCORER)
         if share is not None:
