@@ -21,9 +21,9 @@ topic's three strongest keywords are dropped (a background is "not about the top
 Pages are calibrated apart from sentences (``page_calibration``): a page's log-odds sums the
 evidence of many sentences, so the sentence calibration calls nearly any page of a topic's
 style on topic. The bundle keeps the page log-odds of *pseudo-pages* made of held-out
-sentences (topic sentences with some neutral ones among them; neutral ones; general-English
-ones), and the crawl's page judge calls a page on topic only when it scores like the
-topic's own pages (``TopicModel.page_cut``).
+sentences (topic sentences with general-English ones among them; neutral ones;
+general-English ones), and the crawl's page judge calls a page on topic only when it scores
+like the topic's own pages (``TopicModel.page_quantile``, ``PageJudge``).
 """
 from __future__ import annotations
 
@@ -68,9 +68,9 @@ BACKGROUND_LANGUAGE = "en"
 #: pseudo-pages per side of the page calibration, and how many sentences each has (uniform)
 PAGE_SAMPLES = 400
 PAGE_SENTENCES = (3, 20)
-#: the share of a topic pseudo-page's sentences that are neutral, not topic, text (a topic
-#: page's headings, captions of other things, boilerplate); chosen leave-one-topic-out on
-#: hard test webs (benchmarks/results/eval_judge_user_corpora.md)
+#: the share of a topic pseudo-page's sentences that are general-English, not topic, text (a
+#: topic page's headings, captions of other things, boilerplate); chosen leave-one-topic-out
+#: on hard test webs with FOCUSCRAWL_LEARNING_PAGE_QUANTILE (benchmarks/results/eval_judge_user_corpora.md)
 PAGE_DILUTION = 0.5
 #: a neutral corpus of fewer sentences is too small to calibrate pages alone (``neutral_advice``)
 MIN_NEUTRAL_SENTENCES = 2000
