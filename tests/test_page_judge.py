@@ -225,47 +225,57 @@ def test_neutral_advice_is_silent_for_a_large_broad_corpus():
 
 
 # -- the crawl's warning --------------------------------------------------------------------------
-def _watch(after: int = 5, share: float = 0.9):
+def _watch(after: int = 5, share: float = 0.8, hosts: float = 0.5):
     from focuscrawl.middlewares.priority import JudgeWatch
 
     crawler = get_crawler()
-    crawler.stats.open_spider(None)
-    return JudgeWatch(crawler.stats, after, share, bundle="cats/"), crawler.stats
+    crawler.stats.open_spider()
+    return JudgeWatch(crawler.stats, after, share, hosts, bundle="cats/"), crawler.stats
 
 
-def test_the_crawl_warns_once_when_its_judge_calls_nearly_every_page_on_topic(caplog):
+def test_the_crawl_warns_once_when_its_judge_calls_nearly_every_page_of_every_site_on_topic(caplog):
     watch, stats = _watch()
     with caplog.at_level(logging.WARNING, logger="focuscrawl.middlewares.priority"):
-        for _ in range(4):
-            watch.judged(True)
+        for i in range(4):
+            watch.judged(True, f"site-{i}.test")
         assert not caplog.records  # too few pages to tell
-        for _ in range(6):
-            watch.judged(True)
+        for i in range(4, 10):
+            watch.judged(True, f"site-{i}.test")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
-    assert "calls 5 of the first 5 pages on topic (100%)" in warnings[0].getMessage()
+    assert "calls 5 of the first 5 pages on topic (100%), on 5 of the 5 sites" in warnings[0].getMessage()
     assert "`focuscrawl topic show cats/`" in warnings[0].getMessage()
     assert stats.get_value("focuscrawl/learning/judge_implausible") == 1
 
 
-def test_a_plausible_share_gives_no_warning(caplog):
-    watch, stats = _watch()
+def test_a_crawl_that_found_its_topic_on_a_few_sites_is_not_warned(caplog):
+    """Nine pages in ten on topic, all of two sites among ten: a focused crawl that found its
+    topic (the calibrated judge's crawls on the hard webs), not a fooled judge."""
+    watch, stats = _watch(after=20)
     with caplog.at_level(logging.WARNING):
         for i in range(100):
-            watch.judged(i % 2 == 0)
+            on = i % 10 != 0
+            watch.judged(on, f"topic-{i % 2}.test" if on else f"other-{i % 8}.test")
     assert not caplog.records and stats.get_value("focuscrawl/learning/judge_implausible") is None
+    half, _ = _watch(after=20)
+    for i in range(100):  # every site on topic, but half of the pages: plausible too
+        half.judged(i % 2 == 0, f"site-{i // 2}.test")
+    assert not half.warned
     never, _ = _watch(after=0)
-    for _ in range(100):
-        never.judged(True)
-    assert not never.seen or never.warned and not caplog.records
+    for i in range(100):
+        never.judged(True, f"site-{i}.test")
+    assert never.seen == 0
 
 
 def test_warning_settings_are_checked():
     from focuscrawl.middlewares.priority import JudgeWatch
 
     crawler = get_crawler()
-    with pytest.raises(ValueError, match="FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE"):
-        JudgeWatch.from_settings(Settings({"FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE": 0}), crawler.stats)
+    for name in ("FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE", "FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS"):
+        settings = Settings({"FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE": 0.8, "FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS": 0.5})
+        settings.set(name, 1.5)
+        with pytest.raises(ValueError, match=name):
+            JudgeWatch.from_settings(settings, crawler.stats)
 
 
 # -- eval: the judge against the truth ------------------------------------------------------------
@@ -281,22 +291,24 @@ def test_judge_scores_are_precision_and_recall_against_the_truth():
 
 
 def test_a_learning_crawl_whose_judge_calls_every_page_on_topic_warns_once(tmp_path):
-    """A real crawl: five on-topic pages and a portal, the warning after three judged pages."""
+    """A real crawl: a portal and one on-topic page on each of five sites, the warning after
+    four judged pages."""
     from tests.support.crawl import crawl
     from tests.support.localweb import LocalWeb, Page, html
     from tests.support.toymodel import NORMAL
 
     texts = ["cat cat cat cat cat.", "kitten tabby cat kitten tabby.", "tabby tabby kitten cat cat.",
              "kitten cat kitten cat tabby tabby.", "cat tabby cat kitten kitten kitten."]
-    pages = {("portal.test", "/"): Page(html("portal", NORMAL, [(f"http://good.test/{i}", "cats")
+    pages = {("portal.test", "/"): Page(html("portal", NORMAL, [(f"http://good-{i}.test/", "cats")
                                                                 for i in range(1, 6)]))}
     for i, text in enumerate(texts, 1):
-        pages[("good.test", f"/{i}")] = Page(html("good", text))
-    settings = {"FOCUSCRAWL_LEARNING_JUDGE_WARN_AFTER": 3, "FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE": 0.5}
+        pages[(f"good-{i}.test", "/")] = Page(html("good", text))
+    settings = {"FOCUSCRAWL_LEARNING_JUDGE_WARN_AFTER": 4, "FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE": 0.5}
     with LocalWeb(pages) as web:
         stats, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert stats["focuscrawl/learning/judged_on_topic"] == 5
     assert stats["focuscrawl/learning/judge_implausible"] == 1
     assert proc.stderr.count("the page judge calls") == 1
-    assert "calls 2 of the first 3 pages on topic (67%)" in proc.stderr  # the portal, then two cat pages
+    # the portal, then three cat pages of three sites
+    assert "calls 3 of the first 4 pages on topic (75%), on 3 of the 4 sites" in proc.stderr
