@@ -17,7 +17,8 @@ class PageItem(scrapy.Item):
     """One crawled HTML page, in crawl order.
 
     The spider fills every field from the page analysis; on its way out the near-duplicate
-    middleware sets ``near_duplicate_of`` and the link priority middleware ``link_rows``;
+    middleware sets ``near_duplicate_of`` and the link priority middleware ``link_rows`` and
+    ``judged``;
     ``PageLogWriterPipeline`` (810) writes it (docs/ARCHITECTURE.md, data flow).
     """
 
@@ -49,6 +50,9 @@ class PageItem(scrapy.Item):
     #: the spider built no request; the link priority middleware takes them off the item and
     #: decides and logs them as it does the page's requests
     known_links = scrapy.Field()
+    #: mode ``learning``: the page judge's ``(topicality, on_topic)`` (``LinkPriorityMiddleware``);
+    #: the page writer takes it off the item into ``judged.tsv``, so feed exports never see it
+    judged = scrapy.Field()
 
 
 class ImageItem(scrapy.Item):

@@ -441,6 +441,25 @@ FOCUSCRAWL_LEARNING_JUDGE = "calibrated"
 #: 0.6 raised the worst hard run's image harvest from 0.83x to 0.92x keywords' and found as
 #: many on-topic pages (docs/EVALUATION.md).
 FOCUSCRAWL_LEARNING_ON_TOPIC_P = 0.6
+#: The calibrated judge at the level of pages: a page is on topic only when its log-odds
+#: reach those of all but this share of the topic bundle's held-out topic pages (pseudo-pages
+#: of held-out topic sentences, half of them general text; `focuscrawl topic show`); 0 = the
+#: cut above alone. Without it a bundle built from a small or narrow neutral corpus calls
+#: nearly every page on topic. Chosen leave-one-topic-out on hard webs of three topics with
+#: neutral corpora of 3-24 encyclopaedia leads (docs/EVALUATION.md); a bundle without a page
+#: calibration (built before it existed) is judged by the cut above alone.
+FOCUSCRAWL_LEARNING_PAGE_QUANTILE = 0.3
+#: The crawl warns once (and sets the stat focuscrawl/learning/judge_implausible) when, after
+#: at least ..._WARN_AFTER judged pages, its page judge has called more than ..._WARN_SHARE of
+#: them on topic and on more than ..._WARN_HOSTS of the hosts they come from: a judge fooled by
+#: a bundle whose neutral corpus is too small or too narrow calls nearly every page of every
+#: site on topic, and the link learner learns from it; a crawl that finds its topic fetches
+#: mostly on-topic pages too, but of few of the sites it sees. Set on hard webs where the
+#: warning came for every run of the fooled judge and for none of the calibrated one
+#: (docs/EVALUATION.md). 0 pages = never.
+FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE = 0.8
+FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS = 0.5
+FOCUSCRAWL_LEARNING_JUDGE_WARN_AFTER = 500
 #: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
 FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
 #: The model's probability is blended with a prior from the thesis's link score,

@@ -10,9 +10,11 @@ from focuscrawl.eval.crawl_metrics import read_tsv
 NO_WORKER = ["-s", "FOCUSCRAWL_ANALYSIS_WORKERS=0"]
 
 
-def test_every_mode_by_default_then_report_and_deterministic_rerun(tmp_path):
+def test_every_mode_by_default_then_report_and_deterministic_rerun(tmp_path, capsys):
     args = ["--data", "bundled", "--scale", "0.04", "--budget", "15", "--deterministic"]
     assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "a")]) == 0
+    # mode learning's page judge against the web's truth, after its run
+    assert "eval run: page judge: " in capsys.readouterr().out
     meta = json.loads((tmp_path / "a" / "eval.json").read_text())
     assert [r["mode"] for r in meta["runs"]] == ["keywords", "document", "unfocused", "learning"]
     assert meta["server"]["robots_violations"] == 0
@@ -42,6 +44,11 @@ def test_every_mode_by_default_then_report_and_deterministic_rerun(tmp_path):
                for b in summary["oracle"].values())
     assert all(0 <= f <= 1 for r in summary["runs"].values() for f in r["upper_bound"].values() if f is not None)
     assert (tmp_path / "a" / "report" / "report.html").exists()
+    judge = summary["runs"]["learning"]["judge"]  # the judge's calls (judged.tsv) against the truth
+    assert judge["judged"] == 15 and 0 <= judge["judged_on_topic_share"] <= 1
+    assert judge["precision"] is None or 0 <= judge["precision"] <= 1
+    assert "judge" not in summary["runs"]["keywords"]
+    assert "Page judge (mode learning) against the ground truth" in (tmp_path / "a" / "report" / "report.html").read_text()
     # same seed and settings, one request at a time: the same crawl
     assert main(["eval", "run", *args, *NO_WORKER, "--modes", "keywords", "-o", str(tmp_path / "b")]) == 0
     first = [p["url"] for p in read_tsv(tmp_path / "a" / "runs" / "keywords" / "pages.tsv")][:15]

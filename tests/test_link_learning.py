@@ -10,6 +10,7 @@ from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, PageJudge, 
                                            average_ranks, best_blend_trust, learner_from_settings, ranking_auc,
                                            trust_from_auc)
 from tests.support.crawl import crawl, links_log
+from tests.support.runfiles import read_tsv
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
 
@@ -354,6 +355,13 @@ def test_learning_crawl_moves_the_good_host_up_and_the_decoy_down(tmp_path):
     # the portal and the decoy's five pages (four near-duplicates of the first)
     assert stats["focuscrawl/learning/judged_off_topic"] == 6
     assert stats["focuscrawl/learning/updates"] == 10 and stats["focuscrawl/learning/reranked"] > 0
+    # every call is in judged.tsv, in crawl order (eval scores the judge with it)
+    judged = read_tsv(tmp_path / "out" / "judged.tsv")
+    assert [r["url"].split("://")[1] for r in judged] == order
+    assert sum(r["on_topic"] == "1" for r in judged) == 5
+    assert {r["url"] for r in judged if r["on_topic"] == "1"} == {f"http://good.test/{i}" for i in range(1, 6)}
+    assert all(0 < float(r["topicality"]) < 1 for r in judged)
+    assert "judged" not in (tmp_path / "out" / "items.jsonl").read_text()  # not in the feed
     rows = links_log(tmp_path)
     assert {r["to"] for r in rows} >= {"http://good.test/1", "http://decoy.test/5"}
     row = next(r for r in rows if r["to"] == "http://good.test/1")

@@ -37,7 +37,7 @@ def test_bundle_lms_are_kenlm_binaries_where_build_binary_is_installed(bundle, c
 
     out = tmp_path / "binary"
     manifest = build_bundle([corpora[0]], [corpora[1]], out, order=3, background_order=2,
-                            progress=lambda *_: None)
+                            progress=lambda *_: None, background=False)
     suffix = ".binary" if find_build_binary() else ".arpa.gz"
     assert manifest["topic_lm"] == "topic" + suffix and manifest["background_lm"] == "background" + suffix
     assert not list(out.glob("*.arpa"))  # the plain ARPA written on the way is gone

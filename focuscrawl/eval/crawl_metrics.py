@@ -128,6 +128,32 @@ def harvest_curve(run: Run, truth: Truth) -> dict[str, list[int]]:
     return {"on_topic_pages": pages_on, "on_topic_images": images_on}
 
 
+# -- the page judge of mode learning -------------------------------------------------------
+JUDGED_FILE = "judged.tsv"
+
+
+def judge_accuracy(run: Run, truth: Truth) -> dict | None:
+    """The page judge's calls (``judged.tsv``, mode ``learning``) on the run's pages against the
+    truth: the share it called on topic, the share truly on topic, its precision and recall
+    (``None`` where undefined); ``None`` for a run without calls."""
+    path = run.folder / JUDGED_FILE
+    if not path.exists():
+        return None
+    kept = {p["url"] for p in run.pages}
+    calls = [(r["url"], r["on_topic"] == "1") for r in read_tsv(path) if r.get("url") in kept]
+    return judge_scores([called for _, called in calls], [truth.page_on_topic(url) for url, _ in calls])
+
+
+def judge_scores(called: list[bool], true: list[bool]) -> dict:
+    """Share called on topic, share truly on topic, precision and recall of ``called`` against ``true``."""
+    n = len(called)
+    hits = sum(c and t for c, t in zip(called, true))
+    return {"judged": n, "judged_on_topic_share": sum(called) / n if n else None,
+            "on_topic_share": sum(true) / n if n else None,
+            "precision": hits / sum(called) if any(called) else None,
+            "recall": hits / sum(true) if any(true) else None}
+
+
 # -- focus curve (Fig. 5.1) ---------------------------------------------------------------
 def prefix_sizes(total: int, start: int = 100) -> list[int]:
     """1-2-5 steps (100, 200, 500, 1000, ...) up to and including ``total``."""

@@ -8,8 +8,8 @@ from pathlib import Path
 from focuscrawl.eval.ranking_ablation import ablation
 from focuscrawl.topic.model import DEFAULT_SCORER
 from focuscrawl.eval.crawl_metrics import (SCORE_RANGE, Run, Truth, crawl_statistics, focus_curve, harvest_curve,
-                                           image_funnel, iter_sentences, ranked_images, ratio, score_cut_by_truth,
-                                           top_n_shares)
+                                           image_funnel, iter_sentences, judge_accuracy, ranked_images, ratio,
+                                           score_cut_by_truth, top_n_shares)
 from focuscrawl.eval.oracle import (ORACLE_FILE, UPPER_BOUND_METRICS, PageTruth, bound_fractions, harvest_of,
                                     upper_bound_fractions)
 
@@ -88,6 +88,9 @@ def build_report(folder: Path, top_n: int = 500, budget: int | None = None, mode
                     entry["bounds"] = bound_fractions(same, bounds)
                 if summary.get("upper_bound"):
                     entry["upper_bound"] = upper_bound_fractions(same, summary["upper_bound"])
+            judge = judge_accuracy(run, truth)
+            if judge is not None:
+                entry["judge"] = judge
             entry["score_cut"] = score_cut_by_truth(run, truth, score_range)
             ranked = ranked_images(run, score_range, bundle, collapse=True)  # as `focuscrawl rank` by default
             entry["top_n"] = top_n_shares(ranked, truth, top_n)
@@ -317,6 +320,13 @@ def _html(summary: dict) -> str:
                                  ["crawl", "page harvest", "image harvest"]
                                  + [f"image harvest / {REFERENCES[p][0].split(': ')[1]}" for p in policies], rows,
                                  REFERENCE_NOTE.replace("Black lines", "Reference crawls")))
+        judged = {m: r["judge"] for m, r in runs.items() if r.get("judge")}
+        if judged:
+            tables.append(_table("Page judge (mode learning) against the ground truth", [
+                "mode", "pages judged", "called on topic", "truly on topic", "precision", "recall"],
+                [[m, j["judged"], j["judged_on_topic_share"], j["on_topic_share"], j["precision"], j["recall"]]
+                 for m, j in judged.items()],
+                "The labels the link learner learnt from (judged.tsv): a near-duplicate page counts as off topic."))
         tables.append(_table(f"SPEC's score cut [{lo:g}, {hi:g}] by ground truth (distinct images)", [
             "mode", "on topic", "below the cut", "above the cut", "kept", "off topic", "below the cut",
             "above the cut", "kept"],
@@ -334,6 +344,13 @@ def _html(summary: dict) -> str:
                for key, path in summary["files"].items() if path.endswith(".png")]
     return _render("report.html", title=f"focuscrawl evaluation: {modes}", summary=summary, tables=tables,
                    figures=figures, ratios=summary.get("ratios"), fmt=_fmt)
+
+
+def judge_line(judge: dict) -> str:
+    """The page judge's calls against the truth in one line (``eval run``, ``eval report``)."""
+    return (f"page judge: {_fmt(judge['judged_on_topic_share'])} of {judge['judged']:,} pages called on topic, "
+            f"{_fmt(judge['on_topic_share'])} truly; precision {_fmt(judge['precision'])}, "
+            f"recall {_fmt(judge['recall'])}")
 
 
 def report_text(summary: dict, report: Path) -> str:
@@ -360,6 +377,8 @@ def report_text(summary: dict, report: Path) -> str:
         lines.append(f"  {mode:<10} on-topic pages {h['on_topic_pages']:,}/{h['pages']:,} ({_fmt(h['page_harvest_rate'])})"
                      + (f", image harvest {_fmt(h['image_harvest'])}" if h.get("image_harvest") is not None else "")
                      + f", top {top['n']:,} images {_fmt(top['on_topic'])} on topic")
+        if r.get("judge"):
+            lines.append(f"  {'':<10} {judge_line(r['judge'])}")
     ratios = summary.get("ratios") or {}
     if ratios.get("keywords_over_unfocused") is not None:
         lines.append(f"keywords / unfocused (top-N on topic) = {_fmt(ratios['keywords_over_unfocused'])} (thesis 3.5); "
@@ -404,6 +423,9 @@ def aggregate_seeds(summaries: dict[str, dict]) -> dict:
         entry["bounds"] = {p: {k: _spread([r.get("bounds", {}).get(p, {}).get(k) for r in runs])
                                for k in ("image_harvest", "page_harvest")} for p in policies}
         entry["top_n_on_topic"] = _spread([r.get("top_n", {}).get("on_topic") for r in runs])
+        if any(r.get("judge") for r in runs):
+            entry["judge"] = {k: _spread([(r.get("judge") or {}).get(k) for r in runs])
+                              for k in ("judged_on_topic_share", "on_topic_share", "precision", "recall")}
         if "upper_bound" in out:
             entry["upper_bound"] = {k: _spread([r.get("upper_bound", {}).get(k) for r in runs])
                                     for k in UPPER_BOUND_METRICS}

@@ -161,6 +161,8 @@ def _run_one(args: argparse.Namespace) -> int:
                                proxy=server.proxy if server else None, deterministic=args.deterministic,
                                model=args.model, keywords=args.keywords, extra_settings=extra)
             print(f"eval run: {mode} done in {result['seconds']:.0f}s", flush=True)
+            if server is not None:
+                _print_judge(out, out / "runs" / mode, args.budget)
             meta["runs"].append(dict(result, output=_portable(result["output"], out)))
     finally:
         if server is not None:
@@ -170,6 +172,17 @@ def _run_one(args: argparse.Namespace) -> int:
         (out / "eval.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"eval run: outputs in {out}; next: focuscrawl eval report {out}")
     return 0
+
+
+def _print_judge(out: Path, run_dir: Path, budget: int) -> None:
+    """The run's page judge against the web's truth, when it judged pages (mode ``learning``)."""
+    from focuscrawl.eval.crawl_metrics import Run, Truth, judge_accuracy
+    from focuscrawl.eval.crawl_report import judge_line
+
+    truth = Truth.load(out / "web")
+    judge = judge_accuracy(Run.load(run_dir, budget=budget), truth) if truth is not None else None
+    if judge is not None:
+        print(f"eval run: {judge_line(judge)}", flush=True)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

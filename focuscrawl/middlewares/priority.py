@@ -44,7 +44,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors (docs/CRAWL.md "What happens to a page")."""
 
     def __init__(self, stats, focus: CrawlFocus, log_links: bool = False,
-                 demote_neardup: bool = False) -> None:  # pylint: disable=super-init-not-called
+                 demote_neardup: bool = False, watch: "JudgeWatch | None" = None) -> None:  # pylint: disable=super-init-not-called
         self.stats = stats
         #: the crawl's mode strategy: its link rule, page score and (mode ``learning``) judge
         self.focus = focus
@@ -55,6 +55,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.log_links = log_links
         #: the links of a near-duplicate page are fetched after all others (focused modes)
         self.demote_neardup = demote_neardup and self.ranker.focused
+        #: warns once when the judge's on-topic share is implausible
+        self.watch = watch or JudgeWatch(stats, bundle=focus.bundle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LinkPriorityMiddleware":
@@ -64,9 +66,10 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             raise ValueError(f"FOCUSCRAWL_NEARDUP_LINKS must be one of {NEARDUP_LINK_RULES}, got {neardup_links!r}")
         if getattr(crawler.spider, "focus", None) is None:  # `scrapy shell URL` in the project: its DefaultSpider
             raise NotConfigured(f"{crawler.spidercls.__name__} has no crawl mode strategy: no link priorities")
-        mw = cls(crawler.stats, crawl_focus(crawler),
+        focus = crawl_focus(crawler)
+        mw = cls(crawler.stats, focus,
                  s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(s.get("FOCUSCRAWL_OUTPUT_DIR")),
-                 neardup_links == "demote")
+                 neardup_links == "demote", JudgeWatch.from_settings(s, crawler.stats, focus.bundle))
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         if mw.focus.learner_state is not None:  # mode ``learning``: restored now, saved at a clean stop
             crawler.get_extension(RunState).register(mw.focus.learner_state)
@@ -110,6 +113,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if learner.hub_examples > hubs:
             self.stats.inc_value("focuscrawl/learning/hub_examples")
         self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
+        item["judged"] = (topicality, on_topic)
+        self.watch.judged(on_topic, host)
         return item
 
     # -- links.tsv: a response's rows go with its page item to the page writer -------------
@@ -221,6 +226,61 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                    " ".join(d.features) if d.features else None),
                                   float_digits=LINKS_LOG_FLOAT_DIGITS)))
         return d, doc_pp, place
+
+
+class JudgeWatch:
+    """Warns once when the page judge's calls are implausible: after at least ``after`` judged
+    pages, more than ``share`` of them on topic *and* on more than ``hosts`` of the hosts judged.
+    A judge fooled by a topic bundle whose neutral corpus is too small or too narrow calls
+    nearly every page of every site on topic, and the link learner then learns from wrong
+    labels; a focused crawl that finds its topic fetches mostly on-topic pages too, but from
+    few of the sites it has seen (the hosts are what tell them apart). A crawl seeded inside
+    the topic's region can be both: the warning says what to check, it changes nothing."""
+
+    def __init__(self, stats, after: int = 0, share: float = 1.0, hosts: float = 1.0, bundle=None) -> None:
+        self.stats = stats
+        self.after = after
+        self.share = share
+        self.hosts = hosts
+        self.bundle = bundle
+        self.seen = self.on = 0
+        #: host -> a page of it was judged on topic (emptied once warned: one warning a crawl)
+        self.host_calls: dict[str, bool] = {}
+        self.warned = after <= 0
+
+    @classmethod
+    def from_settings(cls, settings, stats, bundle=None) -> "JudgeWatch":
+        shares = {}
+        for name in ("FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE", "FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS"):
+            shares[name] = settings.getfloat(name)
+            if not 0.0 <= shares[name] < 1.0:
+                raise ValueError(f"{name} must be a share in [0, 1), not {shares[name]}")
+        return cls(stats, settings.getint("FOCUSCRAWL_LEARNING_JUDGE_WARN_AFTER"),
+                   shares["FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE"], shares["FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS"],
+                   bundle)
+
+    def judged(self, on_topic: bool, host: str = "") -> None:
+        if self.warned:
+            return
+        self.seen += 1
+        self.on += on_topic
+        if on_topic or host not in self.host_calls:
+            self.host_calls[host] = on_topic or self.host_calls.get(host, False)
+        if self.seen < self.after or self.on <= self.share * self.seen:
+            return
+        hosts_on, hosts = sum(self.host_calls.values()), len(self.host_calls)
+        if hosts_on <= self.hosts * hosts:
+            return
+        self.warned = True
+        self.host_calls.clear()
+        self.stats.set_value("focuscrawl/learning/judge_implausible", 1)
+        show = f"`focuscrawl topic show {self.bundle}`" if self.bundle else "`focuscrawl topic show BUNDLE`"
+        logger.warning("the page judge calls %d of the first %d pages on topic (%.0f%%), on %d of the %d sites "
+                       "they come from: implausible unless the seeds are inside the topic, and the link learner "
+                       "learns from these calls. The topic bundle's neutral corpus may be too small or too narrow "
+                       "to calibrate pages (%s says; rebuild it with more general text, or keep the bundled "
+                       "background beside it)", self.on, self.seen, 100.0 * self.on / self.seen, hosts_on, hosts,
+                       show)
 
 
 def link_place(analysis: PageAnalysis | None, url: str) -> LinkContext | None:

@@ -38,6 +38,8 @@ PAGE_COLUMNS = ["url", "depth", "status", "host", "size", "fetched_at", "perplex
 #: A batch is also written once its links.tsv rows reach this size: pages without text add
 #: no sentences, and a run of link-heavy index pages must not pile up rows in memory.
 LINK_ROWS_BATCH_BYTES = 1 << 20
+#: judged.tsv (mode ``learning``): the page judge's call on each page it judged, in crawl order
+JUDGED_COLUMNS = ("url", "topicality", "on_topic")
 
 
 class ImageLogWriterPipeline:
@@ -135,7 +137,7 @@ def cut_sentences_without_rows(pages: LineLog, sentences: GzipLog) -> tuple[int,
 
 class PageLogWriterPipeline:
     def __init__(self, run: RunOutput, stats, signals_manager, batch_bytes: int, links_log: bool = False,
-                 batch_seconds: float = 0.0) -> None:
+                 batch_seconds: float = 0.0, judged_log: bool = False) -> None:
         self.run = run
         self.stats = stats
         self.signals = signals_manager
@@ -146,6 +148,9 @@ class PageLogWriterPipeline:
         self.sentences = self.run.gzip_log("sentences.txt.gz")
         #: links.tsv rows travel with their page's item and are written in its batch
         self.links = self.run.line_log("links.tsv", LINKS_LOG_HEADER) if links_log else None
+        #: mode ``learning``: the judge's calls (``PageItem["judged"]``) travel like links.tsv rows
+        self.judged = self.run.line_log("judged.tsv", "\t".join(JUDGED_COLUMNS)) if judged_log else None
+        self._judged: list[str] = []
         self.cut = (0, 0)  # sentences and rows cut by restore()
         self._rows: list[str] = []
         self._lines: list[str] = []
@@ -162,8 +167,10 @@ class PageLogWriterPipeline:
         if run is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
         s = crawler.settings
+        focus = getattr(crawler.spider, "focus", None)
         pipeline = cls(run, crawler.stats, crawler.signals, s.getint("FOCUSCRAWL_SENTENCES_BATCH_BYTES"),
-                       s.getbool("FOCUSCRAWL_LINKS_LOG"), s.getfloat("FOCUSCRAWL_SENTENCES_BATCH_SECONDS"))
+                       s.getbool("FOCUSCRAWL_LINKS_LOG"), s.getfloat("FOCUSCRAWL_SENTENCES_BATCH_SECONDS"),
+                       judged_log=getattr(focus, "judge", None) is not None)
         # an idle crawl writes its batch: a worker of a shared crawl that waits for the others
         # holds no unwritten rows (and no leases on them)
         crawler.signals.connect(pipeline.flush, signal=signals.spider_idle)
@@ -205,6 +212,9 @@ class PageLogWriterPipeline:
             self._items.append(item)
             self._lines.extend(s.replace("\n", " ") for s in sentences)
             self._size += sum(len(s) + 1 for s in sentences)
+            judged = item.pop("judged", None)  # written here, not exported (FEEDS)
+            if self.judged is not None and judged is not None:
+                self._judged.append(row((item.get("url"), judged[0], int(judged[1])), float_digits=6))
             links = item.pop("link_rows", None)  # written here, not exported (FEEDS)
             if self.links is not None and links:
                 self._links += links
@@ -223,6 +233,9 @@ class PageLogWriterPipeline:
         self.sentences.write_lines(self._lines)
         if self.links is not None:
             self.links.write_lines(self._links)
+        if self.judged is not None and self._judged:
+            self.judged.write_lines(self._judged)
+            self._judged = []
         self.pages.write_lines(self._rows)
         if self.run.failure is None:  # (else no checkpoint covers them, ever)
             self._written += self._items

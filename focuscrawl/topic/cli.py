@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from focuscrawl.topic.build import BACKGROUND_ORDER
-from focuscrawl.topic.model import DEFAULT_SCORER, SCORERS, TopicModel, sigmoid
+from focuscrawl.topic.build import BACKGROUND_ORDER, neutral_advice
+from focuscrawl.topic.model import DEFAULT_SCORER, SCORERS, TopicModel, logit, sigmoid
 
 SCORER_WORDS = {
     "wpp": "SPEC's weighted perplexity PP*(1-3kw), calibrated",
@@ -24,7 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--positive", nargs="+", required=True, metavar="SRC",
                    help="text/HTML files or URLs about the topic")
     p.add_argument("--neutral", nargs="+", metavar="SRC",
-                   help="general text not about the topic (default: the bundled general-English background)")
+                   help="general text not about the topic (default: the bundled general-English background, which "
+                        "is also kept beside English neutral text unless --no-background)")
+    p.add_argument("--no-background", action="store_true",
+                   help="the neutral side is the --neutral text alone, without the bundled general-English background")
     p.add_argument("--order", type=int, default=5, help="n-gram order of the topic LM (default %(default)s)")
     p.add_argument("--background-order", type=int, default=BACKGROUND_ORDER,
                    help="n-gram order of the background LM (default %(default)s)")
@@ -45,7 +48,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.order < 2 or args.background_order < 2:
         raise ValueError("--order and --background-order must be at least 2 (KenLM loads no unigram-only model)")
     build_bundle(args.positive, args.neutral, args.output, order=args.order,
-                 background_order=args.background_order, name=args.name, binary=not args.arpa)
+                 background_order=args.background_order, name=args.name, binary=not args.arpa,
+                 background=not args.no_background)
     return 0
 
 
@@ -85,7 +89,33 @@ def describe(model: TopicModel) -> str:
                       f"(5% of held-out topic ALT texts score lower; never above 0.5)",
                   f"  crawl razor ({DEFAULT_SCORER}): links of a page with P(on topic) < {th['razor']:.2e} are dropped "
                   f"(99% of held-out neutral sentences score higher)"]
+    lines += page_lines(model)
+    advice = neutral_advice(m, cal)
+    if advice:
+        lines += [""] + [f"  note: {line}" for line in advice]
     return "\n".join(lines)
+
+
+def page_lines(model: TopicModel) -> list[str]:
+    """What the page calibration says: where the crawl's page judge cuts, and how pages of
+    held-out topic, neutral and general-English text score against it (``topic show``)."""
+    from focuscrawl import settings as defaults
+
+    level = defaults.FOCUSCRAWL_LEARNING_PAGE_QUANTILE
+    cut = model.page_quantile("positive", level, DEFAULT_SCORER)
+    if cut is None:
+        return ["", "  no page calibration (a bundle of an older focuscrawl): mode learning judges pages by the "
+                    "sentence calibration alone; rebuild it with `focuscrawl topic build`"]
+    cut = max(cut, logit(defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_P))
+    pages = model.calibration["pages"]
+    lines = ["", f"  page judge ({DEFAULT_SCORER}, mode learning): a page is on topic from log-odds {cut:.2f} "
+                 f"({1 - level:.0%} of held-out topic pages of {pages['sentences_per_page'][0]}-"
+                 f"{pages['sentences_per_page'][1]} sentences, {pages['dilution']:.0%} of them general text, score higher)"]
+    for side, words in (("neutral", "neutral pages"), ("general", "general-English pages")):
+        share = model.page_share_above(side, cut, DEFAULT_SCORER)
+        if share is not None:
+            lines.append(f"    held-out {words} it calls on topic: {share:.0%}")
+    return lines
 
 
 def cmd_show(args: argparse.Namespace) -> int:

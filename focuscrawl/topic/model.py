@@ -30,6 +30,8 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
+
 from focuscrawl.lm.keywords import KEYWORD_WEIGHT, KeywordList
 from focuscrawl.resources import default_topic_path
 from focuscrawl.text.language import UNKNOWN
@@ -48,6 +50,8 @@ COMBINED_PARTS = ("xent", "classifier")
 LOGIT_LIMIT = 30.0  # probabilities are kept inside [sigmoid(-30), sigmoid(30)]
 #: the held-out text kinds a calibration measures (sentences, ALT-like and anchor-like prefixes)
 KINDS = ("sentence", "alt", "anchor")
+#: the pseudo-pages whose log-odds a calibration's ``pages`` entry keeps (``topic.build.page_calibration``)
+PAGE_SIDES = ("positive", "neutral", "general")
 #: the files ``bundle.json`` names (the classifier's are in its own entry)
 FILE_KEYS = ("topic_lm", "background_lm", "keywords")
 
@@ -192,6 +196,15 @@ def check_calibration(calibration: object, where: str) -> dict:
         limits = entry(entry(calibration, "thresholds", "thresholds"), name, f"{name} thresholds")
         for key in DEFAULT_THRESHOLDS:
             _number(limits.get(key), f"{name} threshold {key}", where, 0.0, 1.0)
+    if "pages" in calibration:  # (a bundle built before pages were calibrated has none)
+        pages = entry(entry(calibration, "pages", "pages"), "scorers", "pages scorers")
+        for name in SCORERS:
+            for side, values in entry(pages, name, f"pages {name}").items():
+                if side not in PAGE_SIDES or not isinstance(values, list) or len(values) != len(levels):
+                    raise ValueError(f"{where}: not a valid calibration (pages {name} {excerpt(str(side), 20)}: "
+                                     f"not {len(levels)} quantiles of {'/'.join(PAGE_SIDES)} pages)")
+                for value in values:
+                    _number(value, f"a page quantile of {name}", where)
     return calibration
 
 
@@ -363,6 +376,25 @@ class TopicModel:
         """A scorer's probability threshold from ``calibration.json`` (``cut``, ``razor``)."""
         by_scorer = self.calibration.get("thresholds", {}).get(scorer or self.scorer, {})
         return float(by_scorer.get(name, DEFAULT_THRESHOLDS[name]))
+
+    def page_quantile(self, side: str, level: float, scorer: str | None = None) -> float | None:
+        """The log-odds (``page_logit``) below which a ``level`` share of the bundle's held-out
+        pseudo-pages of ``side`` (``PAGE_SIDES``) score, interpolated between the stored
+        quantiles; ``None`` for a bundle without page calibration."""
+        values = self.calibration.get("pages", {}).get("scorers", {}).get(scorer or self.scorer, {}).get(side)
+        levels = self.calibration.get("quantile_levels")
+        if not values or not levels:
+            return None
+        return float(np.interp(level, levels, values))
+
+    def page_share_above(self, side: str, cut: float, scorer: str | None = None) -> float | None:
+        """The share of the held-out pseudo-pages of ``side`` whose log-odds reach ``cut``
+        (from the stored quantiles; ``None`` without them)."""
+        values = self.calibration.get("pages", {}).get("scorers", {}).get(scorer or self.scorer, {}).get(side)
+        levels = self.calibration.get("quantile_levels")
+        if not values or not levels:
+            return None
+        return float(1.0 - np.interp(cut, values, levels, left=0.0, right=1.0))
 
     def image_logit(self, description: str | None, context: str | None, scorer: str | None = None
                     ) -> float | None:

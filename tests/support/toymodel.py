@@ -77,9 +77,9 @@ def write_topic_corpora(folder: Path) -> tuple[Path, Path]:
 
 def build_topic_bundle(corpora: tuple[Path, Path], out: Path, order: int = 2) -> Path:
     """A topic bundle at ``out`` from ``write_topic_corpora``'s files: LMs as ARPA (tests read and
-    rescale their text), background order 2, in seconds."""
+    rescale their text), background order 2, the neutral side the neutral file alone, in seconds."""
     from focuscrawl.topic.build import build_bundle
 
     build_bundle([corpora[0]], [corpora[1]], out, order=order, background_order=2, progress=lambda *_: None,
-                 binary=False)
+                 binary=False, background=False)
     return out
