@@ -12,14 +12,13 @@ a layer below the components: the frontier gets it too).
 from __future__ import annotations
 
 import logging
-import os
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
-from focuscrawl.output.files import job_state_dir, lock_directory
+from focuscrawl.output.files import DirectoryLock, job_state_dir, lock_directory
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.leases import LeaseBook
 from focuscrawl.output.run import Checkpointed, RunOutput
@@ -39,14 +38,17 @@ class RunState:
     written, images are not downloaded); ``leases`` is ``None`` unless ``FOCUSCRAWL_REDIS_URL``."""
 
     def __init__(self, output: RunOutput | None, images: ImageStore | None,
-                 leases: LeaseBook | None = None, job_lock: int = -1) -> None:
+                 leases: LeaseBook | None = None, locks: list[DirectoryLock] = ()) -> None:
         self.output = output
         self.images = images
         self.leases = leases
         #: the states registered here, closed (after a last checkpoint) at ``spider_closed``
         self._states: list[Checkpointed] = []
-        #: the JOBDIR's writer lock (``lock_directory``; -1: no JOBDIR), released at ``spider_closed``
-        self.job_lock = job_lock
+        #: the writer locks of the JOBDIR and the run directory (``lock_directory``), held until the
+        #: crawl's last write (``stats.json``, at ``engine_stopped``)
+        self.locks = list(locks)
+        self._engine_started = False
+        self._signals = None  # the crawler's (``from_crawler``)
 
     def register(self, state: Checkpointed) -> None:
         """Restore ``state`` from the last checkpoint now, checkpoint it with the run directory's
@@ -63,27 +65,37 @@ class RunState:
         s = crawler.settings
         directory = s.get("FOCUSCRAWL_OUTPUT_DIR") or ""
         output = images = None
-        job_lock = -1
-        if s.get("JOBDIR"):  # one crawl per JOBDIR: taken before anything in it is read or cut back
-            state_dir = job_state_dir(s.get("JOBDIR"))
-            state_dir.mkdir(parents=True, exist_ok=True)
-            job_lock = lock_directory(state_dir, "JOBDIR")
-        if directory:
-            output = RunOutput(directory, s.get("JOBDIR") or None, s.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL"))
-            images = ImageStore(output, crawler.stats,
-                                max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
-                                max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
-                                max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"))
-            logger.info("run directory %s%s", output.dir, " (resumed)" if output.resumed else "")
-        else:
-            logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
-        leases = None
-        if s.get("FOCUSCRAWL_REDIS_URL"):
-            leases = LeaseBook.from_crawler(crawler)
-        state = cls(output, images, leases, job_lock)
+        locks: list[DirectoryLock] = []
+        try:
+            if s.get("JOBDIR"):  # one crawl per JOBDIR: taken before anything in it is read or cut back
+                state_dir = job_state_dir(s.get("JOBDIR"))
+                state_dir.mkdir(parents=True, exist_ok=True)
+                locks.append(lock_directory(state_dir, "JOBDIR"))
+            if directory:
+                output = RunOutput(directory, s.get("JOBDIR") or None, s.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL"))
+                locks.append(lock_directory(output.dir, "output directory"))  # (the one RunOutput holds)
+                images = ImageStore(output, crawler.stats,
+                                    max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
+                                    max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
+                                    max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"))
+                logger.info("run directory %s%s", output.dir, " (resumed)" if output.resumed else "")
+            else:
+                logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
+            leases = None
+            if s.get("FOCUSCRAWL_REDIS_URL"):
+                leases = LeaseBook.from_crawler(crawler)
+        except BaseException:  # refused: nothing is kept locked
+            if output is not None:
+                output.close()
+            for lock in locks:
+                lock.release()
+            raise
+        state = cls(output, images, leases, locks)
+        state._signals = crawler.signals
         if output is not None:
             output.on_failure = lambda exc: state.stop_crawl(crawler, exc)
         crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(state.engine_started, signal=signals.engine_started)
         return state
 
     @staticmethod
@@ -110,9 +122,19 @@ class RunState:
             for state in self._states:
                 state.close()
         finally:
-            if self.job_lock >= 0:
-                os.close(self.job_lock)
-                self.job_lock = -1
+            if not self._engine_started:  # (a crawl that never started: no engine_stopped comes)
+                self.release_locks()
+
+    def engine_started(self) -> None:
+        """Hold the locks until ``engine_stopped``: connected now, after every component's
+        handler, so they go after the last write (``StatsFileWriter``'s)."""
+        self._engine_started = True
+        self._signals.connect(self.release_locks, signal=signals.engine_stopped)
+
+    def release_locks(self) -> None:
+        """The crawl writes its run directory and JOBDIR no more: another crawl may."""
+        for lock in self.locks:
+            lock.release()
 
 
 class RunStateAddon:
