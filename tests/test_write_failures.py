@@ -30,10 +30,10 @@ from tests.test_signals import N, slow_tree
 DISK_FULL = {"EXTENSIONS": json.dumps({**EXTENSIONS, "tests.support.diskfull.DiskFullAfter": 0})}
 
 
-def start_crawl(web, tmp: Path, out: Path, job: Path | None, log: Path, *, command: tuple = ("focuscrawl", "crawl"),
+def start_crawl(web, tmp: Path, out: Path | None, job: Path | None, log: Path, *, command: tuple = ("focuscrawl", "crawl"),
                 spider_args: tuple = (), group: bool = False, **settings) -> subprocess.Popen:
     """``focuscrawl crawl`` (or ``command``: ``("scrapy", "crawl", "focused")``) of the slow site
-    into ``out`` (JOBDIR ``job``), its log appended to ``log``; ``group``: in a process group of
+    into ``out`` (None: no run directory; JOBDIR ``job``), its log appended to ``log``; ``group``: in a process group of
     its own, to be signalled as a terminal's Ctrl-C does."""
     model, keywords = write_model(tmp)
     settings = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2,
@@ -41,7 +41,7 @@ def start_crawl(web, tmp: Path, out: Path, job: Path | None, log: Path, *, comma
                 "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False, "LOG_LEVEL": "INFO",
                 **({"JOBDIR": str(job)} if job else {}), **settings}
     words = ["-a", "seeds=http://cats.test/p0", "-a", f"model={model}", "-a", f"keywords={keywords}",
-             "-a", f"output={out}"]
+             "-a", f"output={out or ''}"]
     for name, value in settings.items():
         words += ["-s", f"{name}={value}"]
     for arg in spider_args:
@@ -94,6 +94,30 @@ def test_a_full_disk_stops_the_crawl_with_one_error_and_a_resume_restores_what_w
         assert proc.wait(120) == 0
     assert_whole_run(out)
     assert json.loads((out / "stats.json").read_text())["finish_reason"] == "finished"
+
+
+def test_a_full_jobdir_without_a_run_directory_stops_the_crawl_with_one_error_and_a_resume_goes_on(tmp_path):
+    """A crawl with a JOBDIR and no run directory, whose JOBDIR's disk fills up: exit code 1,
+    one ERROR line naming the file and the reason, no traceback; the same command then resumes
+    (the journal's recovery) and fetches the pages the first one had not. Before, every
+    failed journal write was a traceback (39 here) and the crawl went on and ended with exit 0."""
+    job, log = tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(delay=0.02)) as web:
+        proc = start_crawl(web, tmp_path, None, job, log, TEST_DISK_FULL_AFTER_BYTES=20_000,
+                           TEST_DISK_FULL_JOBDIR=True, **DISK_FULL)
+        assert proc.wait(120) == 1
+        text = log.read_text()
+        assert "Traceback" not in text and "never retrieved" not in text, text[-3000:]
+        errors = [line for line in text.splitlines() if "] ERROR:" in line]
+        assert len(errors) == 1 and "No space left on device" in errors[0] and str(job) in errors[0], errors
+        assert "resume" in errors[0] and "Spider closed (write_failed)" in text
+        pages = {f"cats.test/p{i}" for i in range(N)}
+        fetched = set(web.requests) & pages
+        assert 0 < len(fetched) < N
+        proc = start_crawl(web, tmp_path, None, job, log)
+        assert proc.wait(120) == 0
+        assert set(web.requests) & pages == pages
+    assert "frontier: unclean stop detected" in log.read_text()
 
 
 def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_line(tmp_path):

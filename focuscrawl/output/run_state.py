@@ -18,7 +18,7 @@ from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
-from focuscrawl.output.files import DirectoryLock, job_state_dir, lock_directory
+from focuscrawl.output.files import AppendFile, DirectoryLock, job_state_dir, lock_directory
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.leases import LeaseBook
 from focuscrawl.output.run import Checkpointed, RunOutput
@@ -48,7 +48,10 @@ class RunState:
         #: crawl's last write (``stats.json``, at ``engine_stopped``)
         self.locks = list(locks)
         self._engine_started = False
-        self._signals = None  # the crawler's (``from_crawler``)
+        self._crawler: Crawler | None = None  # (``from_crawler``)
+        #: without a run directory: the first failed write of a JOBDIR state, and the logs it stops
+        self._failure: OSError | None = None
+        self._guarded: list[AppendFile] = []
 
     def register(self, state: Checkpointed) -> None:
         """Restore ``state`` from the last checkpoint now, checkpoint it with the run directory's
@@ -59,6 +62,35 @@ class RunState:
         else:
             state.restore()
         self._states.append(state)
+
+    @property
+    def failure(self) -> OSError | None:
+        """The first failed write of the run directory or JOBDIR (None: none): the crawl stopped."""
+        return self.output.failure if self.output is not None else self._failure
+
+    def guard(self, log: AppendFile) -> AppendFile:
+        """``log`` (a JOBDIR state's): a failed write to it stops the crawl, and a failed write
+        of the run stops it (``RunOutput.guard``); also without a run directory."""
+        if self.output is not None:
+            return self.output.guard(log)
+        log.on_error = self._fail
+        log.stopped = self._failure is not None
+        self._guarded.append(log)
+        return log
+
+    def _fail(self, exc: OSError) -> None:
+        """A JOBDIR write of a crawl without a run directory failed: nothing more is written
+        there, said in one line, the crawl stops (as ``RunOutput.fail``)."""
+        if self._failure is not None:
+            return
+        self._failure = exc
+        for log in self._guarded:
+            log.stopped = True
+        logger.error("cannot write%s: %s; the crawl stops; everything up to then is kept: make room and "
+                     "run the same command again (same JOBDIR) to resume",
+                     f" {exc.filename}" if exc.filename else "", exc.strerror or exc)
+        if self._crawler is not None:
+            self.stop_crawl(self._crawler, exc)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "RunState":
@@ -91,7 +123,7 @@ class RunState:
                 lock.release()
             raise
         state = cls(output, images, leases, locks)
-        state._signals = crawler.signals
+        state._crawler = crawler
         if output is not None:
             output.on_failure = lambda exc: state.stop_crawl(crawler, exc)
         crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
@@ -116,6 +148,8 @@ class RunState:
                 self.output.close()
                 if self.output.failure is not None:
                     return
+            elif self._failure is not None:
+                return  # left as a kill leaves them: a resume recovers them
             else:
                 for state in self._states:
                     state.checkpoint()
@@ -129,7 +163,7 @@ class RunState:
         """Hold the locks until ``engine_stopped``: connected now, after every component's
         handler, so they go after the last write (``StatsFileWriter``'s)."""
         self._engine_started = True
-        self._signals.connect(self.release_locks, signal=signals.engine_stopped)
+        self._crawler.signals.connect(self.release_locks, signal=signals.engine_stopped)
 
     def release_locks(self) -> None:
         """The crawl writes its run directory and JOBDIR no more: another crawl may."""
