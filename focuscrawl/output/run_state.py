@@ -12,9 +12,12 @@ a layer below the components: the frontier gets it too).
 from __future__ import annotations
 
 import logging
+from functools import partial
+from typing import Callable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.signalmanager import SignalManager
 from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
@@ -38,7 +41,8 @@ class RunState:
     written, images are not downloaded); ``leases`` is ``None`` unless ``FOCUSCRAWL_REDIS_URL``."""
 
     def __init__(self, output: RunOutput | None, images: ImageStore | None,
-                 leases: LeaseBook | None = None, locks: list[DirectoryLock] = ()) -> None:
+                 leases: LeaseBook | None = None, locks: list[DirectoryLock] = (),
+                 signals: SignalManager | None = None, on_failure: Callable[[OSError], None] | None = None) -> None:
         self.output = output
         self.images = images
         self.leases = leases
@@ -48,7 +52,11 @@ class RunState:
         #: crawl's last write (``stats.json``, at ``engine_stopped``)
         self.locks = list(locks)
         self._engine_started = False
-        self._crawler: Crawler | None = None  # (``from_crawler``)
+        self._signals = signals  # the crawler's: its engine_stopped releases the locks
+        #: told of the first failed write (``stop_crawl``); also the run directory's
+        self.on_failure = on_failure
+        if output is not None:
+            output.on_failure = on_failure
         #: without a run directory: the first failed write of a JOBDIR state, and the logs it stops
         self._failure: OSError | None = None
         self._guarded: list[AppendFile] = []
@@ -89,8 +97,8 @@ class RunState:
         logger.error("cannot write%s: %s; the crawl stops; everything up to then is kept: make room and "
                      "run the same command again (same JOBDIR) to resume",
                      f" {exc.filename}" if exc.filename else "", exc.strerror or exc)
-        if self._crawler is not None:
-            self.stop_crawl(self._crawler, exc)
+        if self.on_failure is not None:
+            self.on_failure(exc)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "RunState":
@@ -122,10 +130,7 @@ class RunState:
             for lock in locks:
                 lock.release()
             raise
-        state = cls(output, images, leases, locks)
-        state._crawler = crawler
-        if output is not None:
-            output.on_failure = lambda exc: state.stop_crawl(crawler, exc)
+        state = cls(output, images, leases, locks, crawler.signals, partial(cls.stop_crawl, crawler))
         crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(state.engine_started, signal=signals.engine_started)
         return state
@@ -163,7 +168,7 @@ class RunState:
         """Hold the locks until ``engine_stopped``: connected now, after every component's
         handler, so they go after the last write (``StatsFileWriter``'s)."""
         self._engine_started = True
-        self._crawler.signals.connect(self.release_locks, signal=signals.engine_stopped)
+        self._signals.connect(self.release_locks, signal=signals.engine_stopped)
 
     def release_locks(self) -> None:
         """The crawl writes its run directory and JOBDIR no more: another crawl may."""
