@@ -376,7 +376,8 @@ class JournaledScheduler(Scheduler):
         try:
             return super().close(reason)
         except OSError:
-            if self.crawler.get_extension(RunState).failure is None:
+            run_state = self.crawler.get_extension(RunState)
+            if run_state is None or run_state.failure is None:
                 raise
             logger.debug("frontier: Scrapy's queue not saved after a failed write", exc_info=True)
             return None

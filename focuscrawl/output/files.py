@@ -89,7 +89,10 @@ class DirectoryLock:
                 os.close(lock_file.fd)
 
     def __del__(self) -> None:
-        self.release()
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - (at interpreter exit the module may be gone: the kernel releases it)
+            pass
 
 
 def _forget_locks_in_forked_child() -> None:
