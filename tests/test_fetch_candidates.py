@@ -60,7 +60,7 @@ def fetch_cli(out, top: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched(tmp_path):
+def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched(tmp_path, capsys):
     from focuscrawl.cli import main
 
     with LocalWeb(site()) as web:
@@ -104,6 +104,7 @@ def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched
     target = tmp_path / "ranked.jsonl"
     assert main(["rank", "--json", str(out), "--scoring", "thesis", "--min", "0", "--max", "1e12",
                  "--format", "jsonl", "-o", str(target)]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["filtered"] == {"fetch_failed": 3}
     exported = {r["url"]: r for r in map(json.loads, target.read_text().splitlines())}
     # the fetched images with their real size; those the fetch could not get are left out
     assert set(exported) == {url["/img/tabby.png"], url["/img/kittens.png"], url["/img/finance.png"]}
