@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_ranking_arguments(p)
     p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                    help="Scrapy/focuscrawl setting (repeatable), e.g. -s DOWNLOAD_DELAY=2")
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="Scrapy's INFO and DEBUG log too (default: focuscrawl's INFO lines and warnings)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object (for machines)")
     p.set_defaults(func=cmd_fetch)
 

@@ -17,8 +17,9 @@ ALTS = {"/img/tabby.png": "a tabby cat sleeping on the sofa with a kitten",
         "/private/cat.png": "the cat sleeps on the sofa all day long",
         "/img/noai.png": "the kitten plays with the cat on the sofa",
         "/img/broken.png": "a cat and a kitten sleeping on the sofa",
+        "/reserved/cat.png": "the kitten sleeps with the cat on the sofa",
         "/img/finance.png": "quarterly revenue table of the finance department"}
-TOP = 5
+TOP = 6
 
 
 def site() -> dict:
@@ -28,6 +29,9 @@ def site() -> dict:
             "/private/cat.png": Page(png_bytes(640, 480), "image/png"),
             "/img/noai.png": Page(png_bytes(640, 480), "image/png", headers={"X-Robots-Tag": "noai"}),
             "/img/broken.png": Page(png_bytes(640, 480)[:60], "image/png"),
+            "/reserved/cat.png": Page(png_bytes(640, 480), "image/png"),
+            "/.well-known/tdmrep.json": Page(json.dumps([{"location": "/reserved*", "tdm-reservation": 1}]),
+                                             "application/json"),
             "/img/finance.png": Page(png_bytes(640, 480), "image/png")}
 
 
@@ -79,7 +83,7 @@ def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched
     url = {path: f"{web.base}{path}" for path in ALTS}
     assert summary["requested"] == TOP and summary["downloaded"] == 2 and summary["finish_reason"] == "finished"
     assert (summary["failed"]["filtered"], summary["robots_forbidden"]) == (1, 1)  # robots.txt
-    assert summary["opted_out"] == {"x_robots_tag": 1}
+    assert summary["opted_out"] == {"tdmrep": 1, "x_robots_tag": 1}
     assert sum(summary["failed"].values()) == 2  # robots.txt and the broken image
     assert (again["requested"], again["fetched_before"], again["downloaded"]) == (0, TOP, 0)
     assert (more["requested"], more["fetched_before"], more["downloaded"]) == (1, TOP, 1)
@@ -95,6 +99,7 @@ def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched
     assert fetched[url["/private/cat.png"]]["fetch_status"] == "filtered"
     assert fetched[url["/img/noai.png"]]["fetch_status"].startswith("opted_out:x_robots_tag")
     assert fetched[url["/img/broken.png"]]["fetch_status"] not in ("downloaded", "filtered")
+    assert fetched[url["/reserved/cat.png"]]["fetch_status"].startswith("opted_out:tdmrep")
     assert (out / fetched[url["/img/tabby.png"]]["image_path"]).is_file()
     assert fetched[url["/img/tabby.png"]]["image_path"] == f"images/{url_sha1(url['/img/tabby.png'])}.png"
     assert not (out / "images" / f"{url_sha1(url['/img/noai.png'])}.png").exists()
@@ -104,7 +109,7 @@ def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched
     target = tmp_path / "ranked.jsonl"
     assert main(["rank", "--json", str(out), "--scoring", "thesis", "--min", "0", "--max", "1e12",
                  "--format", "jsonl", "-o", str(target)]) == 0
-    assert json.loads(capsys.readouterr().out.splitlines()[-1])["filtered"] == {"fetch_failed": 3}
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["filtered"] == {"fetch_failed": 4}
     exported = {r["url"]: r for r in map(json.loads, target.read_text().splitlines())}
     # the fetched images with their real size; those the fetch could not get are left out
     assert set(exported) == {url["/img/tabby.png"], url["/img/kittens.png"], url["/img/finance.png"]}
