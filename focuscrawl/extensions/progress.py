@@ -2,7 +2,7 @@
 
 ``CrawlProgress`` replaces Scrapy's ``LogStats`` (off in ``focuscrawl.settings``): a line
 every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds with the run's pages (as written to
-pages.tsv) against the budget, pages/s, images written, requests queued, the time left
+pages.tsv) against the budget (a replay: against the archives' pages), pages/s, images written, requests queued, the time left
 at the crawl's rate, and a word when politeness (the per-host concurrency, delays,
 AutoThrottle) is what sets that rate. ``CrawlSummary`` logs the summary of
 ``focuscrawl.output.summary`` when the crawl ends.
@@ -76,6 +76,22 @@ def progress_line(pages: int, budget: int, rate: float, average_rate: float, ima
             f"queue {queued}{left}{politeness}")
 
 
+def files_progress_line(files_done: int, files: int, pages: int, pages_total: int, pairs: int,
+                        elapsed: float) -> str:
+    """The progress line of a replay over many files (``focuscrawl warc --jobs``): files and
+    pages done, image-text pairs written, pages/s so far and the time left at that rate
+    (by pages when their total is known, else by files)."""
+    rate = pages / elapsed if elapsed > 0 else 0.0
+    if pages_total > 0:
+        left = (pages_total - pages) / rate if rate > 0 else None
+    else:
+        left = (files - files_done) * elapsed / files_done if files_done else None
+    eta = "" if files_done >= files else f", ETA {duration(left)}" if left is not None else ", ETA -"
+    of = f"/{pages_total:,}" if pages_total > 0 else ""
+    return (f"progress: {files_done:,}/{files:,} files, {pages:,}{of} pages ({rate:.1f} pages/s), "
+            f"{pairs:,} image-text pairs written{eta}")
+
+
 class CrawlProgress:
     """A progress line every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds.
 
@@ -103,6 +119,8 @@ class CrawlProgress:
         return ext
 
     def spider_opened(self, spider=None) -> None:
+        # a replay knows its pages (the archives' seeds): their number is the line's target
+        self.budget = self.budget or getattr(self.crawler.spider, "expected_pages", 0)
         self._start = self._last = (time.monotonic(), run_pages(self.stats.get_stats()))
         self.task = create_looping_call(self.log)
         self.task.start(self.interval, now=False)
