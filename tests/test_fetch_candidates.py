@@ -131,3 +131,24 @@ def test_rank_after_a_partial_fetch_keeps_the_rest_as_candidates(tmp_path):
     exported = [json.loads(line) for line in target.read_text().splitlines()]
     assert [r["status"] for r in exported] == ["success"] + ["not_fetched"] * (len(ALTS) - 1)
     assert exported[0]["width"] == int(rows(out / "fetched.tsv", "image_url")[exported[0]["url"]]["width"])
+
+
+def test_a_fetch_killed_mid_row_leaves_no_half_row(tmp_path):
+    """A torn last line of fetched.tsv (a kill inside a write) is no row for `rank` and is cut by
+    the next fetch, which then requests that image again."""
+    from focuscrawl.corpus import iter_entries
+    from focuscrawl.fetch_cli import top_candidates
+
+    with LocalWeb(site()) as web:
+        out = replay_of_pages(tmp_path, web.base)
+        fetch_cli(out, 1)
+        whole = (out / "fetched.tsv").read_bytes()
+        second = top_candidates(out, 2, "thesis", None, 0, 1e12)[1]
+        with open(out / "fetched.tsv", "ab") as fh:
+            fh.write(f"{second.image_url}\tdownloaded\t1.0\timages/x.png\t64".encode())  # no newline: torn
+        assert not (next(e for e in iter_entries(out) if e.image_url == second.image_url)).fetch_status
+        summary = fetch_cli(out, 2)
+    assert summary["requested"] == 1
+    assert rows(out / "fetched.tsv", "image_url")[second.image_url]["image_path"] != "images/x.png"
+    lines = (out / "fetched.tsv").read_bytes()
+    assert lines.startswith(whole) and lines.count(b"\n") == whole.count(b"\n") + 1 and b"images/x.png" not in lines
