@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -85,12 +86,32 @@ def fetch(run_dir: str, items: list, settings: dict, verbose: bool = False) -> d
     from focuscrawl.processes import record_stop_signals
     from focuscrawl.spiders.fetch import CandidateFetchSpider
 
-    with _crawler_process(settings, verbose) as process:
-        stop_signals = record_stop_signals(process)
-        crawler = process.create_crawler(CandidateFetchSpider)
-        process.crawl(crawler, run_dir=run_dir, candidates=items)
-        process.start()
+    # the fetch writes into run_dir itself: RunState's line that no run directory is written would mislead
+    quiet = _Without("FOCUSCRAWL_OUTPUT_DIR is empty")
+    handlers = logging.getLogger().handlers
+    for handler in handlers:
+        handler.addFilter(quiet)
+    try:
+        with _crawler_process(settings, verbose) as process:
+            stop_signals = record_stop_signals(process)
+            crawler = process.create_crawler(CandidateFetchSpider)
+            process.crawl(crawler, run_dir=run_dir, candidates=items)
+            process.start()
+    finally:
+        for handler in handlers:
+            handler.removeFilter(quiet)
     return _stats(crawler, stop_signals)
+
+
+class _Without(logging.Filter):
+    """Drops the log lines that start with ``prefix``."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefix)
 
 
 def fetch_summary(top: list[CorpusEntry], todo: list, stats: dict) -> dict:

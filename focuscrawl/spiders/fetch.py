@@ -23,6 +23,16 @@ FETCH_SETTINGS = {
                        "focuscrawl.pipelines.fetch.CandidateDownloadPipeline": 300},
 }
 
+#: components of a crawl that have nothing to do in a fetch (they write a run directory of their
+#: own, or treat pages): off, so that they do not warn that they are off
+FETCH_COMPONENTS_OFF = {
+    "EXTENSIONS": ("focuscrawl.output.stats.StatsFileWriter", "focuscrawl.output.manifest.CrawlManifest",
+                   "focuscrawl.extensions.progress.CrawlSummary",
+                   # its line counts pages written, which a fetch has none of
+                   "focuscrawl.extensions.progress.CrawlProgress"),
+    "SPIDER_MIDDLEWARES": ("focuscrawl.middlewares.priority.LinkPriorityMiddleware",),
+}
+
 
 class CandidateFetchSpider(scrapy.Spider):
     """``run_dir``: the run directory; ``candidates``: the image items to fetch, best first."""
@@ -41,6 +51,8 @@ class CandidateFetchSpider(scrapy.Spider):
         super().update_settings(settings)
         for name, value in FETCH_SETTINGS.items():
             settings.set(name, value, priority="spider")
+        for name, components in FETCH_COMPONENTS_OFF.items():
+            settings.set(name, {**settings.getdict(name), **dict.fromkeys(components)}, priority="spider")
 
     async def start(self) -> AsyncIterator[ImageItem]:
         for item in self.candidates:
