@@ -104,7 +104,7 @@ def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched
     assert fetched[url["/img/tabby.png"]]["image_path"] == f"images/{url_sha1(url['/img/tabby.png'])}.png"
     assert not (out / "images" / f"{url_sha1(url['/img/noai.png'])}.png").exists()
     stats = json.loads((out / "fetch_stats.json").read_text())
-    assert stats["focuscrawl/images/downloaded"] == 1  # the last fetch's
+    assert (stats["focuscrawl/images/downloaded"], stats["focuscrawl/fetch/outcomes"]) == (1, 1)  # the last fetch's
 
     target = tmp_path / "ranked.jsonl"
     assert main(["rank", "--json", str(out), "--scoring", "thesis", "--min", "0", "--max", "1e12",

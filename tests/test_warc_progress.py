@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-from focuscrawl.extensions.progress import files_progress_line
+from focuscrawl.extensions.progress import fetch_progress_line, files_progress_line
 from tests.support.crawl import FAST, ROOT
 from tests.support.localweb import CAT_TEXT
 
@@ -16,6 +16,11 @@ def test_files_progress_line_says_files_pages_pairs_rate_and_time_left():
     # without a page total: the time left by files; at the end no ETA
     assert files_progress_line(1, 3, 50, 0, 0, 60.0).endswith("50 pages (0.8 pages/s), 0 image-text pairs written, ETA 2m")
     assert "ETA" not in files_progress_line(3, 3, 50, 50, 7, 5.0)
+
+
+def test_fetch_progress_line_says_candidates_done_rate_and_time_left():
+    assert fetch_progress_line(10, 40, 7, 5.0) == "progress: 10/40 candidates fetched (7 downloaded, 2.0 images/s), ETA 15s"
+    assert "ETA" not in fetch_progress_line(40, 40, 30, 5.0)
 
 
 def test_a_replay_logs_its_progress_against_the_archives_pages(tmp_path):

@@ -92,6 +92,50 @@ def files_progress_line(files_done: int, files: int, pages: int, pages_total: in
             f"{pairs:,} image-text pairs written{eta}")
 
 
+def fetch_progress_line(done: int, total: int, downloaded: int, elapsed: float) -> str:
+    """The progress line of ``focuscrawl fetch``: candidates with an outcome of those requested,
+    downloaded, images/s so far and the time left at that rate."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    left = "" if done >= total else f", ETA {duration((total - done) / rate)}" if rate > 0 else ", ETA -"
+    return f"progress: {done:,}/{total:,} candidates fetched ({downloaded:,} downloaded, {rate:.1f} images/s){left}"
+
+
+class FetchProgress:
+    """``focuscrawl fetch``'s progress line every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds, against
+    the candidates it requests (``spider.candidates``; outcomes counted as ``focuscrawl/fetch/outcomes``)."""
+
+    def __init__(self, stats, interval: float) -> None:
+        self.stats, self.interval = stats, interval
+        self.task = None
+        self.start = 0.0
+        self.total = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "FetchProgress":
+        interval = crawler.settings.getfloat("FOCUSCRAWL_PROGRESS_INTERVAL")
+        if interval <= 0:
+            raise NotConfigured
+        ext = cls(crawler.stats, interval)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        return ext
+
+    def spider_opened(self, spider=None) -> None:
+        self.total = len(getattr(spider, "candidates", ()))
+        self.start = time.monotonic()
+        self.task = create_looping_call(self.log)
+        self.task.start(self.interval, now=False)
+
+    def log(self) -> None:
+        logger.info(fetch_progress_line(self.stats.get_value("focuscrawl/fetch/outcomes", 0), self.total,
+                                        self.stats.get_value("focuscrawl/images/downloaded", 0),
+                                        time.monotonic() - self.start))
+
+    def spider_closed(self, spider=None, reason=None) -> None:
+        if self.task is not None and self.task.running:
+            self.task.stop()
+
+
 class CrawlProgress:
     """A progress line every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds.
 

@@ -57,6 +57,7 @@ class CandidateDownloadPipeline(ImageDownloadPipeline):
                    rules=ImageRules.from_settings(s), optouts=OptOutPolicy.from_settings(s), log=log)
 
     def item_completed(self, results, item, info):
+        self.stats.inc_value("focuscrawl/fetch/outcomes")
         try:
             item = super().item_completed(results, item, info)
         except DropItem:

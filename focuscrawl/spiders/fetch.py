@@ -19,6 +19,7 @@ from focuscrawl.items import ImageItem
 FETCH_SETTINGS = {
     "FOCUSCRAWL_OUTPUT_DIR": "",
     "FOCUSCRAWL_CRAWL_SUMMARY": False,
+    "EXTENSIONS": {"focuscrawl.extensions.progress.FetchProgress": 500},
     "ITEM_PIPELINES": {"focuscrawl.pipelines.score.FinalScorePipeline": 100,
                        "focuscrawl.pipelines.fetch.CandidateDownloadPipeline": 300},
 }
@@ -50,6 +51,8 @@ class CandidateFetchSpider(scrapy.Spider):
     def update_settings(cls, settings) -> None:
         super().update_settings(settings)
         for name, value in FETCH_SETTINGS.items():
+            if name == "EXTENSIONS":  # added to the crawl's
+                value = {**settings.getdict(name), **value}
             settings.set(name, value, priority="spider")
         for name, components in FETCH_COMPONENTS_OFF.items():
             settings.set(name, {**settings.getdict(name), **dict.fromkeys(components)}, priority="spider")
