@@ -31,6 +31,7 @@ COMMANDS = {
     "rank": "focuscrawl.ranking",
     "annotate": "focuscrawl.annotate.cli",
     "warc": "focuscrawl.archive.cli",
+    "fetch": "focuscrawl.fetch_cli",
     "merge": "focuscrawl.output.merge",
     "topic": "focuscrawl.topic.cli",
 }

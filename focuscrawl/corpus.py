@@ -12,6 +12,9 @@ Format read (docs/ARCHITECTURE.md; written by ``focuscrawl.output.images``; reco
   ``record_path``, ``first_seen``, ``width``, ``height``, ``language``. Every other numeric column
   (``alt_pp``, ``alt_wpp``, ``parent_1_wpp``, ...) except the size and flag columns in
   ``NON_SCORE_COLUMNS`` is a score and is carried through as it is.
+* ``fetched.tsv`` (``focuscrawl fetch``): one row per candidate pair fetched after the replay,
+  appended; the last row of an image URL says what its fetch gave (``FETCHED_COLUMNS``) and
+  stands over that image's images.tsv row (status, file, real size, file rights).
 * ``records/<sha1[:2]>/<sha1>.json``: the info record, read only for the text of the
   context the final score used (first sighting's ``contexts`` or ``extra_contexts``).
 """
@@ -38,6 +41,17 @@ NON_SCORE_COLUMNS = frozenset({
     "html_width", "html_height", "language", "image_status",
 }) | frozenset(rights_columns())
 
+#: the outcomes of ``focuscrawl fetch``, appended (images.tsv is never rewritten)
+FETCHED_TSV = "fetched.tsv"
+#: ``fetch_status``: ``downloaded``, or why the image was not (a ``focuscrawl/images/failed/``
+#: reason, or ``opted_out:<source>:<directive>``)
+FETCHED_COLUMNS = ("image_url", "fetch_status", "final_score", "image_path", "width", "height", "image_format",
+                   "image_size", "image_sha1") + tuple(rights_columns())
+#: the image_status of a candidate whose fetch gave no image (``rank`` leaves it out, as a crawl
+#: leaves out an image it could not download)
+FETCH_FAILED = "fetch_failed"
+
+
 class RunDirError(ValueError):
     """The directory is not a readable run directory."""
 
@@ -60,9 +74,12 @@ class CorpusEntry:
     image_size: int | None = None  # bytes of the downloaded file, as the crawl wrote it
     record_path: str = ""  # relative to the run directory
     language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run without language identification)
-    #: ``downloaded``, ``not_archived`` (a replay's candidate pair: no image file); "": a run
+    #: ``downloaded``, ``not_archived`` (a replay's candidate pair: no image file),
+    #: ``fetch_failed`` (a candidate ``focuscrawl fetch`` could not download); "": a run
     #: before the column (downloaded where it has an ``image_path``)
     image_status: str = ""
+    #: what ``focuscrawl fetch`` gave for a candidate (fetched.tsv): ``downloaded`` or why not; "": not fetched
+    fetch_status: str = ""
     #: licence, creator, ... (``focuscrawl.rights.licenses.Rights`` fields; "" where unknown)
     rights: dict[str, str] = field(default_factory=dict)
     #: why the info record could not be used ("" = fine or not read yet); it is not read again
@@ -201,8 +218,38 @@ def check_run_dir(run_dir: str | Path) -> Path:
     return tsv
 
 
+def read_fetched(run_dir: str | Path) -> dict[str, dict[str, str]]:
+    """fetched.tsv's last row of each image URL (a torn last line or a row of the wrong shape
+    is not read)."""
+    fetched: dict[str, dict[str, str]] = {}
+    for row in iter_tsv(Path(run_dir) / FETCHED_TSV, errors="replace"):
+        if None in row or None in row.values() or not row.get("image_url"):
+            continue  # csv.DictReader's marks of too many or too few cells
+        fetched[row["image_url"]] = row
+    return fetched
+
+
+def _apply_fetch(entry: CorpusEntry, fetched: dict[str, str]) -> None:
+    """A candidate as its fetch left it: downloaded (file, real size, rights), or failed."""
+    entry.fetch_status = fetched.get("fetch_status", "")
+    if entry.fetch_status != "downloaded":
+        entry.image_status = FETCH_FAILED
+        return
+    entry.image_status = "downloaded"
+    entry.image_path = fetched.get("image_path", "")
+    entry.width, entry.height = _int(fetched.get("width", "")), _int(fetched.get("height", ""))
+    try:
+        score = _number(fetched.get("final_score", ""))
+    except ValueError:
+        score = None
+    if score is not None:
+        entry.final_score = score
+    entry.rights = {name: fetched.get(name, "") for name in rights_columns()}
+
+
 def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[CorpusEntry]:
-    """Every row of the run's image log in file order (= crawl order), as ``CorpusEntry``.
+    """Every row of the run's image log in file order (= crawl order), as ``CorpusEntry``;
+    a candidate that ``focuscrawl fetch`` fetched as fetched.tsv says.
 
     ``with_context=False`` skips reading the info records (fast; call ``fill_context``
     on the entries you keep). Rows with an unparsable score are skipped with a warning,
@@ -217,6 +264,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
     col = {name: i for i, name in enumerate(header)}
     score_columns = [(name, i) for i, name in enumerate(header) if is_score_column(name)]
     rights_names = rights_columns()
+    fetched = read_fetched(run_dir)
 
     def get(row: list[str], name: str) -> str:
         i = col.get(name)
@@ -241,6 +289,8 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
         except ValueError as exc:
             logger.warning("%s:%d: %s, row skipped", tsv, line_no, exc)
             continue
+        if fetched and entry.image_url in fetched and entry.image_status == "not_archived":
+            _apply_fetch(entry, fetched[entry.image_url])
         if with_context and fill_context([entry], run_dir):
             logger.warning("%s: info record skipped: %s", tsv, entry.record_error)
         yield entry

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from focuscrawl import settings as defaults
-from focuscrawl.corpus import CorpusEntry, check_run_dir, pair_text
+from focuscrawl.corpus import FETCH_FAILED, FETCHED_TSV, CorpusEntry, check_run_dir, pair_text
 from focuscrawl.export.cli import add_export_arguments, export_options
 from focuscrawl.export.formats import export, shard_pattern
 from focuscrawl.output.stats import read_stats
@@ -303,6 +303,8 @@ def cmd_rank(args) -> int:
     options = export_options(args)  # option errors before any work
     scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
     filters = {}
+    if (Path(args.run_dir) / FETCHED_TSV).is_file():  # a candidate whose fetch gave no image: left out, as by a crawl
+        filters["fetch_failed"] = lambda e: e.image_status == FETCH_FAILED
     if args.drop_generated_alt:
         filters["generated_alt"] = lambda e: is_generated_alt(e.alt)
     if args.license:

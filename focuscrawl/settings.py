@@ -294,7 +294,8 @@ FOCUSCRAWL_NEARDUP_ENABLED = True
 FOCUSCRAWL_OUTPUT_DIR = ""
 #: Write links.tsv (every scored link with its decision) into the output dir.
 FOCUSCRAWL_LINKS_LOG = False
-#: Seconds between progress lines (pages / budget, pages/s, images, queue, ETA, politeness); 0 = off.
+#: Seconds between progress lines (pages / budget, pages/s, images, queue, ETA, politeness; a
+#: replay: pages / the archives' pages, and with ``warc --jobs`` files, pages, pairs as files end); 0 = off.
 FOCUSCRAWL_PROGRESS_INTERVAL = 30.0
 
 # --- Throughput (docs/CRAWL.md) -----------------------------------------------------

@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from collections import deque
 from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
@@ -185,6 +186,13 @@ def human_summary(summary: dict, output: str, stats: dict) -> str:
     return "\n".join(lines + crawl_summary(stats, output=str(Path(output).resolve()), what="replay"))
 
 
+def _progress_interval(settings: dict) -> float:
+    """``FOCUSCRAWL_PROGRESS_INTERVAL`` as ``-s`` sets it, else its default."""
+    from focuscrawl import settings as defaults
+
+    return float(settings.get("FOCUSCRAWL_PROGRESS_INTERVAL", defaults.FOCUSCRAWL_PROGRESS_INTERVAL))
+
+
 def cmd_warc(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not Path(path).is_file():
@@ -207,7 +215,7 @@ def cmd_warc(args: argparse.Namespace) -> int:
         try:
             with jobs.interruptible():  # a Ctrl-C stops the jobs; their parts are still merged
                 index = _index(args.paths)
-                summary, stats = replay_jobs(index, Path(args.output), jobs)
+                summary, stats = replay_jobs(index, Path(args.output), jobs, _progress_interval(settings))
         finally:
             jobs.close()
     print(json.dumps(summary) if args.json else human_summary(summary, args.output, stats))
@@ -335,11 +343,12 @@ class JobProcesses:
             child.close()
             self.processes.append((process, conn))
 
-    def run(self, index, tasks: list[tuple[str, str]]) -> list[dict]:
-        """The summary of each ``(file, part)`` task, in order."""
+    def run(self, index, tasks: list[tuple[str, str]], on_result=None) -> list[dict]:
+        """The summary of each ``(file, part)`` task, in order; ``on_result(results)`` after each one ends."""
         results: list[dict] = [{"finish_reason": "not run: every job process died"}] * len(tasks)
         todo = deque(enumerate(tasks))
         busy: dict[Connection, int] = {}
+        ended: list[dict] = []  # the results so far, in the order the tasks ended
 
         def next_task(conn: Connection) -> None:
             with suppress(BrokenPipeError):  # the process died: its next file goes to another
@@ -361,6 +370,10 @@ class JobProcesses:
                 except EOFError:  # the process died (killed, out of memory): its file failed, the others go on
                     results[n] = {"finish_reason": "job process died"}
                     continue
+                finally:
+                    ended.append(results[n])
+                    if on_result is not None:
+                        on_result(ended)
                 next_task(conn)
         if self.stop.value:
             for n, result in enumerate(results):
@@ -392,12 +405,36 @@ class JobProcesses:
             process.join()
 
 
-def replay_jobs(index, output: Path, processes: JobProcesses) -> tuple[dict, dict]:
+class FilesProgress:
+    """A progress line (``files_progress_line``) as the jobs of ``replay_jobs`` end, at most one
+    every ``interval`` seconds (0: none): each job's crawl logs its own file's pages meanwhile."""
+
+    def __init__(self, files: int, pages_total: int, interval: float) -> None:
+        from focuscrawl.extensions.progress import files_progress_line
+
+        self.line = files_progress_line
+        self.files, self.pages_total, self.interval = files, pages_total, interval
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, ended: list[dict]) -> None:
+        now = time.monotonic()
+        if self.interval <= 0 or (now - self.last < self.interval and len(ended) < self.files):
+            return
+        self.last = now
+        pages = sum(r.get("focuscrawl/archive/html_pages") or 0 for r in ended)
+        pairs = sum(r.get("focuscrawl/images/written") or 0 for r in ended)
+        logging.getLogger(__name__).info(self.line(len(ended), self.files, pages, self.pages_total, pairs,
+                                                   now - self.start))
+
+
+def replay_jobs(index, output: Path, processes: JobProcesses, progress_interval: float = 0.0) -> tuple[dict, dict]:
     """One job per archive file holding pages, run on ``processes``, then the parts merged
-    into ``output``: the summary and the jobs' stats summed."""
+    into ``output``: the summary and the jobs' stats summed. A progress line as the jobs end
+    (``FilesProgress``, every ``progress_interval`` seconds at most)."""
     files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
-    results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)])
+    progress = FilesProgress(len(files), len(index.html_refs()), progress_interval)
+    results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)], progress)
     # a file whose job did not finish (its process killed, the crawl stopped) is left out whole:
     # its part may hold image rows whose pages' rows were never written
     counts = merge_runs([part for part, r in zip(parts, results) if r.get("finish_reason") == "finished"], output)

@@ -2,7 +2,7 @@
 
 ``CrawlProgress`` replaces Scrapy's ``LogStats`` (off in ``focuscrawl.settings``): a line
 every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds with the run's pages (as written to
-pages.tsv) against the budget, pages/s, images written, requests queued, the time left
+pages.tsv) against the budget (a replay: against the archives' pages), pages/s, images written, requests queued, the time left
 at the crawl's rate, and a word when politeness (the per-host concurrency, delays,
 AutoThrottle) is what sets that rate. ``CrawlSummary`` logs the summary of
 ``focuscrawl.output.summary`` when the crawl ends.
@@ -76,6 +76,66 @@ def progress_line(pages: int, budget: int, rate: float, average_rate: float, ima
             f"queue {queued}{left}{politeness}")
 
 
+def files_progress_line(files_done: int, files: int, pages: int, pages_total: int, pairs: int,
+                        elapsed: float) -> str:
+    """The progress line of a replay over many files (``focuscrawl warc --jobs``): files and
+    pages done, image-text pairs written, pages/s so far and the time left at that rate
+    (by pages when their total is known, else by files)."""
+    rate = pages / elapsed if elapsed > 0 else 0.0
+    if pages_total > 0:
+        left = (pages_total - pages) / rate if rate > 0 else None
+    else:
+        left = (files - files_done) * elapsed / files_done if files_done else None
+    eta = "" if files_done >= files else f", ETA {duration(left)}" if left is not None else ", ETA -"
+    of = f"/{pages_total:,}" if pages_total > 0 else ""
+    return (f"progress: {files_done:,}/{files:,} files, {pages:,}{of} pages ({rate:.1f} pages/s), "
+            f"{pairs:,} image-text pairs written{eta}")
+
+
+def fetch_progress_line(done: int, total: int, downloaded: int, elapsed: float) -> str:
+    """The progress line of ``focuscrawl fetch``: candidates with an outcome of those requested,
+    downloaded, images/s so far and the time left at that rate."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    left = "" if done >= total else f", ETA {duration((total - done) / rate)}" if rate > 0 else ", ETA -"
+    return f"progress: {done:,}/{total:,} candidates fetched ({downloaded:,} downloaded, {rate:.1f} images/s){left}"
+
+
+class FetchProgress:
+    """``focuscrawl fetch``'s progress line every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds, against
+    the candidates it requests (``spider.candidates``; outcomes counted as ``focuscrawl/fetch/outcomes``)."""
+
+    def __init__(self, stats, interval: float) -> None:
+        self.stats, self.interval = stats, interval
+        self.task = None
+        self.start = 0.0
+        self.total = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "FetchProgress":
+        interval = crawler.settings.getfloat("FOCUSCRAWL_PROGRESS_INTERVAL")
+        if interval <= 0:
+            raise NotConfigured
+        ext = cls(crawler.stats, interval)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        return ext
+
+    def spider_opened(self, spider=None) -> None:
+        self.total = len(getattr(spider, "candidates", ()))
+        self.start = time.monotonic()
+        self.task = create_looping_call(self.log)
+        self.task.start(self.interval, now=False)
+
+    def log(self) -> None:
+        logger.info(fetch_progress_line(self.stats.get_value("focuscrawl/fetch/outcomes", 0), self.total,
+                                        self.stats.get_value("focuscrawl/images/downloaded", 0),
+                                        time.monotonic() - self.start))
+
+    def spider_closed(self, spider=None, reason=None) -> None:
+        if self.task is not None and self.task.running:
+            self.task.stop()
+
+
 class CrawlProgress:
     """A progress line every ``FOCUSCRAWL_PROGRESS_INTERVAL`` seconds.
 
@@ -103,6 +163,8 @@ class CrawlProgress:
         return ext
 
     def spider_opened(self, spider=None) -> None:
+        # a replay knows its pages (the archives' seeds): their number is the line's target
+        self.budget = self.budget or getattr(self.crawler.spider, "expected_pages", 0)
         self._start = self._last = (time.monotonic(), run_pages(self.stats.get_stats()))
         self.task = create_looping_call(self.log)
         self.task.start(self.interval, now=False)

@@ -30,6 +30,15 @@ def _site_optout(request: Request, reason: str, policy: str = "") -> None:
     request.meta.setdefault(SITE_OPTOUT_META, {})[reason] = policy
 
 
+async def _shared_result(shared: Deferred):
+    """The result of a Deferred that several requests wait for (a host's robots.txt or
+    tdmrep.json): each waiter gets its own, as awaiting ``shared`` itself (``asFuture``) hands
+    ``None`` on to the next waiter, which would then go without the host's rules."""
+    own: Deferred = Deferred()
+    shared.addBoth(lambda result: (own.callback(result), result)[1])
+    return await maybe_deferred_to_future(own)
+
+
 def _http(request: Request) -> bool:
     return request.url.startswith(("http://", "https://")) and not request.meta.get("dont_obey_robotstxt")
 
@@ -60,6 +69,12 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
         if self.ai_agents:
             self._named[netloc] = robots_named_agents(response.body, self.ai_agents)
         await super()._parse_robots(response, netloc, request)
+
+    async def robot_parser(self, request: Request):
+        parser = self._parsers.get(urlparse_cached(request).netloc)
+        if isinstance(parser, Deferred):  # Scrapy's awaits it directly: its third waiter would get None
+            return await _shared_result(parser)
+        return await super().robot_parser(request)
 
     async def process_request(self, request: Request) -> None:
         if not _http(request):
@@ -121,7 +136,7 @@ class TdmRepMiddleware:
             return rules
         rules = self._rules[netloc]
         if isinstance(rules, Deferred):
-            return await maybe_deferred_to_future(rules)
+            return await _shared_result(rules)
         return rules
 
     async def _fetch(self, url: str, netloc: str) -> TdmRules | None:

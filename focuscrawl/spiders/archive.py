@@ -73,6 +73,7 @@ class ArchiveSpider(FocusedSpider):
             spider.seed_files = set(seed_files if isinstance(seed_files, list) else seed_files.split(","))
             pages = [ref for ref in pages if ref.path in spider.seed_files]
         spider.seed_urls = [ref.url for ref in pages]
+        spider.expected_pages = len(spider.seed_urls)  # the progress line's target (CrawlProgress)
         crawler.signals.connect(spider._archive_stats, signal=signals.spider_opened)
         return spider
 
