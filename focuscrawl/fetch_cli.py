@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 from pathlib import Path
 
 from focuscrawl.corpus import CorpusEntry, check_run_dir, iter_entries
@@ -159,7 +158,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         if items:
             atomic_write_bytes(Path(args.run_dir, FETCH_STATS), json.dumps(stats, indent=1).encode())
     finally:
-        os.close(lock)
+        lock.release()
     summary = fetch_summary(top, todo, stats)
     print(json.dumps(summary) if args.json else human_summary(summary, args.run_dir))
     return exit_code({**summary, "stop_signal": stats.get("stop_signal")})
