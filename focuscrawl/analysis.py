@@ -167,6 +167,11 @@ class PageAnalysis:
     link_contexts: dict[str, "LinkContext"] | None = None
     #: what the markup says of opt-outs and rights (``None``: nothing, or a skipped page)
     rights: PageRights | None = None
+    #: set in the crawl process by the near-duplicate middleware at the page's first output
+    #: (``focuscrawl.middlewares.neardup``), read by the link middleware for each of its links:
+    #: whether the page was checked, and the URL of the earlier page it nearly repeats
+    near_duplicate_checked: bool = False
+    near_duplicate_of: str | None = None
 
 
 def page_analysis(response) -> PageAnalysis | None:

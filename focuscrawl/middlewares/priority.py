@@ -3,9 +3,11 @@
 Modelled on Scrapy's ``DepthMiddleware``. The link rule, the page score it reads and the
 learner's page judge are the crawl mode strategy's (``focuscrawl.focus.modes``); the page's
 score comes from ``response.meta["page_analysis"]``, left by the spider before it yields
-anything, so the order of the spider's output does not matter. Links the scheduler already
-knows (``PageItem.known_links``) are decided and logged the same way, then dropped. The
-rules of each mode: docs/CRAWL.md "What happens to a page".
+anything, so the order of the spider's output does not matter. What it decides of a link
+goes with its request in one ``LinkFacts`` (``request.meta["focuscrawl_link"]``,
+``focuscrawl.focus.ranker``), read back from the response of the page it led to. Links the
+scheduler already knows (``PageItem.known_links``) are decided and logged the same way, then
+dropped. The rules of each mode: docs/CRAWL.md "What happens to a page".
 """
 from __future__ import annotations
 
@@ -22,9 +24,8 @@ from w3lib.url import safe_url_string
 
 from focuscrawl.analysis import LinkContext, PageAnalysis, page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
-from focuscrawl.focus.ranker import LinkDecision, LinkRanker
+from focuscrawl.focus.ranker import LINK_META, LinkDecision, LinkFacts, LinkRanker, link_facts
 from focuscrawl.items import PageItem
-from focuscrawl.middlewares.neardup import NEARDUP_META
 from focuscrawl.focus.link_learner import PageJudge, url_host
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.tsv import row
@@ -82,14 +83,12 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.stats.set_value("focuscrawl/links/anchor_cache_hits", info.hits)
 
     # -- learning: every parsed page is a training example for the link that led to it ----
-    def _topicality(self, response: Response | None) -> None:
-        """Judge the page at its first output (the spider scores it before yielding anything):
-        ``response.meta["page_topicality"]`` is a feature of its links."""
-        if self.judge is None or response is None or "page_topicality" in response.meta:
-            return
-        analysis = page_analysis(response)
-        if analysis is not None:
-            response.meta["page_topicality"] = self.judge.topicality(analysis.score.weighted, analysis.topic_logit)
+    def _topicality(self, analysis: PageAnalysis | None) -> float | None:
+        """The judge's topicality of the analysed page (``None``: no judge, or not judged): a
+        feature of its links and the label of the link that led to it."""
+        if self.judge is None or analysis is None:
+            return None
+        return self.judge.topicality(analysis.score.weighted, analysis.topic_logit)
 
     def get_processed_item(self, item, response: Response | None):
         """The page's item (after its links; the near-duplicate middleware has marked it):
@@ -97,8 +96,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         brings nothing new (an archive calendar of an on-topic blog is a trap, not a find)."""
         if self.judge is None or response is None or not isinstance(item, PageItem):
             return item
-        self._topicality(response)
-        topicality = response.meta.get("page_topicality")
+        topicality = self._topicality(page_analysis(response))
         if topicality is None:
             self.stats.inc_value("focuscrawl/learning/unjudged")
             return item
@@ -106,9 +104,9 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         host = url_host(response.url)
         learner = self.ranker.learner
         hubs = learner.hub_examples
-        if learner.observe(None, host, on_topic, vector=response.meta.get("link_vector"),
-                           thesis_score=response.meta.get("link_score"), url=response.url,
-                           origin=response.meta.get("link_origin")):
+        link = link_facts(response) or LinkFacts()  # a seed: no link led to it
+        if learner.observe(None, host, on_topic, vector=link.vector, thesis_score=link.score, url=response.url,
+                           origin=link.origin):
             self.stats.inc_value("focuscrawl/learning/updates")
         if learner.hub_examples > hubs:
             self.stats.inc_value("focuscrawl/learning/hub_examples")
@@ -151,43 +149,42 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         return self._decided(request, response, [])
 
     def _decided(self, request: Request, response: Response | None, rows: list[tuple[str, str]]) -> Request | None:
-        self._topicality(response)
         meta = request.meta
         if response is None or meta.get("seed"):
             request.priority = self.ranker.seed_priority
-            meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        d, doc_pp, place = self._decide(request.url, meta.get("anchor", ""), meta.get("depth", 0), response, rows)
-        meta["parent_perplexity"] = doc_pp
+        link = meta.get(LINK_META)
+        if link is None:  # a request the spider did not build from one of the page's links
+            link = meta[LINK_META] = LinkFacts()
+        analysis = page_analysis(response)
+        d, doc_pp, place = self._decide(request.url, link.anchor or "", meta.get("depth", 0), response, rows)
+        link.parent_perplexity = doc_pp
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
-            meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
-            meta["parent_topicality"] = response.meta.get("page_topicality")
+            link.vector, link.learned = d.vector, d.learned
+            link.parent_topicality = self._topicality(analysis)
             if self.ranker.link_contexts:  # the learner's siblings and hubs: the page and block it came from
-                meta["link_origin"] = (response.url, place.block if place is not None else -1)
+                link.origin = (response.url, place.block if place is not None else -1)
         if self.ranker.focused:
-            meta["link_score"], meta["link_bucket"] = d.score, d.bucket
-            if d.anchor_perplexity is not None or d.anchor_keyword_score is not None:
-                meta["anchor_perplexity"], meta["anchor_keyword_score"] = d.anchor_perplexity, d.anchor_keyword_score
+            link.score, link.bucket = d.score, d.bucket
+            link.anchor_perplexity, link.anchor_keyword_score = d.anchor_perplexity, d.anchor_keyword_score
         if d.followed:
             request.priority = d.priority
-            if self._demotes(response):  # the frontier's re-ranking keeps it down
-                meta["link_demoted"] = True
+            link.demoted = self._demotes(analysis)  # the frontier's re-ranking keeps it down
         return request if d.followed else None
 
-    def _demotes(self, response: Response) -> bool:
-        """The links of ``response`` go below every other link: it nearly repeats an earlier page
-        (``response.meta["near_duplicate_of"]``, set at its first output by the near-duplicate
-        middleware). A calendar trap is a chain of such pages: each month's page is an empty
-        copy of the blog's layout, and each links the next."""
-        return self.demote_neardup and bool(response.meta.get(NEARDUP_META))
+    def _demotes(self, analysis: PageAnalysis | None) -> bool:
+        """The links of the analysed page go below every other link: it nearly repeats an
+        earlier page (``PageAnalysis.near_duplicate_of``, set at its first output by the
+        near-duplicate middleware). A calendar trap is a chain of such pages: each month's
+        page is an empty copy of the blog's layout, and each links the next."""
+        return self.demote_neardup and analysis is not None and bool(analysis.near_duplicate_of)
 
     def _known_decided(self, urls: list[str], response: Response, rows: list[tuple[str, str]]) -> None:
         """The links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``): decided,
         counted and logged as their requests would have been (the chain before this middleware
         let them through when they were first scheduled; their depth is DepthMiddleware's), then
         dropped, as the dupefilter would have dropped them. ``rows`` are put in the page's link order."""
-        self._topicality(response)
         analysis = page_analysis(response)
         links = analysis.links if analysis is not None else {}
         depth = response.meta.get("depth", 0) + 1
@@ -205,14 +202,15 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         analysis = page_analysis(response)
         doc_pp = None if analysis is None else self.focus.page_score(analysis)
         place = link_place(analysis, url)
-        d = self.ranker.decide(doc_pp, anchor, depth, response.meta.get("link_score"),
+        came_by = link_facts(response) or LinkFacts()  # the link that led to the page (none to a seed)
+        d = self.ranker.decide(doc_pp, anchor, depth, came_by.score,
                                url=url, parent_url=response.url,
-                               parent_topicality=response.meta.get("page_topicality"),
-                               grandparent_topicality=response.meta.get("parent_topicality"),
+                               parent_topicality=self._topicality(analysis),
+                               grandparent_topicality=came_by.parent_topicality,
                                context=place.words if place is not None else "",
                                block=place.kind if place is not None else "",
                                learn=queued or self.log_links)
-        if d.followed and self._demotes(response):
+        if d.followed and self._demotes(analysis):
             d = replace(d, priority=self.ranker.demoted(d.priority))
             if queued:
                 self.stats.inc_value("focuscrawl/links/neardup_demoted")

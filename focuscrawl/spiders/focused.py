@@ -7,7 +7,7 @@ The spider only extracts: the page's analysis (``focuscrawl.analysis.PageAnalysi
 sentences, links, image decisions, SimHash) is left in ``response.meta["page_analysis"]``,
 the one meta key the spider middlewares read it from (``focuscrawl.analysis.page_analysis``);
 its document perplexity also goes into the PageItem; every out-link becomes a Request with its
-anchor text in ``meta["anchor"]``, except one whose URL the scheduler has seen already
+anchor text in its ``LinkFacts`` (``meta["focuscrawl_link"]``, ``focuscrawl.focus.ranker``), except one whose URL the scheduler has seen already
 (``focuscrawl.frontier.KnownLinks``): it goes in ``PageItem.known_links`` instead. Scoring and ordering the links is the job of
 ``LinkPriorityMiddleware``, scope and traps of ``ScopeMiddleware``, images of the
 image middleware and pipelines.
@@ -34,7 +34,8 @@ from twisted.internet.defer import Deferred
 
 from focuscrawl.analysis import META_KEY, AnalysisFailed, PageAnalyser
 from focuscrawl.focus.modes import focus_class
-from focuscrawl.frontier import LINK_META, KnownLinks
+from focuscrawl.focus.ranker import LINK_META, LinkFacts
+from focuscrawl.frontier import KnownLinks
 from focuscrawl.items import PageItem
 from focuscrawl.middlewares.budget import PageBudgetSpent
 from focuscrawl.middlewares.priority import LinkPriorityMiddleware
@@ -242,7 +243,7 @@ class FocusedSpider(scrapy.Spider):
             if known is not None and known.known(url):
                 skipped.append(url)
             else:
-                yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={LINK_META: anchor})
+                yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={LINK_META: LinkFacts(anchor)})
         page = PageItem(
             url=response.url,
             depth=depth,
