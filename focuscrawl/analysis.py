@@ -78,10 +78,6 @@ def _demo_scorer() -> ScorerFiles:
     return ScorerFiles(str(default_model_path()), str(default_keywords_path()))
 
 
-IMAGE_MIDDLEWARE = "focuscrawl.middlewares.images.ImageExtractionMiddleware"
-NEARDUP_MIDDLEWARE = "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware"
-
-
 @dataclass(frozen=True)
 class AnalysisConfig:
     """What ``analyse_page`` computes and how (picklable: sent to each worker once)."""
@@ -113,22 +109,22 @@ class AnalysisConfig:
     topic_reuses_score: bool = False
 
     @classmethod
-    def from_settings(cls, settings, scorer: ScorerFiles | None = None) -> "AnalysisConfig":
-        """The analysis the crawl's middlewares need (images, SimHash), with the crawl's
-        ``scorer`` files for the workers."""
+    def from_settings(cls, settings, scorer: ScorerFiles | None = None, *, images: bool = True,
+                      neardup: bool = True) -> "AnalysisConfig":
+        """The analysis with the crawl's ``scorer`` files for the workers; ``images``, ``neardup``:
+        the image and near-duplicate middlewares run, which read the image decisions and the
+        SimHash (the spider says which run: it knows the middlewares)."""
         from focuscrawl.dedup.simhash import parse_ngrams
         from focuscrawl.crawl_scorer import language_filter
         from focuscrawl.rights.policy import robots_tokens
-        from focuscrawl.scrapy_compat import spider_middleware_enabled
 
-        neardup = (spider_middleware_enabled(settings, NEARDUP_MIDDLEWARE)
-                   and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED"))
+        neardup = neardup and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED")
         return cls(
             extractor=settings.get("FOCUSCRAWL_TEXT_EXTRACTOR"),
             text_time_limit=settings.getfloat("FOCUSCRAWL_TEXT_TIME_LIMIT"),
             text_max_tags=markup_budget(settings.getint("FOCUSCRAWL_TEXT_MAX_BYTES")),
             min_sentence_tokens=settings.getint("FOCUSCRAWL_MIN_SENTENCE_TOKENS"),
-            images=spider_middleware_enabled(settings, IMAGE_MIDDLEWARE),
+            images=images,
             rules=ImageRules.from_settings(settings),
             context=ContextSettings.from_settings(settings),
             ngrams=parse_ngrams(str(settings.get("FOCUSCRAWL_NEARDUP_NGRAMS"))) if neardup else (),

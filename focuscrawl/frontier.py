@@ -31,8 +31,8 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
 from focuscrawl.output.run_state import RunState
-from focuscrawl.focus.link_learner import url_host
-from focuscrawl.focus.ranker import LINK_META
+from focuscrawl.focus.link_learner import LearnerState, url_host
+from focuscrawl.focus.ranker import LEARNED_LOWEST_PRIORITY, LEARNED_SEED_PRIORITY, LINK_META, demoted_priority
 from focuscrawl.output.files import LineLog, complete_lines_size, job_state_dir
 from focuscrawl.scrapy_compat import (lowest_priority, pickle_request_disk_queue, read_seen_fingerprints,
                                      request_to_dict, rerank_queue_top, seen_record)
@@ -491,10 +491,12 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
 
     @classmethod
     def from_crawler(cls, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
-        focus = getattr(crawler.spider, "focus", None)  # the mode strategy: mode ``learning`` has a learner
+        # the crawl's link learner, registered with RunState as a resumable state (mode ``learning``,
+        # by the link middleware, built before the scheduler opens its queues)
+        run_state = crawler.get_extension(RunState)
+        learned = run_state.registered(LearnerState) if run_state is not None else None
         return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls,
-                   learner=focus.learner if focus is not None else None,
-                   demote=focus.ranker.demoted if focus is not None else None,
+                   learner=learned.learner if learned is not None else None, demote=learned_demoted,
                    top=crawler.settings.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
 
     def pop(self):
@@ -529,6 +531,11 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
             request.priority = self.learner.priority(score)
             if link.demoted and self.demote is not None:
                 request.priority = self.demote(request.priority)
+
+
+def learned_demoted(priority: int) -> int:
+    """``LinkRanker.demoted`` of the learned rule, whose priorities the queue re-ranks."""
+    return demoted_priority(priority, LEARNED_SEED_PRIORITY, LEARNED_LOWEST_PRIORITY)
 
 
 class LazyFifoDiskQueue:

@@ -121,9 +121,14 @@ def test_the_frontiers_re_ranking_keeps_a_demoted_link_below_the_others():
     from focuscrawl.focus.ranker import LINK_META, LinkFacts
     from focuscrawl.frontier import RerankingPriorityQueue
 
+    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
+
     crawler = focused_crawler(FOCUSCRAWL_MODE="learning")
     ranker = crawler.spider.focus.ranker
+    LinkPriorityMiddleware.from_crawler(crawler)  # registers the crawl's learner with RunState
+    del crawler.spider.focus  # the queue gets the learner from the crawler's RunState, not the spider
     queue = RerankingPriorityQueue.from_crawler(crawler, FifoMemoryQueue, "")
+    assert queue.learner is ranker.learner
     for url, demoted in (("http://blog.test/archive/2", True), ("http://d.test/", False)):
         d = ranker.decide(100.0, "tabby", 1, url=url, parent_url="http://a.test/")
         request = Request(url, meta={LINK_META: LinkFacts("tabby", d.score, vector=d.vector, demoted=demoted)})

@@ -34,6 +34,18 @@ class LinkDecision:
     vector: tuple | None = field(default=None, repr=False)
 
 
+#: the Scrapy priorities of the learned rule (mode ``learning``): seeds above every link, whose
+#: learned priorities go from 0 to ``PRIORITY_STEPS``
+LEARNED_SEED_PRIORITY = PRIORITY_STEPS + 1
+LEARNED_LOWEST_PRIORITY = 0
+
+
+def demoted_priority(priority: int, seed_priority: int, lowest_priority: int) -> int:
+    """``priority`` moved below every priority a followed link gets (from ``lowest_priority`` to
+    below ``seed_priority``), order kept."""
+    return priority - (seed_priority - lowest_priority)
+
+
 #: ``request.meta`` key of a request's ``LinkFacts`` (as Scrapy's ``DepthMiddleware`` keeps ``depth``)
 LINK_META = "focuscrawl_link"
 
@@ -118,10 +130,10 @@ class LinkRanker:
             self.floor = ODDS_FLOOR
         #: doc_weight, anchor_weight, keyword_weight, anchor_max_pp of ``link_score``
         self.weights = dict(weights)
-        self.seed_priority = (PRIORITY_STEPS + 1 if learned_priority
+        self.seed_priority = (LEARNED_SEED_PRIORITY if learned_priority
                               else seed_priority(self.buckets, self.steps))
         #: the lowest priority a followed link gets (the learner's 0, or the last bucket's worst step)
-        self.lowest_priority = (0 if learned_priority
+        self.lowest_priority = (LEARNED_LOWEST_PRIORITY if learned_priority
                                 else lowest_bucket_priority(self.steps))
         self.scorer = scorer
         #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
@@ -151,7 +163,7 @@ class LinkRanker:
     def demoted(self, priority: int) -> int:
         """``priority`` moved below every link's priority, order kept: a link of a near-duplicate
         page (``FOCUSCRAWL_NEARDUP_LINKS = "demote"``) is fetched after every other link."""
-        return priority - (self.seed_priority - self.lowest_priority)
+        return demoted_priority(priority, self.seed_priority, self.lowest_priority)
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
         if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers

@@ -13,8 +13,8 @@ anchor text in its ``LinkFacts`` (``meta["focuscrawl_link"]``, ``focuscrawl.focu
 image middleware and pipelines.
 
 The spider builds the crawl's mode strategy once, in ``from_crawler``, as ``self.focus``
-(``focuscrawl.focus.modes``: the crawl's models, link rule, queue and judge); the other
-components find it as ``crawler.spider.focus``.
+(``focuscrawl.focus.modes``: the crawl's models, link rule, queue and judge); the link
+middleware and the progress extension find it as ``crawler.spider.focus``.
 """
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ from focuscrawl.focus.ranker import LINK_META, LinkFacts
 from focuscrawl.frontier import KnownLinks
 from focuscrawl.items import PageItem
 from focuscrawl.middlewares.budget import PageBudgetSpent
+from focuscrawl.middlewares.images import ImageExtractionMiddleware
+from focuscrawl.middlewares.neardup import NearDuplicatePageMiddleware
 from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 from focuscrawl.scrapy_compat import quiet_robots_network_errors, quiet_startup_listings, spider_middleware_enabled
 from focuscrawl.processes import ignore_stop_signals_once_stopped
@@ -135,8 +137,11 @@ class FocusedSpider(scrapy.Spider):
         try:
             self.extractor_name = settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")
             get_extractor(self.extractor_name)
-            # load the models now: a bad path stops the crawl before any request
-            self.focus = mode.from_settings(settings)
+            # load the models now: a bad path stops the crawl before any request; the page
+            # analysis computes what the spider middlewares that run read
+            self.focus = mode.from_settings(
+                settings, images=spider_middleware_enabled(settings, ImageExtractionMiddleware),
+                neardup=spider_middleware_enabled(settings, NearDuplicatePageMiddleware))
             self.analyser = PageAnalyser(self.focus.analysis, self.focus.scorer,
                                          settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"), self.focus.page_topic)
         except (ValueError, FileNotFoundError) as exc:
