@@ -10,7 +10,6 @@ method: docs/CRAWL.md "Mode learning".
 """
 from __future__ import annotations
 
-import copy
 import math
 import pickle
 import re
@@ -168,10 +167,11 @@ class HostHarvest:
 @contextmanager
 def _pandas_unimportable():
     """While scikit-learn is imported: pandas cannot be (``None`` in ``sys.modules``, Python's
-    way to block an import). scikit-learn imports pandas when it is installed, for DataFrame
-    input, and works without it (an optional dependency); the learner gives it arrays only.
-    In the crawl process that import is 0.22 of the learner's 0.83 s of CPU at start and
-    ~60 MB. An interpreter that has pandas already keeps it."""
+    way to block an import). scikit-learn imports pandas when it is installed (the project
+    needs it elsewhere), for DataFrame input, and works without it; the learner gives it
+    arrays only. Kept for the crawl process's memory and start-up (measured by
+    benchmarks/learner_update.py); ``tests/test_link_learning.py`` pins that scikit-learn
+    still imports pandas. An interpreter that has pandas already keeps it."""
     if "pandas" in sys.modules:
         yield
         return
@@ -196,45 +196,7 @@ def _one_thread():
     return _threadpools.limit(limits=1)
 
 
-#: whether ``SGDClassifier._fit_binary``, scikit-learn's private step under ``partial_fit``,
-#: gives ``partial_fit``'s model on the scikit-learn installed (``None``: not checked yet;
-#: ``sgd_update`` checks it once a process)
-_direct_step_ok: bool | None = None
-
-
-def sgd_update(model, X, y: np.ndarray, sample_weight: np.ndarray) -> None:
-    """``model.partial_fit(X, y, classes=[0, 1], sample_weight=sample_weight)``; once the model
-    is fitted, without the checks of its inputs and classes that ``partial_fit`` repeats at
-    every call (~70% of an update of 20 links: dataframe and label checks). The step itself is
-    ``partial_fit``'s own (``_fit_binary``, private), so the model is the same to the last bit:
-    the first time in a process it is run next to ``partial_fit`` on a copy and compared, and
-    a scikit-learn where they differ (or whose private step has changed) keeps ``partial_fit``."""
-    global _direct_step_ok
-    if _direct_step_ok is False or getattr(model, "coef_", None) is None:
-        model.partial_fit(X, y, classes=_CLASSES, sample_weight=sample_weight)
-        return
-    if _direct_step_ok:
-        _direct_step(model, X, y, sample_weight)
-        return
-    checked = copy.deepcopy(model)
-    checked.partial_fit(X, y, classes=_CLASSES, sample_weight=sample_weight)
-    try:
-        _direct_step(model, X, y, sample_weight)
-        _direct_step_ok = bool(np.array_equal(model.coef_, checked.coef_)
-                               and np.array_equal(model.intercept_, checked.intercept_) and model.t_ == checked.t_)
-    except Exception:  # noqa: BLE001 - a scikit-learn whose private step takes other arguments
-        _direct_step_ok = False
-    if not _direct_step_ok:
-        model.__dict__.clear()
-        model.__dict__.update(checked.__dict__)
-
-
 _CLASSES = np.array([0, 1])
-
-
-def _direct_step(model, X, y: np.ndarray, sample_weight: np.ndarray) -> None:
-    model._fit_binary(X, y, alpha=model.alpha, sample_weight=sample_weight, learning_rate=model.learning_rate,
-                      max_iter=1)
 
 
 def _tokens(features: list[str]) -> list[str]:
@@ -477,7 +439,7 @@ class LinkLearner:
         # one OpenMP thread (on a loaded machine 2 ms per update instead of 30); our own inputs
         # need no parameter or finiteness checks (another 3 ms)
         with _one_thread(), self._sklearn_config(skip_parameter_validation=True, assume_finite=True):
-            sgd_update(self.model, X, y, np.array([weight[v] for v in y]))
+            self.model.partial_fit(X, y, classes=_CLASSES, sample_weight=np.array([weight[v] for v in y]))
         self.batch.clear()
         self._coef = memoryview(self.model.coef_[0])  # Python floats, ~5x faster than numpy scalars
         self._intercept = float(self.model.intercept_[0])
