@@ -6,7 +6,8 @@ from scrapy.settings import Settings
 
 from focuscrawl import settings as defaults
 from focuscrawl.analysis import LinkContext, page_links, parse_tree
-from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, PageJudge, feature_prefixes, link_features,
+from focuscrawl.focus.judge import PageJudge
+from focuscrawl.focus.link_learner import (HostHarvest, LinkLearner, feature_prefixes, link_features,
                                            average_ranks, best_blend_trust, learner_from_settings, ranking_auc,
                                            trust_from_auc)
 from tests.support.crawl import crawl, links_log

@@ -13,7 +13,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from focuscrawl import settings as defaults
-from focuscrawl.focus.link_learner import PageJudge
+from focuscrawl.focus.judge import PageJudge
 from tests.support.toymodel import write_topic_corpora
 
 #: three encyclopaedia leads of the demo pool: a user's small neutral corpus, unlike captions in style

@@ -30,7 +30,8 @@ from typing import ClassVar
 from focuscrawl.analysis import AnalysisConfig, PageAnalysis
 from focuscrawl.crawl_scorer import scorer_files, topic_bundle_path, topic_model_from_settings
 from focuscrawl.focus.ranker import LinkRanker
-from focuscrawl.focus.link_learner import LEARNER_FILE, LearnerState, LinkLearner, PageJudge, learner_from_settings, learner_state_path
+from focuscrawl.focus.judge import PageJudge
+from focuscrawl.focus.link_learner import LEARNER_FILE, LearnerState, LinkLearner, learner_from_settings, learner_state_path
 from focuscrawl.lm.scorer import TopicScorer
 
 #: Scrapy's default priority queue (``SCHEDULER_PRIORITY_QUEUE``), which a mode may replace

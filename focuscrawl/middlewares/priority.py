@@ -26,7 +26,8 @@ from focuscrawl.analysis import LinkContext, PageAnalysis, page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
 from focuscrawl.focus.ranker import LINK_META, LinkDecision, LinkFacts, LinkRanker, link_facts
 from focuscrawl.items import PageItem
-from focuscrawl.focus.link_learner import PageJudge, url_host
+from focuscrawl.focus.judge import PageJudge
+from focuscrawl.focus.link_learner import url_host
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.tsv import row
 

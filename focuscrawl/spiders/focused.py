@@ -32,7 +32,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.response import get_base_url
 from twisted.internet.defer import Deferred
 
-from focuscrawl.analysis import META_KEY, AnalysisFailed, PageAnalyser
+from focuscrawl.analysis import META_KEY
+from focuscrawl.analysis_pool import AnalysisFailed, PageAnalyser
 from focuscrawl.focus.modes import focus_class
 from focuscrawl.focus.ranker import LINK_META, LinkFacts
 from focuscrawl.frontier import KnownLinks
