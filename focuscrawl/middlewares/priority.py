@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, AsyncIterator, Iterable, Iterator
+from typing import Any, AsyncIterator, Iterable, Iterator, NamedTuple
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -42,6 +42,22 @@ NEARDUP_LINK_RULES = ("keep", "demote")
 LINKS_LOG_FLOAT_DIGITS = 6
 
 
+#: the facts of a page no link led to (a seed)
+_NO_LINK = LinkFacts()
+
+
+class PageContext(NamedTuple):
+    """What every link of one page is decided with (computed once for its links)."""
+
+    analysis: PageAnalysis | None
+    #: the page score its links are ranked by (``CrawlFocus.page_score``)
+    score: float | None
+    #: the judge's topicality of the page (mode ``learning``)
+    topicality: float | None
+    #: the facts of the link that led to the page (``_NO_LINK`` for a seed)
+    came_by: LinkFacts
+
+
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors (docs/CRAWL.md "What happens to a page")."""
 
@@ -59,6 +75,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.demote_neardup = demote_neardup and self.ranker.focused
         #: warns once when the judge's on-topic share is implausible
         self.watch = watch or JudgeWatch(stats, bundle=focus.bundle)
+        #: the response whose links are being decided, and its ``PageContext``
+        self._page: tuple[Response | None, PageContext | None] = (None, None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LinkPriorityMiddleware":
@@ -105,7 +123,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         host = url_host(response.url)
         learner = self.ranker.learner
         hubs = learner.hub_examples
-        link = link_facts(response) or LinkFacts()  # a seed: no link led to it
+        link = link_facts(response) or _NO_LINK
         if learner.observe(None, host, on_topic, vector=link.vector, thesis_score=link.score, url=response.url,
                            origin=link.origin):
             self.stats.inc_value("focuscrawl/learning/updates")
@@ -158,12 +176,12 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         link = meta.get(LINK_META)
         if link is None:  # a request the spider did not build from one of the page's links
             link = meta[LINK_META] = LinkFacts()
-        analysis = page_analysis(response)
-        d, doc_pp, place = self._decide(request.url, link.anchor or "", meta.get("depth", 0), response, rows)
-        link.parent_perplexity = doc_pp
+        page = self._page_context(response)
+        d, place = self._decide(request.url, link.anchor or "", meta.get("depth", 0), response, rows)
+        link.parent_perplexity = page.score
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
             link.vector, link.learned = d.vector, d.learned
-            link.parent_topicality = self._topicality(analysis)
+            link.parent_topicality = page.topicality
             if self.ranker.link_contexts:  # the learner's siblings and hubs: the page and block it came from
                 link.origin = (response.url, place.block if place is not None else -1)
         if self.ranker.focused:
@@ -171,7 +189,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             link.anchor_perplexity, link.anchor_keyword_score = d.anchor_perplexity, d.anchor_keyword_score
         if d.followed:
             request.priority = d.priority
-            link.demoted = self._demotes(analysis)  # the frontier's re-ranking keeps it down
+            link.demoted = self._demotes(page.analysis)  # the frontier's re-ranking keeps it down
         return request if d.followed else None
 
     def _demotes(self, analysis: PageAnalysis | None) -> bool:
@@ -195,18 +213,27 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if self.log_links and start and len(rows) > start:
             rows[:] = in_link_order(rows, start, links)
 
+    def _page_context(self, response: Response) -> PageContext:
+        """The ``PageContext`` of ``response``, computed at its first link."""
+        last, page = self._page
+        if last is not response or page is None:
+            analysis = page_analysis(response)
+            page = PageContext(analysis, None if analysis is None else self.focus.page_score(analysis),
+                               self._topicality(analysis), link_facts(response) or _NO_LINK)
+            self._page = (response, page)
+        return page
+
     def _decide(self, url: str, anchor: str, depth: int, response: Response, rows: list[tuple[str, str]],
-                queued: bool = True) -> tuple[LinkDecision, float | None, LinkContext | None]:
-        """One out-link of ``response``: its decision (counted; its links.tsv row added to ``rows``),
-        the page score it was made with and its place on the page (``link_place``). A link that
-        is not ``queued`` (a known link) gets the learner's score only for links.tsv."""
-        analysis = page_analysis(response)
-        doc_pp = None if analysis is None else self.focus.page_score(analysis)
+                queued: bool = True) -> tuple[LinkDecision, LinkContext | None]:
+        """One out-link of ``response``: its decision (counted; its links.tsv row added to ``rows``)
+        and its place on the page (``link_place``). A link that is not ``queued`` (a known link)
+        gets the learner's score only for links.tsv."""
+        page = self._page_context(response)
+        analysis, doc_pp, came_by = page.analysis, page.score, page.came_by
         place = link_place(analysis, url)
-        came_by = link_facts(response) or LinkFacts()  # the link that led to the page (none to a seed)
         d = self.ranker.decide(doc_pp, anchor, depth, came_by.score,
                                url=url, parent_url=response.url,
-                               parent_topicality=self._topicality(analysis),
+                               parent_topicality=page.topicality,
                                grandparent_topicality=came_by.parent_topicality,
                                context=place.words if place is not None else "",
                                block=place.kind if place is not None else "",
@@ -224,7 +251,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                    d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
                                    " ".join(d.features) if d.features else None),
                                   float_digits=LINKS_LOG_FLOAT_DIGITS)))
-        return d, doc_pp, place
+        return d, place
 
 
 class JudgeWatch:
