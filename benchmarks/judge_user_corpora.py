@@ -95,6 +95,19 @@ def replayed_calls(run_dir: Path, folder: Path, cut: float = 0.6) -> dict[str, b
     return calls
 
 
+def mode_harvests(folder: Path, modes: list[str]) -> dict[str, float]:
+    """``{mode: image harvest}`` of each mode's run in ``folder`` against the web's truth."""
+    from focuscrawl.eval.oracle import PageTruth, harvest_of
+
+    truth = PageTruth.load(folder / "web")
+    out = {}
+    for mode in modes:
+        with open(folder / "runs" / mode / "pages.tsv", newline="") as fh:
+            urls = [r["url"] for r in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)]
+        out[mode] = harvest_of(urls, truth)["image_harvest"]
+    return out
+
+
 def measure(folder: Path) -> dict:
     """Judged and true on-topic shares of the learning run in ``folder``; precision and recall of
     the judge's calls when the run recorded them."""
@@ -142,6 +155,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="neutral corpora: this many Wikipedia leads (0: no --neutral, the bundled background)")
     p.add_argument("--budget", type=int, default=1000)
     p.add_argument("--modes", nargs="+", default=["learning"])
+    p.add_argument("--repeats", type=int, default=0,
+                   help="also this many repeated runs of each seed as a user runs them (not --deterministic)")
     p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--no-background", action="store_true",
                    help="bundles of the neutral leads alone (topic build --no-background: a web unlike the background)")
@@ -164,24 +179,31 @@ def main(argv: list[str] | None = None) -> None:
                 cmd += (["--neutral", *neutral] if neutral else []) + (["--no-background"] if args.no_background else [])
                 run(cmd, root / f"bundle-{topic}-{size}.log")
             for seed in args.seeds:
-                folder = root / f"{topic}-n{size}-s{seed}"
-                if not (folder / "eval.json").exists():
-                    cmd = focuscrawl("eval", "run", "--data", str(data), "--profile", "hard", "--heldout",
-                                     "--topic", topic, "--seed", str(seed), "--budget", str(args.budget),
-                                     "--deterministic", "--modes", *args.modes,
-                                     "--model", str(bundle / json.loads((bundle / "bundle.json").read_text())["topic_lm"]),
-                                     "--keywords", str(bundle / "keywords.txt"), "--topic-bundle", str(bundle),
-                                     "-o", str(folder))
-                    for item in args.set:
-                        cmd += ["-s", item]
-                    run(cmd, root / f"{topic}-n{size}-s{seed}.log")
-                row = dict(topic=topic, size=size, seed=seed, **measure(folder))
-                rows.append(row)
-                print(f"{topic:8} neutral {size:3} leads  seed {seed}: judged on topic {row['judged_share']:.3f}, "
-                      f"truly {row['truth_share']:.3f} (error {row['judged_share'] - row['truth_share']:+.3f}); "
-                      f"precision {row['precision'] if row['precision'] is None else round(row['precision'], 3)}, "
-                      f"recall {row['recall'] if row['recall'] is None else round(row['recall'], 3)}; image harvest "
-                      f"{row['image_harvest']:.3f} (link oracle {row['link_oracle_image_harvest']:.3f})", flush=True)
+                for repeat in range(args.repeats + 1):
+                    name = f"{topic}-n{size}-s{seed}" + (f"-r{repeat}" if repeat else "")
+                    folder = root / name
+                    if not (folder / "eval.json").exists():
+                        cmd = focuscrawl("eval", "run", "--data", str(data), "--profile", "hard", "--heldout",
+                                         "--topic", topic, "--seed", str(seed), "--budget", str(args.budget),
+                                         "--modes", *args.modes,
+                                         "--model", str(bundle / json.loads((bundle / "bundle.json").read_text())["topic_lm"]),
+                                         "--keywords", str(bundle / "keywords.txt"), "--topic-bundle", str(bundle),
+                                         "-o", str(folder))
+                        cmd += [] if repeat else ["--deterministic"]
+                        for item in args.set:
+                            cmd += ["-s", item]
+                        run(cmd, root / f"{name}.log")
+                    row = dict(topic=topic, size=size, seed=seed, repeat=repeat, **measure(folder),
+                               harvest=mode_harvests(folder, args.modes))
+                    rows.append(row)
+                    others = ", ".join(f"{m} {h:.3f}" for m, h in row["harvest"].items() if m != "learning")
+                    print(f"{topic:8} neutral {size:3} leads  seed {seed} run {repeat}: judged on topic "
+                          f"{row['judged_share']:.3f}, truly {row['truth_share']:.3f} "
+                          f"(error {row['judged_share'] - row['truth_share']:+.3f}); precision "
+                          f"{row['precision'] if row['precision'] is None else round(row['precision'], 3)}, recall "
+                          f"{row['recall'] if row['recall'] is None else round(row['recall'], 3)}; image harvest "
+                          f"{row['image_harvest']:.3f} (link oracle {row['link_oracle_image_harvest']:.3f}"
+                          f"{'; ' + others if others else ''})", flush=True)
     (root / "judge.json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\nmean (min-max) per neutral size:")
     print("| neutral leads | runs | judged on topic | truly on topic | error | precision | recall | image harvest / link oracle |")
@@ -193,6 +215,15 @@ def main(argv: list[str] | None = None) -> None:
               f"{summary([r['judged_share'] - r['truth_share'] for r in sel])} | "
               f"{summary([r['precision'] for r in sel])} | {summary([r['recall'] for r in sel])} | "
               f"{summary([r['image_harvest'] / r['link_oracle_image_harvest'] for r in sel])} |")
+    for mode in args.modes:
+        if mode != "learning":
+            ratios = [r["harvest"][mode] / r["link_oracle_image_harvest"] for r in rows]
+            print(f"{mode}: image harvest / link oracle {summary(ratios)}; learning / {mode} "
+                  f"{summary([r['image_harvest'] / r['harvest'][mode] for r in rows if r['harvest'][mode]])}")
+    for key in sorted({(r["topic"], r["size"], r["seed"]) for r in rows if r["repeat"]}):
+        runs = [r["image_harvest"] for r in rows if (r["topic"], r["size"], r["seed"]) == key]
+        print(f"repeated runs {key}: learning image harvest {', '.join(f'{v:.3f}' for v in runs)} "
+              f"(spread {max(runs) - min(runs):.3f})")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 #: subcommand -> the module that registers it
 COMMANDS = {
@@ -67,11 +71,30 @@ def missing_extra(exc: ModuleNotFoundError) -> str | None:
     return f"this needs {top}, an optional dependency: pip install 'focuscrawl[{extra}]'"
 
 
+@contextmanager
+def _interrupts_noted() -> Iterator[list[int]]:
+    """A Ctrl-C in the block is noted (in the list given), not raised: while the command's
+    modules load, a ``KeyboardInterrupt`` is a traceback of the imports, or is swallowed
+    ("Exception ignored") by the import machinery and the command runs on."""
+    noted: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # the subcommand is the first word that is no option (the only global option, -v, takes no value)
-    parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
-    args = parser.parse_args(argv)
+    with _interrupts_noted() as interrupted:
+        # the subcommand is the first word that is no option (the only global option, -v, takes no value)
+        parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
+        args = parser.parse_args(argv)
+    if interrupted:
+        return 128 + signal.SIGINT
     if not getattr(args, "scrapy_logging", False):  # `crawl` logs as Scrapy does (its own root handler)
         configure_logging(args.verbose)
     try:

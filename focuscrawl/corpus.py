@@ -57,6 +57,7 @@ class CorpusEntry:
     first_seen: int  # crawl order of the first sighting
     width: int | None = None  # real size after download
     height: int | None = None
+    image_size: int | None = None  # bytes of the downloaded file, as the crawl wrote it
     record_path: str = ""  # relative to the run directory
     language: str = ""  # ISO 639-1 code of its texts' language ("": unknown, or a run without language identification)
     #: ``downloaded``, ``not_archived`` (a replay's candidate pair: no image file); "": a run
@@ -94,6 +95,21 @@ class CorpusEntry:
         if not path.is_relative_to(root) or not path.is_file():
             return None
         return path
+
+    def image_file_damage(self, run_dir: str | Path) -> str:
+        """Why the downloaded file the row names cannot be used as the crawl wrote it (missing:
+        deleted after the crawl; another size than the crawl wrote: truncated), or "" (fine,
+        or no file named)."""
+        if not self.image_path or self.image_status == "not_archived":
+            return ""
+        path = self.image_file(run_dir)
+        if path is None:
+            return f"the downloaded file {self.image_path} is missing from the run directory"
+        if self.image_size is not None:
+            size = path.stat().st_size
+            if size != self.image_size:
+                return f"the downloaded file {self.image_path} has {size} of the {self.image_size} bytes the crawl wrote"
+        return ""
 
 
 def _number(value: str) -> float | None:
@@ -218,7 +234,7 @@ def iter_entries(run_dir: str | Path, with_context: bool = True) -> Iterator[Cor
                 final_context=get(row, "final_context"), context_text=get(row, "final_context_text"),
                 image_path=get(row, "image_path"), first_seen=int(first_seen) if first_seen else line_no,
                 width=_int(get(row, "width")), height=_int(get(row, "height")),
-                record_path=get(row, "record_path"), language=get(row, "language"),
+                image_size=_int(get(row, "image_size")), record_path=get(row, "record_path"), language=get(row, "language"),
                 image_status=get(row, "image_status"),
                 rights={name: get(row, name) for name in rights_names},
                 row=row, score_columns=score_columns)

@@ -202,11 +202,13 @@ class FrontierJournal:
     by their ``p`` lines and crawled again). ``close`` (a clean stop, after the outputs'
     last checkpoint): compacted, then marked clean."""
 
-    def __init__(self, jobdir: Path, run, stats, fingerprints_only: bool) -> None:
+    def __init__(self, jobdir: Path, run, stats, fingerprints_only: bool, guard=None) -> None:
         self.jobdir = jobdir
         self.state_dir = job_state_dir(jobdir)
         self.path = self.state_dir / JOURNAL
         self.run = run  # the run directory's RunOutput (None: no pages are written)
+        #: makes a failed write of the journal stop the crawl (``RunState.guard``; default the run's)
+        self.guard = guard if guard is not None else (run.guard if run is not None else None)
         self.stats = stats
         self.fingerprints_only = fingerprints_only
         self.log: LineLog | None = None
@@ -226,8 +228,8 @@ class FrontierJournal:
         if existed and clean:
             self.queued = set(scan_journal(self.path).pending)
         self.log = LineLog(self.path)  # a torn last line (kill mid-write) is dropped here
-        if self.run is not None:  # a failed write stops it with the outputs (as a kill would)
-            self.run.guard(self.log)
+        if self.guard is not None:  # a failed write stops the crawl, and it with the outputs (as a kill would)
+            self.guard(self.log)
         (self.state_dir / CLEAN_MARKER).unlink(missing_ok=True)
 
     def write_lines(self, lines: list[str]) -> None:
@@ -349,7 +351,7 @@ class JournaledScheduler(Scheduler):
         journal = None
         if jobdir and settings.getbool("FOCUSCRAWL_FRONTIER_JOURNAL"):
             run_state = crawler.get_extension(RunState)
-            journal = FrontierJournal(Path(jobdir), run_state.output, crawler.stats, fingerprints_only)
+            journal = FrontierJournal(Path(jobdir), run_state.output, crawler.stats, fingerprints_only, run_state.guard)
             run_state.register(journal)  # restored before Scrapy's dupefilter reads requests.seen
         return cls(
             build_from_crawler(dupefilter_class, crawler),
@@ -375,8 +377,8 @@ class JournaledScheduler(Scheduler):
         try:
             return super().close(reason)
         except OSError:
-            run = self.journal.run if self.journal is not None else None
-            if run is None or run.failure is None:
+            run_state = self.crawler.get_extension(RunState)
+            if run_state is None or run_state.failure is None:
                 raise
             logger.debug("frontier: Scrapy's queue not saved after a failed write", exc_info=True)
             return None

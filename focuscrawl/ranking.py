@@ -24,6 +24,7 @@ from focuscrawl.corpus import CorpusEntry, check_run_dir, pair_text
 from focuscrawl.export.cli import add_export_arguments, export_options
 from focuscrawl.export.formats import export, shard_pattern
 from focuscrawl.output.stats import read_stats
+from focuscrawl.processes import EXIT_FAILED
 from focuscrawl.topic.model import SCORERS
 
 logger = logging.getLogger(__name__)
@@ -319,19 +320,24 @@ def cmd_rank(args) -> int:
     if stats.damaged_records:
         logger.warning("rank: skipped %d damaged info record(s) (unreadable or of the wrong shape); their images "
                        "were ranked without context text", stats.damaged_records)
+    damaged_files = exported.damaged_image_files
+    if damaged_files:
+        logger.warning("rank: %d downloaded image file(s) are missing or truncated in the run directory "
+                       "(e.g. %s); the export is complete, their rows say so (status, error_message)",
+                       len(damaged_files), damaged_files[0])
     if not ranked:
         logger.warning("rank: no image passed (%s); %s", _funnel_text(stats, score_min, score_max),
                        _crawl_drops_text(Path(args.run_dir)))
     summary = {"scoring": scoring, "topic": bundle, "score_range": [score_min, score_max]} | stats.as_dict() \
         | {"top": args.top, "written": exported.written, "status": dict(exported.status), "files": exported.files,
-           "run_dir": str(Path(args.run_dir).resolve())}
+           "damaged_image_files": len(damaged_files), "run_dir": str(Path(args.run_dir).resolve())}
     if options.with_images:
         summary["images"] = options.images.as_dict()
     if options.fmt == "webdataset":
         summary["shards"] = shard_pattern(options.output)
     summary["card"] = str(card)
     print(json.dumps(summary) if args.json else rank_summary_text(summary, options.fmt, str(options.output)))
-    return 0
+    return EXIT_FAILED if damaged_files else 0  # a damaged run: not a silent success
 
 
 def rank_summary_text(summary: dict, fmt: str, output: str) -> str:

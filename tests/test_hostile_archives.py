@@ -3,17 +3,20 @@ counted skip with one WARNING line, the valid records still processed, nothing c
 presented as a whole page, memory bounded however large a "line" or body claims to be."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
 
 from focuscrawl.archive.reader import ArchiveIndex, iter_responses, read_response
-from tests.support.hostile import archive_corpus, bad_length_archives, warc_jobs_inputs
+from tests.support.hostile import (archive_corpus, bad_length_archives, http_response, page, warc_jobs_inputs,
+                                   warc_record)
 
 REPO = Path(__file__).resolve().parents[1]
 HUGE = 64 * 1024 * 1024  # zeros and header lines of 64 MiB (~70 KB on disk each)
@@ -99,6 +102,69 @@ def test_a_bad_content_length_loses_only_its_record(tmp_path):
         assert [r.url for r in iter_responses(path, 1024 * 1024, stats)] == keep, name
         for url in keep:
             assert read_response(index.get(url), 1024 * 1024).url == url
+
+
+def whole_file_gzip_archives(root: Path) -> dict[str, tuple[Path, list[str], dict]]:
+    """WARCs gzipped whole (one gzip stream, not a member per record): name -> (file, the page
+    URLs the reader keeps, its stats besides ``records/*``)."""
+    import random
+
+    root.mkdir(parents=True, exist_ok=True)
+    noise = random.Random(7)
+
+    def varied(n: int) -> bytes:  # pages that do not compress to nothing: a cut falls between records
+        words = " ".join(f"{noise.getrandbits(40):x}" for _ in range(200))
+        return warc_record(f"http://ok.test/{n}", http_response(page(f"{n} {words}")))
+
+    recs = [varied(n) for n in range(1, 7)]
+    liar = warc_record("http://ok.test/liar", http_response(page("liar")), content_length=99_999_999)
+    whole = gzip.compress(b"".join(recs))
+    urls = [f"http://ok.test/{n}" for n in range(1, 7)]
+    cut_at = len(b"".join(recs[:4])) + 100  # in the fifth record's header
+
+    def inflated(n: int) -> int:
+        return len(zlib.decompressobj(31).decompress(whole[:n]))
+
+    lo, hi = 0, len(whole)  # the shortest prefix of the stream that gives cut_at bytes
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if inflated(mid) < cut_at else (lo, mid)
+    truncated = whole[:lo]
+    assert cut_at <= inflated(lo) < len(b"".join(recs[:5]))
+    files = {
+        "whole": (whole, urls, {"whole_file_gzip": 1}),
+        "truncated": (truncated, urls[:4], {"whole_file_gzip": 1, "unreadable_rest": 1}),
+        "trailing_garbage": (whole + b"\0garbage" * 20, urls, {"whole_file_gzip": 1, "unreadable_rest": 1}),
+        "lying_length": (gzip.compress(b"".join(recs[:2] + [liar] + recs[2:])), urls,
+                         {"whole_file_gzip": 1, "truncated_record": 1, "resynced": 1}),
+    }
+    out = {}
+    for name, (data, keep, stats) in files.items():
+        (root / f"{name}.warc.gz").write_bytes(data)
+        out[name] = (root / f"{name}.warc.gz", keep, stats)
+    return out
+
+
+def test_a_warc_gzipped_whole_is_read_to_its_last_good_record(tmp_path, caplog):
+    """A WARC gzipped whole (not one gzip member per record) gave its first record only
+    (warcio stops there), lost every record after an over-long Content-Length, and one with
+    data after its gzip stream raised OSError. Now it is read through an uncompressed copy
+    (``whole_file_gzip``): every good record is kept, also from a truncated stream; each
+    problem is counted and said in a WARNING line; every record is found again by offset."""
+    import logging
+
+    for name, (path, keep, expected) in whole_file_gzip_archives(tmp_path).items():
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="focuscrawl.archive.reader"):
+            index = ArchiveIndex([path])
+        assert [r.url for r in index.html_refs()] == keep, name
+        assert {k: v for k, v in index.stats.items() if not k.startswith("records/")} == expected, name
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == sum(v for k, v in expected.items() if k != "whole_file_gzip"), (name, warnings)
+        for url in keep:
+            assert index.get(url).path == str(path) and read_response(index.get(url), 1 << 20).url == url
+        stats: dict = {}
+        assert [r.url for r in iter_responses(path, 1 << 20, stats)] == keep, name
 
 
 def test_an_archive_of_zeros_is_one_line_of_error(tmp_path, corpus):

@@ -198,16 +198,24 @@ def test_cli_collapses_near_duplicates_by_default(tmp_path, capsys):
     assert len(out.read_text().splitlines()) == 3
 
 
+def flat_png(colour: tuple[int, int, int]) -> bytes:
+    """A one-colour 40x30 PNG (no perceptual hash)."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 30), colour).save(buf, "PNG")
+    return buf.getvalue()
+
+
 def test_flat_pictures_are_compared_by_text_only(tmp_path, capsys):
     from PIL import Image
 
     from focuscrawl.output.records import url_sha1
 
-    rows = [{"url": f"http://a.org/{i}.jpg", "score": 3 + i, "alt": alt} for i, alt in
-            enumerate(["a black cat asleep on the warm sofa cushion", "two dogs running on a sandy beach at dawn"])]
+    rows = [{"url": f"http://a.org/{i}.jpg", "score": 3 + i, "alt": alt, "image": flat_png(colour)} for i, (alt, colour) in
+            enumerate([("a black cat asleep on the warm sofa cushion", (200, 10, 10)),  # one colour each: identical pHashes
+                       ("two dogs running on a sandy beach at dawn", (10, 10, 200))])]
     run_dir = make_run_dir(tmp_path / "run", rows)
-    for i, colour in enumerate([(200, 10, 10), (10, 10, 200)]):  # one colour each: identical pHashes
-        Image.new("RGB", (40, 30), colour).save(run_dir / f"images/{url_sha1(f'http://a.org/{i}.jpg')}.png")
     out = tmp_path / "out.jsonl"
     assert main(["rank", "--json", str(run_dir), "--format", "jsonl", "-o", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["collapsed"] == 0
@@ -357,9 +365,9 @@ def test_exact_and_near_duplicate_texts_collapse_by_default_in_ranking_order(tmp
             {"url": "http://e.org/6.jpg", "score": 7, "alt": "wp-content-uploads-2012-09-img_1082", "context": "cats"},
             {"url": "http://e.org/7.jpg", "score": 7, "alt": "Cat", "context": "cats"},
             {"url": "http://e.org/8.jpg", "score": 7, "alt": "Cat", "context": "cats"}]
-    run_dir = make_run_dir(tmp_path / "run", rows)
     for i, row in enumerate(rows):  # flat pictures: compared by text only
-        Image.new("RGB", (40, 30), (i * 30, 10, 10)).save(run_dir / f"images/{url_sha1(row['url'])}.png")
+        row["image"] = flat_png((i * 30, 10, 10))
+    run_dir = make_run_dir(tmp_path / "run", rows)
     out = tmp_path / "x.jsonl"
     args = ["rank", "--json", str(run_dir), "--topic", str(default_topic_path()), "--min", "0",
             "--format", "jsonl", "-o", str(out)]
@@ -407,6 +415,44 @@ def test_rank_over_the_damaged_run_corpus_never_crashes(tmp_path, capsys, monkey
             errors = [line for line in lines if "error" in line]
             assert errors == lines[-1:] and errors[0].startswith("focuscrawl rank: error: "), (name, lines)
             assert "Traceback" not in captured.err and not out.exists(), name
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "webdataset"])
+def test_image_files_deleted_or_truncated_after_the_crawl_are_said_in_one_line_and_exit_1(tmp_path, capsys, caplog,
+                                                                                          monkeypatch, fmt):
+    """A downloaded file deleted from the run directory was exported as "failed to download"
+    and a truncated one as a success (without image bytes) or a Pillow error, with exit 0. Now
+    each row says what happened to the file, one warning line counts them, the export is
+    whole, and the exit code is 1."""
+    from focuscrawl.output.records import url_sha1
+
+    monkeypatch.delenv("FOCUSCRAWL_SCORING", raising=False)
+    from tests.support.damaged_runs import ROWS
+
+    run_dir = make_run_dir(tmp_path / "run", ROWS)
+    deleted, truncated = (run_dir / f"images/{url_sha1(ROWS[i]['url'])}.png" for i in (0, 2))
+    deleted.unlink()
+    size = truncated.stat().st_size
+    truncated.write_bytes(truncated.read_bytes()[:100])
+    out = tmp_path / ("x.tar" if fmt == "webdataset" else "x.jsonl")
+    assert main(["rank", "--json", str(run_dir), "--keep-duplicates", "--format", fmt, "-o", str(out),
+                 "--jobs", "1"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["damaged_image_files"] == 2
+    assert summary["status"] == {"success": 2, "failed_to_download": 1, "failed_to_resize": 1}
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "rank:" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].startswith("rank: 2 downloaded image file(s) are missing or truncated")
+    missing = f"the downloaded file {deleted.relative_to(run_dir)} is missing from the run directory"
+    cut = f"the downloaded file {truncated.relative_to(run_dir)} has 100 of the {size} bytes the crawl wrote"
+    if fmt == "webdataset":  # samples without an image are counted in the shard's stats, as img2dataset does
+        shard_stats = json.loads(out.with_name("x-000000_stats.json").read_text())
+        assert shard_stats["status_dict"] == {missing: 1, cut: 1} and shard_stats["successes"] == 2
+        return
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    status = {r["url"]: (r["status"], r["error_message"]) for r in rows}
+    assert len(rows) == len(ROWS) and status[ROWS[0]["url"]] == ("failed_to_download", missing)
+    assert status[ROWS[2]["url"]] == ("failed_to_resize", cut)
+    assert {status[ROWS[i]["url"]][0] for i in (1, 3)} == {"success"}
 
 
 def test_rank_prints_the_shards_it_wrote_not_their_pattern(run_dir, tmp_path, capsys):

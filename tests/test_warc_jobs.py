@@ -298,3 +298,39 @@ def test_a_group_ctrl_c_at_any_moment_ends_the_command(tmp_path, after):
     listed = set(tsv(rows, "image_path")) if rows.exists() else set()
     files = {f"images/{p.name}" for p in (tmp_path / "out" / "images").glob("*")}
     assert files == listed
+
+
+def loading_scrapy(pid: int) -> bool:
+    """Whether the process has mapped lxml's extension: the ``warc`` command's modules are loading."""
+    try:
+        return "lxml" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def test_a_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path):
+    """Ctrl-C to ``warc --jobs 2``'s group while the command loads its modules (Scrapy's, the
+    extractor's; before its job processes exist): it ends interrupted (130), without a
+    traceback. Before, a Ctrl-C in the first second printed a ``KeyboardInterrupt`` traceback
+    of the imports (5 of 5 tries at 0.15-0.75 s), or the import machinery swallowed it
+    ("Exception ignored") and the command ran to its end."""
+    paths = archives(tmp_path)
+    for n, after in enumerate([0.0, 0.1, 0.25, 0.5]):
+        with open(tmp_path / f"err{n}.log", "w") as err:
+            proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o",
+                                     str(tmp_path / f"out{n}"), "--jobs", "2"], cwd=REPO,
+                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+            try:
+                deadline = time.monotonic() + 60
+                while not loading_scrapy(proc.pid):
+                    assert time.monotonic() < deadline and proc.poll() is None
+                    time.sleep(0.002)
+                time.sleep(after)
+                os.killpg(proc.pid, signal.SIGINT)
+                code = proc.wait(60)
+            finally:
+                with suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        log = (tmp_path / f"err{n}.log").read_text()
+        assert "Traceback" not in log and "KeyboardInterrupt" not in log, (after, log[-3000:])
+        assert code == 130, (after, code, log[-2000:])

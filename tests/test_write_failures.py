@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -29,10 +30,10 @@ from tests.test_signals import N, slow_tree
 DISK_FULL = {"EXTENSIONS": json.dumps({**EXTENSIONS, "tests.support.diskfull.DiskFullAfter": 0})}
 
 
-def start_crawl(web, tmp: Path, out: Path, job: Path | None, log: Path, *, command: tuple = ("focuscrawl", "crawl"),
+def start_crawl(web, tmp: Path, out: Path | None, job: Path | None, log: Path, *, command: tuple = ("focuscrawl", "crawl"),
                 spider_args: tuple = (), group: bool = False, **settings) -> subprocess.Popen:
     """``focuscrawl crawl`` (or ``command``: ``("scrapy", "crawl", "focused")``) of the slow site
-    into ``out`` (JOBDIR ``job``), its log appended to ``log``; ``group``: in a process group of
+    into ``out`` (None: no run directory; JOBDIR ``job``), its log appended to ``log``; ``group``: in a process group of
     its own, to be signalled as a terminal's Ctrl-C does."""
     model, keywords = write_model(tmp)
     settings = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2,
@@ -40,7 +41,7 @@ def start_crawl(web, tmp: Path, out: Path, job: Path | None, log: Path, *, comma
                 "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False, "LOG_LEVEL": "INFO",
                 **({"JOBDIR": str(job)} if job else {}), **settings}
     words = ["-a", "seeds=http://cats.test/p0", "-a", f"model={model}", "-a", f"keywords={keywords}",
-             "-a", f"output={out}"]
+             "-a", f"output={out or ''}"]
     for name, value in settings.items():
         words += ["-s", f"{name}={value}"]
     for arg in spider_args:
@@ -95,24 +96,49 @@ def test_a_full_disk_stops_the_crawl_with_one_error_and_a_resume_restores_what_w
     assert json.loads((out / "stats.json").read_text())["finish_reason"] == "finished"
 
 
+def test_a_full_jobdir_without_a_run_directory_stops_the_crawl_with_one_error_and_a_resume_goes_on(tmp_path):
+    """A crawl with a JOBDIR and no run directory, whose JOBDIR's disk fills up: exit code 1,
+    one ERROR line naming the file and the reason, no traceback; the same command then resumes
+    (the journal's recovery) and fetches the pages the first one had not. Before, every
+    failed journal write was a traceback (39 here) and the crawl went on and ended with exit 0."""
+    job, log = tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(delay=0.02)) as web:
+        proc = start_crawl(web, tmp_path, None, job, log, TEST_DISK_FULL_AFTER_BYTES=20_000,
+                           TEST_DISK_FULL_JOBDIR=True, **DISK_FULL)
+        assert proc.wait(120) == 1
+        text = log.read_text()
+        assert "Traceback" not in text and "never retrieved" not in text, text[-3000:]
+        errors = [line for line in text.splitlines() if "] ERROR:" in line]
+        assert len(errors) == 1 and "No space left on device" in errors[0] and str(job) in errors[0], errors
+        assert "resume" in errors[0] and "Spider closed (write_failed)" in text
+        pages = {f"cats.test/p{i}" for i in range(N)}
+        fetched = set(web.requests) & pages
+        assert 0 < len(fetched) < N
+        proc = start_crawl(web, tmp_path, None, job, log)
+        assert proc.wait(120) == 0
+        assert set(web.requests) & pages == pages
+    assert "frontier: unclean stop detected" in log.read_text()
+
+
 def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_line(tmp_path):
     """While a crawl writes ``out`` with JOBDIR ``job``, a second one on the same output (another
     JOBDIR) or on the same JOBDIR (another output) is refused: one line naming the folder and
     the first crawl's pid, exit 1, no traceback, nothing of the first crawl's touched. Once the
     first is SIGKILLed nothing is left locked: the same command resumes it to every page once.
-    Before, both crawls wrote the run at once (duplicate and lost rows, both exit 0)."""
+    Before, both crawls wrote the run at once (duplicate and lost rows, both exit 0). The
+    site answers nothing while the second crawls are tried: a first crawl that ended in the
+    meantime would rightly let its folders go."""
     out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
-    with LocalWeb(slow_tree(delay=0.3)) as web:
+    with LocalWeb(slow_tree(delay=0.1)) as web:
         first = start_crawl(web, tmp_path, out, job, log)
         try:
             deadline = time.monotonic() + 60
             while not (out / "pages.tsv").exists() or len(read_tsv(out / "pages.tsv")) < 2:
                 assert time.monotonic() < deadline and first.poll() is None
                 time.sleep(0.05)
-            # the JOBDIR case ((tmp_path / "out2", job, "JOBDIR")) is left out: once in two CI runs the
-            # second crawl got the JOBDIR's lock and stopped at the ownership check instead (exit 2);
-            # the lock can lapse in the first crawl (a POSIX lock goes with any close of its file)
-            for other_out, other_job, what in [(out, tmp_path / "job2", "output directory")]:
+            web.hold = threading.Event()  # the first crawl cannot end (and let its locks go) meanwhile
+            for other_out, other_job, what in [(out, tmp_path / "job2", "output directory"),
+                                               (tmp_path / "out2", job, "JOBDIR")]:
                 second_log = tmp_path / f"second-{what}.log"
                 second = start_crawl(web, tmp_path, other_out, other_job, second_log)
                 assert second.wait(60) == 1
@@ -124,6 +150,11 @@ def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_li
         finally:
             first.kill()
             first.wait(30)
+            if web.hold is not None:
+                web.hold.set()
+                web.hold = None
+        for page in web.pages.values():
+            page.delay = 0  # (the resume need not be slow)
         assert not (tmp_path / "out2" / "pages.tsv").exists()
         again = start_crawl(web, tmp_path, out, job, log)
         assert again.wait(120) == 0

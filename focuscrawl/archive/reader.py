@@ -10,11 +10,15 @@ for crawled and archived pages.
 """
 from __future__ import annotations
 
+import atexit
 import calendar
 import ipaddress
 import logging
 import os
+import shutil
+import tempfile
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -48,6 +52,8 @@ LENGTH_MISMATCH = "length_mismatch"  # data follows the record where blank lines
 NO_LENGTH = "no_content_length"  # a WARC record without a (valid) Content-Length
 UNREADABLE = "unreadable_rest"  # damaged framing: the rest of the file cannot be read
 RESYNCED = "resynced"  # records were read again after damaged framing (a bad Content-Length, ...)
+#: a WARC gzipped whole (one gzip stream, not one member per record): read through an uncompressed copy
+WHOLE_FILE_GZIP = "whole_file_gzip"
 
 
 class ArchiveError(ValueError):
@@ -69,6 +75,8 @@ class RecordRef:
     content_type: str
     length: int  # record length in the (possibly compressed) file
     date: float = 0.0  # capture time (WARC-Date, unix seconds; 0 = unknown)
+    #: the file the offset is in when not ``path``: the uncompressed copy of a WARC gzipped whole
+    source: str = ""
 
 
 def _target_uri(record) -> str:
@@ -212,6 +220,91 @@ def _next_gzip_member(fh, start: int) -> int | None:
     return found if fh.read(1) else None
 
 
+def _gzipped_whole(fh) -> bool:
+    """Whether a gzip file's first member holds a second WARC record: the file was gzipped
+    whole (warcio reads only its first record, and no record can be reached by offset).
+    Read up to that record's ``WARC/1.`` line or the member's end, in bounded pieces."""
+    fh.seek(0)
+    if fh.read(2) != b"\x1f\x8b":
+        return False
+    fh.seek(0)
+    inflater, tail = zlib.decompressobj(31), b"\n"  # (the first record's own line is no second one)
+    try:
+        while not inflater.eof and (chunk := fh.read(1 << 20)):
+            while chunk and not inflater.eof:
+                out = inflater.decompress(chunk, 1 << 20)
+                chunk = inflater.unconsumed_tail
+                if (tail + out).find(b"\nWARC/1.", 1) >= 0:
+                    return True
+                tail = (tail + out)[-8:]
+    except zlib.error:
+        pass  # a damaged first member: read as a file of members
+    finally:
+        fh.seek(0)
+    return False
+
+
+_copies: list[str] = []  # this process's folder of uncompressed copies (``_inflated_copy``), made once
+
+
+def _remove_copies(pid: int) -> None:
+    if os.getpid() == pid and _copies:  # (not in a forked job process)
+        shutil.rmtree(_copies[0], ignore_errors=True)
+
+
+def _inflated_copy(path: str, stats: dict) -> str:
+    """An uncompressed copy of the gzip file ``path`` (its members in order), removed when
+    this process ends. A stream that ends early (truncated) or goes on with data that is no
+    gzip ends the copy there: one warning, counted as ``unreadable_rest``; the records before
+    it are read (a record cut there is a ``truncated_record``)."""
+    if not _copies:
+        _copies.append(tempfile.mkdtemp(prefix="focuscrawl-archives-"))
+        atexit.register(_remove_copies, os.getpid())
+    target = os.path.join(_copies[0], f"{len(os.listdir(_copies[0]))}-{os.path.basename(path)}.warc")
+    problem, copied = "", 0
+    with open(path, "rb") as src, open(target, "wb") as dst:
+        inflater, member_open = zlib.decompressobj(31), False
+        try:
+            while not problem and (data := src.read(1 << 20)):
+                while data:
+                    if not member_open and not data.startswith(b"\x1f\x8b"[:len(data)]):
+                        problem = "data that is no gzip follows the gzip stream"
+                        break
+                    member_open = True
+                    out = inflater.decompress(data, 1 << 20)
+                    dst.write(out)
+                    copied += len(out)
+                    if inflater.eof:  # the next member (or the end)
+                        data, inflater, member_open = inflater.unused_data, zlib.decompressobj(31), False
+                    else:
+                        data = inflater.unconsumed_tail
+            if member_open and not problem:
+                problem = "the gzip stream ends early (the file is truncated)"
+        except zlib.error as exc:
+            problem = f"the gzip stream is damaged ({exc})"
+    if problem:
+        _count(stats, UNREADABLE)
+        logger.warning("archive: %s: %s after %d bytes uncompressed; the records before are used", path,
+                       problem, copied)
+    return target
+
+
+@contextmanager
+def _open_archive(path: str, stats: dict):
+    """The open file to scan for ``path``'s records (its uncompressed copy if it is gzipped
+    whole: counted ``whole_file_gzip``) and that file's path."""
+    with open(path, "rb") as fh:
+        whole = _gzipped_whole(fh)
+    source = path
+    if whole:
+        _count(stats, WHOLE_FILE_GZIP)
+        logger.info("archive: %s is gzipped whole, not a gzip member per record: read through an "
+                    "uncompressed copy", path)
+        source = _inflated_copy(path, stats)
+    with open(source, "rb") as fh:
+        yield fh, source
+
+
 class _RecordScanner:
     """The HTTP response records of one open file, for sequential reading; every
     record it cannot use is a counted skip with one WARNING line. Damaged framing (a
@@ -341,7 +434,7 @@ def iter_refs(path: str | os.PathLike, stats: dict | None = None) -> Iterator[Re
     read through, not kept); skipped records are counted in ``stats``."""
     stats = stats if stats is not None else {}
     path = str(path)
-    with open(path, "rb") as fh:
+    with _open_archive(path, stats) as (fh, source):
         scanner = _RecordScanner(fh, path, stats)
         for record, url in scanner:
             status = _status(record)
@@ -349,7 +442,8 @@ def iter_refs(path: str | os.PathLike, stats: dict | None = None) -> Iterator[Re
             if scanner.damaged(url):
                 continue
             offset, length = scanner.it.get_record_offset(), scanner.it.get_record_length()
-            yield RecordRef(path, offset, url, status, ctype, length, _capture_time(record))
+            yield RecordRef(path, offset, url, status, ctype, length, _capture_time(record),
+                            "" if source == path else source)
 
 
 def _dechunk(stream, max_size: int) -> tuple[bytes, bool]:
@@ -444,7 +538,7 @@ def _is_texty(body: bytes) -> bool:
 def read_response(ref: RecordRef, max_size: int = 0) -> Response:
     """Read one record again from its file (random access by offset; the index has
     already checked it)."""
-    with open(ref.path, "rb") as fh:
+    with open(ref.source or ref.path, "rb") as fh:
         fh.seek(ref.offset)
         record = next(iter(_BoundedArchiveIterator(fh)))
         return response_from_record(record, ref.url, max_size)
@@ -454,9 +548,9 @@ def iter_responses(path: str | os.PathLike, max_size: int = 0,
                    stats: dict | None = None) -> Iterator[Response]:
     """Sequential read of every usable HTTP response of a file (one pass, no seeking);
     skipped records are counted in ``stats``."""
-    path = str(path)
-    with open(path, "rb") as fh:
-        scanner = _RecordScanner(fh, path, stats if stats is not None else {})
+    path, stats = str(path), stats if stats is not None else {}
+    with _open_archive(path, stats) as (fh, _):
+        scanner = _RecordScanner(fh, path, stats)
         for record, url in scanner:
             response = response_from_record(record, url, max_size)
             if not scanner.damaged(url):

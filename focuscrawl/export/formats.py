@@ -92,6 +92,8 @@ class ExportStats:
     status: Counter = field(default_factory=Counter)  # SUCCESS / FAILED_TO_DOWNLOAD / FAILED_TO_RESIZE
     errors: Counter = field(default_factory=Counter)  # error message -> count
     files: list[str] = field(default_factory=list)  # the files written (WebDataset: each shard)
+    #: why each downloaded file that is missing or truncated cannot be exported as the crawl wrote it
+    damaged_image_files: list[str] = field(default_factory=list)
 
     def add(self, image: ExportedImage) -> None:
         self.status[image.status] += 1
@@ -147,16 +149,31 @@ def _downloaded(entry: CorpusEntry, run_dir: Path) -> ExportedImage:
     return ExportedImage(SUCCESS, entry.width, entry.height, entry.width, entry.height)
 
 
+def _damaged_file(entry: CorpusEntry, run_dir: Path) -> ExportedImage | None:
+    """A downloaded file deleted or truncated after the crawl: its row says so (not "failed to
+    download", not a success nor the picture's first part)."""
+    damage = entry.image_file_damage(run_dir)
+    if not damage:
+        return None
+    return ExportedImage(FAILED_TO_DOWNLOAD if entry.image_file(run_dir) is None else FAILED_TO_RESIZE,
+                         error_message=damage)
+
+
 def _rows(entries: list[CorpusEntry], run_dir: Path, scores: list[str], options: ExportOptions,
           stats: ExportStats) -> Iterator[tuple[dict, ExportedImage]]:
+    damaged = [_damaged_file(e, run_dir) for e in entries]
     if options.with_images:
-        paths = (str(p) if (p := e.image_file(run_dir)) is not None else None for e in entries)
+        paths = (str(p) if d is None and (p := e.image_file(run_dir)) is not None else None
+                 for e, d in zip(entries, damaged))
         images: Iterable[ExportedImage] = export_images(paths, options.images, options.jobs)
     else:
         images = (_downloaded(e, run_dir) for e in entries)
-    for i, (image, entry) in enumerate(zip(images, entries), 1):  # images first: their pool ends with them
+    for i, (image, entry, damage) in enumerate(zip(images, entries, damaged), 1):  # images first: their pool ends with them
         if entry.image_status == "not_archived":
             image = CANDIDATE
+        elif damage is not None:
+            image = damage
+            stats.damaged_image_files.append(damage.error_message)
         stats.add(image)
         yield export_row(i, entry, scores, image), image
 

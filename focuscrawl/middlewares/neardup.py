@@ -59,7 +59,8 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
     def __init__(self, stats, ngrams: str, max_distance: int, blocks: int,
                  state_path: Path | None = None, run=None) -> None:  # pylint: disable=super-init-not-called
         """``state_path``: the fingerprints of earlier pages are kept there and read back (``restore``);
-        ``run``: the run directory's ``RunOutput``, whose failed write stops this file's too."""
+        ``run``: what guards this file's writes (``RunState``, or a ``RunOutput``): a failed write
+        stops the crawl, and the run's failed write stops this file's too."""
         try:
             self.ngrams = parse_ngrams(ngrams)
             self.index = SimHashIndex(max_distance, blocks)
@@ -79,7 +80,7 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         state_dir = job_state_dir(job_dir(s))
         run_state = crawler.get_extension(RunState)
         mw = cls(crawler.stats, str(s.get("FOCUSCRAWL_NEARDUP_NGRAMS")), s.getint("FOCUSCRAWL_NEARDUP_MAX_DISTANCE"),
-                 s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), state_dir / STATE_FILE if state_dir else None, run_state.output)
+                 s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), state_dir / STATE_FILE if state_dir else None, run_state)
         run_state.register(mw)
         load_compiled_query()
         return mw

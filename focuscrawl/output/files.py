@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import sys
+import threading
 import zlib
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -51,29 +52,96 @@ class DirectoryInUse(OSError):
     """Another live process holds the folder's lock (``lock_directory``)."""
 
 
-def lock_directory(directory: str | Path, what: str) -> int:
-    """Take ``directory``'s writer lock (an exclusive ``fcntl`` lock on its ``LOCK_FILE``) and
-    return its file descriptor, held until closed: one process writes a run directory or a
-    JOBDIR at a time. The kernel releases it when the process ends, however (a SIGKILLed crawl
-    leaves no stale lock). A POSIX record lock, not ``flock``: it belongs to the process, so a
-    forked child (a job or analysis worker) does not keep it after its parent died, and the
-    process may open its folder again. Raises ``DirectoryInUse``, naming the holder's pid,
-    when another process holds it."""
+class _LockFile:
+    """A folder's open lock file, shared by every ``DirectoryLock`` of it in this process."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.holders = 1
+
+
+#: the lock files this process holds, by real path (``lock_directory``)
+_held: dict[str, _LockFile] = {}
+_held_guard = threading.RLock()  # (re-entrant: a garbage-collected lock releases itself)
+
+
+class DirectoryLock:
+    """A folder's writer lock (``lock_directory``), held until ``release()`` (or until this
+    object is garbage-collected)."""
+
+    def __init__(self, key: str, lock_file: _LockFile) -> None:
+        self._key = key
+        self._lock_file: _LockFile | None = lock_file
+
+    @property
+    def held(self) -> bool:
+        return self._lock_file is not None
+
+    def release(self) -> None:
+        """Let the folder go, once every lock of it in this process is released (idempotent)."""
+        with _held_guard:
+            lock_file, self._lock_file = self._lock_file, None
+            if lock_file is None or _held.get(self._key) is not lock_file:
+                return  # (a forked child's copy: closed at the fork)
+            lock_file.holders -= 1
+            if lock_file.holders == 0:
+                del _held[self._key]
+                os.close(lock_file.fd)
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - (at interpreter exit the module may be gone: the kernel releases it)
+            pass
+
+
+def _forget_locks_in_forked_child() -> None:
+    """A forked child shares its parent's open lock files: it closes its copies without
+    unlocking, so a lock stays its parent's and goes with the parent."""
+    global _held_guard
+    _held_guard = threading.RLock()  # (another thread may have held it at the fork)
+    for lock_file in _held.values():
+        os.close(lock_file.fd)
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_forget_locks_in_forked_child)
+
+
+def lock_directory(directory: str | Path, what: str) -> DirectoryLock:
+    """Take ``directory``'s writer lock (an exclusive ``flock`` of its ``LOCK_FILE``), held until
+    released: one process writes a run directory or a JOBDIR at a time. The kernel releases
+    it when the process ends, however (a SIGKILLed crawl leaves no stale lock). The lock
+    belongs to one open file (``O_CLOEXEC``; a forked child closes its copy): no other open or
+    close of the file lets it go, as a POSIX record lock would. The process may lock its
+    folder again (every lock of a folder in a process shares that one open file; the last
+    release lets it go). Raises ``DirectoryInUse``, naming the holder's pid, when another
+    process holds it."""
     path = os.path.join(os.fspath(directory), LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-        os.close(fd)
-        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise
-        raise DirectoryInUse(f"the {what} {directory} is in use by another crawl (pid {holder}): "
-                                        f"one crawl writes it at a time (wait for that one, stop it, or "
-                                        f"give this one another {what})") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-    return fd
+    key = os.path.realpath(path)
+    with _held_guard:
+        lock_file = _held.get(key)
+        if lock_file is not None:
+            lock_file.holders += 1
+            return DirectoryLock(key, lock_file)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise DirectoryInUse(f"the {what} {directory} is in use by another crawl (pid {holder}): "
+                                 f"one crawl writes it at a time (wait for that one, stop it, or "
+                                 f"give this one another {what})") from None
+        try:  # who holds it, for the message of the next one
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError:  # (a full disk) the lock holds without it
+            pass
+        lock_file = _held[key] = _LockFile(fd)
+        return DirectoryLock(key, lock_file)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, fsync: bool = True) -> None:

@@ -73,11 +73,16 @@ class RunOutput:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_dir = job_state_dir(jobdir)
         self._offsets: dict[str, int] = {}
-        #: the writer locks held (``lock_directory``): the run directory's, the JOBDIR's (``RunState``)
+        #: the run directory's writer lock (``lock_directory``; ``RunState`` holds it too, until the
+        #: crawl's last write)
         self._locks = [lock_directory(self.dir, "output directory")]  # before a log is cut back
         if self.state_dir is not None:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            self._offsets = checkpoint_offsets(jobdir, self.dir)
+            try:
+                self.state_dir.mkdir(parents=True, exist_ok=True)
+                self._offsets = checkpoint_offsets(jobdir, self.dir)
+            except BaseException:  # refused: the folder is not kept locked
+                self._locks[0].release()
+                raise
         self.resumed = bool(self._offsets)
         self._logs: dict[str, AppendFile] = {}
         #: each opened log's offset at the last checkpoint: what a kill now would keep
@@ -221,13 +226,13 @@ class RunOutput:
 
     def close(self) -> None:
         """The last checkpoint, then the logs closed; after a failed write only the latter.
-        The directory's lock goes last."""
+        The directory's lock goes last (kept while another lock of it in this process is held)."""
         self._closed = True
         if self._logs:
             self.commit(force=True)
             for log in self._logs.values():
                 log.close()
             self._logs.clear()
-        for fd in self._locks:
-            os.close(fd)
+        for lock in self._locks:
+            lock.release()
         self._locks = []

@@ -12,15 +12,16 @@ a layer below the components: the frontier gets it too).
 from __future__ import annotations
 
 import logging
-import os
-from typing import TypeVar
+from functools import partial
+from typing import Callable, TypeVar
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.signalmanager import SignalManager
 from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
-from focuscrawl.output.files import job_state_dir, lock_directory
+from focuscrawl.output.files import AppendFile, DirectoryLock, job_state_dir, lock_directory
 from focuscrawl.output.images import ImageStore
 from focuscrawl.output.leases import LeaseBook
 from focuscrawl.output.run import Checkpointed, RunOutput
@@ -42,14 +43,25 @@ class RunState:
     written, images are not downloaded); ``leases`` is ``None`` unless ``FOCUSCRAWL_REDIS_URL``."""
 
     def __init__(self, output: RunOutput | None, images: ImageStore | None,
-                 leases: LeaseBook | None = None, job_lock: int = -1) -> None:
+                 leases: LeaseBook | None = None, locks: list[DirectoryLock] = (),
+                 signals: SignalManager | None = None, on_failure: Callable[[OSError], None] | None = None) -> None:
         self.output = output
         self.images = images
         self.leases = leases
         #: the states registered here, closed (after a last checkpoint) at ``spider_closed``
         self._states: list[Checkpointed] = []
-        #: the JOBDIR's writer lock (``lock_directory``; -1: no JOBDIR), released at ``spider_closed``
-        self.job_lock = job_lock
+        #: the writer locks of the JOBDIR and the run directory (``lock_directory``), held until the
+        #: crawl's last write (``stats.json``, at ``engine_stopped``)
+        self.locks = list(locks)
+        self._engine_started = False
+        self._signals = signals  # the crawler's: its engine_stopped releases the locks
+        #: told of the first failed write (``stop_crawl``); also the run directory's
+        self.on_failure = on_failure
+        if output is not None:
+            output.on_failure = on_failure
+        #: without a run directory: the first failed write of a JOBDIR state, and the logs it stops
+        self._failure: OSError | None = None
+        self._guarded: list[AppendFile] = []
 
     def register(self, state: Checkpointed) -> None:
         """Restore ``state`` from the last checkpoint now, checkpoint it with the run directory's
@@ -66,32 +78,68 @@ class RunState:
         a state another one registered (the re-ranking queue, the crawl's link learner)."""
         return next((state for state in self._states if isinstance(state, kind)), None)
 
+    @property
+    def failure(self) -> OSError | None:
+        """The first failed write of the run directory or JOBDIR (None: none): the crawl stopped."""
+        return self.output.failure if self.output is not None else self._failure
+
+    def guard(self, log: AppendFile) -> AppendFile:
+        """``log`` (a JOBDIR state's): a failed write to it stops the crawl, and a failed write
+        of the run stops it (``RunOutput.guard``); also without a run directory."""
+        if self.output is not None:
+            return self.output.guard(log)
+        log.on_error = self._fail
+        log.stopped = self._failure is not None
+        self._guarded.append(log)
+        return log
+
+    def _fail(self, exc: OSError) -> None:
+        """A JOBDIR write of a crawl without a run directory failed: nothing more is written
+        there, said in one line, the crawl stops (as ``RunOutput.fail``)."""
+        if self._failure is not None:
+            return
+        self._failure = exc
+        for log in self._guarded:
+            log.stopped = True
+        logger.error("cannot write%s: %s; the crawl stops; everything up to then is kept: make room and "
+                     "run the same command again (same JOBDIR) to resume",
+                     f" {exc.filename}" if exc.filename else "", exc.strerror or exc)
+        if self.on_failure is not None:
+            self.on_failure(exc)
+
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "RunState":
         s = crawler.settings
         directory = s.get("FOCUSCRAWL_OUTPUT_DIR") or ""
         output = images = None
-        job_lock = -1
-        if s.get("JOBDIR"):  # one crawl per JOBDIR: taken before anything in it is read or cut back
-            state_dir = job_state_dir(s.get("JOBDIR"))
-            state_dir.mkdir(parents=True, exist_ok=True)
-            job_lock = lock_directory(state_dir, "JOBDIR")
-        if directory:
-            output = RunOutput(directory, s.get("JOBDIR") or None, s.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL"))
-            images = ImageStore(output, crawler.stats,
-                                max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
-                                max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
-                                max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"))
-            logger.info("run directory %s%s", output.dir, " (resumed)" if output.resumed else "")
-        else:
-            logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
-        leases = None
-        if s.get("FOCUSCRAWL_REDIS_URL"):
-            leases = LeaseBook.from_crawler(crawler)
-        state = cls(output, images, leases, job_lock)
-        if output is not None:
-            output.on_failure = lambda exc: state.stop_crawl(crawler, exc)
+        locks: list[DirectoryLock] = []
+        try:
+            if s.get("JOBDIR"):  # one crawl per JOBDIR: taken before anything in it is read or cut back
+                state_dir = job_state_dir(s.get("JOBDIR"))
+                state_dir.mkdir(parents=True, exist_ok=True)
+                locks.append(lock_directory(state_dir, "JOBDIR"))
+            if directory:
+                output = RunOutput(directory, s.get("JOBDIR") or None, s.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL"))
+                locks.append(lock_directory(output.dir, "output directory"))  # (the one RunOutput holds)
+                images = ImageStore(output, crawler.stats,
+                                    max_parents=s.getint("FOCUSCRAWL_IMAGE_MAX_PARENTS"),
+                                    max_siblings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIBLINGS"),
+                                    max_sightings=s.getint("FOCUSCRAWL_IMAGE_MAX_SIGHTINGS"))
+                logger.info("run directory %s%s", output.dir, " (resumed)" if output.resumed else "")
+            else:
+                logger.info("FOCUSCRAWL_OUTPUT_DIR is empty: no run directory is written, images are not downloaded")
+            leases = None
+            if s.get("FOCUSCRAWL_REDIS_URL"):
+                leases = LeaseBook.from_crawler(crawler)
+        except BaseException:  # refused: nothing is kept locked
+            if output is not None:
+                output.close()
+            for lock in locks:
+                lock.release()
+            raise
+        state = cls(output, images, leases, locks, crawler.signals, partial(cls.stop_crawl, crawler))
         crawler.signals.connect(state.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(state.engine_started, signal=signals.engine_started)
         return state
 
     @staticmethod
@@ -112,15 +160,27 @@ class RunState:
                 self.output.close()
                 if self.output.failure is not None:
                     return
+            elif self._failure is not None:
+                return  # left as a kill leaves them: a resume recovers them
             else:
                 for state in self._states:
                     state.checkpoint()
             for state in self._states:
                 state.close()
         finally:
-            if self.job_lock >= 0:
-                os.close(self.job_lock)
-                self.job_lock = -1
+            if not self._engine_started:  # (a crawl that never started: no engine_stopped comes)
+                self.release_locks()
+
+    def engine_started(self) -> None:
+        """Hold the locks until ``engine_stopped``: connected now, after every component's
+        handler, so they go after the last write (``StatsFileWriter``'s)."""
+        self._engine_started = True
+        self._signals.connect(self.release_locks, signal=signals.engine_stopped)
+
+    def release_locks(self) -> None:
+        """The crawl writes its run directory and JOBDIR no more: another crawl may."""
+        for lock in self.locks:
+            lock.release()
 
 
 class RunStateAddon:

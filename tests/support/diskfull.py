@@ -6,7 +6,8 @@ crosses the limit writes its first part, then fails. It wraps the one function e
 the run directory is written through (``focuscrawl.output.files._write_all``: the logs, the
 records, the image files, ``stats.json``); the JOBDIR (elsewhere) keeps working unless
 ``TEST_DISK_FULL_JOBDIR`` puts it on the same disk (focuscrawl's state files and
-``spider.state``; Scrapy's own queue files are written otherwise and keep working).
+``spider.state``; Scrapy's own queue files are written otherwise and keep working), also in a
+crawl without a run directory.
 """
 from __future__ import annotations
 
@@ -30,12 +31,11 @@ class DiskFullAfter:
     @classmethod
     def from_crawler(cls, crawler):
         limit = crawler.settings.getint("TEST_DISK_FULL_AFTER_BYTES")
-        directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR")
-        if limit <= 0 or not directory:
-            raise NotConfigured
-        directories = [directory]
+        directories = [d for d in [crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR")] if d]
         if crawler.settings.getbool("TEST_DISK_FULL_JOBDIR") and crawler.settings.get("JOBDIR"):
             directories.append(crawler.settings.get("JOBDIR"))
+        if limit <= 0 or not directories:
+            raise NotConfigured
         return cls(directories, limit)
 
     def write_all(self, fd: int, data) -> None:

@@ -71,6 +71,8 @@ def make_run_dir(root: Path, rows: list[dict], image_size=(40, 30), stats: dict 
                 Image.fromarray(noise, "RGB").save(root / image_path, fmt)  # distinct pictures (perceptual hash)
         item = image_item(url, r.get("score"), r.get("alt", ""), r.get("page", "http://example.org/p"),
                           r.get("context"), r.get("first_seen", i), image_path, size)
+        if image_path:  # the bytes the crawl wrote
+            item["image_size"] = (root / image_path).stat().st_size
         record = {f: item.get(f) for f in IMAGE_FIELDS}
         record["sightings"] = [sighting_of(item)]
         (root / item["record_path"]).parent.mkdir(parents=True, exist_ok=True)
