@@ -23,6 +23,7 @@ from pathlib import Path
 
 from focuscrawl.demo import demo_web
 from focuscrawl.eval.crawls import run_crawl
+from focuscrawl.output.files import LOCK_FILE
 from focuscrawl.resources import default_topic_path
 from focuscrawl.testweb.server import TestWebServer
 
@@ -32,7 +33,9 @@ SEEDS = (1, 2)
 BUDGET = 60
 # stats that depend on the clock, the machine or the Python process, not on the crawl
 CLOCK_STAT = re.compile(r"(time|seconds|elapsed|memusage|per_minute|/rss|_ms$|/ms/|latency|log_count/)")
-CLOCK_FIELD = re.compile(r"(^|_)(time|seconds|fetched_at|crawled_at|timestamp|elapsed)($|_)|^first_seen$")
+CLOCK_FIELD = re.compile(r"(^|_)(time|seconds|fetched_at|crawled_at|timestamp|elapsed)($|_)|^first_seen$|^sessions$|^started$")
+# not compared: the log (timestamps on every line) and the run directory's lock (the process holding it)
+SKIPPED = {"crawl.log", LOCK_FILE}
 # written as image downloads complete (several at a time even with one request at a time):
 # their rows are compared as sets, the download counter ``first_seen`` masked
 UNORDERED = {"images.tsv", "sightings.log"}
@@ -113,7 +116,7 @@ def _normalised(path: Path) -> list[str]:
 def digests(run: Path) -> dict[str, dict]:
     result = {}
     for path in sorted(p for p in run.rglob("*") if p.is_file()):
-        if path.name == "crawl.log":  # timestamps on every line
+        if path.name in SKIPPED:
             continue
         lines = normalised_lines(path)
         result[str(path.relative_to(run))] = {

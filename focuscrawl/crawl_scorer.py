@@ -1,8 +1,8 @@
 """The models a crawl scores with, from its settings: the SPEC ``TopicScorer`` and the
 calibrated ``TopicModel`` of a topic bundle, and the crawl's language filter.
 
-A crawl loads them once, in its mode strategy (``focuscrawl.focus.modes``), which every
-component reaches as ``crawler.spider.focus``; ``focuscrawl shell``, the ranking and the
+A crawl loads them once, in its mode strategy (``focuscrawl.focus.modes``), which the
+spider keeps as ``spider.focus``; ``focuscrawl shell``, the ranking and the
 tools load them from settings here.
 """
 from __future__ import annotations

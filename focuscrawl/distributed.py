@@ -27,9 +27,8 @@ from twisted.internet import task
 
 from focuscrawl.frontier import KnownLinks
 from focuscrawl.items import PageItem
-from focuscrawl.output.files import iter_tsv
 from focuscrawl.output.leases import LeaseBook, redis_connection, redis_key, worker_id
-from focuscrawl.output.run import checkpoint_offsets
+from focuscrawl.output.run import checkpoint_offsets, committed_rows
 from focuscrawl.output.run_state import RunState
 from focuscrawl.pipelines.writers import page_rows_committed
 from focuscrawl.scrapy_compat import wake_engine
@@ -336,7 +335,7 @@ class RedisWorkers:
                 logger.warning("redis: the checkpoint of dead worker %s is unreadable (%s): all its leases go "
                                "back to the queue", token, exc)
                 return set()
-        return committed_page_urls(Path(path) / "pages.tsv", end)
+        return {row["url"] for row in committed_rows(Path(path) / "pages.tsv", end)}
 
     # --- signals --------------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
@@ -392,12 +391,6 @@ class RedisWorkers:
         if (self.server.hget(self.workers_key, self.worker) or b"").decode() == self.token:
             self.server.hdel(self.workers_key, self.worker)
         self.server.hdel(self.jobdirs_key, self.token)
-
-
-def committed_page_urls(pages_tsv: Path, end: int | None = None) -> set[str]:
-    """URLs of the rows of a pages.tsv before byte ``end`` (a checkpoint), else of its whole rows
-    (a torn last line is not a row)."""
-    return {r["url"] for r in iter_tsv(pages_tsv, errors="replace", end=end)}
 
 
 class LeasedPriorityQueue(PriorityQueue):

@@ -31,7 +31,8 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
 from focuscrawl.output.run_state import RunState
-from focuscrawl.focus.link_learner import url_host
+from focuscrawl.focus.link_learner import LearnerState, url_host
+from focuscrawl.focus.ranker import LEARNED_LOWEST_PRIORITY, LEARNED_SEED_PRIORITY, LINK_META, demoted_priority
 from focuscrawl.output.files import LineLog, complete_lines_size, job_state_dir
 from focuscrawl.scrapy_compat import (lowest_priority, pickle_request_disk_queue, read_seen_fingerprints,
                                      request_to_dict, rerank_queue_top, seen_record)
@@ -41,7 +42,6 @@ logger = logging.getLogger(__name__)
 JOURNAL = "frontier.log"
 CLEAN_MARKER = "frontier.clean"
 PARENT_META = "frontier_fp"  # a request's fingerprint, inherited by its redirects and retries
-LINK_META = "anchor"  # set by the focused spider on each out-link's request (its anchor text)
 
 
 class KnownLinks:
@@ -51,8 +51,8 @@ class KnownLinks:
     URL would be filtered: the spider does not build its request (``FocusedSpider.parse``)
     and the link middleware decides and logs it from the page's item instead.
 
-    Only a request that went through the spider's chain as an out-link counts (``LINK_META``
-    in its meta, not ``dont_filter``, not a redirect's follow-up, whose URL passed no
+    Only a request that went through the spider's chain as an out-link counts (the anchor of
+    its ``LinkFacts`` set by the spider, not ``dont_filter``, not a redirect's follow-up, whose URL passed no
     scope check), so a link that was razored or out of scope is tried again each time.
     After a JOBDIR resume or with a shared Redis seen-set the first link to each URL known
     from before is filtered by the scheduler once, then known here: no network round trip
@@ -77,7 +77,8 @@ class KnownLinks:
     def scheduled(self, request: Request) -> None:
         """Called by the scheduler for every request it was given, accepted or not."""
         meta = request.meta
-        if request.dont_filter or LINK_META not in meta or "redirect_urls" in meta:
+        link = meta.get(LINK_META)
+        if request.dont_filter or link is None or link.anchor is None or "redirect_urls" in meta:
             return
         urls = self._urls
         urls[request.url] = None
@@ -468,7 +469,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
     Mode ``learning`` sets a link's priority from the model of the moment. Re-scoring
     the whole frontier per page would cost O(frontier); instead, on the first ``pop``
     after a model update the best ``FOCUSCRAWL_LEARNING_RERANK_TOP`` requests are taken
-    out, re-scored from the feature vector and host kept in their meta (the host term uses
+    out, re-scored from the feature vector kept in their ``LinkFacts`` and their host (the host term uses
     the hosts' harvest as of now) and pushed back: what the crawl fetches next is
     always ranked by a recent model. Requests keep the same meta, so the disk queues
     of a JOBDIR and the frontier journal are unaffected. Without a learner (other
@@ -484,7 +485,7 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
                  learner=None, top: int = 0, demote=None):
         super().__init__(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
         self.learner = learner
-        #: the ranker's ``demoted``: a request with meta ``link_demoted`` stays below the others
+        #: the ranker's ``demoted``: a request whose ``LinkFacts.demoted`` stays below the others
         self.demote = demote
         self.top = top
         self.stats = crawler.stats
@@ -492,10 +493,12 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
 
     @classmethod
     def from_crawler(cls, crawler, downstream_queue_cls, key, startprios=(), *, start_queue_cls=None):
-        focus = getattr(crawler.spider, "focus", None)  # the mode strategy: mode ``learning`` has a learner
+        # the crawl's link learner, registered with RunState as a resumable state (mode ``learning``,
+        # by the link middleware, built before the scheduler opens its queues)
+        run_state = crawler.get_extension(RunState)
+        learned = run_state.registered(LearnerState) if run_state is not None else None
         return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls,
-                   learner=focus.learner if focus is not None else None,
-                   demote=focus.ranker.demoted if focus is not None else None,
+                   learner=learned.learner if learned is not None else None, demote=learned_demoted,
                    top=crawler.settings.getint("FOCUSCRAWL_LEARNING_RERANK_TOP"))
 
     def pop(self):
@@ -520,17 +523,21 @@ class RerankingPriorityQueue(ScrapyPriorityQueue):
         """New scores and priorities for the requests that carry a link vector (in one batch)."""
         learned, links = [], []
         for request in requests:
-            meta = request.meta
-            vector = meta.get("link_vector")
-            if vector is not None:
-                learned.append((request, meta))
-                links.append((meta.get("link_score"), url_host(request.url), vector, meta.get("link_origin")))
+            link = request.meta.get(LINK_META)
+            if link is not None and link.vector is not None:
+                learned.append((request, link))
+                links.append((link.score, url_host(request.url), link.vector, link.origin))
         scores = self.learner.scores(links)
-        for (request, meta), score in zip(learned, scores):
-            meta["link_learned"] = score
+        for (request, link), score in zip(learned, scores):
+            link.learned = score
             request.priority = self.learner.priority(score)
-            if meta.get("link_demoted") and self.demote is not None:
+            if link.demoted and self.demote is not None:
                 request.priority = self.demote(request.priority)
+
+
+def learned_demoted(priority: int) -> int:
+    """``LinkRanker.demoted`` of the learned rule, whose priorities the queue re-ranks."""
+    return demoted_priority(priority, LEARNED_SEED_PRIORITY, LEARNED_LOWEST_PRIORITY)
 
 
 class LazyFifoDiskQueue:

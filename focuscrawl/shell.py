@@ -38,7 +38,7 @@ from focuscrawl.images.extract import ContextSettings, ImageDecision, image_item
 from focuscrawl.images.final import final_score
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.focus.modes import focus_from_settings
-from focuscrawl.focus.ranker import LinkDecision
+from focuscrawl.focus.ranker import LinkDecision, link_facts
 from focuscrawl.crawl_scorer import scorer_from_settings, topic_model_from_settings
 from focuscrawl.analysis import AnalysisConfig, analyse_page, budgeted_tree
 from focuscrawl.rights.licenses import page_rights, rights_elements
@@ -122,7 +122,8 @@ def explain_links(response: Response, settings: BaseSettings | None = None, mode
     ranker = focus.ranker
     doc_value = focus.page_score(page)  # what the crawl's ranker reads
     topicality = focus.judge.topicality(doc.weighted, page.topic_logit) if focus.judge is not None else None
-    grand = response.meta.get("parent_topicality") if response.request is not None else None
+    came_by = link_facts(response)  # the link that led to the page, in a crawl's response
+    grand = came_by.parent_topicality if came_by is not None else None
     reject = SurtRules(settings.getlist("FOCUSCRAWL_REJECT_SURTS"))
     allowed = settings.getlist("FOCUSCRAWL_ALLOWED_DOMAINS")
     max_repeats = settings.getint("FOCUSCRAWL_MAX_PATH_REPEATS")

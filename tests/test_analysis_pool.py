@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from focuscrawl.analysis import AnalysisConfig, AnalysisFailed, PageAnalyser, analyse_page
+from focuscrawl.analysis import AnalysisConfig, analyse_page
+from focuscrawl.analysis_pool import AnalysisFailed, PageAnalyser
 from tests.support.crawl import crawl, on_reactor
 from tests.support.localweb import LocalWeb, Page, png_bytes
 from tests.support.processes import alive, descendants

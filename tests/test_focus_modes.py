@@ -86,6 +86,7 @@ def test_an_analysis_worker_loads_the_crawls_scorer_from_a_plain_config():
 def test_components_find_the_spiders_strategy_through_the_crawler():
     from scrapy.squeues import FifoMemoryQueue
 
+    from focuscrawl.focus.ranker import LINK_META, LinkFacts
     from focuscrawl.frontier import RerankingPriorityQueue
     from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 
@@ -112,22 +113,26 @@ def test_the_progress_line_reads_the_lm_counters_of_the_spiders_scorer():
 
 
 def test_the_frontiers_re_ranking_keeps_a_demoted_link_below_the_others():
-    """A link of a near-duplicate page (meta ``link_demoted``, FOCUSCRAWL_NEARDUP_LINKS) is re-scored
+    """A link of a near-duplicate page (``LinkFacts.demoted``, FOCUSCRAWL_NEARDUP_LINKS) is re-scored
     by the newer model like any other, and stays below every link that is not demoted."""
     from scrapy import Request
     from scrapy.squeues import FifoMemoryQueue
 
+    from focuscrawl.focus.ranker import LINK_META, LinkFacts
     from focuscrawl.frontier import RerankingPriorityQueue
+
+    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 
     crawler = focused_crawler(FOCUSCRAWL_MODE="learning")
     ranker = crawler.spider.focus.ranker
+    LinkPriorityMiddleware.from_crawler(crawler)  # registers the crawl's learner with RunState
+    del crawler.spider.focus  # the queue gets the learner from the crawler's RunState, not the spider
     queue = RerankingPriorityQueue.from_crawler(crawler, FifoMemoryQueue, "")
+    assert queue.learner is ranker.learner
     for url, demoted in (("http://blog.test/archive/2", True), ("http://d.test/", False)):
         d = ranker.decide(100.0, "tabby", 1, url=url, parent_url="http://a.test/")
-        request = Request(url, meta={"link_vector": ranker.last_vector, "link_score": d.score})
+        request = Request(url, meta={LINK_META: LinkFacts("tabby", d.score, vector=d.vector, demoted=demoted)})
         request.priority = ranker.demoted(d.priority) if demoted else d.priority
-        if demoted:
-            request.meta["link_demoted"] = True
         queue.push(request)
     queue.top = 10
     assert queue.rerank() == 2

@@ -21,6 +21,7 @@ from tests.support.crawl import crawl, links_log
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import NORMAL, OFF_TOPIC, ON_TOPIC
 
+from focuscrawl.focus.ranker import LINK_META, LinkFacts
 from focuscrawl.frontier import KnownLinks
 from focuscrawl.middlewares.priority import in_link_order
 
@@ -89,15 +90,16 @@ def test_links_past_the_depth_limit_stay_unlogged_even_when_known(tmp_path):
 
 def test_known_links_are_out_links_the_scheduler_was_given_most_recent_first():
     known = KnownLinks(2)
-    link = Request(f"{S}/a", meta={"anchor": "a"})
+    link = Request(f"{S}/a", meta={LINK_META: LinkFacts("a")})
     known.scheduled(link)
     known.scheduled(Request(f"{S}/seed", meta={"seed": True}))  # not an out-link
-    known.scheduled(Request(f"{S}/retry", meta={"anchor": "r"}, dont_filter=True))  # not in the seen-set
-    known.scheduled(Request(f"{S}/moved", meta={"anchor": "m", "redirect_urls": [f"{S}/b"]}))  # scope never saw it
+    known.scheduled(Request(f"{S}/other", meta={LINK_META: LinkFacts()}))  # decided, but no page's link
+    known.scheduled(Request(f"{S}/retry", meta={LINK_META: LinkFacts("r")}, dont_filter=True))  # not in the seen-set
+    known.scheduled(Request(f"{S}/moved", meta={LINK_META: LinkFacts("m"), "redirect_urls": [f"{S}/b"]}))  # scope never saw it
     assert known.known(f"{S}/a") and len(known) == 1
     for path in ("/b", "/c"):
         known.known(f"{S}/a")
-        known.scheduled(Request(f"{S}{path}", meta={"anchor": path}))
+        known.scheduled(Request(f"{S}{path}", meta={LINK_META: LinkFacts(path)}))
     assert [known.known(f"{S}{p}") for p in ("/a", "/b", "/c")] == [True, False, True]  # /b least recent
 
 

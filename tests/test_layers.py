@@ -29,7 +29,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
      "focuses the crawl (link scores, the link learner), the crawl's scorer, the page analysis, "
      "the run-directory reader, the test web",
      ("focuscrawl.topic", "focuscrawl.images", "focuscrawl.focus", "focuscrawl.crawl_scorer",
-      "focuscrawl.analysis", "focuscrawl.corpus", "focuscrawl.altfilter", "focuscrawl.testweb")),
+      "focuscrawl.analysis", "focuscrawl.analysis_pool", "focuscrawl.corpus", "focuscrawl.altfilter",
+      "focuscrawl.testweb")),
     ("crawl state: the run directory, the frontier, WARC files",
      ("focuscrawl.output", "focuscrawl.frontier", "focuscrawl.archive")),
     ("Scrapy components", ("focuscrawl.middlewares", "focuscrawl.pipelines", "focuscrawl.extensions",

@@ -109,6 +109,7 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
     from tests.support.crawler import focused_crawler
 
     from focuscrawl.analysis import META_KEY, PageAnalysis
+    from focuscrawl.focus.ranker import LINK_META, LinkFacts
     from focuscrawl.items import PageItem
     from focuscrawl.lm.scorer import TextScore
     from focuscrawl.middlewares.priority import LinkPriorityMiddleware
@@ -120,7 +121,7 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
     response = HtmlResponse("http://a.test/", body=b"<html></html>", request=Request("http://a.test/"))
     # the page's score comes from the analysis the spider left in meta (no other key)
     response.meta[META_KEY] = PageAnalysis(TextScore(123.0, 0.5, 80.0, 9), [], {}, 0, [], None)
-    links = [Request(f"http://a.test/{i}", meta={"anchor": f"a{i}", "depth": 1}) for i in range(3)]
+    links = [Request(f"http://a.test/{i}", meta={LINK_META: LinkFacts(f"a{i}"), "depth": 1}) for i in range(3)]
     page = PageItem(url="http://a.test/")
 
     async def output():
@@ -139,3 +140,51 @@ def test_links_log_rows_of_a_response_go_with_its_page_item(tmp_path):
     assert list(mw.process_spider_output(response, iter([again]))) == [again] and "link_rows" not in again
     mw.spider_closed()
     assert not (tmp_path / "links.tsv").exists()
+
+
+def test_link_facts_go_with_the_request_in_one_meta_key_and_come_back_with_its_page():
+    """Mode ``learning``: what the link middleware decides of a link (score, the learner's vector
+    and score, the topicality of the page it was found on) goes in the request's one
+    ``LinkFacts``; on the page it leads to, the same facts are the learner's training example
+    and the grandparent's topicality of that page's links. No other key is written to either meta."""
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+
+    from tests.support.crawler import focused_crawler
+
+    from focuscrawl.analysis import META_KEY, PageAnalysis
+    from focuscrawl.focus.ranker import LINK_META, LinkFacts
+    from focuscrawl.items import PageItem
+    from focuscrawl.lm.scorer import TextScore
+    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
+
+    crawler = focused_crawler(FOCUSCRAWL_MODE="learning", FOCUSCRAWL_LEARNING_JUDGE="perplexity")
+    mw = LinkPriorityMiddleware.from_crawler(crawler)
+    crawler.stats.open_spider()
+    learner = mw.ranker.learner
+
+    def page(url: str, request: Request, perplexity: float) -> HtmlResponse:
+        response = HtmlResponse(url, body=b"<html></html>", request=request)
+        response.meta[META_KEY] = PageAnalysis(TextScore(perplexity, 0.0, perplexity, 9), [], {}, 0, [], None)
+        return response
+
+    seed = page("http://a.test/", Request("http://a.test/", meta={"seed": True}), 50.0)
+    link = Request("http://a.test/cats", meta={LINK_META: LinkFacts("tabby cats"), "depth": 1})
+    assert list(mw.process_spider_output(seed, [link, PageItem(url="http://a.test/")]))[0] is link
+    facts = link.meta[LINK_META]
+    assert set(link.meta) == {LINK_META, "depth"} and set(seed.meta) == {"seed", META_KEY}
+    topicality = mw.judge.topicality(50.0)
+    assert facts.anchor == "tabby cats" and facts.parent_perplexity == 50.0 and facts.score is not None
+    assert facts.vector is not None and facts.learned is not None and facts.parent_topicality == topicality
+
+    child = page("http://a.test/cats", link, 5000.0)
+    onward = Request("http://a.test/dogs", meta={LINK_META: LinkFacts("dogs"), "depth": 2})
+    item = PageItem(url="http://a.test/cats")
+    list(mw.process_spider_output(child, [onward, item]))
+    assert [vector for vector, _ in learner.batch] == [facts.vector]  # the link that led to the page
+    assert item["judged"] == (mw.judge.topicality(5000.0), False)
+    decided = mw.ranker.decide(5000.0, "dogs", 2, facts.score, url="http://a.test/dogs",
+                               parent_url="http://a.test/cats", parent_topicality=mw.judge.topicality(5000.0),
+                               grandparent_topicality=topicality)
+    assert "g:2" in decided.features  # the grandparent's topicality, from the facts of the link to the page
+    assert (onward.meta[LINK_META].vector, onward.meta[LINK_META].learned) == (decided.vector, decided.learned)

@@ -232,3 +232,17 @@ def test_real_crawl_image_middleware_skips_images_of_near_duplicate_pages(tmp_pa
         assert stats[stat] == 1
         assert stats["focuscrawl/images/kept"] == (1 if mode == "skip" else 2)
 
+
+
+def test_a_page_is_checked_once_and_the_answer_kept_in_its_analysis():
+    """The page is checked at its first output (a link) and its item gets the same answer;
+    the answer travels in the page analysis, not in a scratch ``response.meta`` key."""
+    mw, crawler = middleware()
+    run(mw, "http://a.test/1", ARTICLE)
+    response, item = page("http://c.test/copy", ARTICLE.replace("sixty", "seventy"), mw.ngrams)
+    out = list(mw.process_spider_output(response, [Request("http://c.test/next"), item]))
+    assert out[1]["near_duplicate_of"] == "http://a.test/1"
+    analysis = response.meta[META_KEY]
+    assert (analysis.near_duplicate_checked, analysis.near_duplicate_of) == (True, "http://a.test/1")
+    assert set(response.meta) == {META_KEY}
+    assert crawler.stats.get_value("focuscrawl/neardup/pages_checked") == 2

@@ -294,19 +294,27 @@ def test_downloader_keeps_a_host_to_its_concurrency(tmp_path, downloader, bounde
 def test_a_spider_middleware_is_enabled_by_its_class_a_subclass_or_its_path():
     from scrapy.settings import Settings
 
+    from tests.support.crawler import focused_crawler
+
     from focuscrawl import settings as project_settings
-    from focuscrawl.analysis import IMAGE_MIDDLEWARE, AnalysisConfig
     from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 
+    image_middleware = "focuscrawl.middlewares.images.ImageExtractionMiddleware"
     settings = Settings()
     settings.setmodule(project_settings)
     assert spider_middleware_enabled(settings, LinkPriorityMiddleware)
-    assert spider_middleware_enabled(settings, IMAGE_MIDDLEWARE) and AnalysisConfig.from_settings(settings).images
-    settings.set("SPIDER_MIDDLEWARES", {IMAGE_MIDDLEWARE: None})  # switched off: no image analysis
+    assert spider_middleware_enabled(settings, image_middleware)
+    ours = settings.getdict("SPIDER_MIDDLEWARES")
+    assert focused_crawler(SPIDER_MIDDLEWARES=ours).spider.focus.analysis.images  # the spider's analysis computes them
+    off = {**ours, image_middleware: None}
+    settings.set("SPIDER_MIDDLEWARES", off)  # switched off: no image analysis
     assert not spider_middleware_enabled(settings, ImageExtractionMiddleware)
-    assert not AnalysisConfig.from_settings(settings).images
-    settings.set("SPIDER_MIDDLEWARES", {IMAGE_MIDDLEWARE: None, f"{__name__}.OwnImageMiddleware": 650})
-    assert AnalysisConfig.from_settings(settings).images  # a subclass in its place still needs the analysis
+    assert not focused_crawler(SPIDER_MIDDLEWARES=off).spider.focus.analysis.images
+    own = {**off, f"{__name__}.OwnImageMiddleware": 650}
+    assert focused_crawler(SPIDER_MIDDLEWARES=own).spider.focus.analysis.images  # a subclass still needs it
+    neardup_off = {**ours, "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware": None}
+    assert focused_crawler(SPIDER_MIDDLEWARES=ours).spider.focus.analysis.ngrams  # the near-duplicates' SimHash
+    assert not focused_crawler(SPIDER_MIDDLEWARES=neardup_off).spider.focus.analysis.ngrams
 
 
 class OwnImageMiddleware(ImageExtractionMiddleware):

@@ -20,8 +20,8 @@ import pytest
 
 from focuscrawl.cli import main
 from focuscrawl.lm.binary import find_build_binary, write_binary
-from focuscrawl.lm.external import (_Progress, budget_warning, estimate_to_arpa, merge_runs, parse_memory, train_lm,
-                                    write_run)
+from focuscrawl.lm.external import _Progress, budget_warning, estimate_to_arpa, parse_memory, train_lm
+from focuscrawl.lm.external_sort import merge_runs, write_run
 from focuscrawl.lm.scorer import TopicScorer, load_kenlm
 from focuscrawl.lm.train import (DISCOUNT_FALLBACK, compute_discounts, estimate, file_sentences,
                                  prune_thresholds, write_arpa)

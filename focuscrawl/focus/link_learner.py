@@ -10,7 +10,6 @@ method: docs/CRAWL.md "Mode learning".
 """
 from __future__ import annotations
 
-import copy
 import math
 import pickle
 import re
@@ -30,7 +29,6 @@ import mmh3
 import numpy as np
 
 from focuscrawl import settings as defaults
-from focuscrawl.topic.model import sigmoid
 from focuscrawl.output.files import atomic_write_bytes, job_state_dir
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -168,10 +166,11 @@ class HostHarvest:
 @contextmanager
 def _pandas_unimportable():
     """While scikit-learn is imported: pandas cannot be (``None`` in ``sys.modules``, Python's
-    way to block an import). scikit-learn imports pandas when it is installed, for DataFrame
-    input, and works without it (an optional dependency); the learner gives it arrays only.
-    In the crawl process that import is 0.22 of the learner's 0.83 s of CPU at start and
-    ~60 MB. An interpreter that has pandas already keeps it."""
+    way to block an import). scikit-learn imports pandas when it is installed (the project
+    needs it elsewhere), for DataFrame input, and works without it; the learner gives it
+    arrays only. Kept for the crawl process's memory and start-up (measured by
+    benchmarks/learner_update.py); ``tests/test_link_learning.py`` pins that scikit-learn
+    still imports pandas. An interpreter that has pandas already keeps it."""
     if "pandas" in sys.modules:
         yield
         return
@@ -196,45 +195,7 @@ def _one_thread():
     return _threadpools.limit(limits=1)
 
 
-#: whether ``SGDClassifier._fit_binary``, scikit-learn's private step under ``partial_fit``,
-#: gives ``partial_fit``'s model on the scikit-learn installed (``None``: not checked yet;
-#: ``sgd_update`` checks it once a process)
-_direct_step_ok: bool | None = None
-
-
-def sgd_update(model, X, y: np.ndarray, sample_weight: np.ndarray) -> None:
-    """``model.partial_fit(X, y, classes=[0, 1], sample_weight=sample_weight)``; once the model
-    is fitted, without the checks of its inputs and classes that ``partial_fit`` repeats at
-    every call (~70% of an update of 20 links: dataframe and label checks). The step itself is
-    ``partial_fit``'s own (``_fit_binary``, private), so the model is the same to the last bit:
-    the first time in a process it is run next to ``partial_fit`` on a copy and compared, and
-    a scikit-learn where they differ (or whose private step has changed) keeps ``partial_fit``."""
-    global _direct_step_ok
-    if _direct_step_ok is False or getattr(model, "coef_", None) is None:
-        model.partial_fit(X, y, classes=_CLASSES, sample_weight=sample_weight)
-        return
-    if _direct_step_ok:
-        _direct_step(model, X, y, sample_weight)
-        return
-    checked = copy.deepcopy(model)
-    checked.partial_fit(X, y, classes=_CLASSES, sample_weight=sample_weight)
-    try:
-        _direct_step(model, X, y, sample_weight)
-        _direct_step_ok = bool(np.array_equal(model.coef_, checked.coef_)
-                               and np.array_equal(model.intercept_, checked.intercept_) and model.t_ == checked.t_)
-    except Exception:  # noqa: BLE001 - a scikit-learn whose private step takes other arguments
-        _direct_step_ok = False
-    if not _direct_step_ok:
-        model.__dict__.clear()
-        model.__dict__.update(checked.__dict__)
-
-
 _CLASSES = np.array([0, 1])
-
-
-def _direct_step(model, X, y: np.ndarray, sample_weight: np.ndarray) -> None:
-    model._fit_binary(X, y, alpha=model.alpha, sample_weight=sample_weight, learning_rate=model.learning_rate,
-                      max_iter=1)
 
 
 def _tokens(features: list[str]) -> list[str]:
@@ -477,7 +438,7 @@ class LinkLearner:
         # one OpenMP thread (on a loaded machine 2 ms per update instead of 30); our own inputs
         # need no parameter or finiteness checks (another 3 ms)
         with _one_thread(), self._sklearn_config(skip_parameter_validation=True, assume_finite=True):
-            sgd_update(self.model, X, y, np.array([weight[v] for v in y]))
+            self.model.partial_fit(X, y, classes=_CLASSES, sample_weight=np.array([weight[v] for v in y]))
         self.batch.clear()
         self._coef = memoryview(self.model.coef_[0])  # Python floats, ~5x faster than numpy scalars
         self._intercept = float(self.model.intercept_[0])
@@ -633,63 +594,6 @@ class LinkLearner:
         with open(path, "rb") as fh:
             self.__dict__.update(pickle.load(fh))
         self._thesis_logits = {}  # of this learner's settings before (an older save has none)
-
-
-class PageJudge:
-    """Is a fetched page on topic? Its topicality in [0, 1], on topic from ``cut``.
-
-    ``perplexity``: from the weighted perplexity (SPEC: PP × (1 − γ_kw · kw), floored at
-    1) against ``on_topic_pp``, ``topicality = T / (T + wPP)`` (0.5 at the threshold), an
-    absolute cut that suits one model's perplexities. ``calibrated``: the topic bundle's
-    calibrated probability of the page's text (``PageAnalysis.topic_logit``), the same scale for
-    any model and topic, on topic from ``on_topic_p`` (FOCUSCRAWL_LEARNING_ON_TOPIC_P) and,
-    with a page calibration (``page_cut``), only from the log-odds that all but a small
-    share of the topic's own pages reach: ``topicality = sigmoid(logit - shift)``, ``shift``
-    the distance from the one cut to the other. The sentence calibration alone calls any
-    page of the topic's style on topic when the bundle's neutral corpus is small or narrow.
-    """
-
-    def __init__(self, on_topic_pp: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_PP, calibrated: bool = False,
-                 on_topic_p: float = defaults.FOCUSCRAWL_LEARNING_ON_TOPIC_P, page_cut: float | None = None) -> None:
-        self.on_topic_pp = on_topic_pp
-        self.calibrated = calibrated
-        #: the topicality a page is on topic from (the perplexity's is 0.5 at ``on_topic_pp``)
-        self.cut = on_topic_p if calibrated else 0.5
-        #: the page log-odds a page is on topic from (``None``: the sentence calibration's cut only)
-        self.page_cut = page_cut if calibrated else None
-        self.shift = max(0.0, page_cut - _logit_exact(on_topic_p)) if self.page_cut is not None else 0.0
-
-    def topicality(self, weighted_perplexity: float | None = None, topic_logit: float | None = None) -> float | None:
-        if self.calibrated:
-            return None if topic_logit is None else sigmoid(topic_logit - self.shift)
-        if weighted_perplexity is None:
-            return None
-        return self.on_topic_pp / (self.on_topic_pp + max(weighted_perplexity, 0.0))
-
-    def on_topic(self, topicality: float) -> bool:
-        return topicality >= self.cut
-
-    @classmethod
-    def from_settings(cls, settings, topic_model=None) -> "PageJudge":
-        """``calibrated`` needs the crawl's ``topic_model`` (a topic bundle); without one
-        (a custom model and no bundle) pages are judged by their perplexity."""
-        judge = settings.get("FOCUSCRAWL_LEARNING_JUDGE")
-        if judge not in ("perplexity", "calibrated"):
-            raise ValueError(f"FOCUSCRAWL_LEARNING_JUDGE must be perplexity or calibrated, not {judge!r}")
-        on_topic_p = settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_P")
-        if not 0.0 < on_topic_p < 1.0:
-            raise ValueError(f"FOCUSCRAWL_LEARNING_ON_TOPIC_P must be a probability between 0 and 1, not {on_topic_p}")
-        level = settings.getfloat("FOCUSCRAWL_LEARNING_PAGE_QUANTILE")
-        if not 0.0 <= level < 1.0:
-            raise ValueError(f"FOCUSCRAWL_LEARNING_PAGE_QUANTILE must be a share in [0, 1), not {level}")
-        page_cut = topic_model.page_quantile("positive", level) if topic_model is not None and level > 0 else None
-        return cls(settings.getfloat("FOCUSCRAWL_LEARNING_ON_TOPIC_PP"),
-                   calibrated=judge == "calibrated" and topic_model is not None, on_topic_p=on_topic_p,
-                   page_cut=page_cut)
-
-
-def _logit_exact(p: float) -> float:
-    return math.log(p / (1.0 - p))
 
 
 def learner_from_settings(settings) -> LinkLearner:

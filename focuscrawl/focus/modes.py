@@ -2,8 +2,9 @@
 
 The focused spider builds it in ``from_crawler`` (``focus_from_settings``: a model that
 cannot be loaded stops the crawl before any request) and keeps it as ``spider.focus``;
-every other component reaches it as ``crawler.spider.focus`` (``crawl_focus``: Scrapy
-creates the spider before the engine, scheduler, middlewares and pipelines). It owns the
+the link middleware and the progress extension reach it as ``crawler.spider.focus``
+(``crawl_focus``: Scrapy creates the spider before the engine, scheduler, middlewares and
+pipelines); the re-ranking queue gets the crawl's learner from ``RunState``. It owns the
 crawl's models and answers everything that differs between the modes:
 
 * ``keywords`` (SPEC): links ranked by the link score of page and anchor (perplexity and
@@ -29,7 +30,8 @@ from typing import ClassVar
 from focuscrawl.analysis import AnalysisConfig, PageAnalysis
 from focuscrawl.crawl_scorer import scorer_files, topic_bundle_path, topic_model_from_settings
 from focuscrawl.focus.ranker import LinkRanker
-from focuscrawl.focus.link_learner import LEARNER_FILE, LearnerState, LinkLearner, PageJudge, learner_from_settings, learner_state_path
+from focuscrawl.focus.judge import PageJudge
+from focuscrawl.focus.link_learner import LEARNER_FILE, LearnerState, LinkLearner, learner_from_settings, learner_state_path
 from focuscrawl.lm.scorer import TopicScorer
 
 #: Scrapy's default priority queue (``SCHEDULER_PRIORITY_QUEUE``), which a mode may replace
@@ -82,10 +84,13 @@ class CrawlFocus:
 
     @classmethod
     def from_settings(cls, settings, scorer: TopicScorer | None = None,
-                      learner: LinkLearner | None = None) -> "CrawlFocus":
+                      learner: LinkLearner | None = None, *, images: bool = True,
+                      neardup: bool = True) -> "CrawlFocus":
         """The mode with its models loaded from ``settings`` (``ValueError``,
         ``FileNotFoundError`` for a bad model, bundle or setting). ``scorer``, ``learner``:
-        use these instead (``focuscrawl shell``: a learner in any mode shows what it would do)."""
+        use these instead (``focuscrawl shell``: a learner in any mode shows what it would do).
+        ``images``, ``neardup``: the page analysis computes what those middlewares read
+        (``AnalysisConfig.from_settings``)."""
         files = scorer_files(settings)
         loaded = scorer is None  # the scorer of ``files`` (not one given)
         scorer = scorer or files.load()
@@ -104,7 +109,7 @@ class CrawlFocus:
             jobdir_file = learner_state_path(settings)
             state = LearnerState(crawl_learner, jobdir_file,
                                  [p for p in (jobdir_file, Path(out) / LEARNER_FILE if out else None) if p])
-        analysis = AnalysisConfig.from_settings(settings, files)
+        analysis = AnalysisConfig.from_settings(settings, files, images=images, neardup=neardup)
         if ranker.link_contexts:  # the learner reads where each link sits on its page
             analysis = dataclasses.replace(analysis, link_contexts=True)
         if loaded and topic is not None and topic.uses_files(files.model, files.keywords):

@@ -2,11 +2,13 @@
 
 ``LinkRanker`` is built by the crawl's mode strategy (``focuscrawl.focus.modes``) and used
 by ``focuscrawl.middlewares.priority.LinkPriorityMiddleware`` and ``focuscrawl.shell.explain``.
+What the crawl knows of the link a request follows travels with the request as one
+``LinkFacts`` in ``request.meta["focuscrawl_link"]``.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 from focuscrawl.focus.link_learner import LEARNER_TERMS, PRIORITY_STEPS, feature_prefixes, link_features, url_host
@@ -25,9 +27,76 @@ class LinkDecision:
     bucket: str
     priority: int
     followed: bool
-    #: mode ``learning``: the learner's score in (0, 1) (higher = earlier) and its features
+    #: mode ``learning``: the learner's score in (0, 1) (higher = earlier), its features and
+    #: their vector (``LinkLearner.vector``: the frontier re-scores the link with it)
     learned: float | None = None
     features: tuple[str, ...] | None = None
+    vector: tuple | None = field(default=None, repr=False)
+
+
+#: the Scrapy priorities of the learned rule (mode ``learning``): seeds above every link, whose
+#: learned priorities go from 0 to ``PRIORITY_STEPS``
+LEARNED_SEED_PRIORITY = PRIORITY_STEPS + 1
+LEARNED_LOWEST_PRIORITY = 0
+
+
+def demoted_priority(priority: int, seed_priority: int, lowest_priority: int) -> int:
+    """``priority`` moved below every priority a followed link gets (from ``lowest_priority`` to
+    below ``seed_priority``), order kept."""
+    return priority - (seed_priority - lowest_priority)
+
+
+#: ``request.meta`` key of a request's ``LinkFacts`` (as Scrapy's ``DepthMiddleware`` keeps ``depth``)
+LINK_META = "focuscrawl_link"
+
+
+@dataclass(slots=True)
+class LinkFacts:
+    """What the crawl knows of the link a request follows, in ``request.meta[LINK_META]``.
+
+    The focused spider sets ``anchor`` on each out-link's request; the link middleware
+    (``LinkPriorityMiddleware``) fills in the rest when it decides the link, and reads
+    them back from the response of the page the link led to (the score a page without
+    text inherits, the learner's training example, the grandparent's topicality); the
+    re-ranking frontier re-scores ``vector`` and updates ``learned``. A seed's request has
+    none (``meta["seed"]``). Pickled with the request into JOBDIR's queues and the
+    frontier journal."""
+
+    #: the anchor text (``None``: a request the spider did not build from a page's link)
+    anchor: str | None = None
+    #: the link's score, bucket and its anchor's scores (focused modes; ``LinkDecision``)
+    score: float | None = None
+    bucket: str = ""
+    anchor_perplexity: float | None = None
+    anchor_keyword_score: float | None = None
+    #: the score of the page it was found on, as the link was ranked with it
+    parent_perplexity: float | None = None
+    #: mode ``learning`` (or a learner's score shown): the features' vector, the learned score,
+    #: the judge's topicality of the page it was found on, and its ``origin`` (that page's URL
+    #: and the link's block on it; the learner's ``siblings`` and ``hubs``)
+    vector: tuple | None = None
+    learned: float | None = None
+    parent_topicality: float | None = None
+    origin: tuple[str, int] | None = None
+    #: found on a near-duplicate page: the frontier's re-ranking keeps it below the others
+    demoted: bool = False
+
+    def __reduce__(self):
+        """Pickled as its values, without the trailing defaults (every queued request carries one)."""
+        values = [getattr(self, f.name) for f in _LINK_FACTS_FIELDS]
+        while values and values[-1] == _LINK_FACTS_FIELDS[len(values) - 1].default:
+            values.pop()
+        return LinkFacts, tuple(values)
+
+
+_LINK_FACTS_FIELDS = fields(LinkFacts)
+
+
+def link_facts(request_or_response) -> LinkFacts | None:
+    """The ``LinkFacts`` of a request, or of the request a response answers (``None``: none)."""
+    request = getattr(request_or_response, "request", request_or_response)
+    meta = getattr(request, "meta", None) if request is not None else None
+    return meta.get(LINK_META) if meta is not None else None
 
 
 class LinkRanker:
@@ -48,7 +117,6 @@ class LinkRanker:
         self.anchors = anchors
         self.learned_priority = learned_priority
         self.learner = learner
-        self.last_vector = None  # the learner's vector of the last decided link
         self.buckets = [float(b) for b in buckets]
         self.steps = steps_per_decade
         self.razor = razor
@@ -62,10 +130,10 @@ class LinkRanker:
             self.floor = ODDS_FLOOR
         #: doc_weight, anchor_weight, keyword_weight, anchor_max_pp of ``link_score``
         self.weights = dict(weights)
-        self.seed_priority = (PRIORITY_STEPS + 1 if learned_priority
+        self.seed_priority = (LEARNED_SEED_PRIORITY if learned_priority
                               else seed_priority(self.buckets, self.steps))
         #: the lowest priority a followed link gets (the learner's 0, or the last bucket's worst step)
-        self.lowest_priority = (0 if learned_priority
+        self.lowest_priority = (LEARNED_LOWEST_PRIORITY if learned_priority
                                 else lowest_bucket_priority(self.steps))
         self.scorer = scorer
         #: the learner's feature groups (``FOCUSCRAWL_LEARNING_FEATURES``; ``None``: all)
@@ -95,7 +163,7 @@ class LinkRanker:
     def demoted(self, priority: int) -> int:
         """``priority`` moved below every link's priority, order kept: a link of a near-duplicate
         page (``FOCUSCRAWL_NEARDUP_LINKS = "demote"``) is fetched after every other link."""
-        return priority - (self.seed_priority - self.lowest_priority)
+        return demoted_priority(priority, self.seed_priority, self.lowest_priority)
 
     def _anchor_score(self, anchor: str) -> tuple[float | None, float]:
         if self.topic is not None:  # (log-odds, 0): the keywords are inside the topic model's scorers
@@ -158,7 +226,6 @@ class LinkRanker:
                                        self.feature_prefixes, context, block))
         vector = self.learner.vector(features)
         learned = self.learner.score(None, d.score, url_host(url), vector)
-        self.last_vector = vector
         priority = self.learner.priority(learned) if self.learned_priority and d.followed else d.priority
         return LinkDecision(d.score, d.anchor_perplexity, d.anchor_keyword_score, d.bucket, priority, d.followed,
-                            learned, features)
+                            learned, features, vector)

@@ -89,10 +89,6 @@ class KeywordList:
         return cls({})
 
     @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[str, float]]) -> "KeywordList":
-        return cls(dict(pairs))
-
-    @classmethod
     def load(cls, path: str | Path) -> "KeywordList":
         """Read the ``token;score`` file format; bad lines give an error naming the line."""
         weights: dict[str, float] = {}

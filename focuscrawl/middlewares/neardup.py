@@ -5,10 +5,10 @@ the fingerprint of the page's normalised sentences (SPEC §10: 64-bit SimHash of
 tf-weighted word n-grams), which the page analysis computed (``PageAnalysis.simhash``,
 ``response.meta["page_analysis"]``), and sets the item's ``near_duplicate_of`` to the URL
 of the nearest earlier page within Hamming distance k (None otherwise). The page is checked
-at its first output (its first link, else its item) and the answer kept in
-``response.meta["near_duplicate_of"]``, where the link middleware, further out, reads it for
-each of the page's links (``FOCUSCRAWL_NEARDUP_LINKS``). It runs before the image middleware
-on output, which skips or marks the images of such pages (``FOCUSCRAWL_NEARDUP_IMAGES``).
+at its first output (its first link, else its item) and the answer kept in the page's
+analysis (``PageAnalysis.near_duplicate_of``), where the link middleware, further out, reads
+it for each of the page's links (``FOCUSCRAWL_NEARDUP_LINKS``). It runs before the image
+middleware on output, which skips or marks the images of such pages (``FOCUSCRAWL_NEARDUP_IMAGES``).
 
 With a JOBDIR the fingerprints and URLs are appended to
 ``JOBDIR/focuscrawl/neardup.fingerprints`` (a ``LineLog``: one whole line per page,
@@ -42,8 +42,6 @@ from focuscrawl.output.run_state import RunState
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "neardup.fingerprints"
-#: ``response.meta`` key of the page's check: the URL of the earlier page it nearly repeats, or None
-NEARDUP_META = "near_duplicate_of"
 
 
 def state_header(ngrams: str) -> str:
@@ -141,15 +139,15 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         return item
 
     def _duplicate_of(self, response: Response | None, url: str) -> str | None:
-        """The page checked once, at its first output; the answer is kept in
-        ``response.meta[NEARDUP_META]``."""
-        if response is not None and NEARDUP_META in response.meta:
-            return response.meta[NEARDUP_META]
+        """The page checked once, at its first output; the answer is kept in its analysis
+        (``PageAnalysis.near_duplicate_of``)."""
         analysis = page_analysis(response)
-        duplicate_of = self.check_page(url, analysis.simhash if analysis is not None else None)
-        if response is not None:
-            response.meta[NEARDUP_META] = duplicate_of
-        return duplicate_of
+        if analysis is None:
+            return self.check_page(url, None)
+        if not analysis.near_duplicate_checked:
+            analysis.near_duplicate_of = self.check_page(url, analysis.simhash)
+            analysis.near_duplicate_checked = True
+        return analysis.near_duplicate_of
 
     def check_page(self, url: str, fp: int | None) -> str | None:
         """Record one page by its fingerprint (``None``: no text, nothing to compare) and

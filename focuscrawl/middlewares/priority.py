@@ -3,15 +3,17 @@
 Modelled on Scrapy's ``DepthMiddleware``. The link rule, the page score it reads and the
 learner's page judge are the crawl mode strategy's (``focuscrawl.focus.modes``); the page's
 score comes from ``response.meta["page_analysis"]``, left by the spider before it yields
-anything, so the order of the spider's output does not matter. Links the scheduler already
-knows (``PageItem.known_links``) are decided and logged the same way, then dropped. The
-rules of each mode: docs/CRAWL.md "What happens to a page".
+anything, so the order of the spider's output does not matter. What it decides of a link
+goes with its request in one ``LinkFacts`` (``request.meta["focuscrawl_link"]``,
+``focuscrawl.focus.ranker``), read back from the response of the page it led to. Links the
+scheduler already knows (``PageItem.known_links``) are decided and logged the same way, then
+dropped. The rules of each mode: docs/CRAWL.md "What happens to a page".
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, AsyncIterator, Iterable, Iterator
+from typing import Any, AsyncIterator, Iterable, Iterator, NamedTuple
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -22,10 +24,10 @@ from w3lib.url import safe_url_string
 
 from focuscrawl.analysis import LinkContext, PageAnalysis, page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
-from focuscrawl.focus.ranker import LinkDecision, LinkRanker
+from focuscrawl.focus.ranker import LINK_META, LinkDecision, LinkFacts, LinkRanker, link_facts
 from focuscrawl.items import PageItem
-from focuscrawl.middlewares.neardup import NEARDUP_META
-from focuscrawl.focus.link_learner import PageJudge, url_host
+from focuscrawl.focus.judge import PageJudge
+from focuscrawl.focus.link_learner import url_host
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.tsv import row
 
@@ -38,6 +40,22 @@ LINKS_LOG_HEADER = "\t".join(LINKS_LOG_COLUMNS)
 NEARDUP_LINK_RULES = ("keep", "demote")
 #: links.tsv is read by people and plots: scores to 6 significant digits
 LINKS_LOG_FLOAT_DIGITS = 6
+
+
+#: the facts of a page no link led to (a seed)
+_NO_LINK = LinkFacts()
+
+
+class PageContext(NamedTuple):
+    """What every link of one page is decided with (computed once for its links)."""
+
+    analysis: PageAnalysis | None
+    #: the page score its links are ranked by (``CrawlFocus.page_score``)
+    score: float | None
+    #: the judge's topicality of the page (mode ``learning``)
+    topicality: float | None
+    #: the facts of the link that led to the page (``_NO_LINK`` for a seed)
+    came_by: LinkFacts
 
 
 class LinkPriorityMiddleware(BaseSpiderMiddleware):
@@ -57,6 +75,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         self.demote_neardup = demote_neardup and self.ranker.focused
         #: warns once when the judge's on-topic share is implausible
         self.watch = watch or JudgeWatch(stats, bundle=focus.bundle)
+        #: the response whose links are being decided, and its ``PageContext``
+        self._page: tuple[Response | None, PageContext | None] = (None, None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LinkPriorityMiddleware":
@@ -82,14 +102,12 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.stats.set_value("focuscrawl/links/anchor_cache_hits", info.hits)
 
     # -- learning: every parsed page is a training example for the link that led to it ----
-    def _topicality(self, response: Response | None) -> None:
-        """Judge the page at its first output (the spider scores it before yielding anything):
-        ``response.meta["page_topicality"]`` is a feature of its links."""
-        if self.judge is None or response is None or "page_topicality" in response.meta:
-            return
-        analysis = page_analysis(response)
-        if analysis is not None:
-            response.meta["page_topicality"] = self.judge.topicality(analysis.score.weighted, analysis.topic_logit)
+    def _topicality(self, analysis: PageAnalysis | None) -> float | None:
+        """The judge's topicality of the analysed page (``None``: no judge, or not judged): a
+        feature of its links and the label of the link that led to it."""
+        if self.judge is None or analysis is None:
+            return None
+        return self.judge.topicality(analysis.score.weighted, analysis.topic_logit)
 
     def get_processed_item(self, item, response: Response | None):
         """The page's item (after its links; the near-duplicate middleware has marked it):
@@ -97,8 +115,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         brings nothing new (an archive calendar of an on-topic blog is a trap, not a find)."""
         if self.judge is None or response is None or not isinstance(item, PageItem):
             return item
-        self._topicality(response)
-        topicality = response.meta.get("page_topicality")
+        topicality = self._topicality(page_analysis(response))
         if topicality is None:
             self.stats.inc_value("focuscrawl/learning/unjudged")
             return item
@@ -106,9 +123,9 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         host = url_host(response.url)
         learner = self.ranker.learner
         hubs = learner.hub_examples
-        if learner.observe(None, host, on_topic, vector=response.meta.get("link_vector"),
-                           thesis_score=response.meta.get("link_score"), url=response.url,
-                           origin=response.meta.get("link_origin")):
+        link = link_facts(response) or _NO_LINK
+        if learner.observe(None, host, on_topic, vector=link.vector, thesis_score=link.score, url=response.url,
+                           origin=link.origin):
             self.stats.inc_value("focuscrawl/learning/updates")
         if learner.hub_examples > hubs:
             self.stats.inc_value("focuscrawl/learning/hub_examples")
@@ -151,43 +168,42 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         return self._decided(request, response, [])
 
     def _decided(self, request: Request, response: Response | None, rows: list[tuple[str, str]]) -> Request | None:
-        self._topicality(response)
         meta = request.meta
         if response is None or meta.get("seed"):
             request.priority = self.ranker.seed_priority
-            meta["link_bucket"] = "seed"
             self.stats.inc_value("focuscrawl/links/seeds")
             return request
-        d, doc_pp, place = self._decide(request.url, meta.get("anchor", ""), meta.get("depth", 0), response, rows)
-        meta["parent_perplexity"] = doc_pp
+        link = meta.get(LINK_META)
+        if link is None:  # a request the spider did not build from one of the page's links
+            link = meta[LINK_META] = LinkFacts()
+        page = self._page_context(response)
+        d, place = self._decide(request.url, link.anchor or "", meta.get("depth", 0), response, rows)
+        link.parent_perplexity = page.score
         if d.learned is not None:  # the frontier re-scores it with a newer model (vector, host)
-            meta["link_vector"], meta["link_learned"] = self.ranker.last_vector, d.learned
-            meta["parent_topicality"] = response.meta.get("page_topicality")
+            link.vector, link.learned = d.vector, d.learned
+            link.parent_topicality = page.topicality
             if self.ranker.link_contexts:  # the learner's siblings and hubs: the page and block it came from
-                meta["link_origin"] = (response.url, place.block if place is not None else -1)
+                link.origin = (response.url, place.block if place is not None else -1)
         if self.ranker.focused:
-            meta["link_score"], meta["link_bucket"] = d.score, d.bucket
-            if d.anchor_perplexity is not None or d.anchor_keyword_score is not None:
-                meta["anchor_perplexity"], meta["anchor_keyword_score"] = d.anchor_perplexity, d.anchor_keyword_score
+            link.score, link.bucket = d.score, d.bucket
+            link.anchor_perplexity, link.anchor_keyword_score = d.anchor_perplexity, d.anchor_keyword_score
         if d.followed:
             request.priority = d.priority
-            if self._demotes(response):  # the frontier's re-ranking keeps it down
-                meta["link_demoted"] = True
+            link.demoted = self._demotes(page.analysis)  # the frontier's re-ranking keeps it down
         return request if d.followed else None
 
-    def _demotes(self, response: Response) -> bool:
-        """The links of ``response`` go below every other link: it nearly repeats an earlier page
-        (``response.meta["near_duplicate_of"]``, set at its first output by the near-duplicate
-        middleware). A calendar trap is a chain of such pages: each month's page is an empty
-        copy of the blog's layout, and each links the next."""
-        return self.demote_neardup and bool(response.meta.get(NEARDUP_META))
+    def _demotes(self, analysis: PageAnalysis | None) -> bool:
+        """The links of the analysed page go below every other link: it nearly repeats an
+        earlier page (``PageAnalysis.near_duplicate_of``, set at its first output by the
+        near-duplicate middleware). A calendar trap is a chain of such pages: each month's
+        page is an empty copy of the blog's layout, and each links the next."""
+        return self.demote_neardup and analysis is not None and bool(analysis.near_duplicate_of)
 
     def _known_decided(self, urls: list[str], response: Response, rows: list[tuple[str, str]]) -> None:
         """The links the scheduler has seen already (``focuscrawl.frontier.KnownLinks``): decided,
         counted and logged as their requests would have been (the chain before this middleware
         let them through when they were first scheduled; their depth is DepthMiddleware's), then
         dropped, as the dupefilter would have dropped them. ``rows`` are put in the page's link order."""
-        self._topicality(response)
         analysis = page_analysis(response)
         links = analysis.links if analysis is not None else {}
         depth = response.meta.get("depth", 0) + 1
@@ -197,22 +213,32 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if self.log_links and start and len(rows) > start:
             rows[:] = in_link_order(rows, start, links)
 
+    def _page_context(self, response: Response) -> PageContext:
+        """The ``PageContext`` of ``response``, computed at its first link."""
+        last, page = self._page
+        if last is not response or page is None:
+            analysis = page_analysis(response)
+            page = PageContext(analysis, None if analysis is None else self.focus.page_score(analysis),
+                               self._topicality(analysis), link_facts(response) or _NO_LINK)
+            self._page = (response, page)
+        return page
+
     def _decide(self, url: str, anchor: str, depth: int, response: Response, rows: list[tuple[str, str]],
-                queued: bool = True) -> tuple[LinkDecision, float | None, LinkContext | None]:
-        """One out-link of ``response``: its decision (counted; its links.tsv row added to ``rows``),
-        the page score it was made with and its place on the page (``link_place``). A link that
-        is not ``queued`` (a known link) gets the learner's score only for links.tsv."""
-        analysis = page_analysis(response)
-        doc_pp = None if analysis is None else self.focus.page_score(analysis)
+                queued: bool = True) -> tuple[LinkDecision, LinkContext | None]:
+        """One out-link of ``response``: its decision (counted; its links.tsv row added to ``rows``)
+        and its place on the page (``link_place``). A link that is not ``queued`` (a known link)
+        gets the learner's score only for links.tsv."""
+        page = self._page_context(response)
+        analysis, doc_pp, came_by = page.analysis, page.score, page.came_by
         place = link_place(analysis, url)
-        d = self.ranker.decide(doc_pp, anchor, depth, response.meta.get("link_score"),
+        d = self.ranker.decide(doc_pp, anchor, depth, came_by.score,
                                url=url, parent_url=response.url,
-                               parent_topicality=response.meta.get("page_topicality"),
-                               grandparent_topicality=response.meta.get("parent_topicality"),
+                               parent_topicality=page.topicality,
+                               grandparent_topicality=came_by.parent_topicality,
                                context=place.words if place is not None else "",
                                block=place.kind if place is not None else "",
                                learn=queued or self.log_links)
-        if d.followed and self._demotes(response):
+        if d.followed and self._demotes(analysis):
             d = replace(d, priority=self.ranker.demoted(d.priority))
             if queued:
                 self.stats.inc_value("focuscrawl/links/neardup_demoted")
@@ -225,7 +251,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                    d.score, d.bucket, d.priority if d.followed else "", int(d.followed), d.learned,
                                    " ".join(d.features) if d.features else None),
                                   float_digits=LINKS_LOG_FLOAT_DIGITS)))
-        return d, doc_pp, place
+        return d, place
 
 
 class JudgeWatch:

@@ -58,6 +58,12 @@ class Checkpointed(Protocol):
     def close(self) -> None: ...
 
 
+def committed_rows(path: Path, end: int | None = None) -> Iterator[dict[str, str]]:
+    """Rows of a TSV log before byte ``end`` (its checkpoint; ``None``: every whole row), streamed:
+    how ``RunOutput.committed_rows`` reads its own logs, and a Redis crawl a dead worker's."""
+    return iter_tsv(path, errors="replace", end=end)
+
+
 class RunOutput:
     def __init__(self, directory: str | Path, jobdir: str | Path | None = None,
                  checkpoint_interval: float = 0.0) -> None:
@@ -159,7 +165,7 @@ class RunOutput:
         if name not in self._committed and not self._closed:
             self.line_log(name)
         end = self._committed.get(name) if self.state_dir is not None else None
-        return iter_tsv(self.path(name), errors="replace", end=end)
+        return committed_rows(self.path(name), end)
 
     def committed_page_urls(self) -> set[str]:
         """URLs of the ``committed_rows`` of ``pages.tsv``."""

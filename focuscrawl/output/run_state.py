@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Callable
+from typing import Callable, TypeVar
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -27,6 +27,8 @@ from focuscrawl.output.leases import LeaseBook
 from focuscrawl.output.run import Checkpointed, RunOutput
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: the finish reason of a crawl stopped by a failed write of its run directory or JOBDIR
 WRITE_FAILED = "write_failed"
@@ -70,6 +72,11 @@ class RunState:
         else:
             state.restore()
         self._states.append(state)
+
+    def registered(self, kind: type[T]) -> T | None:
+        """The first state of type ``kind`` registered here (``None``: none): a component finds
+        a state another one registered (the re-ranking queue, the crawl's link learner)."""
+        return next((state for state in self._states if isinstance(state, kind)), None)
 
     @property
     def failure(self) -> OSError | None:

@@ -7,14 +7,14 @@ The spider only extracts: the page's analysis (``focuscrawl.analysis.PageAnalysi
 sentences, links, image decisions, SimHash) is left in ``response.meta["page_analysis"]``,
 the one meta key the spider middlewares read it from (``focuscrawl.analysis.page_analysis``);
 its document perplexity also goes into the PageItem; every out-link becomes a Request with its
-anchor text in ``meta["anchor"]``, except one whose URL the scheduler has seen already
+anchor text in its ``LinkFacts`` (``meta["focuscrawl_link"]``, ``focuscrawl.focus.ranker``), except one whose URL the scheduler has seen already
 (``focuscrawl.frontier.KnownLinks``): it goes in ``PageItem.known_links`` instead. Scoring and ordering the links is the job of
 ``LinkPriorityMiddleware``, scope and traps of ``ScopeMiddleware``, images of the
 image middleware and pipelines.
 
 The spider builds the crawl's mode strategy once, in ``from_crawler``, as ``self.focus``
-(``focuscrawl.focus.modes``: the crawl's models, link rule, queue and judge); the other
-components find it as ``crawler.spider.focus``.
+(``focuscrawl.focus.modes``: the crawl's models, link rule, queue and judge); the link
+middleware and the progress extension find it as ``crawler.spider.focus``.
 """
 from __future__ import annotations
 
@@ -32,11 +32,15 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.response import get_base_url
 from twisted.internet.defer import Deferred
 
-from focuscrawl.analysis import META_KEY, AnalysisFailed, PageAnalyser
+from focuscrawl.analysis import META_KEY
+from focuscrawl.analysis_pool import AnalysisFailed, PageAnalyser
 from focuscrawl.focus.modes import focus_class
-from focuscrawl.frontier import LINK_META, KnownLinks
+from focuscrawl.focus.ranker import LINK_META, LinkFacts
+from focuscrawl.frontier import KnownLinks
 from focuscrawl.items import PageItem
 from focuscrawl.middlewares.budget import PageBudgetSpent
+from focuscrawl.middlewares.images import ImageExtractionMiddleware
+from focuscrawl.middlewares.neardup import NearDuplicatePageMiddleware
 from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 from focuscrawl.scrapy_compat import quiet_robots_network_errors, quiet_startup_listings, spider_middleware_enabled
 from focuscrawl.processes import ignore_stop_signals_once_stopped
@@ -134,8 +138,11 @@ class FocusedSpider(scrapy.Spider):
         try:
             self.extractor_name = settings.get("FOCUSCRAWL_TEXT_EXTRACTOR")
             get_extractor(self.extractor_name)
-            # load the models now: a bad path stops the crawl before any request
-            self.focus = mode.from_settings(settings)
+            # load the models now: a bad path stops the crawl before any request; the page
+            # analysis computes what the spider middlewares that run read
+            self.focus = mode.from_settings(
+                settings, images=spider_middleware_enabled(settings, ImageExtractionMiddleware),
+                neardup=spider_middleware_enabled(settings, NearDuplicatePageMiddleware))
             self.analyser = PageAnalyser(self.focus.analysis, self.focus.scorer,
                                          settings.getint("FOCUSCRAWL_ANALYSIS_WORKERS"), self.focus.page_topic)
         except (ValueError, FileNotFoundError) as exc:
@@ -242,7 +249,7 @@ class FocusedSpider(scrapy.Spider):
             if known is not None and known.known(url):
                 skipped.append(url)
             else:
-                yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={LINK_META: anchor})
+                yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={LINK_META: LinkFacts(anchor)})
         page = PageItem(
             url=response.url,
             depth=depth,

@@ -310,9 +310,3 @@ def page_text_from_html(html: str, extractor: str | Extractor, notes: tuple[str,
     result = extract_page(extract, html, seconds, markup_budget(max_bytes))
     return PageText(result.text, result.notes + tuple(n for n in notes if n not in result.notes))
 
-
-def page_text_from_bytes(body: bytes, extractor: str | Extractor, content_type: str | None = None,
-                         max_bytes: int = 0, seconds: float = 0) -> PageText:
-    """A page's text from its raw bytes: :func:`decode_head` then :func:`page_text_from_html`."""
-    html, notes = decode_head(body, content_type, max_bytes)
-    return page_text_from_html(html, extractor, notes, max_bytes, seconds)
