@@ -457,9 +457,12 @@ FOCUSCRAWL_LEARNING_PAGE_QUANTILE = 0.3
 #: site on topic, and the link learner learns from it; a crawl that finds its topic fetches
 #: mostly on-topic pages too, but of few of the sites it sees. Set on hard webs where the
 #: warning came for every run of the fooled judge and for none of the calibrated one
-#: (docs/EVALUATION.md). 0 pages = never.
+#: (docs/EVALUATION.md).
 FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE = 0.8
+#: The share of the judged pages' sites with a page called on topic above which the warning
+#: (``..._WARN_SHARE``) comes.
 FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS = 0.5
+#: Judged pages before the warning (``..._WARN_SHARE``) is considered; 0 = never.
 FOCUSCRAWL_LEARNING_JUDGE_WARN_AFTER = 500
 #: Judged pages between two partial_fit updates of the link model (and frontier re-rankings).
 FOCUSCRAWL_LEARNING_RETRAIN_EVERY = 20
