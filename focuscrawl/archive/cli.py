@@ -187,10 +187,10 @@ def human_summary(summary: dict, output: str, stats: dict) -> str:
 
 
 def _progress_interval(settings: dict) -> float:
-    """``FOCUSCRAWL_PROGRESS_INTERVAL`` as ``-s`` sets it, else its default."""
-    from focuscrawl import settings as defaults
+    """``FOCUSCRAWL_PROGRESS_INTERVAL`` as ``-s`` sets it, else the project's."""
+    from focuscrawl.resources import project_settings
 
-    return float(settings.get("FOCUSCRAWL_PROGRESS_INTERVAL", defaults.FOCUSCRAWL_PROGRESS_INTERVAL))
+    return project_settings(settings).getfloat("FOCUSCRAWL_PROGRESS_INTERVAL")
 
 
 def cmd_warc(args: argparse.Namespace) -> int:
