@@ -18,6 +18,7 @@ import json
 import logging
 from pathlib import Path
 
+from focuscrawl.archive.cli import add_process_arguments
 from focuscrawl.corpus import CorpusEntry, check_run_dir, iter_entries
 from focuscrawl.ranking import add_ranking_arguments, near_duplicate_collapser, rank_run, resolve_scoring
 
@@ -35,11 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fetch the N best candidates as `focuscrawl rank` ranks them (those fetched before are "
                         "not fetched again)")
     add_ranking_arguments(p)
-    p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="Scrapy/focuscrawl setting (repeatable), e.g. -s DOWNLOAD_DELAY=2")
-    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                   help="Scrapy's INFO and DEBUG log too (default: focuscrawl's INFO lines and warnings)")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object (for machines)")
+    add_process_arguments(p)
     p.set_defaults(func=cmd_fetch)
 
 
@@ -81,7 +78,7 @@ def candidate_item(entry: CorpusEntry, records):
 
 def fetch(run_dir: str, items: list, settings: dict, verbose: bool = False) -> dict:
     """One crawl (``CrawlerProcess``) that fetches ``items`` into ``run_dir``: its stats."""
-    from focuscrawl.archive.cli import _crawler_process, _stats
+    from focuscrawl.archive.cli import crawl_stats, crawler_process
     from focuscrawl.processes import record_stop_signals
     from focuscrawl.spiders.fetch import CandidateFetchSpider
 
@@ -91,7 +88,7 @@ def fetch(run_dir: str, items: list, settings: dict, verbose: bool = False) -> d
     for handler in handlers:
         handler.addFilter(quiet)
     try:
-        with _crawler_process(settings, verbose) as process:
+        with crawler_process(settings, verbose) as process:
             stop_signals = record_stop_signals(process)
             crawler = process.create_crawler(CandidateFetchSpider)
             process.crawl(crawler, run_dir=run_dir, candidates=items)
@@ -99,7 +96,7 @@ def fetch(run_dir: str, items: list, settings: dict, verbose: bool = False) -> d
     finally:
         for handler in handlers:
             handler.removeFilter(quiet)
-    return _stats(crawler, stop_signals)
+    return crawl_stats(crawler, stop_signals)
 
 
 class _Without(logging.Filter):
@@ -138,14 +135,14 @@ def human_summary(summary: dict, run_dir: str) -> str:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from focuscrawl.archive.cli import _settings, exit_code
+    from focuscrawl.archive.cli import exit_code, settings_from_pairs
     from focuscrawl.output.files import atomic_write_bytes, lock_directory
     from focuscrawl.output.records import run_records
 
     if args.top < 1:
         raise ValueError("--top must be at least 1")
     check_run_dir(args.run_dir)
-    settings = _settings(args.set)
+    settings = settings_from_pairs(args.set)
     scoring, bundle = resolve_scoring(args.scoring, args.topic, args.run_dir)
     lock = lock_directory(args.run_dir, "run directory")  # one writer of fetched.tsv at a time
     try:

@@ -49,15 +49,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=0, metavar="N",
                    help="one job per file, N processes at a time, parts merged into OUTPUT "
                         "(default: all files in this process)")
-    p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="Scrapy/focuscrawl setting (repeatable)")
-    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                   help="Scrapy's INFO and DEBUG log too (default: focuscrawl's INFO lines, warnings, progress)")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object (for machines)")
+    add_process_arguments(p)
     p.set_defaults(func=cmd_warc)
 
 
-def _settings(items: list[str]) -> dict[str, str]:
+def add_process_arguments(p: argparse.ArgumentParser) -> None:
+    """``-s NAME=VALUE``, ``-v`` and ``--json`` of a command that runs its own Scrapy crawl
+    (``warc``, ``fetch``): read with ``settings_from_pairs``, ``crawler_process`` and ``crawl_stats``."""
+    p.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="Scrapy/focuscrawl setting (repeatable), e.g. -s DOWNLOAD_DELAY=2")
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="Scrapy's INFO and DEBUG log too (default: focuscrawl's INFO lines, warnings, progress)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object (for machines)")
+
+
+def settings_from_pairs(items: list[str]) -> dict[str, str]:
+    """``{NAME: VALUE}`` of ``-s NAME=VALUE`` arguments (a bad one: ValueError)."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -74,7 +81,7 @@ def _focuscrawl_info_and_warnings(record: logging.LogRecord) -> bool:
 
 
 @contextmanager
-def _crawler_process(settings: dict, verbose: bool) -> Iterator:
+def crawler_process(settings: dict, verbose: bool) -> Iterator:
     """A ``CrawlerProcess`` with the project's settings and ``settings``, logging through the
     root logger's handlers (the command's, see ``focuscrawl.cli``), filtered to focuscrawl's
     lines and warnings unless ``verbose``; the handlers are restored on exit."""
@@ -103,8 +110,8 @@ def _crawler_process(settings: dict, verbose: bool) -> Iterator:
             handler.removeFilter(_focuscrawl_info_and_warnings)
 
 
-def _stats(crawler, stop_signals: list[int] = ()) -> dict:
-    """A replay's stats, as stats.json has them (sent from a job process to the command), with
+def crawl_stats(crawler, stop_signals: list[int] = ()) -> dict:
+    """A crawl's stats, as stats.json has them (sent from a job process to the command), with
     the first stop signal it got (``stop_signal``)."""
     stats = {k: jsonable(v) for k, v in (crawler.stats.get_stats() or {}).items()}
     if stop_signals:
@@ -136,12 +143,12 @@ def exit_code(summary: dict) -> int:
 
 def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
     """One replay in this process (one reactor): the ``archive`` spider over ``index``."""
-    with _crawler_process(settings, verbose) as process:
+    with crawler_process(settings, verbose) as process:
         stop_signals = record_stop_signals(process)
         crawler = process.create_crawler("archive")
         process.crawl(crawler, archives=index, output=output, **spider_args)
         process.start()
-    return _stats(crawler, stop_signals)
+    return crawl_stats(crawler, stop_signals)
 
 
 def _index(paths: list[str]):
@@ -200,7 +207,7 @@ def cmd_warc(args: argparse.Namespace) -> int:
     if args.jobs < 0:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     # the summary is printed here, once, of all the jobs together (not logged by each crawl)
-    settings = {"FOCUSCRAWL_CRAWL_SUMMARY": False, **_settings(args.set)}
+    settings = {"FOCUSCRAWL_CRAWL_SUMMARY": False, **settings_from_pairs(args.set)}
     spider_args = {name: getattr(args, name) for name in ("mode", "model", "keywords", "topic")
                    if getattr(args, name)}
     verbose = getattr(args, "verbose", False)
@@ -254,7 +261,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
         return
     from twisted.internet import defer, task as twisted_task, threads  # (none installs a reactor)
 
-    with _crawler_process(settings, verbose) as process:
+    with crawler_process(settings, verbose) as process:
         stop_signals = record_stop_signals(process)
 
         def start(task: tuple[str, str]):
@@ -273,7 +280,7 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
                 while True:
                     try:
                         yield crawl
-                        summary = _stats(crawler, stop_signals)
+                        summary = crawl_stats(crawler, stop_signals)
                     except Exception as exc:  # this file's crawl failed to start: the others go on
                         logging.getLogger(__name__).error("%s: %s", path, exc)
                         summary = {"finish_reason": f"error: {exc}"}
