@@ -50,7 +50,7 @@ class PageItem(scrapy.Item):
     #: the spider built no request; the link priority middleware takes them off the item and
     #: decides and logs them as it does the page's requests
     known_links = scrapy.Field()
-    #: mode ``learning``: the page judge's ``(topicality, on_topic)`` (``LinkPriorityMiddleware``);
+    #: mode ``learning``: the page judge's ``(topicality, on_topic)`` (``LinkLearningMiddleware``);
     #: the page writer takes it off the item into ``judged.tsv``, so feed exports never see it
     judged = scrapy.Field()
 

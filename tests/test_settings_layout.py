@@ -19,6 +19,7 @@ COMPONENTS = {
         "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware": 950,
         "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
         "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+        "focuscrawl.middlewares.learning.LinkLearningMiddleware": 770,  # trains what 780 scores with
         "focuscrawl.middlewares.images.ImageExtractionMiddleware": 500,
     },
     "DOWNLOADER_MIDDLEWARES": {
