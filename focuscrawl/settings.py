@@ -99,14 +99,14 @@ DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
 }
 #: Item pipelines, in order (the image chain: focuscrawl.items.ImageItem): final score of
-#: every sighting, merge/dedupe by image URL (first sighting goes on), download
-#: (FilesPipeline), then the writers. FOCUSCRAWL_OUTPUT_DIR is the run directory; empty =
-#: nothing is written and images are not downloaded (merge, download and writers stay off).
+#: every sighting, merge/dedupe by image URL (first sighting goes on; the image records'
+#: owner, which writes a record once its image has been through every pipeline), download
+#: (FilesPipeline), then the page writer. FOCUSCRAWL_OUTPUT_DIR is the run directory; empty =
+#: nothing is written and images are not downloaded (records, download and writer stay off).
 ITEM_PIPELINES = {
     "focuscrawl.pipelines.score.FinalScorePipeline": 100,
-    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 200,
+    "focuscrawl.pipelines.image_records.ImageRecordsPipeline": 200,
     "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
-    "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
     "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
 }
 EXTENSIONS = {

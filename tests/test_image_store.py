@@ -281,7 +281,7 @@ def test_each_sighting_keeps_the_final_score_it_came_with(tmp_path):
 
     pipelines = project_settings().getwithbase("ITEM_PIPELINES")
     assert (pipelines["focuscrawl.pipelines.score.FinalScorePipeline"]
-            < pipelines["focuscrawl.pipelines.image_merge.ImageMergePipeline"])
+            < pipelines["focuscrawl.pipelines.image_records.ImageRecordsPipeline"])
     run = RunOutput(tmp_path / "out")
     store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
     first, later, logged = (item("http://s.test/a.jpg", f"http://s.test/{n}") for n in (1, 2, 3))

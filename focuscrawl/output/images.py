@@ -1,7 +1,8 @@
 """One record per image URL, the image perplexity log, and the merge state (SPEC §6 steps 5, 7).
 
-``ImageStore`` is shared by the stages of the image chain (``focuscrawl.items.ImageItem``):
-the merge pipeline, the download pipeline and the image log writer. Its state survives a
+``ImageStore`` is built by ``RunState`` with the run directory and driven by one component,
+``focuscrawl.pipelines.image_records.ImageRecordsPipeline`` (merge, commit, drop, the images
+recovered after a kill). Its state survives a
 resume (``JOBDIR/focuscrawl/images.seen`` and checkpointed offsets). A committed image's
 record and its later sightings are lines appended to ``sightings.log``, folded into the record
 files (``records/<sha1[:2]>/<sha1>.json``) at close, at ``SIGHTINGS_FOLD_BYTES`` and on
