@@ -46,6 +46,14 @@ class ImageDropped(DropItem):
         self.reason = reason
 
 
+class ImageMerged(DropItem):
+    """A later sighting, merged into its image's record here: the outcome of no first sighting
+    (a recovered image whose URL was seen again first carries an old ``first_seen``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, log_level="DEBUG")
+
+
 class ImageRecordsPipeline:
     """Merges each sighting into its image's record; commits or drops first sightings on the
     outcome Scrapy signals (see the module docstring)."""
@@ -75,7 +83,7 @@ class ImageRecordsPipeline:
             self.stats.inc_value(f"focuscrawl/images/final_context/{item.get('final_context') or 'none'}")
             return item
         self.stats.inc_value("focuscrawl/images/merge/later_sightings")
-        raise DropItem(f"image {item['image_url']} already seen: merged into its record", log_level="DEBUG")
+        raise ImageMerged(f"image {item['image_url']} already seen: merged into its record")
 
     def _outcome_of_accepted(self, item: Any) -> bool:
         """``item`` is a first sighting accepted here (not a later sighting of its URL, dropped
@@ -97,7 +105,7 @@ class ImageRecordsPipeline:
     def item_dropped(self, item: Any, exception: BaseException | None = None, **kwargs: Any) -> None:
         """A first sighting given up by a pipeline: its URL is marked dropped (with the reason
         an ``ImageDropped`` gives)."""
-        if self._outcome_of_accepted(item):
+        if not isinstance(exception, ImageMerged) and self._outcome_of_accepted(item):
             self.store.drop(item["image_url"], getattr(exception, "reason", None) or DROPPED_BY_PIPELINE)
 
     def take_recovered(self) -> list[ImageItem]:
