@@ -211,7 +211,7 @@ class ImageStore:
             self.pending_log.close()
             self.pending_log = None
 
-    # -- merge pipeline ------------------------------------------------------------
+    # -- merge (ImageRecordsPipeline) ----------------------------------------------
     def first_sighting(self, item: Any) -> bool:
         """``True`` (and order and record path set) for a new image URL; else merge it here."""
         url = item["image_url"]
@@ -334,7 +334,7 @@ class ImageStore:
             changed = True
         return changed
 
-    # -- writer pipeline -----------------------------------------------------------
+    # -- commit (ImageRecordsPipeline, item_scraped) -------------------------------
     def commit(self, item: Any) -> None:
         """Log the record and write the images.tsv row of a first sighting, then checkpoint."""
         url = item["image_url"]

@@ -240,7 +240,7 @@ class ImageDownloadPipeline(FilesPipeline):
     def item_completed(self, results, item, info):
         if not isinstance(item, ImageItem):
             return item
-        # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
+        # the image records send each URL once: drop MediaPipeline's per-URL cache entry
         forget_media_result(self, info, self._requests.pop(item["image_url"], None) or Request(item["image_url"]))
         ok, value = results[0]
         if self.run is not None and self.run.failure is not None:
