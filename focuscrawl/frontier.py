@@ -32,7 +32,8 @@ from scrapy.utils.request import request_from_dict
 
 from focuscrawl.output.run_state import RunState
 from focuscrawl.focus.link_learner import LearnerState, url_host
-from focuscrawl.focus.ranker import LEARNED_LOWEST_PRIORITY, LEARNED_SEED_PRIORITY, LINK_META, demoted_priority
+from focuscrawl.focus.ranker import (LEARNED_LOWEST_PRIORITY, LEARNED_SEED_PRIORITY, LINK_META, demoted_priority,
+                                     gather_link_facts)
 from focuscrawl.output.files import LineLog, complete_lines_size, job_state_dir
 from focuscrawl.scrapy_compat import (lowest_priority, pickle_request_disk_queue, read_seen_fingerprints,
                                      request_to_dict, rerank_queue_top, seen_record)
@@ -393,6 +394,7 @@ class JournaledScheduler(Scheduler):
                     f.seek(offset)
                     try:
                         request = request_from_dict(_decode(f.readline().split(b"\t", 2)[2]), spider=spider)
+                        gather_link_facts(request.meta)
                     except Exception as exc:  # a callback renamed since the crawl started, ...
                         self.crawler.stats.inc_value("focuscrawl/frontier/recovery_errors")
                         logger.warning("frontier: cannot restore a journaled request: %s", exc)
@@ -602,6 +604,20 @@ class LazyFifoDiskQueue:
         return len(self._memory) + (len(self._disk) if self._disk is not None else 0)
 
 
-#: ``SCHEDULER_DISK_QUEUE`` (focuscrawl/settings.py): Scrapy's ``PickleFifoDiskQueue`` on
-#: ``LazyFifoDiskQueue``
-PickleLazyFifoDiskQueue = pickle_request_disk_queue(LazyFifoDiskQueue)
+class PickleLazyFifoDiskQueue(pickle_request_disk_queue(LazyFifoDiskQueue)):  # type: ignore[misc]
+    """``SCHEDULER_DISK_QUEUE`` (focuscrawl/settings.py): Scrapy's ``PickleFifoDiskQueue`` on
+    ``LazyFifoDiskQueue``. A request read back that keeps its link facts in separate meta keys
+    (queued in a JOBDIR before they went in one ``LinkFacts``) gets them gathered
+    (``gather_link_facts``): re-ranked by the learner and taught from as the others."""
+
+    def pop(self):
+        request = super().pop()
+        if request is not None:
+            gather_link_facts(request.meta)
+        return request
+
+    def peek(self):
+        request = super().peek()
+        if request is not None:
+            gather_link_facts(request.meta)
+        return request

@@ -50,7 +50,7 @@ class PageItem(scrapy.Item):
     #: the spider built no request; the link priority middleware takes them off the item and
     #: decides and logs them as it does the page's requests
     known_links = scrapy.Field()
-    #: mode ``learning``: the page judge's ``(topicality, on_topic)`` (``LinkPriorityMiddleware``);
+    #: mode ``learning``: the page judge's ``(topicality, on_topic)`` (``LinkLearningMiddleware``);
     #: the page writer takes it off the item into ``judged.tsv``, so feed exports never see it
     judged = scrapy.Field()
 
@@ -67,14 +67,15 @@ class ImageItem(scrapy.Item):
        (``images.pending``) again.
     2. ``FinalScorePipeline`` (100): ``final_score``, ``final_context``, on every sighting:
        the only place the final score is computed.
-    3. ``ImageMergePipeline`` (200): a first sighting of its URL gets ``first_seen`` and
+    3. ``ImageRecordsPipeline`` (200): a first sighting of its URL gets ``first_seen`` and
        ``record_path`` and goes on; a later one joins the image's record in the
        ``ImageStore`` and stops.
     4. ``ImageDownloadPipeline`` (300): ``image_path``, ``width``, ``height``,
        ``image_format``, ``image_size``, ``image_sha1``; a failed download stops the item
-       (the ``ImageStore`` marks its URL dropped).
-    5. ``ImageLogWriterPipeline`` (800): the record and the ``images.tsv`` row, from these
-       fields (``focuscrawl.output.images``).
+       (``ImageDropped``: its URL is marked dropped).
+    5. ``ImageRecordsPipeline`` again, on Scrapy's ``item_scraped`` once the item has been
+       through every pipeline: the record and the ``images.tsv`` row, from these fields
+       (``focuscrawl.output.images``).
     """
 
     # 1. the image extraction (page analysis)

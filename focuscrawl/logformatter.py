@@ -1,7 +1,7 @@
 """Scrapy's log messages, without the ones no log handler would write.
 
 Scrapy logs each response ("Crawled (200)"), each item ("Scraped from") and each
-dropped item (the merge pipeline drops every later sighting of an image at DEBUG).
+dropped item (the image records drop every later sighting of an image at DEBUG).
 Scrapy leaves the root logger at NOTSET and filters in its handler (``LOG_LEVEL``), so
 every one of those messages builds a ``LogRecord`` (caller lookup and all) that the
 handler then throws away: at ~8 messages a page that was ~2% of the crawl thread

@@ -193,7 +193,7 @@ def forget_media_result(pipeline: Any, info: Any, request: Any) -> None:
     """Drop a media pipeline's cached result for ``request``.
 
     ``MediaPipeline`` keeps every URL's result in ``info.downloaded`` for the whole
-    crawl so that a URL asked twice is fetched once. focuscrawl's merge pipeline
+    crawl so that a URL asked twice is fetched once. focuscrawl's image records
     already sends each URL once, so the cache only grows (memory over a long crawl);
     Scrapy offers no hook to turn it off.
     """

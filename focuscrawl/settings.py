@@ -58,8 +58,8 @@ REFERER_ENABLED = False
 
 # --- Components ---------------------------------------------------------------------
 #: Spider middlewares: spider output flows from high to low numbers (closest to the
-#: spider first): Scrapy's depth (900) and URL length (800) middlewares, then scope and
-#: link priority; images after near-duplicates.
+#: spider first): Scrapy's depth (900) and URL length (800) middlewares, then scope, link
+#: priority and link learning; images after near-duplicates.
 SPIDER_MIDDLEWARES = {
     # next to the spider: the pages of an over-budget response reach no other middleware
     # (FOCUSCRAWL_PAGE_BUDGET)
@@ -71,6 +71,9 @@ SPIDER_MIDDLEWARES = {
     "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
     # link scores and priorities (FOCUSCRAWL_MODE, FOCUSCRAWL_LINK_*, FOCUSCRAWL_LEARNING_*)
     "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+    # mode learning: each page's item, after its links were scored, teaches the link learner
+    # (FOCUSCRAWL_LEARNING_*; off in other modes)
+    "focuscrawl.middlewares.learning.LinkLearningMiddleware": 770,
     # one ImageItem per <img> the page analysis kept, after each PageItem (FOCUSCRAWL_IMAGE_*)
     "focuscrawl.middlewares.images.ImageExtractionMiddleware": 500,
 }
@@ -96,14 +99,14 @@ DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.archive.writer.WarcWriterMiddleware": 950,
 }
 #: Item pipelines, in order (the image chain: focuscrawl.items.ImageItem): final score of
-#: every sighting, merge/dedupe by image URL (first sighting goes on), download
-#: (FilesPipeline), then the writers. FOCUSCRAWL_OUTPUT_DIR is the run directory; empty =
-#: nothing is written and images are not downloaded (merge, download and writers stay off).
+#: every sighting, merge/dedupe by image URL (first sighting goes on; the image records'
+#: owner, which writes a record once its image has been through every pipeline), download
+#: (FilesPipeline), then the page writer. FOCUSCRAWL_OUTPUT_DIR is the run directory; empty =
+#: nothing is written and images are not downloaded (records, download and writer stay off).
 ITEM_PIPELINES = {
     "focuscrawl.pipelines.score.FinalScorePipeline": 100,
-    "focuscrawl.pipelines.image_merge.ImageMergePipeline": 200,
+    "focuscrawl.pipelines.image_records.ImageRecordsPipeline": 200,
     "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
-    "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
     "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
 }
 EXTENSIONS = {

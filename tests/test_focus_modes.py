@@ -88,6 +88,7 @@ def test_components_find_the_spiders_strategy_through_the_crawler():
 
     from focuscrawl.focus.ranker import LINK_META, LinkFacts
     from focuscrawl.frontier import RerankingPriorityQueue
+    from focuscrawl.middlewares.learning import LinkLearningMiddleware
     from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 
     crawler = focused_crawler(FOCUSCRAWL_MODE="learning", SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.ScrapyPriorityQueue")
@@ -96,10 +97,23 @@ def test_components_find_the_spiders_strategy_through_the_crawler():
     assert crawler.settings["SCHEDULER_PRIORITY_QUEUE"] == "focuscrawl.frontier.RerankingPriorityQueue"
     mw = LinkPriorityMiddleware.from_crawler(crawler)
     assert mw.ranker is focus.ranker and mw.judge is focus.judge
+    learning = LinkLearningMiddleware.from_crawler(crawler)
+    assert learning.learner is focus.learner and learning.judge is focus.judge
     queue = RerankingPriorityQueue.from_crawler(crawler, FifoMemoryQueue, "")
-    assert queue.learner is focus.learner  # one learner: the middleware trains what the queue re-ranks by
+    # one learner: the learning middleware trains what the link middleware scores and the queue re-ranks by
+    assert queue.learner is focus.learner is mw.ranker.learner
     with pytest.raises(RuntimeError, match="no crawl mode strategy"):
         crawl_focus(focuscrawl_crawler())
+
+
+def test_the_learning_middleware_is_off_outside_mode_learning():
+    from scrapy.exceptions import NotConfigured
+
+    from focuscrawl.middlewares.learning import LinkLearningMiddleware
+
+    for mode in ("keywords", "document", "unfocused"):
+        with pytest.raises(NotConfigured):
+            LinkLearningMiddleware.from_crawler(focused_crawler(FOCUSCRAWL_MODE=mode))
 
 
 def test_the_progress_line_reads_the_lm_counters_of_the_spiders_scorer():
@@ -121,11 +135,11 @@ def test_the_frontiers_re_ranking_keeps_a_demoted_link_below_the_others():
     from focuscrawl.focus.ranker import LINK_META, LinkFacts
     from focuscrawl.frontier import RerankingPriorityQueue
 
-    from focuscrawl.middlewares.priority import LinkPriorityMiddleware
+    from focuscrawl.middlewares.learning import LinkLearningMiddleware
 
     crawler = focused_crawler(FOCUSCRAWL_MODE="learning")
     ranker = crawler.spider.focus.ranker
-    LinkPriorityMiddleware.from_crawler(crawler)  # registers the crawl's learner with RunState
+    LinkLearningMiddleware.from_crawler(crawler)  # registers the crawl's learner with RunState
     del crawler.spider.focus  # the queue gets the learner from the crawler's RunState, not the spider
     queue = RerankingPriorityQueue.from_crawler(crawler, FifoMemoryQueue, "")
     assert queue.learner is ranker.learner

@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+from scrapy.exceptions import DropItem
 
+from focuscrawl.items import ImageItem
 from tests.support.crawl import crawl, items
 from tests.support.imagesite import image_bytes, png_bomb, truncated_jpeg
 from tests.support.localweb import LocalWeb, Page
@@ -154,6 +156,37 @@ def test_images_rules_merge_download_and_logs(tmp_path):
     assert sentences == [s for i in page_items for s in i["sentences"]]
     saved = json.loads((out / "stats.json").read_text())
     assert saved["focuscrawl/images/written"] == 4 and saved["finish_reason"] == "finished"
+
+
+class DropPngs:
+    """A project's own pipeline, after every focuscrawl stage: it gives up PNG images."""
+
+    def process_item(self, item):
+        if isinstance(item, ImageItem) and item["image_url"].endswith(".png"):
+            raise DropItem("no PNG wanted")
+        return item
+
+
+def test_an_image_given_up_by_any_pipeline_is_not_written_wherever_that_pipeline_sits(tmp_path):
+    """The image records' owner writes a first sighting once it has been through every
+    pipeline and marks it dropped when any pipeline gives it up: a pipeline after the
+    download (here at 900) decides as one before it would."""
+    from focuscrawl import settings as project
+
+    settings = dict(SETTINGS, JOBDIR=str(tmp_path / "job"),
+                    ITEM_PIPELINES={**project.ITEM_PIPELINES, "tests.test_image_crawl.DropPngs": 900})
+    with quiet(LocalWeb(site())) as web:
+        stats, proc = crawl(web, tmp_path, "http://cats.test/", settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "other.test/b.png" in web.requests  # downloaded, then given up
+    rows = read_tsv(tmp_path / "out" / "images.tsv")
+    assert [r["image_url"] for r in rows] == [
+        "http://cats.test/img/a.jpg", "http://cats.test/img/moved.jpg", "http://cats.test/img/c.gif"]
+    assert stats["focuscrawl/images/written"] == 3 and stats["focuscrawl/images/downloaded"] == 4
+    assert not (tmp_path / "out" / record_path("http://other.test/b.png")).exists()
+    seen = (tmp_path / "job" / "focuscrawl" / "images.seen").read_text().splitlines()
+    assert [line.split("\t")[2:] for line in seen if "other.test/b.png" in line] == [["http://other.test/b.png", "dropped"]]
+    assert (tmp_path / "job" / "focuscrawl" / "images.pending").read_bytes() == b""  # nothing left pending
 
 
 def test_images_of_near_duplicate_pages_are_marked(tmp_path):

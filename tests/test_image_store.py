@@ -281,7 +281,7 @@ def test_each_sighting_keeps_the_final_score_it_came_with(tmp_path):
 
     pipelines = project_settings().getwithbase("ITEM_PIPELINES")
     assert (pipelines["focuscrawl.pipelines.score.FinalScorePipeline"]
-            < pipelines["focuscrawl.pipelines.image_merge.ImageMergePipeline"])
+            < pipelines["focuscrawl.pipelines.image_records.ImageRecordsPipeline"])
     run = RunOutput(tmp_path / "out")
     store = ImageStore(run, stats(), max_parents=1, max_siblings=0)
     first, later, logged = (item("http://s.test/a.jpg", f"http://s.test/{n}") for n in (1, 2, 3))
@@ -383,3 +383,41 @@ def test_a_record_path_that_leaves_the_run_directory_is_not_read(tmp_path):
     for rel in ("../secret.json", "records/ab/link.json", str(outside)):
         with pytest.raises(ValueError, match="leaves the run directory"):
             records.read(rel)
+
+
+def test_the_image_records_owner_commits_and_drops_first_sightings_on_their_outcome(tmp_path):
+    """``ImageRecordsPipeline`` is told the outcome of each first sighting by Scrapy's item
+    signals: scraped -> written, dropped by any pipeline -> marked dropped (with the download's
+    reason); a later sighting merged here is no outcome, even when it is a recovered image
+    that carries the ``first_seen`` of the sighting in flight."""
+    from scrapy import signals
+    from scrapy.exceptions import DropItem
+
+    from focuscrawl.output.run_state import RunState
+    from focuscrawl.pipelines.image_records import ImageDropped, ImageMerged, ImageRecordsPipeline
+    from tests.support.crawler import focuscrawl_crawler
+
+    crawler = focuscrawl_crawler(FOCUSCRAWL_OUTPUT_DIR=str(tmp_path / "out"), JOBDIR=str(tmp_path / "job"))
+    crawler.stats.open_spider()
+    records = ImageRecordsPipeline.from_crawler(crawler)
+    a, b, c = (item(f"http://s.test/{name}.jpg", "http://s.test/1") for name in "abc")
+    for first in (a, b, c):
+        assert records.process_item(first) is first
+    recovered = item("http://s.test/a.jpg", "http://s.test/0")
+    recovered["first_seen"] = a["first_seen"]  # as a killed session's images.pending gave it
+    with pytest.raises(ImageMerged) as merged:
+        records.process_item(recovered)
+    send = crawler.signals.send_catch_log
+    send(signals.item_dropped, item=recovered, response=None, spider=None, exception=merged.value)
+    send(signals.item_dropped, item=b, response=None, spider=None, exception=ImageDropped("http_status", "404"))
+    send(signals.item_dropped, item=c, response=None, spider=None, exception=DropItem("a project's filter"))
+    send(signals.item_scraped, item=a, response=None, spider=None)
+    records.close_spider()
+    crawler.get_extension(RunState).spider_closed()
+    rows = (tmp_path / "out" / "images.tsv").read_text().splitlines()[1:]
+    assert len(rows) == 1 and "http://s.test/a.jpg" in rows[0]
+    assert [s["page_url"] for s in record(crawler.get_extension(RunState).output, "http://s.test/a.jpg")
+            ["sightings"]] == ["http://s.test/1", "http://s.test/0"]
+    seen = (tmp_path / "job" / "focuscrawl" / "images.seen").read_text().splitlines()
+    assert [line.split("\t")[2:] for line in seen] == [
+        ["http://s.test/b.jpg", "http_status"], ["http://s.test/c.jpg", "dropped"], ["http://s.test/a.jpg"]]

@@ -54,11 +54,11 @@ def test_requests_are_serialised_at_push_and_come_back_equal(tmp_path):
     crawler = get_crawler(Spider)
     crawler.spider = Spider("s")
     q = PickleLazyFifoDiskQueue.from_crawler(crawler, str(tmp_path / "q" / "3"))
-    q.push(Request("http://s.test/a", priority=3, meta={"link_score": 1.5}))
+    q.push(Request("http://s.test/a", priority=3, meta={"depth": 2}))
     with pytest.raises(ValueError):
         q.push(Request("http://s.test/b", meta={"bad": lambda: None}))
     back = q.pop()
-    assert (back.url, back.priority, back.meta["link_score"]) == ("http://s.test/a", 3, 1.5)
+    assert (back.url, back.priority, back.meta["depth"]) == ("http://s.test/a", 3, 2)
     assert len(q) == 0
 
 
@@ -75,7 +75,7 @@ def test_a_request_is_written_as_scrapys_to_dict_writes_it_without_searching_the
     crawler = get_crawler(CallbackSpider)
     crawler.spider = spider = CallbackSpider()
     request = Request("http://s.test/a", callback=spider.parse_page, errback=spider.failed, priority=2,
-                      meta={"link_score": 1.5})
+                      meta={"depth": 2})
     expected = request.to_dict(spider=spider)
     written = []
     q = PickleLazyFifoDiskQueue.from_crawler(crawler, str(tmp_path / "q" / "2"))
@@ -87,7 +87,28 @@ def test_a_request_is_written_as_scrapys_to_dict_writes_it_without_searching_the
     q = PickleLazyFifoDiskQueue.from_crawler(crawler, str(tmp_path / "q" / "2"))
     q.push(request)
     back = q.pop()
-    assert (back.callback, back.errback, back.meta) == (spider.parse_page, spider.failed, {"link_score": 1.5})
+    assert (back.callback, back.errback, back.meta) == (spider.parse_page, spider.failed, {"depth": 2})
+
+
+def test_link_facts_queued_in_separate_meta_keys_come_back_in_one_link_facts(tmp_path):
+    """A request a JOBDIR queued with its link facts in separate meta keys comes back with them
+    in its ``LinkFacts`` (the re-ranking queue and the learner read nothing else); a seed's are
+    dropped, other keys stay."""
+    from focuscrawl.focus.ranker import LINK_META, LinkFacts
+
+    crawler = get_crawler(Spider)
+    crawler.spider = Spider("s")
+    q = PickleLazyFifoDiskQueue.from_crawler(crawler, str(tmp_path / "q" / "4"))
+    vector = ([3, 9], [0.5, 0.5])
+    q.push(Request("http://s.test/a", meta={"anchor": "cats", "link_score": 40.0, "link_bucket": "b1",
+                                            "link_vector": vector, "link_learned": 0.7, "parent_topicality": 0.2,
+                                            "link_origin": ("http://s.test/", 2), "link_demoted": True,
+                                            "depth": 2}))
+    q.push(Request("http://s.test/", meta={"seed": True, "link_bucket": "seed"}))
+    assert q.pop().meta == {"depth": 2, LINK_META: LinkFacts("cats", 40.0, "b1", vector=vector, learned=0.7,
+                                                             parent_topicality=0.2, origin=("http://s.test/", 2),
+                                                             demoted=True)}
+    assert q.pop().meta == {"seed": True}
 
 
 def test_the_crawl_queues_on_it_with_jobdir():

@@ -632,3 +632,113 @@ def test_scikit_learn_still_imports_pandas_unless_the_learner_blocks_it():
             "from sklearn.feature_extraction.text import HashingVectorizer; print('pandas' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == [
         "True"]
+
+
+# -- a learning crawl stopped and resumed from its JOBDIR goes on in the uninterrupted order -------
+def _two_level_web() -> dict:
+    """A portal links to the first pages of two good and two decoy hosts, each of which links
+    to three more of its own host and one of the other kind: enough queued links that the
+    re-ranking (top 3) leaves most of them at the priorities they were queued with."""
+    import random
+
+    def text(seed: int, good: bool) -> str:
+        r = random.Random(seed * 7 + good)
+        words = [r.choice(("cat", "kitten", "tabby")) for _ in range(6)] if good else \
+            ["qqq"] * 4 + [r.choice(("cat", "kitten", "tabby")), f"w{seed}"]
+        return " ".join(words) + "."
+
+    links = []
+    for i in range(1, 7):
+        links += [(f"http://decoy{i % 2}.test/{i}", "read more"), (f"http://good{i % 2}.test/{i}", "read more")]
+    pages = {("portal.test", "/"): Page(html("portal", NORMAL, links))}
+    for i in range(1, 7):
+        decoys = [(f"http://decoy{i % 2}.test/{i}/{j}", f"more {j}") for j in range(1, 4)]
+        goods = [(f"http://good{i % 2}.test/{i}/{j}", f"more {j}") for j in range(1, 4)]
+        pages[(f"decoy{i % 2}.test", f"/{i}")] = Page(html("decoy", text(i, False), decoys + goods[:1]))
+        pages[(f"good{i % 2}.test", f"/{i}")] = Page(html("good", text(i, True), goods + decoys[:1]))
+        for j in range(1, 4):
+            pages[(f"decoy{i % 2}.test", f"/{i}/{j}")] = Page(html("decoy", text(100 + 10 * i + j, False)))
+            pages[(f"good{i % 2}.test", f"/{i}/{j}")] = Page(html("good", text(100 + 10 * i + j, True)))
+    return pages
+
+
+_RESUME_SETTINGS = {"FOCUSCRAWL_LEARNING_RETRAIN_EVERY": 1, "FOCUSCRAWL_LEARNING_RERANK_TOP": 3}
+
+
+def _uninterrupted_order(tmp_path) -> list[str]:
+    (tmp_path / "whole").mkdir()
+    with LocalWeb(_two_level_web()) as web:
+        stats, proc = crawl(web, tmp_path / "whole", "http://portal.test/", mode="learning", settings=_RESUME_SETTINGS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stats["focuscrawl/learning/reranked"] > 0
+    return web.pages_requested()
+
+
+def _resumed_order(tmp_path, between=None) -> list[str]:
+    """Stopped by a page budget, ``between(jobdir)``, then resumed to the end."""
+    settings = {**_RESUME_SETTINGS, "JOBDIR": str(tmp_path / "job")}
+    with LocalWeb(_two_level_web()) as web:
+        first, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings, budget="12")
+        assert proc.returncode == 0 and first["finish_reason"] == "page_budget", proc.stderr[-3000:]
+        if between is not None:
+            between(tmp_path / "job")
+        second, proc = crawl(web, tmp_path, "http://portal.test/", mode="learning", settings=settings)
+        assert proc.returncode == 0 and second["finish_reason"] == "finished", proc.stderr[-3000:]
+    return web.pages_requested()
+
+
+def test_a_learning_crawl_stopped_and_resumed_from_jobdir_crawls_in_the_uninterrupted_order(tmp_path):
+    """The queued requests keep their learned scores and vectors (``LinkFacts`` in JOBDIR's queue)
+    and the learner what it had learnt: every page in the order of a crawl never stopped."""
+    assert _resumed_order(tmp_path) == _uninterrupted_order(tmp_path)
+
+
+def _separate_link_keys(link) -> dict:
+    """The request meta keys the crawl kept a link's facts in before they went in one ``LinkFacts``."""
+    meta = {"anchor": link.anchor, "link_score": link.score, "link_bucket": link.bucket,
+            "parent_perplexity": link.parent_perplexity}
+    if link.anchor_perplexity is not None or link.anchor_keyword_score is not None:
+        meta["anchor_perplexity"], meta["anchor_keyword_score"] = link.anchor_perplexity, link.anchor_keyword_score
+    if link.vector is not None:
+        meta["link_vector"], meta["link_learned"] = link.vector, link.learned
+        meta["parent_topicality"] = link.parent_topicality
+    if link.origin is not None:
+        meta["link_origin"] = link.origin
+    if link.demoted:
+        meta["link_demoted"] = True
+    return meta
+
+
+def _queue_with_separate_link_keys(jobdir) -> int:
+    """Rewrite every request in JOBDIR's queues as a crawl before ``LinkFacts`` queued it."""
+    import pickle
+
+    from queuelib.queue import FifoDiskQueue
+
+    from focuscrawl.focus.ranker import LINK_META
+
+    rewritten = 0
+    for folder in sorted(p for p in (jobdir / "requests.queue").iterdir() if p.is_dir()):
+        queue, requests = FifoDiskQueue(str(folder)), []
+        while (data := queue.pop()) is not None:
+            requests.append(pickle.loads(data))
+        queue.close()
+        queue = FifoDiskQueue(str(folder))
+        for d in requests:
+            link = d["meta"].pop(LINK_META, None)
+            if link is not None:
+                d["meta"].update(_separate_link_keys(link))
+                rewritten += 1
+            queue.push(pickle.dumps(d, protocol=4))
+        queue.close()
+    return rewritten
+
+
+def test_requests_queued_with_separate_link_keys_resume_in_the_uninterrupted_order(tmp_path):
+    """A JOBDIR queued before the link facts went in one ``LinkFacts`` (anchor, link_score,
+    link_vector, link_learned, ... as separate meta keys): the queue gathers them as it reads
+    each request back, so the resumed crawl re-ranks, learns and crawls as if never stopped."""
+    rewritten = []
+    order = _resumed_order(tmp_path, lambda jobdir: rewritten.append(_queue_with_separate_link_keys(jobdir)))
+    assert rewritten[0] > 10
+    assert order == _uninterrupted_order(tmp_path)

@@ -156,12 +156,17 @@ def test_link_facts_go_with_the_request_in_one_meta_key_and_come_back_with_its_p
     from focuscrawl.focus.ranker import LINK_META, LinkFacts
     from focuscrawl.items import PageItem
     from focuscrawl.lm.scorer import TextScore
+    from focuscrawl.middlewares.learning import LinkLearningMiddleware
     from focuscrawl.middlewares.priority import LinkPriorityMiddleware
 
     crawler = focused_crawler(FOCUSCRAWL_MODE="learning", FOCUSCRAWL_LEARNING_JUDGE="perplexity")
-    mw = LinkPriorityMiddleware.from_crawler(crawler)
+    mw, teacher = LinkPriorityMiddleware.from_crawler(crawler), LinkLearningMiddleware.from_crawler(crawler)
     crawler.stats.open_spider()
     learner = mw.ranker.learner
+    assert teacher.learner is learner
+
+    def output(response, result):  # the spider's output through both, as SPIDER_MIDDLEWARES chains them
+        return list(teacher.process_spider_output(response, mw.process_spider_output(response, result)))
 
     def page(url: str, request: Request, perplexity: float) -> HtmlResponse:
         response = HtmlResponse(url, body=b"<html></html>", request=request)
@@ -170,7 +175,7 @@ def test_link_facts_go_with_the_request_in_one_meta_key_and_come_back_with_its_p
 
     seed = page("http://a.test/", Request("http://a.test/", meta={"seed": True}), 50.0)
     link = Request("http://a.test/cats", meta={LINK_META: LinkFacts("tabby cats"), "depth": 1})
-    assert list(mw.process_spider_output(seed, [link, PageItem(url="http://a.test/")]))[0] is link
+    assert output(seed, [link, PageItem(url="http://a.test/")])[0] is link
     facts = link.meta[LINK_META]
     assert set(link.meta) == {LINK_META, "depth"} and set(seed.meta) == {"seed", META_KEY}
     topicality = mw.judge.topicality(50.0)
@@ -180,7 +185,9 @@ def test_link_facts_go_with_the_request_in_one_meta_key_and_come_back_with_its_p
     child = page("http://a.test/cats", link, 5000.0)
     onward = Request("http://a.test/dogs", meta={LINK_META: LinkFacts("dogs"), "depth": 2})
     item = PageItem(url="http://a.test/cats")
-    list(mw.process_spider_output(child, [onward, item]))
+    scored = list(mw.process_spider_output(child, [onward, item]))
+    assert learner.batch == [] and "judged" not in item  # the link middleware only scores
+    list(teacher.process_spider_output(child, scored))
     assert [vector for vector, _ in learner.batch] == [facts.vector]  # the link that led to the page
     assert item["judged"] == (mw.judge.topicality(5000.0), False)
     decided = mw.ranker.decide(5000.0, "dogs", 2, facts.score, url="http://a.test/dogs",

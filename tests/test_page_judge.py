@@ -226,7 +226,7 @@ def test_neutral_advice_is_silent_for_a_large_broad_corpus():
 
 # -- the crawl's warning --------------------------------------------------------------------------
 def _watch(after: int = 5, share: float = 0.8, hosts: float = 0.5):
-    from focuscrawl.middlewares.priority import JudgeWatch
+    from focuscrawl.middlewares.learning import JudgeWatch
 
     crawler = get_crawler()
     crawler.stats.open_spider()
@@ -235,7 +235,7 @@ def _watch(after: int = 5, share: float = 0.8, hosts: float = 0.5):
 
 def test_the_crawl_warns_once_when_its_judge_calls_nearly_every_page_of_every_site_on_topic(caplog):
     watch, stats = _watch()
-    with caplog.at_level(logging.WARNING, logger="focuscrawl.middlewares.priority"):
+    with caplog.at_level(logging.WARNING, logger="focuscrawl.middlewares.learning"):
         for i in range(4):
             watch.judged(True, f"site-{i}.test")
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # too few pages to tell
@@ -269,7 +269,7 @@ def test_a_crawl_that_found_its_topic_on_a_few_sites_is_not_warned(caplog):
 
 
 def test_warning_settings_are_checked():
-    from focuscrawl.middlewares.priority import JudgeWatch
+    from focuscrawl.middlewares.learning import JudgeWatch
 
     crawler = get_crawler()
     for name in ("FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE", "FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS"):

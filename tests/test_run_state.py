@@ -5,8 +5,8 @@ from scrapy.exceptions import NotConfigured
 
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.run import RunOutput
-from focuscrawl.pipelines.image_merge import ImageMergePipeline
-from focuscrawl.pipelines.writers import ImageLogWriterPipeline, PageLogWriterPipeline
+from focuscrawl.pipelines.image_records import ImageRecordsPipeline
+from focuscrawl.pipelines.writers import PageLogWriterPipeline
 from tests.support.crawler import focuscrawl_crawler
 
 
@@ -17,16 +17,16 @@ def test_the_writers_share_the_run_directory_and_image_store_of_the_crawlers_run
     assert state.output.dir == (tmp_path / "run").resolve() and state.images.run is state.output
     assert state.leases is None  # no FOCUSCRAWL_REDIS_URL
     pages = PageLogWriterPipeline.from_crawler(crawler)
-    merge, images = ImageMergePipeline.from_crawler(crawler), ImageLogWriterPipeline.from_crawler(crawler)
+    records = ImageRecordsPipeline.from_crawler(crawler)
     assert pages.run is state.output
-    assert merge.store is state.images and images.store is state.images
+    assert records.store is state.images
 
 
 def test_without_a_run_directory_the_writers_are_off(tmp_path):
     crawler = focuscrawl_crawler()
     state = crawler.get_extension(RunState)
     assert (state.output, state.images, state.leases) == (None, None, None)
-    for pipeline in (PageLogWriterPipeline, ImageMergePipeline, ImageLogWriterPipeline):
+    for pipeline in (PageLogWriterPipeline, ImageRecordsPipeline):
         with pytest.raises(NotConfigured):
             pipeline.from_crawler(crawler)
 

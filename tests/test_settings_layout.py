@@ -19,6 +19,7 @@ COMPONENTS = {
         "focuscrawl.middlewares.neardup.NearDuplicatePageMiddleware": 950,
         "focuscrawl.middlewares.scope.ScopeMiddleware": 790,
         "focuscrawl.middlewares.priority.LinkPriorityMiddleware": 780,
+        "focuscrawl.middlewares.learning.LinkLearningMiddleware": 770,  # trains what 780 scores with
         "focuscrawl.middlewares.images.ImageExtractionMiddleware": 500,
     },
     "DOWNLOADER_MIDDLEWARES": {
@@ -36,9 +37,9 @@ COMPONENTS = {
     },
     "ITEM_PIPELINES": {  # the score before the merge (#29: every sighting scored once, in one place)
         "focuscrawl.pipelines.score.FinalScorePipeline": 100,
-        "focuscrawl.pipelines.image_merge.ImageMergePipeline": 200,
+        # the image records' one owner: merges here, commits and drops on Scrapy's item signals
+        "focuscrawl.pipelines.image_records.ImageRecordsPipeline": 200,
         "focuscrawl.pipelines.download.ImageDownloadPipeline": 300,
-        "focuscrawl.pipelines.writers.ImageLogWriterPipeline": 800,
         "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
     },
     "EXTENSIONS": {

@@ -60,7 +60,8 @@ class LinkFacts:
     text inherits, the learner's training example, the grandparent's topicality); the
     re-ranking frontier re-scores ``vector`` and updates ``learned``. A seed's request has
     none (``meta["seed"]``). Pickled with the request into JOBDIR's queues and the
-    frontier journal."""
+    frontier journal (a request read back from them with the facts in separate meta keys
+    gets them gathered here: ``gather_link_facts``)."""
 
     #: the anchor text (``None``: a request the spider did not build from a page's link)
     anchor: str | None = None
@@ -90,6 +91,26 @@ class LinkFacts:
 
 
 _LINK_FACTS_FIELDS = fields(LinkFacts)
+
+#: the ``request.meta`` keys a link's facts were kept in before they went in one ``LinkFacts``
+#: (a JOBDIR's queue may still hold such requests) -> the ``LinkFacts`` field of each
+SEPARATE_LINK_META = {"anchor": "anchor", "link_score": "score", "link_bucket": "bucket",
+                      "anchor_perplexity": "anchor_perplexity", "anchor_keyword_score": "anchor_keyword_score",
+                      "parent_perplexity": "parent_perplexity", "link_vector": "vector", "link_learned": "learned",
+                      "parent_topicality": "parent_topicality", "link_origin": "origin", "link_demoted": "demoted"}
+
+
+def gather_link_facts(meta: dict) -> bool:
+    """Move a queued request's link facts kept in separate ``meta`` keys (``SEPARATE_LINK_META``)
+    into its one ``LinkFacts``, so that it is re-ranked, taught and inherited from as the
+    crawl's other requests (a seed's keys are dropped: a seed has none). Returns whether
+    there were any."""
+    if LINK_META in meta or not meta.keys() & SEPARATE_LINK_META.keys():
+        return False
+    values = {name: meta.pop(key) for key, name in SEPARATE_LINK_META.items() if key in meta}
+    if not meta.get("seed"):
+        meta[LINK_META] = LinkFacts(**values)
+    return True
 
 
 def link_facts(request_or_response) -> LinkFacts | None:

@@ -6,7 +6,9 @@ When the spider's ``PageItem`` for a response passes, it is yielded first, then 
 ``focuscrawl/images/kept``. Pages flagged ``near_duplicate_of`` (by the near-duplicate
 middleware, which must sit closer to the spider) have their images marked or
 skipped (``FOCUSCRAWL_NEARDUP_IMAGES``). At start it hands back the images a
-killed crawl had accepted but not written (``ImageStore.take_recovered``), a few at a time.
+killed crawl had accepted but not written, a few at a time, which it gets from their owner
+(``ImageRecordsPipeline.take_recovered``, found at ``spider_opened``: the pipelines are built
+after the spider middlewares).
 """
 from __future__ import annotations
 
@@ -20,8 +22,7 @@ from scrapy.http import Response
 
 from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
-from focuscrawl.output.run_state import RunState
-from focuscrawl.output.images import ImageStore
+from focuscrawl.pipelines.image_records import ImageRecordsPipeline
 from focuscrawl.rights.policy import source_of
 
 logger = logging.getLogger(__name__)
@@ -30,22 +31,26 @@ NEARDUP_MODES = ("mark", "skip")
 
 
 class ImageExtractionMiddleware:
-    def __init__(self, stats, signals_manager, neardup: str, store: ImageStore | None,
-                 recovered_in_flight: int) -> None:
+    def __init__(self, stats, signals_manager, neardup: str, recovered_in_flight: int) -> None:
         self.stats = stats
         self.signals = signals_manager
         self.neardup = neardup.lower()
         if self.neardup not in NEARDUP_MODES:
             raise ValueError(f"FOCUSCRAWL_NEARDUP_IMAGES must be one of {NEARDUP_MODES}, got {self.neardup!r}")
-        self.store = store
+        #: the image records' owner (``None``: no run directory), found at ``spider_opened``
+        self.records: ImageRecordsPipeline | None = None
         self.recovered_in_flight = max(1, recovered_in_flight)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageExtractionMiddleware":
         s = crawler.settings
-        return cls(crawler.stats, crawler.signals, str(s.get("FOCUSCRAWL_NEARDUP_IMAGES")),
-                   crawler.get_extension(RunState).images,
-                   s.getint("FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT"))
+        mw = cls(crawler.stats, crawler.signals, str(s.get("FOCUSCRAWL_NEARDUP_IMAGES")),
+                 s.getint("FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT"))
+        crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
+        return mw
+
+    def spider_opened(self, spider) -> None:
+        self.records = spider.crawler.get_item_pipeline(ImageRecordsPipeline)
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The seeds, then the images a killed crawl had accepted but never written
@@ -54,7 +59,7 @@ class ImageExtractionMiddleware:
         queues ahead of every page and a resumed crawl would commit no new page."""
         async for obj in start:
             yield obj
-        recovered = self.store.take_recovered() if self.store is not None else []
+        recovered = self.records.take_recovered() if self.records is not None else []
         if not recovered:
             return
         limit = self.recovered_in_flight

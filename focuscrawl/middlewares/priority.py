@@ -7,11 +7,12 @@ anything, so the order of the spider's output does not matter. What it decides o
 goes with its request in one ``LinkFacts`` (``request.meta["focuscrawl_link"]``,
 ``focuscrawl.focus.ranker``), read back from the response of the page it led to. Links the
 scheduler already knows (``PageItem.known_links``) are decided and logged the same way, then
-dropped. The rules of each mode: docs/CRAWL.md "What happens to a page".
+dropped. It only scores: in mode ``learning`` the learner it scores with is taught by
+``focuscrawl.middlewares.learning.LinkLearningMiddleware``. The rules of each mode:
+docs/CRAWL.md "What happens to a page".
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Any, AsyncIterator, Iterable, Iterator, NamedTuple
 
@@ -27,11 +28,7 @@ from focuscrawl.focus.modes import CrawlFocus, crawl_focus
 from focuscrawl.focus.ranker import LINK_META, LinkDecision, LinkFacts, LinkRanker, link_facts
 from focuscrawl.items import PageItem
 from focuscrawl.focus.judge import PageJudge
-from focuscrawl.focus.link_learner import url_host
-from focuscrawl.output.run_state import RunState
 from focuscrawl.output.tsv import row
-
-logger = logging.getLogger(__name__)
 
 LINKS_LOG_COLUMNS = ("from", "to", "anchor", "doc_pp", "anchor_pp", "anchor_kw", "score",
                      "bucket", "priority", "followed", "learned", "features")
@@ -62,19 +59,17 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
     """Scores out-links, sets ``request.priority``, razors (docs/CRAWL.md "What happens to a page")."""
 
     def __init__(self, stats, focus: CrawlFocus, log_links: bool = False,
-                 demote_neardup: bool = False, watch: "JudgeWatch | None" = None) -> None:  # pylint: disable=super-init-not-called
+                 demote_neardup: bool = False) -> None:  # pylint: disable=super-init-not-called
         self.stats = stats
         #: the crawl's mode strategy: its link rule, page score and (mode ``learning``) judge
         self.focus = focus
         self.ranker: LinkRanker = focus.ranker
-        #: mode ``learning``: judges each page, which labels the link that led to it
+        #: mode ``learning``: the judge's topicality of a page is a feature of its links
         self.judge: PageJudge | None = focus.judge
         #: links.tsv rows are made (and handed to the page writer with the page's item)
         self.log_links = log_links
         #: the links of a near-duplicate page are fetched after all others (focused modes)
         self.demote_neardup = demote_neardup and self.ranker.focused
-        #: warns once when the judge's on-topic share is implausible
-        self.watch = watch or JudgeWatch(stats, bundle=focus.bundle)
         #: the response whose links are being decided, and its ``PageContext``
         self._page: tuple[Response | None, PageContext | None] = (None, None)
 
@@ -89,10 +84,8 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         focus = crawl_focus(crawler)
         mw = cls(crawler.stats, focus,
                  s.getbool("FOCUSCRAWL_LINKS_LOG") and bool(s.get("FOCUSCRAWL_OUTPUT_DIR")),
-                 neardup_links == "demote", JudgeWatch.from_settings(s, crawler.stats, focus.bundle))
+                 neardup_links == "demote")
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
-        if mw.focus.learner_state is not None:  # mode ``learning``: restored now, saved at a clean stop
-            crawler.get_extension(RunState).register(mw.focus.learner_state)
         return mw
 
     def spider_closed(self, spider=None) -> None:
@@ -101,38 +94,12 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             self.stats.set_value("focuscrawl/links/anchor_lookups", info.hits + info.misses)
             self.stats.set_value("focuscrawl/links/anchor_cache_hits", info.hits)
 
-    # -- learning: every parsed page is a training example for the link that led to it ----
     def _topicality(self, analysis: PageAnalysis | None) -> float | None:
         """The judge's topicality of the analysed page (``None``: no judge, or not judged): a
-        feature of its links and the label of the link that led to it."""
+        feature of its links (mode ``learning``)."""
         if self.judge is None or analysis is None:
             return None
         return self.judge.topicality(analysis.score.weighted, analysis.topic_logit)
-
-    def get_processed_item(self, item, response: Response | None):
-        """The page's item (after its links; the near-duplicate middleware has marked it):
-        train the learner. A near-duplicate of an earlier page counts as off topic: it
-        brings nothing new (an archive calendar of an on-topic blog is a trap, not a find)."""
-        if self.judge is None or response is None or not isinstance(item, PageItem):
-            return item
-        topicality = self._topicality(page_analysis(response))
-        if topicality is None:
-            self.stats.inc_value("focuscrawl/learning/unjudged")
-            return item
-        on_topic = self.judge.on_topic(topicality) and not item.get("near_duplicate_of")
-        host = url_host(response.url)
-        learner = self.ranker.learner
-        hubs = learner.hub_examples
-        link = link_facts(response) or _NO_LINK
-        if learner.observe(None, host, on_topic, vector=link.vector, thesis_score=link.score, url=response.url,
-                           origin=link.origin):
-            self.stats.inc_value("focuscrawl/learning/updates")
-        if learner.hub_examples > hubs:
-            self.stats.inc_value("focuscrawl/learning/hub_examples")
-        self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
-        item["judged"] = (topicality, on_topic)
-        self.watch.judged(on_topic, host)
-        return item
 
     # -- links.tsv: a response's rows go with its page item to the page writer -------------
     def process_spider_output(self, response: Response | None, result: Iterable[Any]) -> Iterator[Any]:
@@ -162,7 +129,7 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
             if rows:
                 o["link_rows"] = [r for _, r in rows]
                 rows.clear()
-        return self.get_processed_item(o, response)
+        return o
 
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         return self._decided(request, response, [])
@@ -252,61 +219,6 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
                                    " ".join(d.features) if d.features else None),
                                   float_digits=LINKS_LOG_FLOAT_DIGITS)))
         return d, place
-
-
-class JudgeWatch:
-    """Warns once when the page judge's calls are implausible: after at least ``after`` judged
-    pages, more than ``share`` of them on topic *and* on more than ``hosts`` of the hosts judged.
-    A judge fooled by a topic bundle whose neutral corpus is too small or too narrow calls
-    nearly every page of every site on topic, and the link learner then learns from wrong
-    labels; a focused crawl that finds its topic fetches mostly on-topic pages too, but from
-    few of the sites it has seen (the hosts are what tell them apart). A crawl seeded inside
-    the topic's region can be both: the warning says what to check, it changes nothing."""
-
-    def __init__(self, stats, after: int = 0, share: float = 1.0, hosts: float = 1.0, bundle=None) -> None:
-        self.stats = stats
-        self.after = after
-        self.share = share
-        self.hosts = hosts
-        self.bundle = bundle
-        self.seen = self.on = 0
-        #: host -> a page of it was judged on topic (emptied once warned: one warning a crawl)
-        self.host_calls: dict[str, bool] = {}
-        self.warned = after <= 0
-
-    @classmethod
-    def from_settings(cls, settings, stats, bundle=None) -> "JudgeWatch":
-        shares = {}
-        for name in ("FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE", "FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS"):
-            shares[name] = settings.getfloat(name)
-            if not 0.0 <= shares[name] < 1.0:
-                raise ValueError(f"{name} must be a share in [0, 1), not {shares[name]}")
-        return cls(stats, settings.getint("FOCUSCRAWL_LEARNING_JUDGE_WARN_AFTER"),
-                   shares["FOCUSCRAWL_LEARNING_JUDGE_WARN_SHARE"], shares["FOCUSCRAWL_LEARNING_JUDGE_WARN_HOSTS"],
-                   bundle)
-
-    def judged(self, on_topic: bool, host: str = "") -> None:
-        if self.warned:
-            return
-        self.seen += 1
-        self.on += on_topic
-        if on_topic or host not in self.host_calls:
-            self.host_calls[host] = on_topic or self.host_calls.get(host, False)
-        if self.seen < self.after or self.on <= self.share * self.seen:
-            return
-        hosts_on, hosts = sum(self.host_calls.values()), len(self.host_calls)
-        if hosts_on <= self.hosts * hosts:
-            return
-        self.warned = True
-        self.host_calls.clear()
-        self.stats.set_value("focuscrawl/learning/judge_implausible", 1)
-        show = f"`focuscrawl topic show {self.bundle}`" if self.bundle else "`focuscrawl topic show BUNDLE`"
-        logger.warning("the page judge calls %d of the first %d pages on topic (%.0f%%), on %d of the %d sites "
-                       "they come from: implausible unless the seeds are inside the topic, and the link learner "
-                       "learns from these calls. The topic bundle's neutral corpus may be too small or too narrow "
-                       "to calibrate pages (%s says; rebuild it with more general text, or keep the bundled "
-                       "background beside it)", self.on, self.seen, 100.0 * self.on / self.seen, hosts_on, hosts,
-                       show)
 
 
 def link_place(analysis: PageAnalysis | None, url: str) -> LinkContext | None:

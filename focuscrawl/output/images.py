@@ -1,7 +1,8 @@
 """One record per image URL, the image perplexity log, and the merge state (SPEC §6 steps 5, 7).
 
-``ImageStore`` is shared by the stages of the image chain (``focuscrawl.items.ImageItem``):
-the merge pipeline, the download pipeline and the image log writer. Its state survives a
+``ImageStore`` is built by ``RunState`` with the run directory and driven by one component,
+``focuscrawl.pipelines.image_records.ImageRecordsPipeline`` (merge, commit, drop, the images
+recovered after a kill). Its state survives a
 resume (``JOBDIR/focuscrawl/images.seen`` and checkpointed offsets). A committed image's
 record and its later sightings are lines appended to ``sightings.log``, folded into the record
 files (``records/<sha1[:2]>/<sha1>.json``) at close, at ``SIGHTINGS_FOLD_BYTES`` and on
@@ -210,7 +211,7 @@ class ImageStore:
             self.pending_log.close()
             self.pending_log = None
 
-    # -- merge pipeline ------------------------------------------------------------
+    # -- merge (ImageRecordsPipeline) ----------------------------------------------
     def first_sighting(self, item: Any) -> bool:
         """``True`` (and order and record path set) for a new image URL; else merge it here."""
         url = item["image_url"]
@@ -333,7 +334,7 @@ class ImageStore:
             changed = True
         return changed
 
-    # -- writer pipeline -----------------------------------------------------------
+    # -- commit (ImageRecordsPipeline, item_scraped) -------------------------------
     def commit(self, item: Any) -> None:
         """Log the record and write the images.tsv row of a first sighting, then checkpoint."""
         url = item["image_url"]

@@ -31,7 +31,7 @@ from focuscrawl.archive.replay import NotArchived
 from focuscrawl.items import ImageItem
 from focuscrawl.output.files import atomic_write_bytes
 from focuscrawl.output.run_state import RunState
-from focuscrawl.output.images import ImageStore
+from focuscrawl.pipelines.image_records import ImageDropped
 from focuscrawl.output.records import url_sha1
 from focuscrawl.output.run import RunOutput
 from focuscrawl.rights.licenses import Rights, with_file_rights
@@ -114,19 +114,18 @@ class ImageDownloadPipeline(FilesPipeline):
     LOG_FAILED_RESULTS = False  # failures are counted and logged once, without the item
     STORE_SCHEMES = {**FilesPipeline.STORE_SCHEMES, "": AtomicFSFilesStore, "file": AtomicFSFilesStore}
 
-    def __init__(self, store_uri: str, *, crawler: Crawler, store: ImageStore | None, max_bytes: int,
+    def __init__(self, store_uri: str, *, crawler: Crawler, run: RunOutput | None, max_bytes: int,
                  max_pixels: int, formats: Iterable[str], rules: ImageRules, shared_store: bool = False,
                  optouts: OptOutPolicy | None = None) -> None:
         super().__init__(store_uri, crawler=crawler)
         self.optouts = optouts or OptOutPolicy()
         self.stats = crawler.stats
-        self.store_images = store
         self.max_bytes = max_bytes
         self.max_pixels = max_pixels
         self.formats = allowed_formats(f.lower() for f in formats)
         self.rules = rules
         #: the run directory (its ``failure`` after a failed write)
-        self.run: RunOutput | None = store.run if store is not None else None
+        self.run = run
         #: each image's download request until its item completes: its fingerprint, cached on
         #: the request by Scrapy's fingerprinter, finds the media cache entry to forget
         self._requests: dict[str, Request] = {}
@@ -146,7 +145,7 @@ class ImageDownloadPipeline(FilesPipeline):
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not downloaded")
         s = crawler.settings
         shared = s.get("FOCUSCRAWL_IMAGE_STORE")
-        return cls(shared or str(run.dir), crawler=crawler, store=state.images,
+        return cls(shared or str(run.dir), crawler=crawler, run=run,
                    max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"), max_pixels=s.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"),
                    formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"), rules=ImageRules.from_settings(s),
                    shared_store=bool(shared), optouts=OptOutPolicy.from_settings(s))
@@ -241,7 +240,7 @@ class ImageDownloadPipeline(FilesPipeline):
     def item_completed(self, results, item, info):
         if not isinstance(item, ImageItem):
             return item
-        # the merge pipeline sends each URL once: drop MediaPipeline's per-URL cache entry
+        # the image records send each URL once: drop MediaPipeline's per-URL cache entry
         forget_media_result(self, info, self._requests.pop(item["image_url"], None) or Request(item["image_url"]))
         ok, value = results[0]
         if self.run is not None and self.run.failure is not None:
@@ -261,9 +260,7 @@ class ImageDownloadPipeline(FilesPipeline):
             else:
                 self.stats.inc_value(f"focuscrawl/images/failed/{reason}")
             logger.debug("image dropped (%s): %s on %s: %s", reason, item["image_url"], item.get("page_url"), exc)
-            if self.store_images is not None:
-                self.store_images.drop(item["image_url"], reason)
-            raise DropItem(f"image {item['image_url']}: {reason}", log_level="DEBUG")
+            raise ImageDropped(reason, f"image {item['image_url']}: {reason}")  # its record is marked dropped
         item["image_path"] = value["path"]
         item["width"], item["height"] = value["width"], value["height"]
         item["image_format"], item["image_size"] = value["format"], value["size"]

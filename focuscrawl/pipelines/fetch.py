@@ -52,7 +52,7 @@ class CandidateDownloadPipeline(ImageDownloadPipeline):
         s = crawler.settings
         # a torn last line (a killed fetch) is cut on open; the header is checked
         log = LineLog(run_dir / FETCHED_TSV, "\t".join(FETCHED_COLUMNS))
-        return cls(str(run_dir), crawler=crawler, store=None, max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"),
+        return cls(str(run_dir), crawler=crawler, run=None, max_bytes=s.getint("FOCUSCRAWL_IMAGE_MAX_BYTES"),
                    max_pixels=s.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"), formats=s.getlist("FOCUSCRAWL_IMAGE_FORMATS"),
                    rules=ImageRules.from_settings(s), optouts=OptOutPolicy.from_settings(s), log=log)
 

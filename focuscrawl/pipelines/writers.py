@@ -1,13 +1,12 @@
-"""Writers of the run directory: the image log and records, pages.tsv, sentences.txt.gz, links.tsv.
+"""Writer of the run directory's page logs: pages.tsv, sentences.txt.gz, links.tsv, judged.tsv.
 
-``ImageLogWriterPipeline`` commits each unique image (record JSON + one images.tsv
-row + merge state) through the shared ``ImageStore``. ``PageLogWriterPipeline``
-writes one pages.tsv row per PageItem and all its sentences, in crawl order, in
-batches: a batch is one gzip member of sentences.txt.gz, the links.tsv rows its pages
+``PageLogWriterPipeline`` writes one pages.tsv row per PageItem and all its sentences, in
+crawl order, in batches: a batch is one gzip member of sentences.txt.gz, the links.tsv rows its pages
 carry (``PageItem.link_rows``, taken off the item), then its pages.tsv rows, then a
 JOBDIR checkpoint (docs/OUTPUT.md): the three files are cut back to the same batch on
 resume. Once a checkpoint covers a batch, the ``page_rows_committed`` signal names its
 items (the Redis profile releases their requests' leases then: focuscrawl.distributed).
+The image log and records have their own owner (``focuscrawl.pipelines.image_records``).
 """
 from __future__ import annotations
 
@@ -19,11 +18,10 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
-from focuscrawl.items import ImageItem, PageItem
+from focuscrawl.items import PageItem
 from focuscrawl.middlewares.priority import LINKS_LOG_HEADER
 from focuscrawl.output.files import GzipLog, LineLog, gzip_members
 from focuscrawl.output.run_state import RunState
-from focuscrawl.output.images import ImageStore
 from focuscrawl.output.run import RunOutput
 from focuscrawl.output.tsv import row
 
@@ -40,30 +38,6 @@ PAGE_COLUMNS = ["url", "depth", "status", "host", "size", "fetched_at", "perplex
 LINK_ROWS_BATCH_BYTES = 1 << 20
 #: judged.tsv (mode ``learning``): the page judge's call on each page it judged, in crawl order
 JUDGED_COLUMNS = ("url", "topicality", "on_topic")
-
-
-class ImageLogWriterPipeline:
-    def __init__(self, store: ImageStore, stats) -> None:
-        self.store = store
-        self.stats = stats
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> "ImageLogWriterPipeline":
-        store = crawler.get_extension(RunState).images
-        if store is None:
-            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        return cls(store, crawler.stats)
-
-    def process_item(self, item):
-        if isinstance(item, ImageItem):
-            if self.store.run.failure is not None:  # left pending: a resume downloads it again
-                raise DropItem("a write of the run failed: not written", log_level="DEBUG")
-            self.store.commit(item)
-            self.stats.inc_value("focuscrawl/images/written")
-        return item
-
-    def close_spider(self) -> None:
-        self.store.close()
 
 
 def render_optout(optout: dict | None) -> str:

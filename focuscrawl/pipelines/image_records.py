@@ -1,0 +1,116 @@
+"""The one owner of the crawl's image records (``ImageStore``): merge by URL, then commit or drop.
+
+Each image URL gets one record. ``ImageRecordsPipeline`` is the only component that drives
+the store (``RunState.images``); the others tell it what happened through Scrapy's own item
+signals, so what it does does not hang on where they sit in ``ITEM_PIPELINES``:
+
+- its ``process_item`` (after the final score, before the download): a first sighting of a URL
+  goes on; a later one (the same image on another page) joins the image's record with its
+  page, texts, contexts and final score, and stops (``DropItem`` at DEBUG level);
+- ``item_scraped`` (a first sighting through every pipeline): its record and images.tsv row
+  are written (``ImageStore.commit``);
+- ``item_dropped`` (a first sighting given up by any pipeline, e.g. a failed download, which
+  says why with ``ImageDropped``): its URL is marked dropped, later sightings are not kept.
+
+After a failed write of the run neither happens: the image stays pending and a resume
+downloads it again.
+- ``take_recovered``: the first sightings a killed crawl had accepted but never written, for
+  the image middleware to send through the pipelines again at start.
+
+Unique images are counted by the context of their final score
+(``focuscrawl/images/final_context/<label>``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem, NotConfigured
+
+from focuscrawl.items import ImageItem
+from focuscrawl.output.images import ImageStore
+from focuscrawl.output.run_state import RunState
+
+
+#: the reason kept for a first sighting dropped by a pipeline that gives none
+DROPPED_BY_PIPELINE = "dropped"
+
+
+class ImageDropped(DropItem):
+    """A first sighting given up for good (``reason``: a ``focuscrawl/images/failed/<reason>``
+    name, or ``opted_out``): the image records mark its URL dropped."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message, log_level="DEBUG")
+        self.reason = reason
+
+
+class ImageMerged(DropItem):
+    """A later sighting, merged into its image's record here: the outcome of no first sighting
+    (a recovered image whose URL was seen again first carries an old ``first_seen``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, log_level="DEBUG")
+
+
+class ImageRecordsPipeline:
+    """Merges each sighting into its image's record; commits or drops first sightings on the
+    outcome Scrapy signals (see the module docstring)."""
+
+    def __init__(self, store: ImageStore, stats) -> None:
+        self.store = store
+        self.stats = stats
+        #: URL -> ``first_seen`` of each first sighting accepted here whose outcome is not known yet
+        self._accepted: dict[str, int] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "ImageRecordsPipeline":
+        store = crawler.get_extension(RunState).images
+        if store is None:
+            raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not merged")
+        pipeline = cls(store, crawler.stats)
+        crawler.signals.connect(pipeline.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(pipeline.item_dropped, signal=signals.item_dropped)
+        return pipeline
+
+    def process_item(self, item):
+        if not isinstance(item, ImageItem):
+            return item
+        if self.store.first_sighting(item):
+            self._accepted[item["image_url"]] = item["first_seen"]
+            self.stats.inc_value("focuscrawl/images/unique")
+            self.stats.inc_value(f"focuscrawl/images/final_context/{item.get('final_context') or 'none'}")
+            return item
+        self.stats.inc_value("focuscrawl/images/merge/later_sightings")
+        raise ImageMerged(f"image {item['image_url']} already seen: merged into its record")
+
+    def _outcome_of_accepted(self, item: Any) -> bool:
+        """``item`` is a first sighting accepted here (not a later sighting of its URL, dropped
+        here or before) and the run can still be written; forgotten now."""
+        if not isinstance(item, ImageItem):
+            return False
+        url = item.get("image_url")
+        if url not in self._accepted or self._accepted[url] != item.get("first_seen"):
+            return False
+        del self._accepted[url]
+        return self.store.run.failure is None
+
+    def item_scraped(self, item: Any, **kwargs: Any) -> None:
+        """A first sighting went through every pipeline: its record and images.tsv row."""
+        if self._outcome_of_accepted(item):
+            self.store.commit(item)
+            self.stats.inc_value("focuscrawl/images/written")
+
+    def item_dropped(self, item: Any, exception: BaseException | None = None, **kwargs: Any) -> None:
+        """A first sighting given up by a pipeline: its URL is marked dropped (with the reason
+        an ``ImageDropped`` gives)."""
+        if not isinstance(exception, ImageMerged) and self._outcome_of_accepted(item):
+            self.store.drop(item["image_url"], getattr(exception, "reason", None) or DROPPED_BY_PIPELINE)
+
+    def take_recovered(self) -> list[ImageItem]:
+        """The first sightings a killed crawl had accepted but never written, once."""
+        return self.store.take_recovered()
+
+    def close_spider(self) -> None:
+        self.store.close()
