@@ -1,0 +1,381 @@
+"""``focuscrawl warc --engine dask``: the archive replay spread over a Dask cluster.
+
+One task per archive file, as with ``--jobs``: the task replays that file's pages (every
+input file answering their requests, ``--lookup all``) into a run directory of its own on
+the worker, the directory comes back to the command as a tarball, and the parts are merged
+into OUTPUT by ``focuscrawl merge``'s code: the same run directory as ``--jobs``. Without
+``--scheduler`` a local cluster of ``--jobs`` worker processes (2 without) runs the tasks.
+
+Dask, not PySpark or Ray: it installs from pip alone (PySpark needs a JVM on every machine;
+Ray is a far larger install with its own object store), a local cluster runs in tests and CI,
+and the same code runs on any Dask deployment (``dask scheduler``/``dask worker``, Kubernetes,
+HPC batch systems).
+
+Inputs are local paths or URLs: a worker opens a path itself (a shared file system) and
+downloads a URL (http/https, or any protocol fsspec has installed) into its own cache for the
+run. Each task runs its replay in a child process (``python -m focuscrawl.archive.engine``):
+Twisted's reactor runs once per process, and a worker process runs many tasks.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import unquote, urlsplit
+
+from focuscrawl.archive import cli as archive_cli
+from focuscrawl.archive.cli import (JOB_SETTINGS, SUMMARY_STATS, FilesProgress, crawl_stats, crawler_process,
+                                    exit_code, files_without_part, human_summary, remove_unlisted_images,
+                                    settings_from_pairs)
+from focuscrawl.output.merge import merge_runs
+from focuscrawl.output.stats import summed_stats
+from focuscrawl.processes import GROUP_SIGNALS, record_stop_signals, signals_held, worker_process
+
+logger = logging.getLogger(__name__)
+
+#: the engines ``--engine`` runs the archive path on
+ENGINES = ("dask",)
+#: workers of the local cluster when ``--jobs`` does not say
+LOCAL_WORKERS = 2
+#: how often a task looks whether the command was interrupted while its replay runs
+STOP_POLL_SECONDS = 0.5
+#: the tail of a failed replay's log that explains it (the summary's reason)
+LOG_TAIL_LINES = 5
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """``warc`` as ``focuscrawl.archive.cli`` registers it, with the engine's arguments."""
+    archive_cli.register(sub)
+    p = sub.choices["warc"]
+    p.add_argument("--engine", choices=ENGINES,
+                   help="run one task per file on a distributed engine (dask), parts merged into OUTPUT as "
+                        "with --jobs; PATHs may be http(s) URLs (pip install 'focuscrawl[distributed]')")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="the Dask scheduler, e.g. tcp://10.0.0.1:8786 (default: a local cluster of --jobs "
+                        f"worker processes, {LOCAL_WORKERS} without --jobs)")
+    p.add_argument("--lookup", choices=("all", "own"), default="all",
+                   help="with --engine: which files answer a task's requests (images): every input file, as "
+                        "with --jobs (each task reads them all), or its own file only (independent files, "
+                        "e.g. CommonCrawl's: each task reads one)")
+    p.set_defaults(func=cmd_warc)
+
+
+def cmd_warc(args: argparse.Namespace) -> int:
+    """``warc`` on the engine with ``--engine``, else ``focuscrawl.archive.cli``'s."""
+    if not args.engine:
+        if args.scheduler or args.lookup != "all":
+            raise ValueError("--scheduler and --lookup need --engine dask")
+        return archive_cli.cmd_warc(args)
+    if args.jobs < 0:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.scheduler and args.jobs:
+        raise ValueError("--jobs sets the local cluster's workers; with --scheduler the cluster's workers run the tasks")
+    sources = [input_source(path, must_exist=not args.scheduler) for path in args.paths]
+    settings = {"FOCUSCRAWL_CRAWL_SUMMARY": False, **settings_from_pairs(args.set)}
+    spider_args = {name: getattr(args, name) for name in ("mode", "model", "keywords", "topic")
+                   if getattr(args, name)}
+    verbose = getattr(args, "verbose", False)
+    with dask_client(args.scheduler, args.jobs or LOCAL_WORKERS, verbose) as client:
+        summary, stats = replay_on_cluster(client, sources, Path(args.output), {**JOB_SETTINGS, **settings},
+                                           spider_args, verbose, args.lookup,
+                                           archive_cli._progress_interval(settings))
+    print(json.dumps(summary) if args.json else human_summary(summary, args.output, stats))
+    return exit_code(summary)
+
+
+def input_source(path: str, must_exist: bool = True) -> str:
+    """An input as every worker reads it: a URL as given, a local path made absolute (the
+    workers' working directory is not the command's). ``must_exist``: the workers share this
+    machine's files (the local cluster)."""
+    if "://" in path and not path.startswith("file://"):
+        return path
+    local = Path(unquote(urlsplit(path).path) if path.startswith("file://") else path).resolve()
+    if must_exist and not local.is_file():
+        raise FileNotFoundError(f"no such archive: {path}")
+    return str(local)
+
+
+@contextmanager
+def dask_client(address: str | None, workers: int, verbose: bool = False) -> Iterator:
+    """A Dask client of the scheduler at ``address``, or of a local cluster of ``workers``
+    processes (one thread each: a task waits on its replay's child process)."""
+    from distributed import Client, LocalCluster
+
+    if not verbose:  # the cluster's INFO lines (workers starting, closing) are not the replay's
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+    if address:
+        with Client(address) as client:
+            yield client
+        return
+    # the local workers start with the group's Ctrl-C held (blocked in the threads that start
+    # them): the command decides when they stop, as with --jobs
+    with signals_held():
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.DEBUG if verbose else logging.WARNING)
+    try:
+        with Client(cluster) as client:
+            yield client
+    finally:
+        cluster.close()
+
+
+def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, spider_args: dict,
+                      verbose: bool = False, lookup: str = "all",
+                      progress_interval: float = 0.0) -> tuple[dict, dict]:
+    """One task per input file on ``client``'s cluster (``replay_task``), the parts unpacked
+    into ``output/parts`` and merged into ``output`` (``merge_runs``, as ``--jobs``): the
+    summary and the tasks' stats summed, as ``replay_jobs`` returns them. The first Ctrl-C
+    or SIGTERM stops the running replays cleanly and starts no more (the finished parts are
+    merged), a second one raises ``KeyboardInterrupt``."""
+    from distributed import Event, wait
+
+    run = uuid.uuid4().hex
+    stop = Event(f"focuscrawl-warc-stop-{run}", client=client)
+    tasks = [{"sources": sources if lookup == "all" else [source], "seed": source, "run": run,
+              "settings": settings, "spider_args": spider_args, "verbose": verbose} for source in sources]
+    futures = client.map(replay_task, tasks, stop=stop.name, pure=False)
+    index = {future.key: n for n, future in enumerate(futures)}
+    results: list[dict] = [{}] * len(tasks)
+    progress = FilesProgress(len(tasks), 0, progress_interval)
+    ended: list[dict] = []
+    stopped: list[int] = []
+    with _interruptible(stopped):
+        try:
+            pending, told = set(futures), False
+            while pending:
+                if stopped and not told:
+                    stop.set()  # running replays stop cleanly, tasks not started yet do not replay
+                    told = True
+                try:
+                    done, pending = wait(pending, timeout=STOP_POLL_SECONDS, return_when="FIRST_COMPLETED")
+                except TimeoutError:  # none ended meanwhile
+                    continue
+                for future in done:
+                    try:
+                        results[index[future.key]] = future.result()
+                    except Exception as exc:  # the worker died (killed, out of memory): its file failed
+                        results[index[future.key]] = {"stats": {"finish_reason": f"task failed: {exc}"}}
+                    ended.append(results[index[future.key]]["stats"])
+                    progress(ended)
+        finally:
+            client.cancel(futures, force=True)  # (interrupted twice: no worker replays on for nothing)
+            client.run(remove_inputs, run)
+    return _merged(sources, results, output, client, stopped)
+
+
+@contextmanager
+def _interruptible(stopped: list[int]) -> Iterator[None]:
+    """Inside, the first Ctrl-C or SIGTERM is noted in ``stopped``, a second one raises ``KeyboardInterrupt``."""
+    def interrupted(signum, frame) -> None:
+        if stopped:
+            raise KeyboardInterrupt
+        stopped.append(signum)
+
+    handlers = {signum: signal.signal(signum, interrupted) for signum in GROUP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _merged(sources: list[str], results: list[dict], output: Path, client, stopped: list[int]) -> tuple[dict, dict]:
+    """The tasks' parts unpacked (``output/parts/<n>``, numbered over the files with pages of
+    their own as ``--jobs`` numbers them), the finished ones merged; the summary and stats."""
+    with_part = [(source, r) for source, r in zip(sources, results) if not r.get("no_part")]
+    parts = []
+    for n, (source, result) in enumerate(with_part):
+        part = output / "parts" / f"{n:04d}"
+        if result.get("part") is not None:
+            shutil.rmtree(part, ignore_errors=True)  # this command's part of an earlier run
+            part.mkdir(parents=True)
+            with tarfile.open(fileobj=io.BytesIO(result["part"]), mode="r:gz") as tar:
+                tar.extractall(part, filter="data")
+        parts.append(part)
+    stats_of = [r["stats"] for _, r in with_part]
+    # a file whose task did not finish is left out whole, as with --jobs
+    counts = merge_runs([part for part, s in zip(parts, stats_of) if s.get("finish_reason") == "finished"], output)
+    info = client.scheduler_info()
+    summary: dict = {"engine": "dask", "scheduler": info.get("address", ""),
+                     "jobs": sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()),
+                     "parts": len(parts), "pages": counts["pages"], "images": counts["images"]}
+    for key in SUMMARY_STATS:
+        summary[key] = sum(s.get(key) or 0 for s in stats_of)
+    from focuscrawl.output.run_state import WRITE_FAILED_STAT
+
+    found = [s[WRITE_FAILED_STAT] for s in stats_of if s.get(WRITE_FAILED_STAT)]
+    if found:
+        summary["write_failed"] = found[0]
+    if stopped:
+        summary["stop_signal"] = stopped[0]
+    summary.update(files=len(sources), files_without_part={s: r["no_part"] for s, r in zip(sources, results)
+                                                           if r.get("no_part")})
+    failed = [f"{source}: {r['stats'].get('finish_reason')}" for source, r in with_part
+              if r["stats"].get("finish_reason") != "finished"]
+    summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
+    if stopped:
+        summary["finish_reason"] = f"interrupted: {len(failed)} of {len(parts)} files not replayed to their end " \
+                                   f"(run the command again for the whole run)"
+    if failed:
+        summary["image_files_removed"] = remove_unlisted_images(output)
+    stats = summed_stats([{k: v for k, v in s.items() if k != "stop_signal"} for s in stats_of])
+    stats["finish_reason"] = summary["finish_reason"]
+    return summary, stats
+
+
+# -- on a worker ---------------------------------------------------------------------------
+
+def _inputs_folder(run: str) -> Path:
+    """The folder where this machine's workers keep the run's downloaded inputs."""
+    return Path(tempfile.gettempdir()) / f"focuscrawl-warc-inputs-{run}"
+
+
+def remove_inputs(run: str) -> None:
+    """Remove the run's downloaded inputs from this machine (``client.run`` on every worker)."""
+    shutil.rmtree(_inputs_folder(run), ignore_errors=True)
+
+
+def local_copy(source: str, run: str) -> str:
+    """A path on this machine of the input ``source``: a path itself, a URL downloaded once
+    per machine and run (http/https with the standard library, other protocols with fsspec)."""
+    if "://" not in source:
+        if not Path(source).is_file():
+            raise FileNotFoundError(f"no such archive on worker {socket.gethostname()}: {source} "
+                                    f"(give the workers the file on a shared file system, or a URL)")
+        return source
+    folder = _inputs_folder(run)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = os.path.basename(urlsplit(source).path) or "archive"
+    target = folder / f"{hashlib.sha1(source.encode()).hexdigest()[:16]}-{name}"
+    if target.is_file():
+        return str(target)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
+    try:
+        if urlsplit(source).scheme in ("http", "https"):
+            from urllib.request import urlopen
+
+            with urlopen(source, timeout=60) as response, open(partial, "wb") as fh:
+                shutil.copyfileobj(response, fh, 1 << 20)
+        else:
+            import fsspec
+
+            with fsspec.open(source, "rb") as remote, open(partial, "wb") as fh:
+                shutil.copyfileobj(remote, fh, 1 << 20)
+        os.replace(partial, target)  # whole or not at all (two tasks may download it at once)
+    finally:
+        partial.unlink(missing_ok=True)
+    return str(target)
+
+
+def replay_task(task: dict, stop: str) -> dict:
+    """A Dask task: replay the pages of ``task["seed"]`` in a child process, the run
+    directory (its part) back as a gzipped tarball. Returns ``{"stats": the crawl's stats,
+    "part": bytes | None, "no_part": why the file has none}``. ``stop`` names the Dask event
+    the command sets when it is interrupted: the replay then stops cleanly (SIGINT, as Ctrl-C)."""
+    from distributed import Event
+
+    stop_event = Event(stop)
+    if stop_event.is_set():
+        return {"stats": {"finish_reason": "interrupted: not started"}}
+    with tempfile.TemporaryDirectory(prefix="focuscrawl-warc-task-") as work:
+        try:
+            local = [local_copy(source, task["run"]) for source in task["sources"]]
+        except Exception as exc:  # a URL that does not answer, a path the worker does not see
+            return {"stats": {"finish_reason": f"error: {type(exc).__name__}: {exc}"}}
+        names = dict(zip(local, task["sources"]))
+        part, result_file, log_file = Path(work) / "part", Path(work) / "result.json", Path(work) / "replay.log"
+        spec = {"sources": local, "seed": local[task["sources"].index(task["seed"])], "part": str(part),
+                "settings": task["settings"], "spider_args": task["spider_args"], "verbose": task["verbose"],
+                "result": str(result_file)}
+        (Path(work) / "task.json").write_text(json.dumps(spec))
+        with open(log_file, "wb") as log:
+            # its own session: the terminal's Ctrl-C reaches the command, which stops the replays
+            child = subprocess.Popen([sys.executable, "-m", "focuscrawl.archive.engine", str(Path(work) / "task.json")],
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            signalled = False
+            while True:
+                try:
+                    child.wait(STOP_POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    if not signalled and stop_event.is_set():
+                        child.send_signal(signal.SIGINT)
+                        signalled = True
+        log_text = log_file.read_text(errors="replace")
+        for path, source in names.items():  # messages name the inputs, not this worker's copies
+            log_text = log_text.replace(path, source)
+        if result_file.is_file():
+            result = json.loads(result_file.read_text())
+        else:
+            tail = [line for line in log_text.splitlines() if line.strip()][-LOG_TAIL_LINES:]
+            result = {"stats": {"finish_reason": f"error: replay exited with {child.returncode}: "
+                                                 + (" | ".join(tail) or "no log")}}
+        stats = result["stats"]
+        if "finish_reason" in stats and stats["finish_reason"] != "finished":
+            for path, source in names.items():
+                stats["finish_reason"] = str(stats["finish_reason"]).replace(path, source)
+        if signalled and stats.get("finish_reason") != "finished":
+            stats["finish_reason"] = "interrupted"
+        out: dict = {"stats": stats, "no_part": result.get("no_part"), "part": None,
+                     "worker": socket.gethostname()}
+        if part.is_dir() and stats.get("finish_reason") == "finished":
+            (part / "replay.log").write_text(log_text)
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+                tar.add(part, arcname=".")
+            out["part"] = buffer.getvalue()
+        return out
+
+
+def replay_file(index, path: str, part: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
+    """The pages of archive file ``path`` replayed into the run directory ``part``, every file
+    of ``index`` (an ``ArchiveIndex``) answering their requests: the crawl's stats (as
+    stats.json has them). The one-file replay every engine task runs, in a process of its own."""
+    with crawler_process(settings, verbose) as process:
+        stop_signals = record_stop_signals(process)
+        crawler = process.create_crawler("archive")
+        process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
+        process.start()
+    return crawl_stats(crawler, stop_signals)
+
+
+def _replay_process(task_file: str) -> int:
+    """``python -m focuscrawl.archive.engine TASK.json``: a task's child process."""
+    from focuscrawl.archive.reader import ArchiveError, ArchiveIndex
+    from focuscrawl.cli import configure_logging
+
+    worker_process(os.getppid(), ignore=())  # dies with its task's worker; the task's SIGINT stops its crawl
+    spec = json.loads(Path(task_file).read_text())
+    configure_logging(spec["verbose"])
+    result: dict
+    try:
+        index = ArchiveIndex(spec["sources"])
+    except (ArchiveError, OSError) as exc:
+        result = {"stats": {"finish_reason": f"error: {exc}"}}
+    else:
+        why = files_without_part(index).get(spec["seed"])
+        if why:
+            result = {"stats": {"finish_reason": "finished"}, "no_part": why}
+        else:
+            result = {"stats": replay_file(index, spec["seed"], spec["part"], spec["settings"], spec["spider_args"],
+                                           spec["verbose"])}
+    Path(spec["result"]).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_replay_process(sys.argv[1]))
