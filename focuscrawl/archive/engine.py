@@ -4,7 +4,7 @@ One task per archive file, as with ``--jobs``: the task replays that file's page
 input file answering their requests, ``--lookup all``) into a run directory of its own on
 the worker, the directory comes back to the command as a tarball, and the parts are merged
 into OUTPUT by ``focuscrawl merge``'s code: the same run directory as ``--jobs``. Without
-``--scheduler`` a local cluster of ``--jobs`` worker processes (2 without) runs the tasks.
+``--scheduler`` a local cluster of ``--jobs`` workers (2 without) runs the tasks.
 
 Dask, not PySpark or Ray: it installs from pip alone (PySpark needs a JVM on every machine;
 Ray is a far larger install with its own object store), a local cluster runs in tests and CI,
@@ -19,6 +19,7 @@ Twisted's reactor runs once per process, and a worker process runs many tasks.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import io
 import json
@@ -43,7 +44,7 @@ from focuscrawl.archive.cli import (JOB_SETTINGS, SUMMARY_STATS, FilesProgress, 
                                     settings_from_pairs)
 from focuscrawl.output.merge import merge_runs
 from focuscrawl.output.stats import summed_stats
-from focuscrawl.processes import GROUP_SIGNALS, record_stop_signals, signals_held, worker_process
+from focuscrawl.processes import GROUP_SIGNALS, record_stop_signals, worker_process
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with --jobs; PATHs may be http(s) URLs (pip install 'focuscrawl[distributed]')")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="the Dask scheduler, e.g. tcp://10.0.0.1:8786 (default: a local cluster of --jobs "
-                        f"worker processes, {LOCAL_WORKERS} without --jobs)")
+                        f"workers, {LOCAL_WORKERS} without --jobs)")
     p.add_argument("--lookup", choices=("all", "own"), default="all",
                    help="with --engine: which files answer a task's requests (images): every input file, as "
                         "with --jobs (each task reads them all), or its own file only (independent files, "
@@ -112,7 +113,8 @@ def input_source(path: str, must_exist: bool = True) -> str:
 @contextmanager
 def dask_client(address: str | None, workers: int, verbose: bool = False) -> Iterator:
     """A Dask client of the scheduler at ``address``, or of a local cluster of ``workers``
-    processes (one thread each: a task waits on its replay's child process)."""
+    one-thread workers in this process: a task only waits on its replay's child process, and
+    worker threads leave the terminal's Ctrl-C to the command (worker processes would die of it)."""
     from distributed import Client, LocalCluster
 
     if not verbose:  # the cluster's INFO lines (workers starting, closing) are not the replay's
@@ -121,16 +123,9 @@ def dask_client(address: str | None, workers: int, verbose: bool = False) -> Ite
         with Client(address) as client:
             yield client
         return
-    # the local workers start with the group's Ctrl-C held (blocked in the threads that start
-    # them): the command decides when they stop, as with --jobs
-    with signals_held():
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.DEBUG if verbose else logging.WARNING)
-    try:
-        with Client(cluster) as client:
-            yield client
-    finally:
-        cluster.close()
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None,
+                      silence_logs=logging.DEBUG if verbose else logging.WARNING) as cluster, Client(cluster) as client:
+        yield client
 
 
 def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, spider_args: dict,
@@ -143,6 +138,8 @@ def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, 
     merged), a second one raises ``KeyboardInterrupt``."""
     from distributed import Event, wait
 
+    if not sources:
+        raise ValueError("no archives")
     run = uuid.uuid4().hex
     stop = Event(f"focuscrawl-warc-stop-{run}", client=client)
     tasks = [{"sources": sources if lookup == "all" else [source], "seed": source, "run": run,
@@ -158,8 +155,14 @@ def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, 
             pending, told = set(futures), False
             while pending:
                 if stopped and not told:
-                    stop.set()  # running replays stop cleanly, tasks not started yet do not replay
+                    stop.set()  # running replays stop cleanly
                     told = True
+                    running = {key for keys in client.processing().values() for key in keys}
+                    waiting = [future for future in pending if future.key not in running]
+                    client.cancel(waiting)  # and no other one starts
+                    for future in waiting:
+                        pending.discard(future)
+                        results[index[future.key]] = {"stats": {"finish_reason": "interrupted: not started"}}
                 try:
                     done, pending = wait(pending, timeout=STOP_POLL_SECONDS, return_when="FIRST_COMPLETED")
                 except TimeoutError:  # none ended meanwhile
@@ -167,7 +170,7 @@ def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, 
                 for future in done:
                     try:
                         results[index[future.key]] = future.result()
-                    except Exception as exc:  # the worker died (killed, out of memory): its file failed
+                    except Exception as exc:  # its workers died (killed, out of memory): its file failed
                         results[index[future.key]] = {"stats": {"finish_reason": f"task failed: {exc}"}}
                     ended.append(results[index[future.key]]["stats"])
                     progress(ended)
@@ -261,23 +264,25 @@ def local_copy(source: str, run: str) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     name = os.path.basename(urlsplit(source).path) or "archive"
     target = folder / f"{hashlib.sha1(source.encode()).hexdigest()[:16]}-{name}"
-    if target.is_file():
-        return str(target)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
-    try:
-        if urlsplit(source).scheme in ("http", "https"):
-            from urllib.request import urlopen
+    # one download per machine: the tasks of its workers that need the file wait for it
+    with open(target.with_name(target.name + ".lock"), "wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.is_file():
+            partial = target.with_name(target.name + ".part")
+            try:
+                if urlsplit(source).scheme in ("http", "https"):
+                    from urllib.request import urlopen
 
-            with urlopen(source, timeout=60) as response, open(partial, "wb") as fh:
-                shutil.copyfileobj(response, fh, 1 << 20)
-        else:
-            import fsspec
+                    with urlopen(source, timeout=60) as response, open(partial, "wb") as fh:
+                        shutil.copyfileobj(response, fh, 1 << 20)
+                else:
+                    import fsspec
 
-            with fsspec.open(source, "rb") as remote, open(partial, "wb") as fh:
-                shutil.copyfileobj(remote, fh, 1 << 20)
-        os.replace(partial, target)  # whole or not at all (two tasks may download it at once)
-    finally:
-        partial.unlink(missing_ok=True)
+                    with fsspec.open(source, "rb") as remote, open(partial, "wb") as fh:
+                        shutil.copyfileobj(remote, fh, 1 << 20)
+                os.replace(partial, target)
+            finally:
+                partial.unlink(missing_ok=True)
     return str(target)
 
 
