@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,8 +53,11 @@ logger = logging.getLogger(__name__)
 ENGINES = ("dask",)
 #: workers of the local cluster when ``--jobs`` does not say
 LOCAL_WORKERS = 2
-#: how often a task looks whether the command was interrupted while its replay runs
-STOP_POLL_SECONDS = 0.5
+#: how often a task asks the scheduler whether the command was interrupted while its replay
+#: runs, and how often the command looks at its own Ctrl-C and the tasks that ended
+STOP_POLL_SECONDS = 1.0
+#: how often a task looks whether its replay's child process ended
+CHILD_POLL_SECONDS = 0.2
 #: the tail of a failed replay's log that explains it (the summary's reason)
 LOG_TAIL_LINES = 5
 
@@ -123,8 +127,13 @@ def dask_client(address: str | None, workers: int, verbose: bool = False) -> Ite
         with Client(address) as client:
             yield client
         return
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None,
-                      silence_logs=logging.DEBUG if verbose else logging.WARNING) as cluster, Client(cluster) as client:
+    import dask
+
+    # no statistical profiler sampling the command's threads (the tasks only wait on child processes)
+    with dask.config.set({"distributed.worker.profile.enabled": False}), \
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None,
+                         silence_logs=logging.DEBUG if verbose else logging.WARNING) as cluster, \
+            Client(cluster) as client:
         yield client
 
 
@@ -311,15 +320,17 @@ def replay_task(task: dict, stop: str) -> dict:
             # its own session: the terminal's Ctrl-C reaches the command, which stops the replays
             child = subprocess.Popen([sys.executable, "-m", "focuscrawl.archive.engine", str(Path(work) / "task.json")],
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-            signalled = False
+            signalled, asked = False, time.monotonic()
             while True:
                 try:
-                    child.wait(STOP_POLL_SECONDS)
+                    child.wait(CHILD_POLL_SECONDS)
                     break
                 except subprocess.TimeoutExpired:
-                    if not signalled and stop_event.is_set():
-                        child.send_signal(signal.SIGINT)
-                        signalled = True
+                    if not signalled and time.monotonic() - asked >= STOP_POLL_SECONDS:
+                        asked = time.monotonic()  # (a question to the scheduler: not at every poll)
+                        if stop_event.is_set():
+                            child.send_signal(signal.SIGINT)
+                            signalled = True
         log_text = log_file.read_text(errors="replace")
         for path, source in names.items():  # messages name the inputs, not this worker's copies
             log_text = log_text.replace(path, source)
