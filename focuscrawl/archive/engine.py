@@ -177,11 +177,13 @@ def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, 
                 except TimeoutError:  # none ended meanwhile
                     continue
                 for future in done:
+                    n = index[future.key]
                     try:
-                        results[index[future.key]] = future.result()
+                        results[n] = _unpacked(future.result(), output / "parts" / f"{n:04d}")
                     except Exception as exc:  # its workers died (killed, out of memory): its file failed
-                        results[index[future.key]] = {"stats": {"finish_reason": f"task failed: {exc}"}}
-                    ended.append(results[index[future.key]]["stats"])
+                        results[n] = {"stats": {"finish_reason": f"task failed: {exc}"}}
+                    future.release()  # the part is on disk: neither the worker nor the command keeps it
+                    ended.append(results[n]["stats"])
                     progress(ended)
         finally:
             client.cancel(futures, force=True)  # (interrupted twice: no worker replays on for nothing)
@@ -205,26 +207,31 @@ def _interruptible(stopped: list[int]) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+def _unpacked(result: dict, part: Path) -> dict:
+    """``result`` with its part (a tarball) unpacked into the folder ``part``, as it arrives:
+    the command holds one part in memory at a time, not every part until the merge."""
+    data = result.pop("part", None)
+    if data is not None:
+        shutil.rmtree(part, ignore_errors=True)  # this command's part of an earlier run
+        part.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            tar.extractall(part, filter="data")
+        result["part_dir"] = str(part)
+    return result
+
+
 def _merged(sources: list[str], results: list[dict], output: Path, client, stopped: list[int]) -> tuple[dict, dict]:
-    """The tasks' parts unpacked (``output/parts/<n>``, numbered over the files with pages of
-    their own as ``--jobs`` numbers them), the finished ones merged; the summary and stats."""
+    """The finished parts (``output/parts/<n>``, ``n`` the file's place among the inputs)
+    merged as ``--jobs`` merges its parts; the summary and stats."""
     with_part = [(source, r) for source, r in zip(sources, results) if not r.get("no_part")]
-    parts = []
-    for n, (source, result) in enumerate(with_part):
-        part = output / "parts" / f"{n:04d}"
-        if result.get("part") is not None:
-            shutil.rmtree(part, ignore_errors=True)  # this command's part of an earlier run
-            part.mkdir(parents=True)
-            with tarfile.open(fileobj=io.BytesIO(result["part"]), mode="r:gz") as tar:
-                tar.extractall(part, filter="data")
-        parts.append(part)
     stats_of = [r["stats"] for _, r in with_part]
     # a file whose task did not finish is left out whole, as with --jobs
-    counts = merge_runs([part for part, s in zip(parts, stats_of) if s.get("finish_reason") == "finished"], output)
+    counts = merge_runs([Path(r["part_dir"]) for _, r in with_part
+                         if r["stats"].get("finish_reason") == "finished" and r.get("part_dir")], output)
     info = client.scheduler_info()
     summary: dict = {"engine": "dask", "scheduler": info.get("address", ""),
                      "jobs": sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()),
-                     "parts": len(parts), "pages": counts["pages"], "images": counts["images"]}
+                     "parts": len(with_part), "pages": counts["pages"], "images": counts["images"]}
     for key in SUMMARY_STATS:
         summary[key] = sum(s.get(key) or 0 for s in stats_of)
     from focuscrawl.output.run_state import WRITE_FAILED_STAT
@@ -240,7 +247,7 @@ def _merged(sources: list[str], results: list[dict], output: Path, client, stopp
               if r["stats"].get("finish_reason") != "finished"]
     summary["finish_reason"] = "finished" if not failed else "failed: " + "; ".join(failed)
     if stopped:
-        summary["finish_reason"] = f"interrupted: {len(failed)} of {len(parts)} files not replayed to their end " \
+        summary["finish_reason"] = f"interrupted: {len(failed)} of {len(with_part)} files not replayed to their end " \
                                    f"(run the command again for the whole run)"
     if failed:
         summary["image_files_removed"] = remove_unlisted_images(output)
