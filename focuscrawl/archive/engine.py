@@ -13,8 +13,8 @@ HPC batch systems).
 
 Inputs are local paths or URLs: a worker opens a path itself (a shared file system) and
 downloads a URL (http/https, or any protocol fsspec has installed) into its own cache for the
-run. Each task runs its replay in a child process (``python -m focuscrawl.archive.engine``):
-Twisted's reactor runs once per process, and a worker process runs many tasks.
+run. Each task runs its replay in a child process (forked by ``ReplayForker``): Twisted's
+reactor runs once per process, and a worker process runs many tasks.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import io
 import json
 import logging
 import os
+import select
 import shutil
 import signal
 import socket
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -187,7 +189,7 @@ def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, 
                     progress(ended)
         finally:
             client.cancel(futures, force=True)  # (interrupted twice: no worker replays on for nothing)
-            client.run(remove_inputs, run)
+            client.run(end_run, run)
     return _merged(sources, results, output, client, stopped)
 
 
@@ -263,9 +265,11 @@ def _inputs_folder(run: str) -> Path:
     return Path(tempfile.gettempdir()) / f"focuscrawl-warc-inputs-{run}"
 
 
-def remove_inputs(run: str) -> None:
-    """Remove the run's downloaded inputs from this machine (``client.run`` on every worker)."""
+def end_run(run: str) -> None:
+    """On every worker at the end of a run (``client.run``): the run's downloaded inputs
+    removed from this machine, the replay forkers ended (the next run starts new ones)."""
     shutil.rmtree(_inputs_folder(run), ignore_errors=True)
+    ReplayForker.close_all()
 
 
 def local_copy(source: str, run: str) -> str:
@@ -321,31 +325,29 @@ def replay_task(task: dict, stop: str) -> dict:
         part, result_file, log_file = Path(work) / "part", Path(work) / "result.json", Path(work) / "replay.log"
         spec = {"sources": local, "seed": local[task["sources"].index(task["seed"])], "part": str(part),
                 "settings": task["settings"], "spider_args": task["spider_args"], "verbose": task["verbose"],
-                "result": str(result_file)}
+                "result": str(result_file), "log": str(log_file)}
         (Path(work) / "task.json").write_text(json.dumps(spec))
-        with open(log_file, "wb") as log:
-            # its own session: the terminal's Ctrl-C reaches the command, which stops the replays
-            child = subprocess.Popen([sys.executable, "-m", "focuscrawl.archive.engine", str(Path(work) / "task.json")],
-                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        forker = ReplayForker.of_this_thread()
+        try:
+            pid, code = forker.start(str(Path(work) / "task.json")), None
             signalled, asked = False, time.monotonic()
-            while True:
-                try:
-                    child.wait(CHILD_POLL_SECONDS)
-                    break
-                except subprocess.TimeoutExpired:
-                    if not signalled and time.monotonic() - asked >= STOP_POLL_SECONDS:
-                        asked = time.monotonic()  # (a question to the scheduler: not at every poll)
-                        if stop_event.is_set():
-                            child.send_signal(signal.SIGINT)
-                            signalled = True
-        log_text = log_file.read_text(errors="replace")
+            while code is None:
+                code = forker.wait(CHILD_POLL_SECONDS)
+                if code is None and not signalled and time.monotonic() - asked >= STOP_POLL_SECONDS:
+                    asked = time.monotonic()  # (a question to the scheduler: not at every look)
+                    if stop_event.is_set():
+                        os.kill(pid, signal.SIGINT)
+                        signalled = True
+        except ChildProcessError as exc:  # the forker died (killed): the next task starts another
+            code = str(exc)
+        log_text = log_file.read_text(errors="replace") if log_file.is_file() else ""
         for path, source in names.items():  # messages name the inputs, not this worker's copies
             log_text = log_text.replace(path, source)
         if result_file.is_file():
             result = json.loads(result_file.read_text())
         else:
             tail = [line for line in log_text.splitlines() if line.strip()][-LOG_TAIL_LINES:]
-            result = {"stats": {"finish_reason": f"error: replay exited with {child.returncode}: "
+            result = {"stats": {"finish_reason": f"error: replay exited with {code}: "
                                                  + (" | ".join(tail) or "no log")}}
         stats = result["stats"]
         if "finish_reason" in stats and stats["finish_reason"] != "finished":
@@ -364,6 +366,98 @@ def replay_task(task: dict, stop: str) -> dict:
         return out
 
 
+#: this worker thread's ``ReplayForker``
+_forkers = threading.local()
+
+
+class ReplayForker:
+    """A process with the replay's modules imported and no reactor that forks one child per
+    replay (``_replay_process``), as ``--jobs`` forks its job processes: a task's replay
+    starts without an interpreter's start and imports (about 1 s of CPU). One per worker
+    thread (a thread runs one task at a time); it ignores the group's Ctrl-C and dies with
+    that thread, its replays die with it (``focuscrawl.processes.worker_process``)."""
+
+    def __init__(self) -> None:
+        # unbuffered: ``select`` on the pipe sees every line not read yet
+        self.process = subprocess.Popen([sys.executable, "-m", "focuscrawl.archive.engine", "--forker",
+                                         str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, bufsize=0, start_new_session=True)
+
+    #: every forker of this process (``close_all``)
+    started: list["ReplayForker"] = []
+
+    @classmethod
+    def of_this_thread(cls) -> "ReplayForker":
+        forker = getattr(_forkers, "forker", None)
+        if forker is None or forker.process.poll() is not None:
+            forker = _forkers.forker = cls()
+            cls.started.append(forker)
+        return forker
+
+    @classmethod
+    def close_all(cls) -> None:
+        """End every forker of this process (idle: each waits for its next task)."""
+        while cls.started:
+            process = cls.started.pop().process
+            process.stdin.close()  # its loop ends (once its replay ends: killed if one still runs)
+            try:
+                process.wait(2)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def start(self, task_file: str) -> int:
+        """The pid of a new replay of ``task_file``."""
+        self.process.stdin.write(f"{task_file}\n".encode())
+        return int(self._line())
+
+    def wait(self, timeout: float) -> int | None:
+        """The replay's exit code once it ended, ``None`` while it runs after ``timeout`` seconds."""
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        return int(self._line()) if ready else None
+
+    def _line(self) -> str:
+        line = self.process.stdout.readline()
+        if not line:
+            raise ChildProcessError(f"the replay forker ended ({self.process.wait()})")
+        return line.decode()
+
+
+def _forker_process(parent: int) -> int:
+    """``python -m focuscrawl.archive.engine --forker PID``: ``ReplayForker``'s process."""
+    worker_process(parent)  # the group's Ctrl-C is the command's; dies with its thread
+    import focuscrawl.spiders.archive  # noqa: F401  (the crawl's modules, imported once: no reactor yet)
+
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = _forked_replay(line.decode().strip())
+            finally:
+                os._exit(code)
+        out.write(f"{pid}\n".encode())
+        out.flush()
+        _, status = os.waitpid(pid, 0)
+        out.write(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+        out.flush()
+    return 0
+
+
+def _forked_replay(task_file: str) -> int:
+    """A replay forked by ``_forker_process``: its output into the task's log, Ctrl-C back to
+    Python's (Scrapy installs its handlers only over Python's own), then ``_replay_process``."""
+    spec = json.loads(Path(task_file).read_text())
+    log = os.open(spec["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return _replay_process(task_file)
+
+
 def replay_file(index, path: str, part: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
     """The pages of archive file ``path`` replayed into the run directory ``part``, every file
     of ``index`` (an ``ArchiveIndex``) answering their requests: the crawl's stats (as
@@ -377,7 +471,8 @@ def replay_file(index, path: str, part: str, settings: dict, spider_args: dict, 
 
 
 def _replay_process(task_file: str) -> int:
-    """``python -m focuscrawl.archive.engine TASK.json``: a task's child process."""
+    """A task's replay process (forked by ``ReplayForker``): ``TASK.json`` says what to replay,
+    the result goes to the file it names."""
     from focuscrawl.archive.reader import ArchiveError, ArchiveIndex
     from focuscrawl.cli import configure_logging
 
@@ -400,5 +495,5 @@ def _replay_process(task_file: str) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(_replay_process(sys.argv[1]))
+if __name__ == "__main__":  # --forker PID
+    sys.exit(_forker_process(int(sys.argv[2])))
