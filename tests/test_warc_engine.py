@@ -53,6 +53,8 @@ def test_local_cluster_with_url_inputs_merges_to_the_jobs_2_run(tmp_path):
     assert {k: summary[k] for k in jobs if k != "jobs"} == {k: v for k, v in jobs.items() if k != "jobs"}
     engine_files = run_files(tmp_path / "dask")
     assert len(engine_files) == 3 + 13 + 13
+    # the local workers share OUTPUT: parts written in place, image files straight into the run
+    assert not list((tmp_path / "dask" / "parts").glob("*/images/*"))
     assert engine_files == run_files(tmp_path / "jobs")
     shared = tsv(tmp_path / "dask" / "images.tsv", "image_url")["http://site.test/shared.png"]
     assert len(json.loads((tmp_path / "dask" / shared["record_path"]).read_text())["sightings"]) == 12
@@ -87,6 +89,7 @@ def test_a_scheduler_and_worker_processes_on_127_0_0_1_merge_to_the_same_run(tmp
                 os.killpg(process.pid, signal.SIGKILL)
         log.close()
     assert summary["finish_reason"] == "finished", summary
+    assert len(list((tmp_path / "dask" / "parts").glob("*/images/*"))) == 16  # sent back whole, image files too
     warc(*paths, "-o", str(tmp_path / "jobs"), "--jobs", "2")
     assert run_files(tmp_path / "dask") == run_files(tmp_path / "jobs")
 

@@ -1,9 +1,10 @@
 """``focuscrawl warc --engine dask``: the archive replay spread over a Dask cluster.
 
 One task per archive file, as with ``--jobs``: the task replays that file's pages (every
-input file answering their requests, ``--lookup all``) into a run directory of its own on
-the worker, the directory comes back to the command as a tarball, and the parts are merged
-into OUTPUT by ``focuscrawl merge``'s code: the same run directory as ``--jobs``. Without
+input file answering their requests, ``--lookup all``) into a run directory of its own,
+which comes back to the command as a tarball (or is written in OUTPUT/parts when the workers
+share OUTPUT: the local cluster, ``--shared-output``), and the parts are merged into OUTPUT
+by ``focuscrawl merge``'s code: the same run directory as ``--jobs``. Without
 ``--scheduler`` a local cluster of ``--jobs`` workers (2 without) runs the tasks.
 
 Dask, not PySpark or Ray: it installs from pip alone (PySpark needs a JVM on every machine;
@@ -78,14 +79,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --engine: which files answer a task's requests (images): every input file, as "
                         "with --jobs (each task reads them all), or its own file only (independent files, "
                         "e.g. CommonCrawl's: each task reads one)")
+    p.add_argument("--shared-output", action="store_true",
+                   help="with --scheduler: the workers see OUTPUT at the same path (a shared file system) and "
+                        "write their parts there; default: each part is sent back to this command (the local "
+                        "cluster always writes them in place)")
     p.set_defaults(func=cmd_warc)
 
 
 def cmd_warc(args: argparse.Namespace) -> int:
     """``warc`` on the engine with ``--engine``, else ``focuscrawl.archive.cli``'s."""
     if not args.engine:
-        if args.scheduler or args.lookup != "all":
-            raise ValueError("--scheduler and --lookup need --engine dask")
+        if args.scheduler or args.lookup != "all" or args.shared_output:
+            raise ValueError("--scheduler, --lookup and --shared-output need --engine dask")
         return archive_cli.cmd_warc(args)
     if args.jobs < 0:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
@@ -98,8 +103,8 @@ def cmd_warc(args: argparse.Namespace) -> int:
     verbose = getattr(args, "verbose", False)
     with dask_client(args.scheduler, args.jobs or LOCAL_WORKERS, verbose) as client:
         summary, stats = replay_on_cluster(client, sources, Path(args.output), {**JOB_SETTINGS, **settings},
-                                           spider_args, verbose, args.lookup,
-                                           archive_cli._progress_interval(settings))
+                                           spider_args, verbose, args.lookup, archive_cli._progress_interval(settings),
+                                           shared_output=args.shared_output or not args.scheduler)
     print(json.dumps(summary) if args.json else human_summary(summary, args.output, stats))
     return exit_code(summary)
 
@@ -140,11 +145,13 @@ def dask_client(address: str | None, workers: int, verbose: bool = False) -> Ite
 
 
 def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, spider_args: dict,
-                      verbose: bool = False, lookup: str = "all",
-                      progress_interval: float = 0.0) -> tuple[dict, dict]:
+                      verbose: bool = False, lookup: str = "all", progress_interval: float = 0.0,
+                      shared_output: bool = False) -> tuple[dict, dict]:
     """One task per input file on ``client``'s cluster (``replay_task``), the parts unpacked
     into ``output/parts`` and merged into ``output`` (``merge_runs``, as ``--jobs``): the
-    summary and the tasks' stats summed, as ``replay_jobs`` returns them. The first Ctrl-C
+    summary and the tasks' stats summed, as ``replay_jobs`` returns them. ``shared_output``:
+    the workers see ``output`` at the same path (the local cluster, a shared file system), and
+    write their parts and image files there as ``--jobs`` does, none shipped. The first Ctrl-C
     or SIGTERM stops the running replays cleanly and starts no more (the finished parts are
     merged), a second one raises ``KeyboardInterrupt``."""
     from distributed import Event, wait
@@ -153,8 +160,13 @@ def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, 
         raise ValueError("no archives")
     run = uuid.uuid4().hex
     stop = Event(f"focuscrawl-warc-stop-{run}", client=client)
+    output = output.resolve()
+    if shared_output:  # the image files straight into the merged run (named by URL), as with --jobs
+        settings = {"FOCUSCRAWL_IMAGE_STORE": str(output), **settings}
     tasks = [{"sources": sources if lookup == "all" else [source], "seed": source, "run": run,
-              "settings": settings, "spider_args": spider_args, "verbose": verbose} for source in sources]
+              "settings": settings, "spider_args": spider_args, "verbose": verbose,
+              "part": str(output / "parts" / f"{n:04d}") if shared_output else None}
+             for n, source in enumerate(sources)]
     futures = client.map(replay_task, tasks, stop=stop.name, pure=False)
     index = {future.key: n for n, future in enumerate(futures)}
     results: list[dict] = [{}] * len(tasks)
@@ -322,7 +334,8 @@ def replay_task(task: dict, stop: str) -> dict:
         except Exception as exc:  # a URL that does not answer, a path the worker does not see
             return {"stats": {"finish_reason": f"error: {type(exc).__name__}: {exc}"}}
         names = dict(zip(local, task["sources"]))
-        part, result_file, log_file = Path(work) / "part", Path(work) / "result.json", Path(work) / "replay.log"
+        part = Path(task["part"] or Path(work) / "part")
+        result_file, log_file = Path(work) / "result.json", Path(work) / "replay.log"
         spec = {"sources": local, "seed": local[task["sources"].index(task["seed"])], "part": str(part),
                 "settings": task["settings"], "spider_args": task["spider_args"], "verbose": task["verbose"],
                 "result": str(result_file), "log": str(log_file)}
@@ -357,8 +370,11 @@ def replay_task(task: dict, stop: str) -> dict:
             stats["finish_reason"] = "interrupted"
         out: dict = {"stats": stats, "no_part": result.get("no_part"), "part": None,
                      "worker": socket.gethostname()}
-        if part.is_dir() and stats.get("finish_reason") == "finished":
+        if part.is_dir():
             (part / "replay.log").write_text(log_text)
+        if task["part"]:  # written where the command reads it
+            out["part_dir"] = task["part"]
+        elif part.is_dir() and stats.get("finish_reason") == "finished":
             buffer = io.BytesIO()
             with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
                 tar.add(part, arcname=".")
