@@ -50,8 +50,6 @@ from focuscrawl.output.merge import merge_runs
 from focuscrawl.output.stats import summed_stats
 from focuscrawl.processes import GROUP_SIGNALS, record_stop_signals, worker_process
 
-logger = logging.getLogger(__name__)
-
 #: the engines ``--engine`` runs the archive path on
 ENGINES = ("dask",)
 #: workers of the local cluster when ``--jobs`` does not say
@@ -103,10 +101,17 @@ def cmd_warc(args: argparse.Namespace) -> int:
     verbose = getattr(args, "verbose", False)
     with dask_client(args.scheduler, args.jobs or LOCAL_WORKERS, verbose) as client:
         summary, stats = replay_on_cluster(client, sources, Path(args.output), {**JOB_SETTINGS, **settings},
-                                           spider_args, verbose, args.lookup, archive_cli._progress_interval(settings),
+                                           spider_args, verbose, args.lookup, progress_interval(settings),
                                            shared_output=args.shared_output or not args.scheduler)
     print(json.dumps(summary) if args.json else human_summary(summary, args.output, stats))
     return exit_code(summary)
+
+
+def progress_interval(settings: dict) -> float:
+    """``FOCUSCRAWL_PROGRESS_INTERVAL`` as ``-s`` sets it, else the project's."""
+    from focuscrawl.resources import project_settings
+
+    return project_settings(settings).getfloat("FOCUSCRAWL_PROGRESS_INTERVAL")
 
 
 def input_source(path: str, must_exist: bool = True) -> str:
