@@ -147,3 +147,25 @@ def test_a_ctrl_c_stops_the_replays_and_merges_the_finished_parts(tmp_path):
     rows = tmp_path / "out" / "images.tsv"
     listed = set(tsv(rows, "image_path")) if rows.exists() else set()
     assert {f"images/{p.name}" for p in (tmp_path / "out" / "images").glob("*")} == listed
+
+
+def test_files_without_pages_of_their_own_get_no_part_as_with_jobs(tmp_path):
+    """A copy of an earlier file (its pages captured there first) and a file of images only:
+    their tasks replay nothing and the summary names them with the reason `--jobs` gives; the
+    pages and images are those of `--jobs 1`."""
+    from tests.support.archives import write_warc
+    from tests.support.localweb import png_bytes
+    from tests.test_warc_jobs import HTML, PNG, page
+
+    crawl = [(f"http://site.test/f0/p{i}", HTML, page(0, i)) for i in range(3)]
+    paths = [str(write_warc(tmp_path / "crawl.warc.gz", crawl)), str(write_warc(tmp_path / "copy.warc.gz", crawl)),
+             str(write_warc(tmp_path / "other.warc.gz", [(f"http://site.test/f1/p{i}", HTML, page(1, i))
+                                                         for i in range(2)])),
+             str(write_warc(tmp_path / "pictures.warc.gz", [("http://site.test/img0-0.png", PNG, png_bytes(640, 480))]))]
+    summary = warc_engine(*paths, "-o", str(tmp_path / "dask"))
+    jobs = warc(*paths, "-o", str(tmp_path / "jobs"), "--jobs", "1")
+    assert summary["finish_reason"] == jobs["finish_reason"] == "finished"
+    assert summary["parts"] == jobs["parts"] == 2 and summary["pages"] == jobs["pages"] == 5
+    assert summary["files_without_part"] == jobs["files_without_part"]
+    assert set(summary["files_without_part"]) == {paths[1], paths[3]}
+    assert run_files(tmp_path / "dask") == run_files(tmp_path / "jobs")
