@@ -25,11 +25,14 @@ from tests.test_warc_jobs import REPO, archives, run_files, tsv, warc
 TIMEOUT = 300
 
 
-def warc_engine(*args: str, code: int = 0) -> dict:
+def warc_engine(*args: str, code: int = 0, log: list[str] | None = None) -> dict:
+    """The summary of `warc --engine dask`; ``log``: its progress lines appended (one as each task ends)."""
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "--engine", "dask", "--json",
-           "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"]
+           "-s", f"FOCUSCRAWL_PROGRESS_INTERVAL={0.001 if log is not None else 0}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    if log is not None:
+        log += [line.split(": ", 1)[1] for line in proc.stderr.splitlines() if ": progress: " in line]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -96,18 +99,25 @@ def test_a_scheduler_and_worker_processes_on_127_0_0_1_merge_to_the_same_run(tmp
 
 def test_a_file_that_fails_is_reported_and_the_others_are_merged(tmp_path):
     """A file that is no archive and a URL that answers 404 (`--lookup own`: each task reads its
-    own file): exit 1, the summary names both with their reason, the good file is merged."""
+    own file): exit 1, the summary names both with their reason, the good file is merged; a
+    progress line as each task ends."""
     paths = archives(tmp_path)[:1]
     junk = tmp_path / "junk.warc.gz"
     junk.write_bytes(b"this is no archive\n" * 50)
     with served(paths) as web:
         missing = f"{web.base}/gone.warc.gz"
-        summary = warc_engine(paths[0], str(junk), missing, "-o", str(tmp_path / "out"), "--lookup", "own", code=1)
+        progress: list[str] = []
+        summary = warc_engine(paths[0], str(junk), missing, "-o", str(tmp_path / "out"), "--lookup", "own", code=1,
+                              log=progress)
     reason = summary["finish_reason"]
     assert reason.startswith("failed: ") and f"{junk}: error: " in reason and "not a readable WARC/ARC file" in reason
     assert f"{missing}: error: HTTPError: HTTP Error 404" in reason
     assert summary["pages"] == 3 and set(tsv(tmp_path / "out" / "pages.tsv", "url")) == {
         f"http://site.test/f0/p{i}" for i in range(3)}
+    assert [line.split(",")[0] for line in progress] == ["progress: 1/3 files", "progress: 2/3 files",
+                                                         "progress: 3/3 files"], progress
+    assert progress[-1].startswith("progress: 3/3 files, 3 pages (") and "4 image-text pairs written" in progress[-1]
+    assert "ETA" in progress[0]
 
 
 def cmdline(pid: int) -> bytes:
