@@ -179,3 +179,14 @@ def test_files_without_pages_of_their_own_get_no_part_as_with_jobs(tmp_path):
     assert summary["files_without_part"] == jobs["files_without_part"]
     assert set(summary["files_without_part"]) == {paths[1], paths[3]}
     assert run_files(tmp_path / "dask") == run_files(tmp_path / "jobs")
+
+
+def test_without_dask_the_command_names_the_extra(tmp_path, monkeypatch, capsys):
+    """Dask not installed: one line naming the extra that installs it, exit 2."""
+    from focuscrawl.cli import main
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if the extra were not installed
+    paths = archives(tmp_path)
+    assert main(["warc", *paths, "-o", str(tmp_path / "out"), "--engine", "dask"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "focuscrawl warc: error: this needs distributed, an optional dependency: pip install 'focuscrawl[distributed]'")
