@@ -30,7 +30,7 @@ COMMANDS = {
     "eval": "focuscrawl.eval.cli",
     "rank": "focuscrawl.ranking",
     "annotate": "focuscrawl.annotate.cli",
-    "warc": "focuscrawl.archive.cli",
+    "warc": "focuscrawl.archive.engine",  # focuscrawl.archive.cli's warc with --engine
     "fetch": "focuscrawl.fetch_cli",
     "merge": "focuscrawl.output.merge",
     "topic": "focuscrawl.topic.cli",
@@ -60,7 +60,7 @@ class CommandError(Exception):
 
 #: optional dependencies (pyproject's extras) and the extra that installs each
 OPTIONAL_MODULES = {"matplotlib": "plots", "pyarrow": "parquet", "scrapyd": "deploy",
-                    "scrapyd_client": "deploy"}
+                    "scrapyd_client": "deploy", "dask": "distributed", "distributed": "distributed"}
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str | None:

@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("spiders", ("focuscrawl.spiders",)),
     ("commands and tools around a crawl (and every ``*.cli`` module)",
      ("focuscrawl.cli", "focuscrawl.crawl_cli", "focuscrawl.shell", "focuscrawl.ranking", "focuscrawl.fetch_cli", "focuscrawl.export",
-      "focuscrawl.eval", "focuscrawl.annotate", "focuscrawl.demo")),
+      "focuscrawl.eval", "focuscrawl.annotate", "focuscrawl.demo", "focuscrawl.archive.engine")),
 )
 #: a subpackage's ``cli`` module registers a ``focuscrawl`` command: the top layer
 COMMAND_MODULE = "cli"
