@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -72,25 +73,26 @@ class StatsFileWriter:
     (a state registered with ``RunState`` at ``spider_opened``: extensions cannot reach it
     while they are built)."""
 
-    def __init__(self, directory: Path, stats, crawler: Crawler | None = None) -> None:
+    def __init__(self, directory: Path, stats, run_state: Callable[[], Any] | None = None) -> None:
+        """``run_state``: finds the crawler's ``RunState`` (at ``spider_opened``)."""
         self.directory = directory
         self.stats = stats
-        self.crawler = crawler
+        self.run_state = run_state
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "StatsFileWriter":
+        from focuscrawl.output.run_state import RunState
+
         directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR")
         if not directory:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        writer = cls(Path(directory).resolve(), crawler.stats, crawler)
+        writer = cls(Path(directory).resolve(), crawler.stats, partial(crawler.get_extension, RunState))
         crawler.signals.connect(writer.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(writer.write, signal=signals.engine_stopped)
         return writer
 
     def spider_opened(self, spider=None) -> None:
-        from focuscrawl.output.run_state import RunState
-
-        run_state = self.crawler.get_extension(RunState) if self.crawler is not None else None
+        run_state = self.run_state() if self.run_state is not None else None
         if run_state is not None and run_state.output is not None and run_state.output.dir == self.directory:
             run_state.register(self)
 
