@@ -117,7 +117,8 @@ class StatsFileWriter:
     def checkpoint(self) -> None:
         """The session's stats now that the run's rows up to here are kept (an ``OSError`` stops
         the crawl as any failed write of the run does)."""
-        atomic_write_bytes(self.directory / CHECKPOINT_FILE, self._stats_json())
+        # no fsync: a kill leaves the renamed file whole; a power loss costs stats only, not rows
+        atomic_write_bytes(self.directory / CHECKPOINT_FILE, self._stats_json(), fsync=False)
 
     def close(self) -> None:
         pass  # stats.json comes at engine_stopped, after every spider_closed handler
