@@ -7,12 +7,13 @@ import os
 import socket
 import stat
 import threading
+import time
 from urllib.parse import urlencode
 
 import pytest
 
 from focuscrawl.annotate.db import AnnotationDB, InvalidUserName, UserExists, parse_item_id
-from focuscrawl.annotate.web import AnnotationServer, create_app
+from focuscrawl.annotate.web import AnnotationServer, LoginThrottle, create_app
 from tests.support.annotate import Client, logged_in, running_app
 from tests.support.runfixture import make_run_dir
 
@@ -277,3 +278,172 @@ def test_a_huge_header_line_is_refused_without_reading_it(app):
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert sent < 8 * 1024 * 1024  # cut off long before the whole line
     assert Client(port).get("/login")[0] == 200
+
+
+def _slow_body(port: int, path: str = "/login", length: int = 60000) -> socket.socket:
+    """A POST whose header block is complete but whose body of ``length`` bytes has not come."""
+    sock = _socket(port)
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                 f"Content-Length: {length}\r\n\r\n".encode("ascii"))
+    return sock
+
+
+def test_slow_request_bodies_do_not_block_logins(app):
+    """40 POSTs (more than the server's worker threads) announce a 60000-byte body and send one
+    byte of it every half second: a login still answers within seconds, as it does alone."""
+    _, port, _ = app
+    slow = [_slow_body(port, path) for path in ("/login", "/answer") * 20]
+    stop = threading.Event()
+
+    def drip() -> None:
+        while not stop.wait(0.5):
+            for sock in slow:
+                try:
+                    sock.sendall(b"x")
+                except OSError:
+                    pass
+
+    dripper = threading.Thread(target=drip, daemon=True)
+    dripper.start()
+    try:
+        for _ in range(3):
+            started = time.monotonic()
+            client = Client(port, timeout=5)
+            assert client.login("anna", "anna-password") == (303, "/")
+            assert time.monotonic() - started < 5
+    finally:
+        stop.set()
+        dripper.join(5)
+        for sock in slow:
+            sock.close()
+
+
+def test_a_body_that_never_ends_is_closed_at_the_body_deadline(tmp_path):
+    """A body still incomplete ``body_timeout`` seconds after its header block is cut off; one
+    announced larger than a form may be is refused (413) at once, without waiting for it."""
+    db = AnnotationDB(tmp_path / "db.sqlite3", per_image=1)
+    server = AnnotationServer(create_app(db, tmp_path), port=0, body_timeout=1.0, timeout=5.0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        slow = _slow_body(server.server_port)
+        slow.settimeout(0.3)
+        started, answer = time.monotonic(), None
+        while answer is None and time.monotonic() - started < 8:
+            try:
+                slow.sendall(b"x")
+                answer = slow.recv(4096)
+            except socket.timeout:
+                pass
+            except OSError:
+                answer = b""
+        assert answer == b"" and time.monotonic() - started < 4  # closed after about 1 s
+        huge = _slow_body(server.server_port, length=10_000_000)
+        huge.settimeout(5)
+        assert huge.recv(4096).startswith(b"HTTP/1.1 413")
+        for sock in (slow, huge):
+            sock.close()
+    finally:
+        server.shutdown()
+        thread.join(5)
+
+
+def test_chunked_expect_continue_and_pipelined_requests_are_served(app):
+    """The body is awaited in its every form: chunked, after a 100-continue
+    the server sends, and a second request pipelined behind the first."""
+    _, port, _ = app
+    token = Client(port).csrf("/login")  # any login form token works with its cookie
+    form = urlencode({"csrf": token, "name": "anna", "password": "anna-password"}).encode("ascii")
+    head = (f"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: fc_login_csrf={token}\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\n")
+    sock = _socket(port)
+    sock.settimeout(5)
+    answers = sock.makefile("rb")
+
+    def answer() -> bytes:
+        """One response's status line and header block (its body read past)."""
+        lines = [answers.readline()]
+        while lines[-1] not in (b"\r\n", b""):
+            lines.append(answers.readline())
+        length = next((int(line.split(b":")[1]) for line in lines if line.lower().startswith(b"content-length:")), 0)
+        answers.read(length)
+        return b"".join(lines)
+
+    chunked = b"%x\r\n%s\r\n5\r\n%s\r\n0\r\n\r\n" % (len(form) - 5, form[:-5], form[-5:])
+    sock.sendall(head.encode() + b"Transfer-Encoding: chunked\r\n\r\n" + chunked[:7])
+    time.sleep(0.3)
+    sock.sendall(chunked[7:])
+    assert b"Location: /\r\n" in answer()
+    sock.sendall(f"{head}Content-Length: {len(form)}\r\nExpect: 100-continue\r\n\r\n".encode())
+    assert answer().startswith(b"HTTP/1.1 100 Continue")
+    sock.sendall(form + b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    final = answer()
+    while final.startswith(b"HTTP/1.1 100 "):  # cheroot's own 100 Continue (clients skip any 1xx)
+        final = answer()
+    assert b"Location: /\r\n" in final
+    assert answer().startswith(b"HTTP/1.1 200")
+    sock.close()
+
+
+def test_the_login_throttle_stays_bounded_under_ever_new_names():
+    """Failed logins under new random names each left an entry that was never removed; now
+    expired names are swept and at most ``max_names`` are kept, while a throttled name stays."""
+    throttle = LoginThrottle(max_failures=3, window=0.5, max_names=100)
+    for _ in range(3):
+        throttle.blocked("victim", failed=True)
+    assert throttle.blocked("victim")
+    for i in range(1000):
+        throttle.blocked(f"random-{i}", failed=True)
+        if i % 50 == 0:
+            throttle.blocked("victim")  # still being tried: kept
+    assert len(throttle) <= 100 and throttle.blocked("victim")
+    time.sleep(0.6)
+    throttle.blocked("someone", failed=True)
+    assert len(throttle) == 1 and not throttle.blocked("victim")
+
+
+RSS_PROBE = """
+import re, sys, threading
+from focuscrawl.annotate.db import AnnotationDB
+def rss():
+    return int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024
+db = AnnotationDB(sys.argv[1])
+db.add_user("anna", "anna-password")
+before = rss()
+def fail(i):
+    for j in range(3):
+        db.authenticate(f"nobody-{i}-{j}", "wrong-password")
+        db.authenticate("anna", "wrong-password")
+threads = [threading.Thread(target=fail, args=(i,)) for i in range(16)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(rss() - before)
+"""
+
+
+def test_failed_logins_on_every_server_thread_keep_the_process_small(tmp_path):
+    """16 server threads checking passwords at once: each scrypt takes 16 MiB that the thread's
+    malloc arena keeps, so the server grew by about 16 MiB per thread (177 -> 418 MB);
+    hashing on a few threads bounds the growth. In a fresh process (arenas unused)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(tmp_path / "db.sqlite3")], check=True,
+                         capture_output=True, text=True, env={**os.environ}, timeout=120).stdout
+    assert int(out) < 100, f"grew by {out.strip()} MB"
+
+
+def test_accented_and_dotless_twins_are_refused_alike_through_the_admin_page(app):
+    """'ālice' and 'alıce' next to 'alice' are both refused as look-alikes (the safer rule: one
+    skeleton, accents dropped and confusable letters mapped), whichever of the three came first."""
+    db, port, _ = app
+    boss = logged_in(port, "boss")
+    for first, twins in (("alice", ["\u0101lice", "al\u0131ce"]), ("\u0101nton", ["anton", "\u0430nton"]),
+                         ("v\u0131ctor", ["victor", "v\u012bctor"])):
+        assert boss.post("/admin/users", {"csrf": boss.csrf("/admin"), "name": first,
+                                          "password": "long-password"})[1]["Location"] == "/admin?m=user-added"
+        for twin in twins:
+            location = boss.post("/admin/users", {"csrf": boss.csrf("/admin"), "name": twin,
+                                                  "password": "long-password"})[1]["Location"]
+            assert location in ("/admin?m=user-exists", "/admin?m=user-name"), twin
+    assert {u["name"] for u in db.users()} == {"anna", "boss", "alice", "\u0101nton", "v\u0131ctor"}

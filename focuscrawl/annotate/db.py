@@ -18,8 +18,10 @@ import sqlite3
 import threading
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -30,6 +32,11 @@ TEXT_LABELS = ("describes the image", "fits the topic", "irrelevant", "misleadin
 ASSIGNMENT_TTL = 30 * 60
 SESSION_TTL = 7 * 24 * 3600
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+#: Password hashes computed at the same time. Each scrypt needs 128*N*r bytes (16 MiB) that
+#: the computing thread's malloc arena keeps afterwards: hashing in every server thread at once
+#: grew the server by 16 MiB per thread; a few hashing threads bound that (and the CPU).
+SCRYPT_THREADS = 2
+_scrypt_pool = ThreadPoolExecutor(SCRYPT_THREADS, thread_name_prefix="scrypt")
 MIN_PASSWORD_LENGTH = 8
 
 SCHEMA = """
@@ -198,12 +205,23 @@ class User:
     is_admin: bool
 
 
+def _scrypt(password: str, salt: bytes, n: int, r: int, p: int, dklen: int) -> bytes:
+    """``hashlib.scrypt`` on one of the ``SCRYPT_THREADS`` hashing threads (bounded memory)."""
+    return _scrypt_pool.submit(hashlib.scrypt, password.encode("utf-8"), salt=salt, n=n, r=r, p=p,
+                               dklen=dklen).result()
+
+
 def hash_password(password: str, salt: bytes | None = None) -> str:
     """``scrypt$N$r$p$salt$hash`` with a random 16-byte salt."""
     salt = salt or secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P,
-                            dklen=32)
+    digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P, 32)
     return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${salt.hex()}${digest.hex()}"
+
+
+@cache
+def _unknown_user_hash() -> str:
+    """A hash to check passwords of unknown names against: the same work as for a known name."""
+    return hash_password(secrets.token_urlsafe(16))
 
 
 def verify_password(password: str, stored: str) -> bool:
@@ -211,8 +229,7 @@ def verify_password(password: str, stored: str) -> bool:
         scheme, n, r, p, salt, digest = stored.split("$")
         if scheme != "scrypt":
             return False
-        candidate = hashlib.scrypt(password.encode("utf-8"), salt=bytes.fromhex(salt), n=int(n), r=int(r),
-                                   p=int(p), dklen=len(digest) // 2)
+        candidate = _scrypt(password, bytes.fromhex(salt), int(n), int(r), int(p), len(digest) // 2)
     except ValueError:
         return False
     return hmac.compare_digest(candidate.hex(), digest)
@@ -340,7 +357,7 @@ class AnnotationDB:
         with self._connect() as conn:
             row = self._user_id(conn, name)
         if row is None:
-            verify_password(password, hash_password("timing-equaliser"))  # same work for unknown names
+            verify_password(password, _unknown_user_hash())  # one scrypt, as for a known name
             return None
         return User(row[0], row[1], bool(row[3])) if verify_password(password, row[2]) else None
 

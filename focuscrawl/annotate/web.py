@@ -36,6 +36,8 @@ SESSION_COOKIE = "fc_session"
 #: Failed logins per user name allowed within LOGIN_WINDOW seconds before logins are refused.
 LOGIN_MAX_FAILURES = 10
 LOGIN_WINDOW = 15 * 60
+#: User names whose failed logins are remembered at most (a bound on the throttle's memory).
+LOGIN_MAX_NAMES = 50_000
 LOGIN_CSRF_COOKIE = "fc_login_csrf"
 MAX_FORM_BYTES = 64 * 1024
 IMAGE_TYPES = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif",
@@ -71,10 +73,12 @@ USER_REFUSALS: dict[type[AnnotationError], str] = {
 SERVER_THREADS = 16
 SERVER_BACKLOG = 1024
 #: A request's header block: at most this many bytes (cheroot answers 413 past it), all of it
-#: within HEADER_TIMEOUT seconds of its first byte; a connection that sends nothing is closed
-#: after IDLE_TIMEOUT seconds (cheroot's ``timeout``, also the longest wait for one read).
+#: within HEADER_TIMEOUT seconds of its first byte, then its body (at most MAX_FORM_BYTES)
+#: within BODY_TIMEOUT seconds (about 2 KiB/s for the largest form); a connection that sends
+#: nothing is closed after IDLE_TIMEOUT seconds (cheroot's ``timeout``).
 MAX_HEADER_BYTES = 64 * 1024
 HEADER_TIMEOUT = 10.0
+BODY_TIMEOUT = 30.0
 IDLE_TIMEOUT = 10.0
 
 
@@ -84,24 +88,36 @@ def refusal_code(exc: AnnotationError, table: dict[type[AnnotationError], str]) 
 
 
 class LoginThrottle:
-    """Failed logins per (normalised) user name in a sliding window, shared by the server's threads."""
+    """Failed logins per (normalised) user name in a sliding window, shared by the server's threads.
 
-    def __init__(self, max_failures: int = LOGIN_MAX_FAILURES, window: float = LOGIN_WINDOW) -> None:
-        self.max_failures, self.window = max_failures, window
-        self._failures: dict[str, list[float]] = {}
+    Names whose failures are all older than the window are swept out (at most once per window),
+    and at most ``max_names`` names are kept (the longest untouched go first), so failed logins
+    under ever new names do not grow the server."""
+
+    def __init__(self, max_failures: int = LOGIN_MAX_FAILURES, window: float = LOGIN_WINDOW,
+                 max_names: int = LOGIN_MAX_NAMES) -> None:
+        self.max_failures, self.window, self.max_names = max_failures, window, max_names
+        self._failures: dict[str, list[float]] = {}  # oldest last failure first
         self._lock = threading.Lock()
+        self._swept = time.monotonic()
+
+    def __len__(self) -> int:
+        return len(self._failures)
 
     def blocked(self, name: str, failed: bool = False) -> bool:
         """Count a failed login (``failed``) and tell whether ``name`` has too many recent failures."""
         now = time.monotonic()
         with self._lock:
-            times = [t for t in self._failures.get(name, []) if now - t < self.window]
+            if now - self._swept > self.window:
+                self._failures = {k: v for k, v in self._failures.items() if now - v[-1] < self.window}
+                self._swept = now
+            times = [t for t in self._failures.pop(name, []) if now - t < self.window]
             if failed:
                 times.append(now)
             if times:
-                self._failures[name] = times
-            else:
-                self._failures.pop(name, None)
+                self._failures[name] = times[-self.max_failures:]
+                while len(self._failures) > self.max_names:
+                    del self._failures[next(iter(self._failures))]
             return len(times) >= self.max_failures
 
 
@@ -288,45 +304,123 @@ def create_app(db: AnnotationDB, run_dir: str | Path, secure_cookies: bool = Fal
     return app
 
 
-class _HeaderFirstServer(wsgi.Server):
-    """cheroot's WSGI server that hands a connection to a worker thread only once the whole
-    header block of its next request is there (or its size bound is passed, which cheroot
-    answers with 413). Until then the connection waits in cheroot's selector and what
-    arrives is read without blocking, so slow or silent clients hold no worker thread
-    (slowloris): one whose header block takes longer than ``header_timeout`` seconds is
-    closed, and so is a silent one after cheroot's ``timeout``. No TLS here (raw reads of
-    the socket): behind TLS, a proxy terminates it (``--secure-cookies``)."""
+def chunked_body_end(data: bytes, start: int) -> int | None:
+    """Where a chunked request body that begins at ``data[start:]`` ends (after its last chunk
+    and trailer), or ``None`` while it is incomplete; ``ValueError`` for a malformed one."""
+    pos = start
+    while True:
+        line_end = data.find(b"\r\n", pos)
+        if line_end < 0:
+            return None
+        size = int(data[pos:line_end].split(b";", 1)[0].strip() or b"x", 16)  # ValueError if not hex
+        if size < 0:
+            raise ValueError("negative chunk size")
+        pos = line_end + 2
+        if size == 0:
+            break
+        if len(data) < pos + size + 2:
+            return None
+        pos += size + 2
+    while True:  # trailer fields, up to the empty line
+        line_end = data.find(b"\r\n", pos)
+        if line_end < 0:
+            return None
+        if line_end == pos:
+            return pos + 2
+        pos = line_end + 2
+
+
+def request_end(data: bytes) -> int | None:
+    """Where the first request in ``data`` ends (header block and body), or ``None`` while more
+    must come. A request whose end cannot be told here (a malformed or oversized header or
+    body length) counts as complete at its header, so that cheroot and the app answer it."""
+    start = len(data) - len(bytes(data).lstrip(b"\r\n"))  # empty lines before a request are ignored
+    header_end = data.find(b"\r\n\r\n", start)
+    if header_end < 0:
+        lf_end = data.find(b"\n\n")
+        return lf_end + 2 if lf_end >= 0 else None  # bare-LF headers: cheroot answers 400
+    body_start = header_end + 4
+    fields: dict[bytes, bytes] = {}
+    for line in bytes(data[start:header_end]).split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        fields[name.strip().lower()] = value.strip()
+    try:
+        if fields.get(b"transfer-encoding", b"").lower().endswith(b"chunked"):
+            end = chunked_body_end(data, body_start)
+            return end if end is not None or len(data) - body_start > MAX_FORM_BYTES + 4096 else None
+        length = int(fields.get(b"content-length", b"0"))
+    except ValueError:
+        return body_start
+    if length < 0 or length > MAX_FORM_BYTES:
+        return body_start  # refused (400/413) without reading the body
+    return body_start + length if len(data) >= body_start + length else None
+
+
+class _WholeRequestServer(wsgi.Server):
+    """cheroot's WSGI server that hands a connection to a worker thread only once its next
+    request is there entire: the header block and the body (a form of at most
+    ``MAX_FORM_BYTES``, by Content-Length or chunked). Until then the connection waits in
+    cheroot's selector and what arrives is read without blocking, so slow or silent clients
+    hold no worker thread (slowloris, slow bodies): one whose header block takes longer than
+    ``header_timeout`` seconds, or whose body then takes longer than ``body_timeout``, is
+    closed, and so is one silent for cheroot's ``timeout``. A request that cannot be
+    complete (oversized or malformed lengths, a header block past its bound) goes to a worker
+    at once to be refused (413/400), and the connection is closed after the answer. No TLS
+    here (raw reads of the socket): behind TLS, a proxy terminates it (``--secure-cookies``)."""
 
     header_timeout = HEADER_TIMEOUT
+    body_timeout = BODY_TIMEOUT
 
     def process_conn(self, conn) -> None:
-        if conn.rfile.has_data() or self._header_arrived(conn):
+        if self._request_arrived(conn):
             super().process_conn(conn)
 
-    def _header_arrived(self, conn) -> bool:
-        """Read what the client sent (non-blocking); ``True`` when the header block is
-        complete; otherwise the connection waits in the selector again, or is closed."""
-        pending = conn.__dict__.setdefault("pending_header", bytearray())
-        if not pending:
-            conn.header_started = time.monotonic()
-            conn.last_used = time.time()  # cheroot's idle expiry (``timeout``) counts from here
+    def _request_arrived(self, conn) -> bool:
+        """Read what the client sent (non-blocking); ``True`` when a whole request is buffered;
+        otherwise the connection waits in the selector again, or is closed (hung up, too slow)."""
+        pending = conn.__dict__.setdefault("pending_request", bytearray())
+        rfile = conn.rfile
+        if rfile.has_data():  # bytes of a pipelined request left after the previous one
+            pending += rfile._read_buf[rfile._read_pos:]
+            rfile._read_buf, rfile._read_pos = b"", 0
+        now = time.monotonic()
+        if getattr(conn, "request_started", None) is None:
+            conn.request_started, conn.header_done = now, None
         try:
             conn.socket.settimeout(0)  # read what is there (a socket with a timeout would wait)
-            data = conn.socket.recv(MAX_HEADER_BYTES)
-            conn.socket.settimeout(self.timeout)
-        except BlockingIOError:  # nothing yet (a new connection)
+            data = conn.socket.recv(MAX_HEADER_BYTES + MAX_FORM_BYTES)
+        except BlockingIOError:  # nothing yet (a new connection, or a pipelined request whole)
             data = None
-            conn.socket.settimeout(self.timeout)
         except OSError:  # reset by the client
             data = b""
-        if data == b"" or time.monotonic() - conn.header_started > self.header_timeout:
-            conn.close()  # hung up, or too slow: nothing to answer
+        finally:
+            conn.socket.settimeout(self.timeout)
+        if data == b"" and not pending:
+            conn.close()
             return False
+        conn.last_used = time.time()  # cheroot's idle expiry (``timeout``) counts from the last byte
         pending += data or b""
-        if b"\r\n\r\n" in pending or b"\n\n" in pending or len(pending) > MAX_HEADER_BYTES:
-            conn.rfile._read_buf, conn.rfile._read_pos = bytes(pending), 0  # cheroot's own buffer (_pyio)
+        end = request_end(pending)
+        if end is None and len(pending) > MAX_HEADER_BYTES and b"\r\n\r\n" not in pending:
+            end = len(pending)  # a header block past its bound: cheroot answers 413
+        if end is not None:
+            rfile._read_buf, rfile._read_pos = bytes(pending), 0  # cheroot's own buffer (_pyio)
             pending.clear()
+            conn.request_started = None
             return True
+        header_end = pending.find(b"\r\n\r\n", len(pending) - len(pending.lstrip(b"\r\n")))
+        if conn.header_done is None and header_end >= 0:
+            conn.header_done = now
+            if b"100-continue" in pending[:header_end].lower():  # the client waits for this before its body
+                try:
+                    conn.socket.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                except OSError:
+                    data = b""
+        too_slow = (now - conn.request_started > self.header_timeout if conn.header_done is None
+                    else now - conn.header_done > self.body_timeout)
+        if data == b"" or too_slow:
+            conn.close()  # hung up before the request was whole, or too slow: nothing to answer
+            return False
         self._connections._selector.register(conn.socket.fileno(), selectors.EVENT_READ, data=conn)
         return False
 
@@ -335,16 +429,18 @@ class AnnotationServer:
     """cheroot's thread-pool WSGI server bound at construction: ``SERVER_THREADS`` workers, a
     listen backlog of ``SERVER_BACKLOG`` (the stdlib server's 5 reset connections under load),
     idle keep-alive connections and connections still sending their headers parked in a
-    selector, not in a thread; a header block of at most ``MAX_HEADER_BYTES`` within
-    ``HEADER_TIMEOUT`` seconds (``_HeaderFirstServer``)."""
+    selector, not in a thread, until their whole request is there: a header block of at most
+    ``MAX_HEADER_BYTES`` within ``HEADER_TIMEOUT`` seconds, then a body within ``BODY_TIMEOUT``
+    seconds (``_WholeRequestServer``)."""
 
     def __init__(self, app, host: str = "127.0.0.1", port: int = 8000, threads: int = SERVER_THREADS,
                  backlog: int = SERVER_BACKLOG, header_timeout: float = HEADER_TIMEOUT,
+                 body_timeout: float = BODY_TIMEOUT,
                  timeout: float = IDLE_TIMEOUT) -> None:
-        self.server = _HeaderFirstServer((host, port), app, numthreads=threads, request_queue_size=backlog,
+        self.server = _WholeRequestServer((host, port), app, numthreads=threads, request_queue_size=backlog,
                                          server_name="focuscrawl-annotate", shutdown_timeout=5, timeout=timeout)
         self.server.max_request_header_size = MAX_HEADER_BYTES
-        self.server.header_timeout = header_timeout
+        self.server.header_timeout, self.server.body_timeout = header_timeout, body_timeout
         self.server.prepare()  # binds and listens: OSError here for a busy port
 
     @property

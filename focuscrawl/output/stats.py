@@ -4,7 +4,10 @@ Written at ``engine_stopped``, after every ``spider_closed`` handler (LM counter
 finish reason) has updated the stats; atomically (temp file + ``os.replace``).
 Scrapy's stats are per process: when a resumed crawl ends, the earlier session's
 ``stats.json`` is first appended to ``stats.sessions.jsonl`` (one line per session),
-so no session's numbers are lost.
+so no session's numbers are lost. A session ended by a kill writes no ``stats.json``: its
+stats as of its last checkpoint (``stats.checkpoint.json``, written with every checkpoint
+of the run directory, so they count what the run kept) go to ``stats.sessions.jsonl``
+when the next session starts. Summed over the sessions, the counters are the run's.
 
 Every stat focuscrawl writes is named ``focuscrawl/<area>/<name>`` (docs/OUTPUT.md lists
 them); Scrapy's own keys keep their names. ``read_stats`` reads a run's ``stats.json``
@@ -15,8 +18,9 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -27,6 +31,10 @@ from focuscrawl.output.files import LineLog, atomic_write_bytes
 logger = logging.getLogger(__name__)
 
 SESSIONS_FILE = "stats.sessions.jsonl"
+#: the running session's stats as of the run's last checkpoint (removed after ``stats.json``)
+CHECKPOINT_FILE = "stats.checkpoint.json"
+#: the finish reason a session ended by a kill gets in ``stats.sessions.jsonl``
+KILLED = "killed"
 
 def read_stats(path: str | Path) -> dict[str, Any]:
     """A run's ``stats.json``. Raises ``OSError`` when unreadable and ``ValueError`` when it
@@ -61,33 +69,75 @@ def jsonable(value):
 
 class StatsFileWriter:
     """Extension: ``stats.json`` (and ``stats.sessions.jsonl``) in the run directory when the
-    engine stops. It writes whole files beside the logs, so it needs the folder only, not
-    ``RunState`` (which extensions cannot reach while they are built)."""
+    engine stops, and ``stats.checkpoint.json`` with every checkpoint of the run directory
+    (a state registered with ``RunState`` at ``spider_opened``: extensions cannot reach it
+    while they are built)."""
 
-    def __init__(self, directory: Path, stats) -> None:
+    def __init__(self, directory: Path, stats, run_state: Callable[[], Any] | None = None) -> None:
+        """``run_state``: finds the crawler's ``RunState`` (at ``spider_opened``)."""
         self.directory = directory
         self.stats = stats
+        self.run_state = run_state
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "StatsFileWriter":
+        from focuscrawl.output.run_state import RunState
+
         directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR")
         if not directory:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        writer = cls(Path(directory).resolve(), crawler.stats)
+        writer = cls(Path(directory).resolve(), crawler.stats, partial(crawler.get_extension, RunState))
+        crawler.signals.connect(writer.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(writer.write, signal=signals.engine_stopped)
         return writer
+
+    def spider_opened(self, spider=None) -> None:
+        run_state = self.run_state() if self.run_state is not None else None
+        if run_state is not None and run_state.output is not None and run_state.output.dir == self.directory:
+            run_state.register(self)
+
+    # --- Checkpointed --------------------------------------------------------------------------
+    def restore(self) -> None:
+        """A session killed before: its checkpointed stats join ``stats.sessions.jsonl`` (after
+        the ``stats.json`` of the session before it, so the lines stay in session order)."""
+        path = self.directory / CHECKPOINT_FILE
+        if not path.exists():
+            return
+        self._keep_earlier_session(self.directory)
+        try:
+            killed = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:  # written atomically: not ours
+            logger.warning("%s is not JSON; a killed session's stats are lost", path)
+            killed = None
+        if isinstance(killed, dict):
+            killed.setdefault("finish_reason", KILLED)
+            self._append_session(self.directory, killed)
+        path.unlink()
+
+    def checkpoint(self) -> None:
+        """The session's stats now that the run's rows up to here are kept (an ``OSError`` stops
+        the crawl as any failed write of the run does)."""
+        # no fsync: a kill leaves the renamed file whole; a power loss costs stats only, not rows
+        atomic_write_bytes(self.directory / CHECKPOINT_FILE, self._stats_json(), fsync=False)
+
+    def close(self) -> None:
+        pass  # stats.json comes at engine_stopped, after every spider_closed handler
+
+    def _stats_json(self) -> bytes:
+        stats = {k: jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
+        return json.dumps(stats, indent=1).encode("utf-8")
 
     def write(self) -> None:
         try:
             self._keep_earlier_session(self.directory)
-            stats = {k: jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
-            atomic_write_bytes(self.directory / "stats.json", json.dumps(stats, indent=1).encode("utf-8"))
+            atomic_write_bytes(self.directory / "stats.json", self._stats_json())
+            (self.directory / CHECKPOINT_FILE).unlink(missing_ok=True)  # stats.json says it all now
         except OSError as exc:  # a full disk (said once by the run's own writes): the earlier file is kept whole
             logger.warning("stats not written to %s: %s", exc.filename or self.directory / "stats.json",
                            exc.strerror or exc)
 
-    @staticmethod
-    def _keep_earlier_session(directory: Path) -> None:
+    @classmethod
+    def _keep_earlier_session(cls, directory: Path) -> None:
         path = directory / "stats.json"
         if not path.exists():
             return
@@ -96,11 +146,16 @@ class StatsFileWriter:
         except ValueError:  # not ours (written atomically): leave it to be replaced
             logger.warning("%s is not JSON; replaced without keeping it", path)
             return
+        cls._append_session(directory, earlier)
+
+    @staticmethod
+    def _append_session(directory: Path, stats: dict) -> None:
+        """``stats`` as a line of ``stats.sessions.jsonl`` unless a line of its session (same
+        ``start_time``) is there: a kill between this append and the next write, not twice."""
         log = LineLog(directory / SESSIONS_FILE)  # a torn last line (a kill mid-write) is cut here
         try:
-            lines = list(log.lines())
-            # a kill between this append and the rewrite of stats.json: not twice
-            if not lines or json.loads(lines[-1]).get("start_time") != earlier.get("start_time"):
-                log.write_lines([json.dumps(earlier, sort_keys=True)])
+            started = {json.loads(line).get("start_time") for line in log.lines()}
+            if stats.get("start_time") not in started:
+                log.write_lines([json.dumps(stats, sort_keys=True)])
         finally:
             log.close()

@@ -44,13 +44,13 @@ def logged_in(port: int, name: str) -> "Client":
 class Client:
     """Raw HTTP (paths are sent exactly as given, e.g. with ``../``), cookies kept, no redirects followed."""
 
-    def __init__(self, port: int):
-        self.port = port
+    def __init__(self, port: int, timeout: float = 10):
+        self.port, self.timeout = port, timeout
         self.cookies: dict[str, str] = {}
         self.set_cookie_headers: list[str] = []
 
     def request(self, method: str, path: str, form: dict | None = None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
         headers = {}
         body = None
         if form is not None:

@@ -1,0 +1,54 @@
+"""Counters across sessions ended by SIGKILL (real crawls, real redis-server, real signals)."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+
+from tests.support.crawl import ROOT
+from tests.support.localweb import LocalWeb
+from tests.test_redis_frontier import focused_cmd, kill_after, kill_site, page_urls, redis_settings
+
+#: counters a page adds once when its row is kept (the learner's judgement, pages written)
+PAGE_COUNTERS = ("focuscrawl/learning/judged_on_topic", "focuscrawl/learning/judged_off_topic")
+
+
+def session_totals(run) -> dict[str, int]:
+    sessions = [json.loads(line) for line in (run / "stats.sessions.jsonl").read_text().splitlines()] \
+        if (run / "stats.sessions.jsonl").exists() else []
+    sessions.append(json.loads((run / "stats.json").read_text()))
+    return {key: sum(s.get(key, 0) for s in sessions) for key in PAGE_COUNTERS}
+
+
+def test_counters_summed_over_sigkilled_sessions_match_an_uninterrupted_crawl(tmp_path, redis_server):
+    """A Redis worker SIGKILLed twice at its 6th page and restarted on its
+    JOBDIR: its killed sessions wrote no stats.json, so their counts were lost; now their
+    checkpointed stats are in stats.sessions.jsonl and the sums reach an uninterrupted crawl's
+    (pages in flight at a kill's last checkpoint count twice: at most a few per kill)."""
+    out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
+    # every page committed at once: each killed session has checkpointed (a session killed
+    # before its first checkpoint kept nothing, and its stats say nothing)
+    settings = redis_settings(redis_server, crawl="stats", delay=0.01) + ["FOCUSCRAWL_SENTENCES_BATCH_BYTES=1"]
+    with LocalWeb(kill_site()) as web:
+        single = subprocess.run(focused_cmd(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2"), cwd=ROOT,
+                                capture_output=True, text=True, timeout=180)
+        assert single.returncode == 0, single.stderr[-3000:]
+        for kill in (6, 6):
+            killed = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job,
+                                                *kill_after(kill)), cwd=ROOT, capture_output=True, text=True,
+                                    timeout=120)
+            assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+        last = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job), cwd=ROOT,
+                              capture_output=True, text=True, timeout=180)
+        assert last.returncode == 0, last.stderr[-3000:]
+    assert sorted(page_urls(out)) == sorted(page_urls(tmp_path / "single"))
+    expected = session_totals(tmp_path / "single")
+    assert sum(expected.values()) == len(page_urls(out)) == 36
+    sessions = [json.loads(line) for line in (out / "stats.sessions.jsonl").read_text().splitlines()]
+    assert [s.get("finish_reason") for s in sessions] == ["killed", "killed"]
+    totals = session_totals(out)
+    # every page's judgement counted (the killed sessions' no longer lost); a page judged before
+    # a kill's last checkpoint but committed after it is judged and counted again by the resume
+    assert all(totals[key] >= expected[key] for key in PAGE_COUNTERS), (totals, expected)
+    assert sum(totals.values()) - sum(expected.values()) <= 2 * 2, (totals, expected)  # measured: 0
+    assert not (out / "stats.checkpoint.json").exists()
