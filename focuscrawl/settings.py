@@ -359,6 +359,13 @@ FOCUSCRAWL_MAX_PATH_REPEATS = 2
 FOCUSCRAWL_MAX_PATH_SEGMENTS = 12
 #: Distinct query strings followed per host+path at most.
 FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
+#: Trap-like pages fetched per host at most (a path ending in a date, a repeated path
+#: segment, more than FOCUSCRAWL_TRAP_PATH_SEGMENTS segments, another query string of a
+#: path already seen); their links also go after every other link. Keeps calendars and
+#: facets from spending FOCUSCRAWL_MAX_PAGES_PER_HOST before the real pages; 0 = no limit.
+FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST = 50
+#: A link with more path segments than this looks like a trap (FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST).
+FOCUSCRAWL_TRAP_PATH_SEGMENTS = 6
 
 # --- Advanced: Page text (SPEC §2) ----------------------------------------------------
 #: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
