@@ -139,3 +139,40 @@ def crawl_exit_code(finish_reason: str | None, stop_signals: list[int], failed: 
     if stop_signals:
         return 128 + stop_signals[0]
     return EXIT_FINISHED if finish_reason else EXIT_FAILED
+
+
+#: the janitor of ``removed_when_gone``: it waits for the end of its standard input (the owner's
+#: end closes when the owner ends, however), then removes the paths it was given
+_JANITOR = """
+import os, shutil, sys
+sys.stdin.buffer.read()
+for path in sys.argv[1:]:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+"""
+
+
+@contextmanager
+def removed_when_gone(*paths: "str | os.PathLike[str]") -> Iterator[None]:
+    """Temporary ``paths`` (files or folders) that are removed once this process ends, even by
+    SIGKILL or the out-of-memory killer, which run no ``finally``: a small janitor process
+    (a session of its own: the group's signals do not reach it) holds the other end of a
+    pipe and removes them at its end of file. Leaving the block normally removes them too."""
+    import subprocess
+
+    janitor = subprocess.Popen([sys.executable, "-I", "-S", "-c", _JANITOR, *map(os.fspath, paths)],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        yield
+    finally:
+        janitor.stdin.close()
+        try:
+            janitor.wait(10)
+        except subprocess.TimeoutExpired:  # a slow disk: it finishes on its own
+            pass
