@@ -157,22 +157,31 @@ for path in sys.argv[1:]:
 """
 
 
-@contextmanager
-def removed_when_gone(*paths: "str | os.PathLike[str]") -> Iterator[None]:
-    """Temporary ``paths`` (files or folders) that are removed once this process ends, even by
-    SIGKILL or the out-of-memory killer, which run no ``finally``: a small janitor process
-    (a session of its own: the group's signals do not reach it) holds the other end of a
-    pipe and removes them at its end of file. Leaving the block normally removes them too."""
+def janitor(*paths: "str | os.PathLike[str]"):
+    """Start the janitor of the temporary ``paths`` (files or folders): a small process (a
+    session of its own: the group's signals do not reach it) that holds the other end of a
+    pipe and removes them at its end of file, which comes when this process ends however it
+    ends, SIGKILL and the out-of-memory killer included (they run no ``finally``, no
+    ``atexit``). Closing the returned process's ``stdin`` has it remove them now."""
     import subprocess
 
-    janitor = subprocess.Popen([sys.executable, "-I", "-S", "-c", _JANITOR, *map(os.fspath, paths)],
-                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    return subprocess.Popen([sys.executable, "-I", "-S", "-c", _JANITOR, *map(os.fspath, paths)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+@contextmanager
+def removed_when_gone(*paths: "str | os.PathLike[str]") -> Iterator[None]:
+    """Temporary ``paths`` removed when the block is left, or when this process is killed in
+    it (``janitor``)."""
+    import subprocess
+
+    cleaner = janitor(*paths)
     try:
         yield
     finally:
-        janitor.stdin.close()
+        cleaner.stdin.close()
         try:
-            janitor.wait(10)
+            cleaner.wait(10)
         except subprocess.TimeoutExpired:  # a slow disk: it finishes on its own
             pass
