@@ -567,6 +567,9 @@ FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
 #: every image and page batch). After a kill the rows since the last checkpoint are
 #: cut back and redone (frontier journal, images.pending).
 FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
+#: Seconds a crawl told to stop (Ctrl-C, SIGTERM) may take to stop cleanly; then it stops as on
+#: a second Ctrl-C (a download or a page that never ends cannot keep it alive); 0 = no limit.
+FOCUSCRAWL_SHUTDOWN_TIMEOUT = 60.0
 #: Log a short summary when the crawl ends (what was written where, why it stopped, the limits,
 #: opt-outs and errors; focuscrawl.output.summary). Scrapy's raw stats dump is logged at
 #: DEBUG only; stats.json keeps every counter.
