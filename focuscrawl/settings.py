@@ -361,8 +361,8 @@ FOCUSCRAWL_MAX_PATH_SEGMENTS = 12
 FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
 #: Trap-like pages fetched per host at most (a path ending in a date, a repeated path
 #: segment, more than FOCUSCRAWL_TRAP_PATH_SEGMENTS segments, another query string of a
-#: path already seen); their links also go after every other link. Keeps calendars and
-#: facets from spending FOCUSCRAWL_MAX_PAGES_PER_HOST before the real pages; 0 = no limit.
+#: path already seen, a session id). Keeps calendars and facets from spending
+#: FOCUSCRAWL_MAX_PAGES_PER_HOST before the real pages are reached; 0 = no limit.
 FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST = 50
 #: A link with more path segments than this looks like a trap (FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST).
 FOCUSCRAWL_TRAP_PATH_SEGMENTS = 6

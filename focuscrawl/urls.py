@@ -146,7 +146,7 @@ def trap_kind(url: "str | SplitResult | ParseResult", deep_segments: int, query_
     """Which kind of trap-like URL ``url`` is, or ``None``: ``calendar`` (its path ends in a
     date), ``repeats`` (a path segment twice), ``deep`` (more than ``deep_segments`` path
     segments; 0: not checked), ``query`` (``query_variant``: another query string of a path
-    already seen; or a session-id parameter). Such URLs are crawled, after the others and only so many per host: the
+    already seen; or a session-id parameter). Such URLs are crawled, only so many per host: the
     hard limits (``repeated_path_segment``, ``too_many_path_segments``, ``QueryVariantLimit``)
     drop the rest."""
     parts = urlsplit(url) if isinstance(url, str) else url

@@ -26,7 +26,6 @@ from focuscrawl.analysis import LinkContext, PageAnalysis, page_analysis
 from focuscrawl.focus.modes import CrawlFocus, crawl_focus
 from focuscrawl.focus.ranker import LINK_META, LinkDecision, LinkFacts, LinkRanker, link_facts
 from focuscrawl.items import PageItem
-from focuscrawl.middlewares.scope import TRAP_META
 from focuscrawl.focus.judge import PageJudge
 from focuscrawl.focus.link_learner import url_host
 from focuscrawl.output.run_state import RunState
@@ -191,10 +190,6 @@ class LinkPriorityMiddleware(BaseSpiderMiddleware):
         if d.followed:
             request.priority = d.priority
             link.demoted = self._demotes(page.analysis)  # the frontier's re-ranking keeps it down
-            if meta.get(TRAP_META) and self.ranker.focused and not link.demoted:  # after every real page
-                request.priority = self.ranker.demoted(d.priority)
-                link.demoted = True
-                self.stats.inc_value("focuscrawl/links/trap_demoted")
         return request if d.followed else None
 
     def _demotes(self, analysis: PageAnalysis | None) -> bool:

@@ -22,7 +22,7 @@ from focuscrawl.urls import (QueryVariantLimit, SurtRules, domain_allowed, repea
 logger = logging.getLogger(__name__)
 
 #: ``request.meta`` key: the kind of trap-like URL (``focuscrawl.urls.trap_kind``) a link is;
-#: its priority goes below every other link's and its host crawls only so many of them
+#: its host crawls only so many of them (``HostPageLimitMiddleware``)
 TRAP_META = "focuscrawl_trap"
 
 
@@ -32,9 +32,8 @@ class ScopeMiddleware(BaseSpiderMiddleware):
     ``FOCUSCRAWL_MAX_PATH_SEGMENTS``, ``FOCUSCRAWL_MAX_QUERY_VARIANTS``); each reason
     counted in ``focuscrawl/scope/*``. A link it keeps that only looks like a trap (a date
     archive, a repeated or deep path, a query variant: ``trap_kind``) is marked
-    ``meta[TRAP_META]`` and counted in ``focuscrawl/scope/trap_like/<kind>``: the priority
-    middleware puts it after the others, the host limit gives such links
-    ``FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST`` pages of a host at most."""
+    ``meta[TRAP_META]`` and counted in ``focuscrawl/scope/trap_like/<kind>``: the host limit
+    gives such links ``FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST`` pages of a host at most."""
 
     def __init__(self, stats, allowed_domains: Iterable[str], reject_surts: Iterable[str], max_path_repeats: int,
                  max_path_segments: int, max_query_variants: int,
