@@ -56,7 +56,8 @@ class CrawlCommand(ScrapyCrawlCommand):
             self.crawler_process.start()
             self.exitcode = 1 if self.crawler_process.bootstrap_failed else 0
             return None
-        stop_signals = record_stop_signals(self.crawler_process)
+        stop_signals = record_stop_signals(self.crawler_process,
+                                           crawler.settings.getfloat("FOCUSCRAWL_SHUTDOWN_TIMEOUT"))
         refused: list[BaseException] = []
         on_error(self.crawler_process.crawl(crawler, **opts.spargs), refused)
         self.crawler_process.start()

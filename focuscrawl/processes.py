@@ -118,16 +118,40 @@ EXIT_BAD_INPUT = 2
 FAILED_REASONS = frozenset({"write_failed", "start_error"})
 
 
-def record_stop_signals(process) -> list[int]:
+def record_stop_signals(process, shutdown_timeout: float = 0.0) -> list[int]:
     """The stop signals a Scrapy ``CrawlerProcess`` gets from now on, in order (filled as they
     come). Its log calls are wrapped, not its handlers: a handler is compared with Scrapy's own
-    (``ignore_stop_signals_once_stopped``)."""
+    (``ignore_stop_signals_once_stopped``). ``shutdown_timeout`` > 0: a clean stop that has not
+    ended that many seconds after the first signal (a download or a page that never ends) is
+    made the unclean one a second Ctrl-C makes (``_stop_unfinished``)."""
     received: list[int] = []
     for name in ("_log_shutdown", "_log_kill"):
         log = getattr(process, name, None)
         if log is not None:
             setattr(process, name, lambda signum, log=log: (received.append(signum), log(signum))[1])
+    log_shutdown = getattr(process, "_log_shutdown", None)
+    if shutdown_timeout > 0 and log_shutdown is not None:
+        def on_shutdown(signum: int) -> None:
+            from twisted.internet import reactor
+
+            log_shutdown(signum)
+            if len(received) == 1:
+                reactor.callLater(shutdown_timeout, _stop_unfinished, process, signum, shutdown_timeout)
+
+        process._log_shutdown = on_shutdown
     return received
+
+
+def _stop_unfinished(process, signum: int, timeout: float) -> None:
+    """The clean stop asked for ``timeout`` seconds ago has not ended: stop as on a second signal
+    (Scrapy's ``_signal_kill``: the reactor stops, nothing more is written; a JOBDIR resume
+    crawls again what was not committed)."""
+    import logging
+
+    logging.getLogger(__name__).warning(
+        "the crawl did not stop within %g s of %s (FOCUSCRAWL_SHUTDOWN_TIMEOUT): stopping it now, as a "
+        "second Ctrl-C does; run the same command (same JOBDIR) to resume", timeout, signal.Signals(signum).name)
+    process._signal_kill(signum, None)
 
 
 def crawl_exit_code(finish_reason: str | None, stop_signals: list[int], failed: bool = False) -> int:
@@ -139,3 +163,49 @@ def crawl_exit_code(finish_reason: str | None, stop_signals: list[int], failed: 
     if stop_signals:
         return 128 + stop_signals[0]
     return EXIT_FINISHED if finish_reason else EXIT_FAILED
+
+
+#: the janitor of ``removed_when_gone``: it waits for the end of its standard input (the owner's
+#: end closes when the owner ends, however), then removes the paths it was given
+_JANITOR = """
+import os, shutil, sys
+sys.stdin.buffer.read()
+for path in sys.argv[1:]:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+"""
+
+
+def janitor(*paths: "str | os.PathLike[str]"):
+    """Start the janitor of the temporary ``paths`` (files or folders): a small process (a
+    session of its own: the group's signals do not reach it) that holds the other end of a
+    pipe and removes them at its end of file, which comes when this process ends however it
+    ends, SIGKILL and the out-of-memory killer included (they run no ``finally``, no
+    ``atexit``). Closing the returned process's ``stdin`` has it remove them now."""
+    import subprocess
+
+    return subprocess.Popen([sys.executable, "-I", "-S", "-c", _JANITOR, *map(os.fspath, paths)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+@contextmanager
+def removed_when_gone(*paths: "str | os.PathLike[str]") -> Iterator[None]:
+    """Temporary ``paths`` removed when the block is left, or when this process is killed in
+    it (``janitor``)."""
+    import subprocess
+
+    cleaner = janitor(*paths)
+    try:
+        yield
+    finally:
+        cleaner.stdin.close()
+        try:
+            cleaner.wait(10)
+        except subprocess.TimeoutExpired:  # a slow disk: it finishes on its own
+            pass

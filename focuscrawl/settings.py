@@ -362,6 +362,13 @@ FOCUSCRAWL_MAX_PATH_REPEATS = 2
 FOCUSCRAWL_MAX_PATH_SEGMENTS = 12
 #: Distinct query strings followed per host+path at most.
 FOCUSCRAWL_MAX_QUERY_VARIANTS = 100
+#: Trap-like pages fetched per host at most (a path ending in a date, a repeated path
+#: segment, more than FOCUSCRAWL_TRAP_PATH_SEGMENTS segments, another query string of a
+#: path already seen, a session id). Keeps calendars and facets from spending
+#: FOCUSCRAWL_MAX_PAGES_PER_HOST before the real pages are reached; 0 = no limit.
+FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST = 50
+#: A link with more path segments than this looks like a trap (FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST).
+FOCUSCRAWL_TRAP_PATH_SEGMENTS = 6
 
 # --- Advanced: Page text (SPEC §2) ----------------------------------------------------
 #: Bytes of a page that text extraction (and link extraction) reads; the rest of a longer
@@ -563,6 +570,9 @@ FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
 #: every image and page batch). After a kill the rows since the last checkpoint are
 #: cut back and redone (frontier journal, images.pending).
 FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
+#: Seconds a crawl told to stop (Ctrl-C, SIGTERM) may take to stop cleanly; then it stops as on
+#: a second Ctrl-C (a download or a page that never ends cannot keep it alive); 0 = no limit.
+FOCUSCRAWL_SHUTDOWN_TIMEOUT = 60.0
 #: Log a short summary when the crawl ends (what was written where, why it stopped, the limits,
 #: opt-outs and errors; focuscrawl.output.summary). Scrapy's raw stats dump is logged at
 #: DEBUG only; stats.json keeps every counter.

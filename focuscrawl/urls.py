@@ -8,6 +8,7 @@ is left out: a rule applies to http and https alike.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections import Counter, OrderedDict
 from functools import lru_cache
 from typing import Iterable
@@ -129,6 +130,39 @@ def too_many_path_segments(url: "str | SplitResult | ParseResult", max_segments:
     return path.count("/") > max_segments and len([s for s in path.split("/") if s]) > max_segments
 
 
+#: the kinds of trap-like URL ``trap_kind`` names (stats ``focuscrawl/scope/trap_*/<kind>``)
+TRAP_KINDS = ("calendar", "repeats", "deep", "query")
+#: a path that ends in a date, year and month at least (/2026/03/, /cal/2026/3/15, /2026-03):
+#: a calendar's or a date archive's page; a dated post (/2026/03/a-title) does not end in one
+_DATE_TAIL = re.compile(r"(?:^|/)(?:1[89]|2[01])\d\d[/-](?:0?[1-9]|1[0-2])(?:[/-](?:0?[1-9]|[12]\d|3[01]))?/?$")
+
+
+#: a query parameter that names a session (each visit another URL for one page)
+_SESSION_PARAMETER = re.compile(r"(?:^|[&;])(?:sid|sess|session|sessionid|session_id|jsessionid|phpsessid|aspsessionid"
+                                r"|cfid|cftoken|s)=", re.IGNORECASE)
+
+
+def trap_kind(url: "str | SplitResult | ParseResult", deep_segments: int, query_variant: bool = False) -> str | None:
+    """Which kind of trap-like URL ``url`` is, or ``None``: ``calendar`` (its path ends in a
+    date), ``repeats`` (a path segment twice), ``deep`` (more than ``deep_segments`` path
+    segments; 0: not checked), ``query`` (``query_variant``: another query string of a path
+    already seen; or a session-id parameter). Such URLs are crawled, only so many per host: the
+    hard limits (``repeated_path_segment``, ``too_many_path_segments``, ``QueryVariantLimit``)
+    drop the rest."""
+    parts = urlsplit(url) if isinstance(url, str) else url
+    path = parts.path
+    if _DATE_TAIL.search(path):
+        return "calendar"
+    segments = [s for s in path.split("/") if s]
+    if len(set(segments)) < len(segments):
+        return "repeats"
+    if 0 < deep_segments < len(segments):
+        return "deep"
+    if parts.query and (query_variant or _SESSION_PARAMETER.search(parts.query)):
+        return "query"
+    return None
+
+
 class QueryVariantLimit:
     """Admits at most ``limit`` distinct query strings per host+path (faceted search,
     session ids, endless calendars).
@@ -145,8 +179,12 @@ class QueryVariantLimit:
         self.limit = limit
         self.max_paths = max_paths
         self._seen: OrderedDict[tuple[str, str], set[int]] = OrderedDict()
+        #: the distinct query strings of the path ``admit`` was last asked about, itself included
+        #: (0: no query, or the limit is off)
+        self.last_variants = 0
 
     def admit(self, url: "str | SplitResult | ParseResult") -> bool:
+        self.last_variants = 0
         if self.limit <= 0:
             return True
         parts = urlsplit(url) if isinstance(url, str) else url
@@ -161,6 +199,7 @@ class QueryVariantLimit:
         else:
             self._seen.move_to_end(path_key)
         key = hash(parts.query)
+        self.last_variants = len(seen) + (key not in seen)
         if key in seen:
             return True
         if len(seen) >= self.limit:

@@ -174,3 +174,16 @@ def test_numba_caches_in_the_user_cache_not_in_the_installed_package(tmp_path):
     assert list((tmp_path / "cache" / "focuscrawl" / "numba").rglob("index.*.nbi"))
     after = set(package_cache.glob("index.*.nb*")) if package_cache.exists() else set()
     assert after == before
+
+
+def test_nearest_is_the_first_match_of_query_without_the_excluded_id():
+    rnd = random.Random(11)
+    centres = [rnd.getrandbits(64) for _ in range(5)]
+    index = SimHashIndex(3, 4, merge_threshold=97)  # merged tables and an unsorted tail
+    for _ in range(600):
+        index.add(rnd.choice(centres) ^ sum(1 << rnd.randrange(64) for _ in range(rnd.randrange(3))))
+    for _ in range(300):
+        fp = rnd.choice(centres) ^ (1 << rnd.randrange(64)) if rnd.random() < 0.8 else rnd.getrandbits(64)
+        exclude = rnd.randrange(-1, len(index))
+        expected = next(((i, d) for i, d in index.query(fp) if i != exclude), None)
+        assert index.nearest(fp, exclude=exclude) == expected

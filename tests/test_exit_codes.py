@@ -73,3 +73,32 @@ def test_warc_exit_codes_follow_how_its_replay_ended():
     assert exit_code({"finish_reason": "shutdown", "stop_signal": signal.SIGINT}) == 130
     assert exit_code({"finish_reason": "failed: a.warc: job process died", "stop_signal": signal.SIGTERM}) == 143
     assert exit_code({"finish_reason": "failed: a.warc: job process died"}) == 1
+
+
+def test_a_clean_stop_that_never_ends_is_made_unclean_after_the_shutdown_timeout(tmp_path):
+    """SIGTERM while a page download hangs: Scrapy's clean stop waits for it (issue #44: "Closing
+    spider (shutdown)" and alive > 105 s). After ``FOCUSCRAWL_SHUTDOWN_TIMEOUT`` the crawl stops
+    as on a second signal, says so in one line and exits 143; a JOBDIR resume crawls the page."""
+    from tests.support.localweb import Page, html
+
+    site = {("cats.test", "/p0"): Page(html("cats", "The cat sleeps on the sofa.", [("/p1", "cat one"), ("/p2", "cat two")])),
+            ("cats.test", "/p1"): Page(html("slow", "The kitten plays.", []), delay=120),
+            ("cats.test", "/p2"): Page(html("cats", "The cat purrs.", []))}
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(site) as web:
+        proc = start_crawl(web, tmp_path, out, job, log, group=True, DOWNLOAD_TIMEOUT=600,
+                           FOCUSCRAWL_SHUTDOWN_TIMEOUT=3)
+        try:
+            deadline = time.monotonic() + 60
+            while "cats.test/p1" not in web.requests:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+            time.sleep(0.5)
+            os.killpg(proc.pid, signal.SIGTERM)
+            started = time.monotonic()
+            assert proc.wait(30) == 143
+            assert time.monotonic() - started < 30
+        finally:
+            proc.kill()
+    text = log.read_text()
+    assert "Traceback" not in text and "did not stop within 3 s of SIGTERM" in text, text[-3000:]

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -212,3 +213,29 @@ def test_warc_jobs_over_bad_inputs_ends_without_a_traceback(tmp_path, case):
         assert proc.returncode == 0, proc.stderr[-3000:]
     else:
         assert proc.returncode != 0 and files[-1].name in proc.stderr, proc.stderr[-3000:]
+
+
+def test_warc_killed_leaves_no_uncompressed_copy_in_the_temporary_folder(tmp_path):
+    """A WARC gzipped whole is read through an uncompressed copy in the temporary folder:
+    ``focuscrawl warc`` killed with SIGKILL while it replays left that copy for good (issue #44,
+    ``atexit`` does not run); its janitor process removes it within seconds now."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    records = b"".join(warc_record(f"http://ok.test/{i}", http_response(page(i))) for i in range(4000))
+    (tmp_path / "whole.warc.gz").write_bytes(gzip.compress(records))
+    proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", str(tmp_path / "whole.warc.gz"),
+                             "-o", str(tmp_path / "out"), *FAST], cwd=REPO, env=dict(os.environ, TMPDIR=str(temp)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(temp.glob("focuscrawl-archives-*/*.warc")) and time.monotonic() < deadline:
+            assert proc.poll() is None, "ended before it was killed"
+            time.sleep(0.05)
+        assert list(temp.glob("focuscrawl-archives-*/*.warc")), "no uncompressed copy was made"
+    finally:
+        proc.kill()
+        proc.wait(10)
+    deadline = time.monotonic() + 10
+    while list(temp.glob("focuscrawl-archives-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not list(temp.glob("focuscrawl-archives-*"))

@@ -61,6 +61,27 @@ def test_trap_site_ends_by_itself_with_trap_counts(tmp_path):
     assert len(real_pages(requests)) >= 20  # most real pages crawled despite the traps
 
 
+def test_trap_like_pages_leave_the_host_cap_to_the_real_pages(tmp_path):
+    """Issue #44 point 11: on a site of 120 real pages, each linking into a calendar, ever-deeper
+    paths, query variants of a listing, repeated path segments and session ids, the traps
+    spent the per-host cap before the real pages were reached (calendar 118, deep paths 103,
+    query variants 93 of 500; 155 of 300 real articles). Trap-like links now go after the
+    real ones and get ``FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST`` pages of their own: every real
+    page is crawled within a cap of 200, and the trap-like pages sent and refused are counted
+    by kind."""
+    traps = ("deep", "calendar", "session", "query", "repeat")
+    with TrapSite(traps, real=120) as site:
+        stats, requests = trap_crawl(tmp_path, site, {"FOCUSCRAWL_MAX_PAGES_PER_HOST": 200,
+                                                      "FOCUSCRAWL_MAX_TRAP_PAGES_PER_HOST": 30})
+    pages = [p for p in requests if p != "/robots.txt" and not p.startswith("/.well-known/")]
+    assert len(pages) <= 200
+    assert len(real_pages(pages)) == 120, len(real_pages(pages))
+    sent = {k.rsplit("/", 1)[1]: v for k, v in stats.items() if k.startswith("focuscrawl/scope/trap_pages/")}
+    assert 0 < sum(sent.values()) <= 30 and set(sent) <= {"calendar", "deep", "query", "repeats"}, sent
+    refused = {k.rsplit("/", 1)[1] for k in stats if k.startswith("focuscrawl/scope/trap_limit/")}
+    assert {"calendar", "query", "repeats"} <= refused, refused
+
+
 def test_recovered_images_do_not_starve_new_pages(tmp_path):
     """Kill a crawl with ~20 slow image downloads accepted, resume, kill again, resume. A
     resumed session hands the recovered downloads over at most

@@ -167,7 +167,7 @@ def test_http_behaviours(web):
     go = respond(web, topic.name, "/go/2")
     assert go.status == 301 and go.headers["Location"] == web.article(topic.name, 2).url
     assert respond(web, topic.name, f"/post/{topic.n_articles + 7}-removed.html").status == 404
-    assert respond(web, "nowhere.test", "/").status == 502
+    assert respond(web, "nowhere.test", "/").status == 404
     w, h, fmt = image_spec(topic.name, "/wp-content/uploads/2015/02/img_1234.jpg")
     from io import BytesIO
 

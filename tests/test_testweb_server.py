@@ -41,7 +41,7 @@ def test_answers_for_every_host_through_the_proxy(web, server):
             assert spec.site_name.encode() in r.read()
     with pytest.raises(urllib.error.HTTPError) as err:
         op.open("http://not-in-the-web.test/")
-    assert err.value.code == 502
+    assert err.value.code == 404  # no retry, no ERROR line in a crawl (a 502 is retried)
     assert server.hosts["not-in-the-web.test"] == 1
 
 
@@ -94,3 +94,14 @@ def test_scrapy_crawls_it_through_http_proxy_env(web, server, tmp_path):
     assert len(pages) >= 3
     assert server.statuses[200] >= 40
     assert server.robots_violations == []
+
+
+def test_a_host_outside_the_web_is_not_retried_and_logs_no_error(web, server, tmp_path):
+    """A link out of the closed test web (the demo's ``ads.example.invalid``): the proxy answered
+    502, which the crawl retried and then logged at ERROR ("Gave up retrying <GET
+    http://ads.example.invalid/robots.txt>"), in the demo's log too. Not found now: its
+    robots.txt, tdmrep.json and page are asked once each, and the log has no ERROR line."""
+    run_crawl("keywords", [*web.seeds()[:1], "http://ads.example.invalid/"], tmp_path / "run", 5, proxy=server.proxy)
+    log = (tmp_path / "run" / "crawl.log").read_text()
+    assert not [line for line in log.splitlines() if " ERROR" in line], log[-3000:]
+    assert server.hosts["ads.example.invalid"] == 3  # robots.txt, tdmrep.json and the page, once each

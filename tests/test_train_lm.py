@@ -223,6 +223,34 @@ def test_file_sentences_html_gz_and_normalized(tmp_path):
     assert file_sentences(tmp_path / "norm.txt", normalized=True) == ["already normal text", "short one"]
 
 
+def test_normalized_input_skips_binary_lines_with_a_count(tmp_path, caplog):
+    """``--normalized`` took random bytes and NUL bytes as words (issue #44): such lines are
+    skipped now, and one warning per file says how many."""
+    import random
+
+    rnd = random.Random(3)
+    noise = bytes(rnd.randrange(256) for _ in range(4000)).replace(b"\n", b"")
+    (tmp_path / "mixed.txt").write_bytes(b"the cat sleeps\n" + noise + b"\nnul\x00byte here\nthe kitten plays\n")
+    with caplog.at_level(logging.WARNING, "focuscrawl.lm.train"):
+        assert file_sentences(tmp_path / "mixed.txt", normalized=True) == ["the cat sleeps", "the kitten plays"]
+    assert "mixed.txt: " in caplog.text and " lines skipped as not text" in caplog.text
+
+
+def test_normalized_over_long_line_is_cut_at_white_space(tmp_path, caplog):
+    """One line of 50 MB was one sentence, split into tokens at once (1.29 GB RSS in issue #44,
+    1.19 GB with ``-S 200M``); it is read and cut into sentences of ``max_chars`` at most (260 MB
+    with ``-S 200M``), every token kept whole."""
+    from focuscrawl.lm.train import normalized_lines
+
+    words = [f"word{i % 97}" for i in range(5000)]
+    (tmp_path / "one.txt").write_text(" ".join(words) + "\nshort line\n")
+    with caplog.at_level(logging.WARNING, "focuscrawl.lm.train"):
+        lines = list(normalized_lines(tmp_path / "one.txt", max_chars=1000))
+    assert lines[-1] == "short line" and all(len(line) <= 2000 for line in lines)
+    assert [w for line in lines[:-1] for w in line.split()] == words
+    assert "cuts of lines over 1000 characters" in caplog.text
+
+
 def test_train_lm_cli(tmp_path, capsys):
     (tmp_path / "page.html").write_bytes(HTML)
     (tmp_path / "notes.txt.gz").write_bytes(gzip.compress(b"Cats purr when they are happy and warm.\n"))

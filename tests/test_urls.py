@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from focuscrawl import settings as defaults
 from focuscrawl.urls import (QueryVariantLimit, SurtRules, domain_allowed, excerpt,
-                             host_surt, repeated_path_segment, surt, surt_prefix, too_many_path_segments,
+                             host_surt, repeated_path_segment, surt, trap_kind, surt_prefix, too_many_path_segments,
                              url_problem)
 
 
@@ -52,6 +52,29 @@ def test_allowed_domains():
     assert domain_allowed("catster.com", ["catster.com", "cattime.com"])
     assert not domain_allowed("notcatster.com", ["catster.com"])
     assert domain_allowed("anything.org", [])
+
+
+def test_trap_like_urls_by_kind():
+    assert trap_kind("http://a/cal/2026/3", 6) == "calendar"
+    assert trap_kind("http://a/2026/03/15/", 6) == "calendar"
+    assert trap_kind("http://a/events/2026-03", 6) == "calendar"
+    assert trap_kind("http://a/2026/03/a-dated-post/", 6) is None  # a post, not a date archive
+    assert trap_kind("http://a/tag/cats/0/tag/cats/", 6) == "repeats"
+    assert trap_kind("http://a/a/b/c/d/e/f/g", 6) == "deep"
+    assert trap_kind("http://a/a/b/c/d/e/f/g", 0) is None
+    assert trap_kind("http://a/page/7?sid=123", 6) == "query"  # a session id
+    assert trap_kind("http://a/list?sort=2&page=3", 6) is None  # the first query of its path
+    assert trap_kind("http://a/list?sort=2&page=3", 6, query_variant=True) == "query"
+    assert trap_kind("http://a/page/7", 6, query_variant=True) is None
+    assert trap_kind("http://a/article/2015", 6) is None
+
+
+def test_query_variant_limit_says_how_many_variants_a_path_has():
+    limit = QueryVariantLimit(10)
+    assert limit.admit("http://a/list?x=1") and limit.last_variants == 1
+    assert limit.admit("http://a/list?x=1") and limit.last_variants == 1
+    assert limit.admit("http://a/list?x=2") and limit.last_variants == 2
+    assert limit.admit("http://a/other") and limit.last_variants == 0
 
 
 def test_repeated_path_segments():

@@ -191,6 +191,24 @@ def test_a_file_that_is_no_archive_fails_at_once_with_jobs(tmp_path, bad):
     assert errors[0] == errors[1] and "junk.warc.gz" in errors[0]
 
 
+def test_a_merged_run_in_use_is_refused_before_any_job(tmp_path):
+    """``warc --jobs`` into a run directory another process writes: one line naming the holder,
+    exit 1, no part written (before, its output directory was not locked: both merged into it)."""
+    from focuscrawl.output.files import lock_directory
+
+    out = tmp_path / "out"
+    out.mkdir()
+    held = lock_directory(out, "output directory")  # this process is the other writer
+    try:
+        proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", *archives(tmp_path)[:2], "-o", str(out),
+                               "--jobs", "2"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    finally:
+        held.release()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"(pid {os.getpid()})" in proc.stderr.strip().splitlines()[-1], proc.stderr[-3000:]
+    assert not (out / "parts").exists() and not (out / "pages.tsv").exists()
+
+
 def test_job_processes_die_with_a_killed_command(tmp_path):
     """The command SIGKILLed while its job processes replay: they end within seconds (before,
     they finished their file and then waited for ever on a pipe they held both ends of)."""

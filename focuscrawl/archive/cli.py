@@ -216,15 +216,23 @@ def cmd_warc(args: argparse.Namespace) -> int:
         stats = replay(index, args.output, settings, spider_args, verbose)
         summary = {"files": len(index.paths), **_summary(stats)}
     else:  # the job processes start while this one reads the index
+        from focuscrawl.output.files import lock_directory
+
+        # one command writes the merged run (each job locks its own part): taken before any job starts
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+        lock = lock_directory(args.output, "output directory")
         # every job writes its image files straight into the merged run (named by URL: same name, same bytes)
         job_settings = {**JOB_SETTINGS, "FOCUSCRAWL_IMAGE_STORE": str(Path(args.output).resolve()), **settings}
-        jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
         try:
-            with jobs.interruptible():  # a Ctrl-C stops the jobs; their parts are still merged
-                index = _index(args.paths)
-                summary, stats = replay_jobs(index, Path(args.output), jobs, _progress_interval(settings))
+            jobs = JobProcesses(min(args.jobs, len(args.paths)), job_settings, spider_args, verbose)
+            try:
+                with jobs.interruptible():  # a Ctrl-C stops the jobs; their parts are still merged
+                    index = _index(args.paths)
+                    summary, stats = replay_jobs(index, Path(args.output), jobs, _progress_interval(settings))
+            finally:
+                jobs.close()
         finally:
-            jobs.close()
+            lock.release()
     print(json.dumps(summary) if args.json else human_summary(summary, args.output, stats))
     return exit_code(summary)
 

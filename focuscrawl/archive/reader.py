@@ -30,6 +30,7 @@ from warcio.bufferedreaders import DecompressingBufferedReader
 from warcio.timeutils import iso_date_to_datetime
 from warcio.utils import BUFF_SIZE
 
+from focuscrawl.processes import janitor
 from focuscrawl.urls import excerpt, url_problem
 
 logger = logging.getLogger(__name__)
@@ -244,7 +245,8 @@ def _gzipped_whole(fh) -> bool:
     return False
 
 
-_copies: list[str] = []  # this process's folder of uncompressed copies (``_inflated_copy``), made once
+#: this process's folder of uncompressed copies (``_inflated_copy``), made once, and its janitor
+_copies: list = []
 
 
 def _remove_copies(pid: int) -> None:
@@ -254,12 +256,13 @@ def _remove_copies(pid: int) -> None:
 
 def _inflated_copy(path: str, stats: dict) -> str:
     """An uncompressed copy of the gzip file ``path`` (its members in order), removed when
-    this process ends. A stream that ends early (truncated) or goes on with data that is no
+    this process ends (also by SIGKILL: ``focuscrawl.processes.janitor``). A stream that ends early (truncated) or goes on with data that is no
     gzip ends the copy there: one warning, counted as ``unreadable_rest``; the records before
     it are read (a record cut there is a ``truncated_record``)."""
     if not _copies:
         _copies.append(tempfile.mkdtemp(prefix="focuscrawl-archives-"))
         atexit.register(_remove_copies, os.getpid())
+        _copies.append(janitor(_copies[0]))  # removed also when this process is killed
     target = os.path.join(_copies[0], f"{len(os.listdir(_copies[0]))}-{os.path.basename(path)}.warc")
     problem, copied = "", 0
     with open(path, "rb") as src, open(target, "wb") as dst:

@@ -306,6 +306,28 @@ class SimHashIndex:
         order = np.lexsort((cand, dist, qrep))
         return Matches(qrep[order], cand[order], dist[order], candidates, key_matches)
 
+    def nearest(self, fingerprint: int, exclude: int = -1) -> tuple[int, int] | None:
+        """``query``'s first ``(id, distance)`` (nearest, then oldest) other than id ``exclude``,
+        or ``None``, without building the list of every match: a site of near-identical pages
+        matches all the earlier ones, and a list per page grows with them."""
+        k = self.max_distance
+        fp = _U64(fingerprint)
+        best = None
+        if self._n_sorted:
+            packed = _query_tables(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
+            for c in packed[:2].tolist():  # sorted: the first, or the second if the first is excluded
+                if c & 0xFFFFFFFF != exclude:
+                    best = c
+                    break
+        if self._n > self._n_sorted:
+            dist = np.bitwise_count(self._fps[self._n_sorted:self._n] ^ fp).astype(np.int64)
+            if 0 <= exclude - self._n_sorted < len(dist):
+                dist[exclude - self._n_sorted] = k + 1
+            i = int(np.argmin(dist))  # the first of the smallest: the oldest
+            if dist[i] <= k and (best is None or (int(dist[i]) << 32 | i + self._n_sorted) < best):
+                best = int(dist[i]) << 32 | i + self._n_sorted
+        return None if best is None else (best & 0xFFFFFFFF, best >> 32)
+
     def query(self, fingerprint: int, max_distance: int | None = None) -> list[tuple[int, int]]:
         """``(id, distance)`` of stored fingerprints within the distance, nearest (then oldest) first.
 

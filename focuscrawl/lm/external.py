@@ -53,7 +53,7 @@ import pandas as pd
 from focuscrawl.lm.external_sort import Column, Gather, Run, _starts, external_sort, merge_runs, whole_groups, write_run
 from focuscrawl.lm.train import (BOS_ID, DEFAULT_ORDER, DISCOUNT_FALLBACK, SPECIAL_WORDS, corpus_sentences,
                                  count_of_counts, discounts_from_count_of_counts, format_log10, prune_thresholds)
-from focuscrawl.processes import worker_process
+from focuscrawl.processes import removed_when_gone, worker_process
 
 logger = logging.getLogger(__name__)
 
@@ -451,7 +451,7 @@ def estimate_to_arpa(sentences: Iterable[str], output: str | Path, order: int = 
     progress = _Progress()
     output = Path(output)
     _remove_stale_part(output)
-    with _work_folder(tmpdir) as work:
+    with _work_folder(tmpdir, [output.with_name(output.name + ".part")]) as work:
         vocab, n_tokens, n_sent = _read_corpus(sentences, work, max(_MIN_ROWS, budget // _BYTES_PER_TOKEN),
                                                progress)
         progress.tokens = n_tokens
@@ -686,10 +686,12 @@ _LOCK = ".lock"
 
 
 @contextmanager
-def _work_folder(tmpdir: str | Path | None) -> Iterator[Path]:
+def _work_folder(tmpdir: str | Path | None, parts: Sequence[Path] = ()) -> Iterator[Path]:
     """A temporary folder for the sorted runs, removed at the end (also on Ctrl-C and SIGTERM:
-    ``focuscrawl.processes.exit_on_sigterm``) and locked while this run lives: a run killed
-    with SIGKILL leaves it unlocked, and the next run in the same ``tmpdir`` removes it."""
+    ``focuscrawl.processes.exit_on_sigterm``), and with ``parts`` (the output's ``.part``) when
+    the run is killed with SIGKILL (``removed_when_gone``). It is locked while this run lives:
+    a folder left anyway (the janitor killed too) is unlocked, and the next run in the same
+    ``tmpdir`` removes it."""
     base = Path(tmpdir or tempfile.gettempdir())
     for folder in base.glob(_WORK_PREFIX + "*"):
         try:
@@ -700,7 +702,7 @@ def _work_folder(tmpdir: str | Path | None) -> Iterator[Path]:
         except OSError:  # a live run's (locked), or no folder of ours (no lock file)
             continue
     with tempfile.TemporaryDirectory(prefix=_WORK_PREFIX, dir=base, ignore_cleanup_errors=True) as tmp:
-        with open(Path(tmp) / _LOCK, "wb") as lock:
+        with removed_when_gone(tmp, *parts), open(Path(tmp) / _LOCK, "wb") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield Path(tmp)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -63,14 +64,45 @@ def file_sentences(path: str | Path, normalized: bool = False, extractor: str = 
     return document_sentences(bytes_to_text(read_bytes(path), extractor))
 
 
-def normalized_lines(path: str | Path) -> Iterator[str]:
-    """The non-empty lines of a file of normalised sentences, streamed (``.gz`` ok)."""
+#: a line of a normalised corpus longer than this (characters) is cut at white space into
+#: sentences of at most about this length: a corpus of one 50 MB line is read piece by piece
+MAX_SENTENCE_CHARS = 1 << 16
+#: a character no text holds: NUL, other control characters, bytes that were not UTF-8 (U+FFFD)
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+
+
+def normalized_lines(path: str | Path, max_chars: int = MAX_SENTENCE_CHARS) -> Iterator[str]:
+    """The non-empty lines of a file of normalised sentences, streamed (``.gz`` ok). A line
+    that is not text (NUL, control characters, bytes that are not UTF-8) is skipped; a line
+    over ``max_chars`` is cut at white space into several; both counted in one warning per file."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
+    skipped = cut = 0
+    carry = ""
     with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if line.strip():
-                yield line.rstrip("\r\n")
+        while piece := fh.readline(max_chars):
+            text = carry + piece
+            carry = ""
+            if not text.endswith("\n") and len(piece) == max_chars:  # the line goes on: cut at its last space
+                space = max(text.rfind(" "), text.rfind("\t"))
+                if space > 0:
+                    text, carry = text[:space], text[space + 1:]
+                cut += 1
+            text = text.rstrip("\r\n")
+            if not text.strip():
+                continue
+            if _NOT_TEXT.search(text):
+                skipped += 1
+                continue
+            yield text
+    if carry.strip():
+        if _NOT_TEXT.search(carry):
+            skipped += 1
+        else:
+            yield carry
+    if skipped or cut:
+        logger.warning("train-lm: %s: %d lines skipped as not text (NUL, control characters or bytes that are "
+                       "not UTF-8); %d cuts of lines over %d characters", path, skipped, cut, max_chars)
 
 
 def corpus_sentences(paths: Iterable[str | Path], normalized: bool = False,

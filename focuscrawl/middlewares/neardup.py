@@ -68,6 +68,8 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             raise ValueError(f"bad near-duplicate settings (FOCUSCRAWL_NEARDUP_*): {exc}") from None
         self.stats = stats
         self.urls: list[str] = []
+        #: each page's id in the index (its latest fingerprint)
+        self._ident_of: dict[str, int] = {}
         self.log: LineLog | None = None
         self.state_path = state_path
         self.run = run
@@ -111,6 +113,7 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
                 self.log.close()
                 raise ValueError(f"{path} line {number} is not '<fingerprint hex>\\t<url>': "
                                  f"not a near-duplicate state file; use a new JOBDIR") from None
+            self._ident_of[url] = len(self.urls)
             self.urls.append(url)
         if self.urls:
             self.stats.set_value("focuscrawl/neardup/fingerprints_loaded", len(self.urls))
@@ -156,18 +159,21 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
             self.stats.inc_value("focuscrawl/neardup/pages_without_text")
             return None
         self.stats.inc_value("focuscrawl/neardup/pages_checked")
-        duplicate_of = None
-        seen_before = False
-        for ident, _distance in self.index.query(fp):
-            other = self.urls[ident]
-            if other == url:  # the same page again (fetched again after a resume)
-                seen_before = True
-            elif duplicate_of is None:
-                duplicate_of = other
+        # the same page again (fetched again after a resume): its own fingerprint is not new,
+        # and it is no near-duplicate of itself
+        own = self._ident_of.get(url, -1)
+        seen_before = own >= 0 and (int(self.index.fingerprints[own]) ^ fp).bit_count() \
+            <= self.index.max_distance
+        match = self.index.nearest(fp, exclude=own)
+        duplicate_of = self.urls[match[0]] if match is not None else None
+        if duplicate_of == url:  # an older fingerprint of the page, of other content: the whole list
+            duplicate_of = next((self.urls[i] for i, _ in self.index.query(fp) if self.urls[i] != url), None)
+            seen_before = True
         if duplicate_of is not None:
             self.stats.inc_value("focuscrawl/neardup/near_duplicates")
         if not seen_before:
             self.index.add(fp)
+            self._ident_of[url] = len(self.urls)
             self.urls.append(url)
             if self.log:
                 self.log.write_lines([f"{fp:016x}\t{_url_cell(url)}"])

@@ -19,8 +19,9 @@ ARTICLE_RE = re.compile(r"^/post/(\d+)-[^/]*\.html$")
 def respond(web: TestWeb, host_name: str, target: str) -> Response:
     """The response of ``web`` for ``http://host_name/target`` (path with query)."""
     host = web.hosts.get(host_name.lower().split(":")[0])
-    if host is None:
-        return _text(502, "unknown host (the test web has no such site)\n")
+    if host is None:  # a name outside the closed web: not found, as no server answers for it (a proxy's
+        # 502 would be a server error to retry, and a crawl's ERROR line once retrying gave up)
+        return _text(404, "unknown host (the test web has no such site)\n")
     parts = urlsplit(target)
     path, query = parts.path or "/", parts.query
     if path == "/robots.txt":

@@ -351,14 +351,19 @@ class TrapSite(LocalWeb):
     never repeat a segment (``/deep/s1/d2/d3/...``, three chains); ``calendar``
     (``/cal/<year>/<month>`` with next/previous); ``session``, session-id query variants
     of the real pages (``?sid=<counter>``, new on every visit); ``generator``
-    (``/gen/<n>`` linking ten new numbers)."""
+    (``/gen/<n>`` linking ten new numbers); ``query``, query-parameter variants of one
+    listing (``/list?sort=<k>&page=<n>``, each linking two more); ``repeat``, relative links
+    that repeat path segments (``/tag/cats/tag/cats/...``). ``real`` sets the number of real
+    pages (``REAL`` by default)."""
 
     REAL = 30
     TRAPS = ("deep", "calendar", "session", "generator")
+    ALL_TRAPS = TRAPS + ("query", "repeat")
 
-    def __init__(self, traps: tuple[str, ...] = TRAPS) -> None:
+    def __init__(self, traps: tuple[str, ...] = TRAPS, real: int | None = None) -> None:
         super().__init__(_Routes(self.route))
         self.traps = traps
+        self.real = self.REAL if real is None else real
         self.counter = 0
         self.lock = threading.Lock()
 
@@ -369,7 +374,7 @@ class TrapSite(LocalWeb):
 
     @staticmethod
     def is_trap(path: str) -> bool:
-        return path.startswith(("/deep/", "/cal/", "/gen/")) or "sid=" in path
+        return path.startswith(("/deep/", "/cal/", "/gen/", "/list", "/tag/")) or "sid=" in path
 
     def route(self, path: str) -> Page | None:
         parts = urlsplit(path)
@@ -377,14 +382,22 @@ class TrapSite(LocalWeb):
         if p == "/robots.txt":
             return Page(b"User-agent: *\nAllow: /\n", "text/plain")
         m = re.fullmatch(r"/page/(\d+)", p)
-        if m and int(m.group(1)) < self.REAL:
+        if m and int(m.group(1)) < self.real:
             n = int(m.group(1))
-            links = [f"/page/{(n * 7 + k) % self.REAL}" for k in (1, 2, 3)]
+            links = [f"/page/{(n * 7 + k) % self.real}" for k in (1, 2, 3)]
             entries = {"deep": f"/deep/s{n % 3}", "calendar": f"/cal/2026/{n % 12 + 1}",
                        "generator": f"/gen/{n * 1000}",
-                       "session": f"/page/{(n + 1) % self.REAL}?sid={self._sid()}"}
+                       "session": f"/page/{(n + 1) % self.real}?sid={self._sid()}",
+                       "query": f"/list?sort={n % 5}&page=1", "repeat": f"/tag/cats/{n % 4}/"}
             links += [entries[t] for t in self.traps]
             return Page(_html(f"{PAGE_TEXT} Real page {n}.", links))
+        m = re.fullmatch(r"sort=(\d+)&page=(\d+)", parts.query)
+        if p == "/list" and m:  # a grid of variants of one listing, endless both ways
+            sort, number = int(m.group(1)), int(m.group(2))
+            return Page(_html(f"{PAGE_TEXT} Listing {sort} {number}.",
+                              [f"/list?sort={sort}&page={number + 1}", f"/list?sort={sort + 1}&page={number}"]))
+        if p.startswith("/tag/"):
+            return Page(_html(f"{PAGE_TEXT} Tag {p}.", ["tag/cats/", "cats/"]))  # relative: ever longer
         if p.startswith("/deep/"):
             depth = p.count("/")
             return Page(_html(f"{PAGE_TEXT} Deep {depth}.", [f"{p}/d{depth}"]))
