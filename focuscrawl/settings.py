@@ -317,6 +317,15 @@ CONCURRENT_ITEMS = 16
 FOCUSCRAWL_WARC_DIR = ""
 #: Rotate to a new WARC file once the current one reaches this many bytes.
 FOCUSCRAWL_WARC_MAX_SIZE = 1024 ** 3
+#: Replay an archive's pages without the scheduler round trip (focuscrawl.archive.lean):
+#: downloaded and scraped in archive order, their analyses started ahead on the analysis
+#: workers; the same outputs. False = every page through the engine as in a crawl (so is a
+#: replay with JOBDIR or FOCUSCRAWL_REDIS_URL).
+FOCUSCRAWL_ARCHIVE_LEAN = True
+#: Analysis workers of a replay (`focuscrawl warc` / the archive spider; the crawl's is
+#: FOCUSCRAWL_ANALYSIS_WORKERS): with the scheduler out of the way the replay process has
+#: little to do but read and write, so one worker per core keeps one file on every core.
+FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS = 2
 #: Redis profile (focuscrawl.distributed): a redis:// URL switches the crawl to the
 #: shared scrapy-redis frontier + dupefilter, the Redis per-host throttle and worker
 #: coordination. Empty = single-process crawl with the JOBDIR-capable local scheduler.
