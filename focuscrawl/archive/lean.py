@@ -103,26 +103,28 @@ class LeanReplayMiddleware:
                 await maybe_deferred_to_future(download)
                 self.crawler.spider.forget_ahead(request.url)
 
-    async def _download(self, request: Request) -> Response | Request | Failure:
+    async def _download(self, request: Request) -> tuple[Response | Request | Failure]:
         """The page through the downloader and its middlewares (``ExecutionEngine._download``:
-        the ``response_received`` signal, the crawled log line), its analysis started."""
+        the ``response_received`` signal, the crawled log line), its analysis started. In a
+        tuple: a Deferred would take a failure it returns for its own."""
         engine = self.crawler.engine
         try:
             result = await maybe_deferred_to_future(engine._download(request))
-        except Exception:
-            return Failure()
+        except Exception:  # as the engine hands on a failed download: to the request's errback
+            return (Failure(),)
         finally:
             engine._slot.remove_request(request)
         if isinstance(result, Response):
             self.crawler.spider.analyse_ahead(result)
-        return result
+        return (result,)
 
     async def _scrape(self, request: Request, download: Deferred) -> None:
         """As the engine hands a download's outcome on: a request (a meta refresh) to the
         scheduler, a response or failure to the scraper, which ends when its items did."""
-        result = await maybe_deferred_to_future(download)
+        (result,) = await maybe_deferred_to_future(download)
         engine = self.crawler.engine
         if isinstance(result, Request):
             engine.crawl(result)
             return
+        self.crawler.stats.inc_value("focuscrawl/archive/lean_pages")
         await maybe_deferred_to_future(engine.scraper.enqueue_scrape(result, request))
