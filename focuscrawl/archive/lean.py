@@ -53,17 +53,18 @@ class LeanReplayMiddleware:
     seen is dropped as the scheduler drops it), then downloads each, starts its analysis
     (``spider.analyse_ahead(response)``) and scrapes them in order, ``CONCURRENT_REQUESTS``
     pages ahead. Anything else the start yields goes on to the engine. The engine stays
-    open while it runs: its start is not over."""
+    open while it runs: its start is not over. It keeps the crawler to use at run time: the
+    engine's downloader, scheduler and scraper, and the spider."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, ahead: int) -> None:
         self.crawler = crawler
-        self.ahead = max(1, crawler.settings.getint("CONCURRENT_REQUESTS"))
+        self.ahead = max(1, ahead)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LeanReplayMiddleware":
         if not lean_replay(crawler.settings):
             raise NotConfigured
-        return cls(crawler)
+        return cls(crawler, crawler.settings.getint("CONCURRENT_REQUESTS"))
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         seeds: list[Request] = []
