@@ -120,3 +120,28 @@ def test_the_lean_path_applies_opt_outs_robots_txt_and_dedup(replays):
     control = lean["images"]["http://opt.test/img/control.png"]
     assert control["page_url"] == "http://opt.test/control"  # the first sighting, in archive order
     assert lean["images"]["http://opt.test/img/unstored.png"]["image_status"] == "not_archived"
+
+
+def test_replay_file_replays_one_file_into_a_part_with_images_from_the_others(tmp_path):
+    """``replay_file``: one file's pages into a run directory, its images answered by another
+    file too (the unit a distributed engine runs per file)."""
+    from tests.support.localweb import png_bytes
+
+    html = [("Content-Type", "text/html; charset=utf-8")]
+    control = next(c for c in CASES if c.name == "control")
+    own = write_warc(tmp_path / "own.warc.gz", [("http://opt.test/a", html, page_html(control).encode())])
+    other = write_warc(tmp_path / "other.warc.gz", [
+        ("http://opt.test/b", html, page_html(control).replace("mkcontrol", "mkother").encode()),
+        ("http://opt.test/img/control.png", [("Content-Type", "image/png")], png_bytes(640, 480))])
+    part = tmp_path / "parts" / "0"
+    code = ("import json, sys; from focuscrawl.archive.cli import replay_file; "
+            "print(json.dumps(replay_file(sys.argv[1], sys.argv[2], [sys.argv[3]], "
+            "{'FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS': 0, 'FOCUSCRAWL_PROGRESS_INTERVAL': 0})))")
+    proc = subprocess.run([sys.executable, "-c", code, str(own), str(part), str(other)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert stats["finish_reason"] == "finished" and stats["focuscrawl/archive/lean_pages"] == 1
+    assert set(_rows(part / "pages.tsv", "url")) == {"http://opt.test/a"}
+    image = _rows(part / "images.tsv", "image_url")["http://opt.test/img/control.png"]
+    assert image["image_status"] == "downloaded" and image["page_url"] == "http://opt.test/a"
