@@ -40,6 +40,21 @@ def lean_replay(settings) -> bool:
             and not settings.get("FOCUSCRAWL_REDIS_URL"))
 
 
+def uncancellable(deferred: Deferred) -> Deferred:
+    """A Deferred that fires with ``deferred``'s result, whose cancellation leaves ``deferred``
+    running: a crawl stopped while the lean path waits (its start cancelled by the engine)
+    must not cancel a scrape in the scraper's hands (the scraper would wait for it for ever)
+    or a download in the downloader's."""
+    out: Deferred = Deferred()
+
+    def fire(result: Any) -> None:
+        if not out.called:
+            out.callback(result)
+
+    deferred.addBoth(fire)
+    return out
+
+
 def discard(analysis: Any) -> None:
     """An analysis started ahead and not used: its failure, if any, is not an unhandled error."""
     if isinstance(analysis, Deferred):
@@ -101,7 +116,7 @@ class LeanReplayMiddleware:
             if self.crawler.crawling:
                 await self._scrape(request, download)
             else:
-                await maybe_deferred_to_future(download)
+                await maybe_deferred_to_future(uncancellable(download))
                 self.crawler.spider.forget_ahead(request.url)
 
     async def _download(self, request: Request) -> tuple[Response | Request | Failure]:
@@ -122,10 +137,10 @@ class LeanReplayMiddleware:
     async def _scrape(self, request: Request, download: Deferred) -> None:
         """As the engine hands a download's outcome on: a request (a meta refresh) to the
         scheduler, a response or failure to the scraper, which ends when its items did."""
-        (result,) = await maybe_deferred_to_future(download)
+        (result,) = await maybe_deferred_to_future(uncancellable(download))
         engine = self.crawler.engine
         if isinstance(result, Request):
             engine.crawl(result)
             return
         self.crawler.stats.inc_value("focuscrawl/archive/lean_pages")
-        await maybe_deferred_to_future(engine.scraper.enqueue_scrape(result, request))
+        await maybe_deferred_to_future(uncancellable(engine.scraper.enqueue_scrape(result, request)))
