@@ -600,6 +600,15 @@ FOCUSCRAWL_GC_THRESHOLD = 10_000
 # --- Advanced: Deployment: WARC files, Redis (docs/DEPLOY.md) -------------------------
 #: File name prefix of written WARC files (the process id is part of the name too).
 FOCUSCRAWL_WARC_PREFIX = "focuscrawl"
+#: Replay an archive's pages without the scheduler round trip (focuscrawl.archive.lean):
+#: downloaded and scraped in archive order, their analyses started ahead on the analysis
+#: workers; the same outputs. False = every page through the engine as in a crawl (so is a
+#: replay with JOBDIR or FOCUSCRAWL_REDIS_URL).
+FOCUSCRAWL_ARCHIVE_LEAN = True
+#: Analysis workers of a replay (`focuscrawl warc` / the archive spider; the crawl's is
+#: FOCUSCRAWL_ANALYSIS_WORKERS): with the scheduler out of the way the replay process has
+#: little to do but read and write, so one worker per core keeps one file on every core.
+FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS = 2
 #: An idle process waits while another was busy within this many seconds.
 FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
 #: A worker's leased requests go back to the shared queue when its process is gone:

@@ -141,14 +141,35 @@ def exit_code(summary: dict) -> int:
     return 128 + summary["stop_signal"]
 
 
-def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
-    """One replay in this process (one reactor): the ``archive`` spider over ``index``."""
+def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool = False,
+           seed_files: list[str] | None = None) -> dict:
+    """One replay in this process (one reactor): the ``archive`` spider over ``index`` (only
+    the pages of ``seed_files`` when given; every file of the index answers requests)."""
     with crawler_process(settings, verbose) as process:
         stop_signals = record_stop_signals(process)
         crawler = process.create_crawler("archive")
+        if seed_files:
+            spider_args = {**spider_args, "seed_files": list(seed_files)}
         process.crawl(crawler, archives=index, output=output, **spider_args)
         process.start()
     return crawl_stats(crawler, stop_signals)
+
+
+def replay_file(path: str, part: str, archives: list[str] | None = None, settings: dict | None = None,
+                spider_args: dict | None = None, verbose: bool = False) -> dict:
+    """Replay the pages of the archive file ``path`` into the run directory ``part``, as one
+    job of ``--jobs`` does (``focuscrawl merge`` / ``merge_runs`` builds a run of the parts):
+    the other ``archives`` (default: none) answer its requests too (an image stored in
+    another file). ``settings``: ``-s`` values (e.g. ``FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS=0``
+    when the cores run other files); ``spider_args``: ``mode``, ``model``, ``keywords``,
+    ``topic``. Returns the crawl's stats (``finish_reason`` ``finished`` when the part is
+    whole). Runs a Twisted reactor, which starts once per process: call it in a process of
+    its own (a fresh one per file, or ``python -m focuscrawl.cli warc PATH -o PART``)."""
+    from focuscrawl.archive.reader import ArchiveIndex
+
+    paths = list(dict.fromkeys([path, *(archives or [])]))
+    settings = {"FOCUSCRAWL_CRAWL_SUMMARY": False, **(settings or {})}
+    return replay(ArchiveIndex(paths), part, settings, dict(spider_args or {}), verbose, seed_files=[path])
 
 
 def _index(paths: list[str]):

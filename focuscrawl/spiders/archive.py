@@ -4,24 +4,30 @@
     focuscrawl warc A.warc.gz B.arc.gz -o DIR
 
 Every archived HTML page (status 200, first capture of its URL) is a seed; pages
-and images are served from the archives by ``ArchiveReplayMiddleware``, and the
+and images are served from the archives by ``ArchiveDownloadHandler``, and the
 focused spider's parsing, link scoring, image middleware, pipelines and writers do
-the rest exactly as in a live crawl. A page's ``fetched_at`` is its capture time
+the rest exactly as in a live crawl. The pages skip the scheduler
+(``focuscrawl.archive.lean``, ``FOCUSCRAWL_ARCHIVE_LEAN``): each is downloaded and
+scraped in archive order, its analysis started ahead on the analysis workers. A page's ``fetched_at`` is its capture time
 (``WARC-Date``). Out-links are only followed when they are in
-the archive (pages are all seeds already, so the dupefilter drops them); others are
-dropped and counted as ``focuscrawl/archive/links_not_archived``.
+the archive (pages are all seeds already, so the dupefilter drops them); no request is
+built for the others, counted as ``focuscrawl/archive/links_not_archived``.
 """
 from __future__ import annotations
 
 from typing import Any, AsyncIterator
 
 from scrapy import Request, signals
-from scrapy.http import Response
+from scrapy.http import HtmlResponse, Response
+from scrapy.utils.response import get_base_url
 from scrapy.exceptions import UsageError
+from scrapy.settings import SETTINGS_PRIORITIES
+from w3lib.url import safe_url_string
 
+from focuscrawl.archive.lean import LEAN_MIDDLEWARE, discard
 from focuscrawl.archive.reader import ArchiveError, ArchiveIndex
 from focuscrawl.items import PageItem
-from focuscrawl.spiders.focused import FocusedSpider, reported
+from focuscrawl.spiders.focused import FocusedSpider, readable_response, reported
 
 #: settings of a replay: no network, so no politeness delays; robots.txt rules were
 #: applied (or not) by whoever made the archive; every archived page is replayed (the
@@ -51,8 +57,16 @@ class ArchiveSpider(FocusedSpider):
         super().update_settings(settings)
         for name, value in REPLAY_SETTINGS.items():
             settings.set(name, value, priority="spider")
+        settings.set("FOCUSCRAWL_ANALYSIS_WORKERS", settings.getint("FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS"),
+                     priority="spider")
         handler = "focuscrawl.archive.replay.ArchiveDownloadHandler"
         settings.set("DOWNLOAD_HANDLERS", {"http": handler, "https": handler}, priority="spider")
+        # the lean path (FOCUSCRAWL_ARCHIVE_LEAN): last in process_start, next to the engine; at
+        # spider priority, as a process's settings are applied again over a crawler's own
+        middlewares = settings.getdict("SPIDER_MIDDLEWARES")
+        middlewares.setdefault(LEAN_MIDDLEWARE, 1)
+        settings.set("SPIDER_MIDDLEWARES", middlewares,
+                     priority=max(settings.getpriority("SPIDER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["spider"]))
 
     @classmethod
     def from_crawler(cls, crawler, *args: Any, archives: str | list[str] | ArchiveIndex = "",
@@ -74,7 +88,10 @@ class ArchiveSpider(FocusedSpider):
             pages = [ref for ref in pages if ref.path in spider.seed_files]
         spider.seed_urls = [ref.url for ref in pages]
         spider.expected_pages = len(spider.seed_urls)  # the progress line's target (CrawlProgress)
+        #: url -> ((html, base_url, depth), analysis or its Deferred): started by the lean path
+        spider.analyses_ahead = {}
         crawler.signals.connect(spider._archive_stats, signal=signals.spider_opened)
+        crawler.signals.connect(spider._forget_analyses, signal=signals.spider_closed)
         return spider
 
     @staticmethod
@@ -95,23 +112,62 @@ class ArchiveSpider(FocusedSpider):
             raise UsageError(f"no HTML responses in {', '.join(paths)}")
         return index, pages
 
+    def link_request(self, url: str, anchor: str | None) -> Request | None:
+        """An out-link's request only when the archives hold its URL (as the request would
+        name it: Scrapy's ``safe_url_string``) and this job replays it; the others are
+        counted, no request is built for them."""
+        ref = self.archive_index.get(safe_url_string(url))
+        if ref is None:
+            self.stats.inc_value("focuscrawl/archive/links_not_archived")
+            return None
+        if self.seed_files is not None and ref.path not in self.seed_files:
+            self.stats.inc_value("focuscrawl/archive/links_other_job")  # that file's job replays it
+            return None
+        return super().link_request(url, anchor)
+
     async def parse(self, response: Response) -> AsyncIterator[Any]:
-        """The focused spider's parse; out-links the archive does not hold are dropped here
-        (counted) instead of becoming requests that can only fail."""
+        """The focused spider's parse; a page's ``fetched_at`` is its capture time."""
         async for obj in super().parse(response):
-            if isinstance(obj, Request):
-                ref = self.archive_index.get(obj.url)
-                if ref is None:
-                    self.stats.inc_value("focuscrawl/archive/links_not_archived")
-                    continue
-                if self.seed_files is not None and ref.path not in self.seed_files:
-                    self.stats.inc_value("focuscrawl/archive/links_other_job")  # that file's job replays it
-                    continue
             if isinstance(obj, PageItem):  # fetched when it was captured, not when replayed
                 ref = self.archive_index.get(response.url)
                 if ref is not None and ref.date:
                     obj["fetched_at"] = ref.date
             yield obj
+
+    # -- the lean path ---------------------------------------------------------
+    def analyse_ahead(self, response: Response) -> None:
+        """Start the analysis of a downloaded page with the inputs ``parse`` will give it (the
+        lean path: it runs on the workers while the pages before it are scraped)."""
+        if not isinstance(response, HtmlResponse):
+            return
+        try:
+            readable, _ = readable_response(response, self.text_max_bytes)
+            html, base_url = readable.text, get_base_url(readable)
+        except (UnicodeError, LookupError):  # parse counts and logs it
+            return
+        depth = response.meta.get("depth", 0)
+        self.forget_ahead(response.url)
+        self.analyses_ahead[response.url] = ((html, base_url, depth),
+                                             super().analyse(html, response.url, base_url, depth))
+
+    def forget_ahead(self, url: str) -> None:
+        ahead = self.analyses_ahead.pop(url, None)
+        if ahead is not None:
+            discard(ahead[1])
+
+    def analyse(self, html: str, url: str, base_url: str, depth: int):
+        """The analysis the lean path started ahead for exactly these inputs, else a new one."""
+        ahead = self.analyses_ahead.pop(url, None)
+        if ahead is not None:
+            inputs, analysis = ahead
+            if inputs == (html, base_url, depth):
+                return analysis
+            discard(analysis)
+        return super().analyse(html, url, base_url, depth)
+
+    def _forget_analyses(self, spider=None) -> None:
+        for url in list(self.analyses_ahead):
+            self.forget_ahead(url)
 
     def _archive_stats(self, spider=None) -> None:
         """The records of the files this crawl replays (a job's own file, not every file's)."""

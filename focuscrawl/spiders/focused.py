@@ -200,7 +200,7 @@ class FocusedSpider(scrapy.Spider):
             self.stats.inc_value("focuscrawl/skipped/undecodable")
             logger.warning("cannot decode %s: %s", response.url, exc)
             return
-        analysis = self.analyser.analyse(html, response.url, base_url, response.meta.get("depth", 0))
+        analysis = self.analyse(html, response.url, base_url, response.meta.get("depth", 0))
         if isinstance(analysis, Deferred):  # on the worker pool: the reactor goes on meanwhile
             try:
                 analysis = await maybe_deferred_to_future(analysis)
@@ -249,7 +249,9 @@ class FocusedSpider(scrapy.Spider):
             if known is not None and known.known(url):
                 skipped.append(url)
             else:
-                yield scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={LINK_META: LinkFacts(anchor)})
+                request = self.link_request(url, anchor)
+                if request is not None:
+                    yield request
         page = PageItem(
             url=response.url,
             depth=depth,
@@ -276,6 +278,14 @@ class FocusedSpider(scrapy.Spider):
             page["known_links"] = skipped
             self.stats.inc_value("focuscrawl/links/known_skipped", len(skipped))
         yield page
+
+    def analyse(self, html: str, url: str, base_url: str, depth: int):
+        """The page's ``PageAnalysis`` (or a Deferred of it, from the pool): ``PageAnalyser.analyse``."""
+        return self.analyser.analyse(html, url, base_url, depth)
+
+    def link_request(self, url: str, anchor: str | None) -> scrapy.Request | None:
+        """The request of an out-link the page yields (None: no request for it)."""
+        return scrapy.Request(url, callback=self.parse, errback=self.on_error, meta={LINK_META: LinkFacts(anchor)})
 
     def on_error(self, failure) -> None:
         """Count failed downloads by exception type; the crawl goes on."""
