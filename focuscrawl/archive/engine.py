@@ -43,12 +43,12 @@ from typing import Iterator
 from urllib.parse import unquote, urlsplit
 
 from focuscrawl.archive import cli as archive_cli
-from focuscrawl.archive.cli import (JOB_SETTINGS, SUMMARY_STATS, FilesProgress, crawl_stats, crawler_process,
+from focuscrawl.archive.cli import (JOB_SETTINGS, SUMMARY_STATS, FilesProgress,
                                     exit_code, files_without_part, human_summary, remove_unlisted_images,
                                     settings_from_pairs)
 from focuscrawl.output.merge import merge_runs
 from focuscrawl.output.stats import summed_stats
-from focuscrawl.processes import GROUP_SIGNALS, record_stop_signals, worker_process
+from focuscrawl.processes import GROUP_SIGNALS, worker_process
 
 #: the engines ``--engine`` runs the archive path on
 ENGINES = ("dask",)
@@ -479,18 +479,6 @@ def _forked_replay(task_file: str) -> int:
     return _replay_process(task_file)
 
 
-def replay_file(index, path: str, part: str, settings: dict, spider_args: dict, verbose: bool = False) -> dict:
-    """The pages of archive file ``path`` replayed into the run directory ``part``, every file
-    of ``index`` (an ``ArchiveIndex``) answering their requests: the crawl's stats (as
-    stats.json has them). The one-file replay every engine task runs, in a process of its own."""
-    with crawler_process(settings, verbose) as process:
-        stop_signals = record_stop_signals(process)
-        crawler = process.create_crawler("archive")
-        process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
-        process.start()
-    return crawl_stats(crawler, stop_signals)
-
-
 def _replay_process(task_file: str) -> int:
     """A task's replay process (forked by ``ReplayForker``): ``TASK.json`` says what to replay,
     the result goes to the file it names."""
@@ -510,8 +498,8 @@ def _replay_process(task_file: str) -> int:
         if why:
             result = {"stats": {"finish_reason": "finished"}, "no_part": why}
         else:
-            result = {"stats": replay_file(index, spec["seed"], spec["part"], spec["settings"], spec["spider_args"],
-                                           spec["verbose"])}
+            result = {"stats": archive_cli.replay(index, spec["part"], spec["settings"], spec["spider_args"],
+                                                  spec["verbose"], seed_files=[spec["seed"]])}
     Path(spec["result"]).write_text(json.dumps(result))
     return 0
 
