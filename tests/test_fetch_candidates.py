@@ -152,3 +152,35 @@ def test_a_fetch_killed_mid_row_leaves_no_half_row(tmp_path):
     assert rows(out / "fetched.tsv", "image_url")[second.image_url]["image_path"] != "images/x.png"
     lines = (out / "fetched.tsv").read_bytes()
     assert lines.startswith(whole) and lines.count(b"\n") == whole.count(b"\n") + 1 and b"images/x.png" not in lines
+
+
+def test_images_without_html_size_become_candidates_measured_when_fetched(tmp_path):
+    """A page-only archive cannot measure an unsized image: it is a candidate all the same, and
+    the fetch applies the size limits to the downloaded file."""
+    from tests.support.archives import write_warc
+
+    server = {"/img/big.png": Page(png_bytes(640, 480), "image/png"),
+              "/img/small.png": Page(png_bytes(100, 80), "image/png")}
+    with LocalWeb(server) as web:
+        pages = [(f"http://u{n}.test/", [("Content-Type", "text/html")],
+                  (f'<html><body><div><p>{CAT_TEXT}</p><img src="{web.base}{path}" alt="{alt}"></div>'
+                   f'</body></html>').encode())
+                 for n, (path, alt) in enumerate([("/img/big.png", "a tabby cat sleeping on the sofa"),
+                                                  ("/img/small.png", "two kittens playing with the cat")])]
+        warc = write_warc(tmp_path / "pages.warc.gz", pages)
+        out = tmp_path / "out"
+        proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(out),
+                               *[x for s in FAST for x in ("-s", s)]], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        images = rows(out / "images.tsv", "image_url")
+        assert {u: r["image_status"] for u, r in images.items()} == {
+            f"{web.base}/img/big.png": "not_archived", f"{web.base}/img/small.png": "not_archived"}
+        stats = json.loads((out / "stats.json").read_text())
+        assert stats["focuscrawl/images/candidates/not_archived_unsized"] == 2
+        assert "focuscrawl/images/size_measured/dropped" not in stats
+        summary = fetch_cli(out, 2)
+    assert (summary["requested"], summary["downloaded"]) == (2, 1)
+    fetched = rows(out / "fetched.tsv", "image_url")
+    assert fetched[f"{web.base}/img/big.png"]["fetch_status"] == "downloaded"
+    assert fetched[f"{web.base}/img/small.png"]["fetch_status"] == "too_small"

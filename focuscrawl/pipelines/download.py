@@ -246,15 +246,17 @@ class ImageDownloadPipeline(FilesPipeline):
         if self.run is not None and self.run.failure is not None:
             # nothing is written after a failed write: left in images.pending, downloaded again on resume
             raise DropItem(f"image {item['image_url']}: a write of the run failed", log_level="DEBUG")
+        reason = None if ok else getattr(value.value, "reason", None) or DOWNLOAD_ERROR
+        if reason == NOT_ARCHIVED:  # a replay: a candidate pair, fetched (and measured if unsized) later
+            item["image_status"] = NOT_ARCHIVED
+            self.stats.inc_value("focuscrawl/images/candidates/not_archived")
+            if self._measured(item):
+                self.stats.inc_value("focuscrawl/images/candidates/not_archived_unsized")
+            return item
         if self._measured(item):  # kept without HTML size: rescued, or dropped as measured
             self.stats.inc_value(f"focuscrawl/images/size_measured/{'rescued' if ok else 'dropped'}")
         if not ok:
             exc = value.value
-            reason = getattr(exc, "reason", None) or DOWNLOAD_ERROR
-            if reason == NOT_ARCHIVED and not self._measured(item):  # a replay: a candidate pair, fetched later
-                item["image_status"] = NOT_ARCHIVED
-                self.stats.inc_value("focuscrawl/images/candidates/not_archived")
-                return item
             if isinstance(exc, ImageOptedOut):
                 self.stats.inc_value(f"focuscrawl/optout/images/{source_of(exc.optout)}")
             else:

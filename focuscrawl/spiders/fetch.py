@@ -19,6 +19,8 @@ from focuscrawl.items import ImageItem
 FETCH_SETTINGS = {
     "FOCUSCRAWL_OUTPUT_DIR": "",
     "FOCUSCRAWL_CRAWL_SUMMARY": False,
+    # a candidate without HTML size (kept by the replay, unmeasured) meets the size limits here
+    "FOCUSCRAWL_IMAGE_MEASURE_UNSIZED": True,
     "EXTENSIONS": {"focuscrawl.extensions.progress.FetchProgress": 500},
     "ITEM_PIPELINES": {"focuscrawl.pipelines.score.FinalScorePipeline": 100,
                        "focuscrawl.pipelines.fetch.CandidateDownloadPipeline": 300},
