@@ -14,8 +14,8 @@ rotated each round):
   the replay before the lean path);
 - ``lean``: ``focuscrawl warc`` with its defaults (the lean path, two analysis workers).
 
-Each replay keeps unsized images as candidate pairs (``FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED``
-and ``FOCUSCRAWL_IMAGE_MEASURE_UNSIZED`` off: a page-only archive cannot measure them).
+Each replay runs with the project's defaults (an unsized image the archive does not hold is a
+candidate pair; ``focuscrawl fetch`` measures it).
 Prints, per run, wall seconds, pages/s, CPU ms a page (the command and its child processes,
 user + system) and the cores used (CPU / wall); then the medians of the ratios to the plain
 pass of the same round (targets: pages/s >= 1.0x, CPU a page <= 1.25x, the lean path on
@@ -45,9 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from warc_parity import records, table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-#: settings of every replay: quiet, and unsized images kept as candidate pairs
-REPLAY = ["LOG_LEVEL=WARNING", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "FOCUSCRAWL_IMAGE_KICK_UNSPECIFIED=False",
-          "FOCUSCRAWL_IMAGE_MEASURE_UNSIZED=False"]
+#: settings of every replay: quiet
+REPLAY = ["LOG_LEVEL=WARNING", "FOCUSCRAWL_PROGRESS_INTERVAL=0"]
 VARIANTS = {"plain": None, "engine": ["FOCUSCRAWL_ARCHIVE_LEAN=False", "FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS=1"],
             "lean": []}
 
