@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.support.crawl import ROOT, crawl, items
+from tests.support.crawl import ROOT, crawl, crawl_here, items
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import ON_TOPIC, write_model
 
@@ -128,27 +128,33 @@ def scrapy_crawl(*args: str) -> subprocess.Popen:
 
 
 def test_bad_arguments_stop_with_a_clear_message(tmp_path):
+    """Each bad argument is one clear ERROR line and a failed start; the command (one case as a
+    process) exits non-zero without a traceback. The other cases run in this process, where the
+    same spider and components check them without a Scrapy start-up each."""
     model, _ = write_model(tmp_path)
     bad_model = tmp_path / "bad.arpa"
     bad_model.write_text("not a model\n")
+    seed = {"seeds": "http://seed.test/"}
     cases = [
-        (["-a", "seeds=http://seed.test/", "-a", "mode=bogus"], "unknown crawl mode 'bogus'"),
-        (["-a", f"seeds={tmp_path / 'missing.txt'}"], "seeds file not found"),
-        (["-a", "seeds=ftp://x.test/"], "no usable seed among 1"),
-        (["-a", "seeds=http://[::1:bad/"], "no usable seed among 1"),
-        (["-a", "seeds=http://127.0.0.1:99999/,http://:80/"], "no usable seed among 2"),
-        (["-a", "seeds=http://seed.test/", "-a", f"model={tmp_path / 'nope.arpa'}"], "language model not found"),
-        (["-a", "seeds=http://seed.test/", "-a", f"model={bad_model}"], "cannot load language model"),
-        (["-a", "seeds=http://seed.test/", "-a", f"model={model}", "-a", "extractor=nope"], "unknown text extractor"),
-        (["-a", "seeds=http://seed.test/", "-s", "FOCUSCRAWL_LANGUAGES=en,xx"],
-         "FOCUSCRAWL_LANGUAGES: unknown language code(s) xx"),
+        ({**seed, "mode": "bogus"}, "unknown crawl mode 'bogus'"),
+        ({"seeds": str(tmp_path / "missing.txt")}, "seeds file not found"),
+        ({"seeds": "ftp://x.test/"}, "no usable seed among 1"),
+        ({"seeds": "http://[::1:bad/"}, "no usable seed among 1"),
+        ({"seeds": "http://127.0.0.1:99999/,http://:80/"}, "no usable seed among 2"),
+        ({**seed, "model": str(tmp_path / "nope.arpa")}, "language model not found"),
+        ({**seed, "model": str(bad_model)}, "cannot load language model"),
+        ({**seed, "model": str(model), "extractor": "nope"}, "unknown text extractor"),
     ]
-    procs = [(args, message, scrapy_crawl(*args)) for args, message in cases]  # in parallel
-    for args, message, proc in procs:
-        _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode != 0, args
-        assert f"cannot start the crawl: {message}" in stderr, (args, stderr[-2000:])
-        assert "Traceback" not in stderr, (args, stderr[-2000:])
+    proc = scrapy_crawl("-a", "seeds=http://seed.test/", "-s", "FOCUSCRAWL_LANGUAGES=en,xx")
+    with LocalWeb({}) as web:
+        for args, message in cases:
+            _, done = crawl_here(web, {"LOG_LEVEL": "ERROR"}, args, timeout=60)
+            assert done.returncode != 0, args
+            assert f"cannot start the crawl: {message}" in done.stderr, (args, done.stderr[-2000:])
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "cannot start the crawl: FOCUSCRAWL_LANGUAGES: unknown language code(s) xx" in stderr, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-2000:]
 
 
 def test_seed_on_a_refused_port_is_one_error_line_without_traceback(tmp_path):

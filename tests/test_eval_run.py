@@ -77,8 +77,13 @@ def test_another_topic_gets_its_own_model(tmp_path):
 
 
 def test_several_web_seeds_give_mean_and_spread(tmp_path):
+    from focuscrawl.topic.model import default_keywords_path, default_model_path
+
+    # the bundled model: a held-out model per web seed (trained in the tests above) costs a
+    # topic build each, and the spread across seeds does not depend on which model crawls
     args = ["--data", "bundled", "--profile", "hard", "--scale", "0.1", "--budget", "6", "--deterministic",
-            "--modes", "unfocused", "learning", "--seed", "1", "2"]
+            "--modes", "unfocused", "learning", "--seed", "1", "2", "--model", str(default_model_path()),
+            "--keywords", str(default_keywords_path())]
     assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "s")]) == 0
     for seed in (1, 2):
         meta = json.loads((tmp_path / "s" / f"seed-{seed}" / "eval.json").read_text())

@@ -3,8 +3,11 @@ politely from a real server on 127.0.0.1 into the same run directory, and `rank`
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from focuscrawl.output.records import url_sha1
 from tests.support.crawl import FAST, ROOT
@@ -54,6 +57,23 @@ def replay_of_pages(tmp_path, base: str):
     return out
 
 
+@pytest.fixture(scope="module")
+def served_replay(tmp_path_factory):
+    """The server of ``site()`` and one replay of its pages, for the module: each test fetches
+    into a copy of that run directory (``replay``)."""
+    with LocalWeb(site()) as web:
+        yield web, replay_of_pages(tmp_path_factory.mktemp("replay"), web.base)
+
+
+@pytest.fixture
+def replay(served_replay, tmp_path):
+    """(the server with an empty request log, a fresh copy of the replay's run directory)."""
+    web, run = served_replay
+    web.requests.clear()
+    web.user_agents.clear()
+    return web, shutil.copytree(run, tmp_path / "out")
+
+
 def fetch_cli(out, top: int) -> dict:
     cmd = [sys.executable, "-m", "focuscrawl.cli", "fetch", str(out), "--top", str(top), "--scoring", "thesis",
            "--min", "0", "--max", "1e12", "--json"]
@@ -64,22 +84,21 @@ def fetch_cli(out, top: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched(tmp_path, capsys):
+def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched(replay, tmp_path, capsys):
     from focuscrawl.cli import main
 
-    with LocalWeb(site()) as web:
-        out = replay_of_pages(tmp_path, web.base)
-        before = (out / "images.tsv").read_bytes()
-        summary = fetch_cli(out, TOP)
-        requested = list(web.requests)
-        fetched_tsv = (out / "fetched.tsv").read_bytes()
-        again = fetch_cli(out, TOP)  # the same N: nothing fetched twice, nothing lost
-        assert web.requests == requested
-        assert (out / "fetched.tsv").read_bytes() == fetched_tsv
-        more = fetch_cli(out, TOP + 1)  # one more: the next candidate only
-        new = web.requests[len(requested):]
-        assert [r for r in new if r.startswith("127.0.0.1/img/")] == ["127.0.0.1/img/finance.png"]
-        assert "127.0.0.1/robots.txt" in new  # each fetch is a new crawl: robots.txt read again
+    web, out = replay
+    before = (out / "images.tsv").read_bytes()
+    summary = fetch_cli(out, TOP)
+    requested = list(web.requests)
+    fetched_tsv = (out / "fetched.tsv").read_bytes()
+    again = fetch_cli(out, TOP)  # the same N: nothing fetched twice, nothing lost
+    assert web.requests == requested
+    assert (out / "fetched.tsv").read_bytes() == fetched_tsv
+    more = fetch_cli(out, TOP + 1)  # one more: the next candidate only
+    new = web.requests[len(requested):]
+    assert [r for r in new if r.startswith("127.0.0.1/img/")] == ["127.0.0.1/img/finance.png"]
+    assert "127.0.0.1/robots.txt" in new  # each fetch is a new crawl: robots.txt read again
     url = {path: f"{web.base}{path}" for path in ALTS}
     assert summary["requested"] == TOP and summary["downloaded"] == 2 and summary["finish_reason"] == "finished"
     assert (summary["failed"]["filtered"], summary["robots_forbidden"]) == (1, 1)  # robots.txt
@@ -118,12 +137,11 @@ def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched
     assert exported[url["/img/tabby.png"]]["image_path"] == fetched[url["/img/tabby.png"]]["image_path"]
 
 
-def test_rank_after_a_partial_fetch_keeps_the_rest_as_candidates(tmp_path):
+def test_rank_after_a_partial_fetch_keeps_the_rest_as_candidates(replay, tmp_path):
     from focuscrawl.cli import main
 
-    with LocalWeb(site()) as web:
-        out = replay_of_pages(tmp_path, web.base)
-        summary = fetch_cli(out, 1)
+    _, out = replay
+    summary = fetch_cli(out, 1)
     assert (summary["requested"], summary["downloaded"]) == (1, 1)
     target = tmp_path / "ranked.jsonl"
     assert main(["rank", str(out), "--scoring", "thesis", "--min", "0", "--max", "1e12", "--format", "jsonl",
@@ -133,21 +151,20 @@ def test_rank_after_a_partial_fetch_keeps_the_rest_as_candidates(tmp_path):
     assert exported[0]["width"] == int(rows(out / "fetched.tsv", "image_url")[exported[0]["url"]]["width"])
 
 
-def test_a_fetch_killed_mid_row_leaves_no_half_row(tmp_path):
+def test_a_fetch_killed_mid_row_leaves_no_half_row(replay, tmp_path):
     """A torn last line of fetched.tsv (a kill inside a write) is no row for `rank` and is cut by
     the next fetch, which then requests that image again."""
     from focuscrawl.corpus import iter_entries
     from focuscrawl.fetch_cli import top_candidates
 
-    with LocalWeb(site()) as web:
-        out = replay_of_pages(tmp_path, web.base)
-        fetch_cli(out, 1)
-        whole = (out / "fetched.tsv").read_bytes()
-        second = top_candidates(out, 2, "thesis", None, 0, 1e12)[1]
-        with open(out / "fetched.tsv", "ab") as fh:
-            fh.write(f"{second.image_url}\tdownloaded\t1.0\timages/x.png\t64".encode())  # no newline: torn
-        assert not (next(e for e in iter_entries(out) if e.image_url == second.image_url)).fetch_status
-        summary = fetch_cli(out, 2)
+    _, out = replay
+    fetch_cli(out, 1)
+    whole = (out / "fetched.tsv").read_bytes()
+    second = top_candidates(out, 2, "thesis", None, 0, 1e12)[1]
+    with open(out / "fetched.tsv", "ab") as fh:
+        fh.write(f"{second.image_url}\tdownloaded\t1.0\timages/x.png\t64".encode())  # no newline: torn
+    assert not (next(e for e in iter_entries(out) if e.image_url == second.image_url)).fetch_status
+    summary = fetch_cli(out, 2)
     assert summary["requested"] == 1
     assert rows(out / "fetched.tsv", "image_url")[second.image_url]["image_path"] != "images/x.png"
     lines = (out / "fetched.tsv").read_bytes()

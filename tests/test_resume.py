@@ -15,7 +15,7 @@ from collections import Counter
 
 from focuscrawl.output.merge import merge_runs
 from focuscrawl.settings import DOWNLOADER_MIDDLEWARES, EXTENSIONS
-from tests.support.crawl import start_focused
+from tests.support.crawl import crawl_here, start_focused
 from tests.support.imagesite import image_bytes
 from tests.support.localweb import LocalWeb, Page
 from tests.support.runfiles import read_tsv
@@ -37,13 +37,20 @@ def tree_site(n: int = N) -> dict:
     return pages
 
 
-def start_crawl(web, tmp, out, jobdir, delay=0.1, extra=None):
+def session(tmp, out, jobdir, delay, extra) -> tuple[dict, dict]:
+    """The settings and spider arguments of one crawl session of ``tree_site``."""
     model, keywords = write_model(tmp)
     settings = {"JOBDIR": str(jobdir or ""), "DOWNLOAD_DELAY": delay, "RANDOMIZE_DOWNLOAD_DELAY": False,
                 "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2, "LOG_LEVEL": "INFO",
                 "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0, "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False,
-                **(extra or {})}
+                "FOCUSCRAWL_ANALYSIS_WORKERS": 0, **(extra or {})}
     args = {"seeds": "http://cats.test/p0", "model": str(model), "keywords": str(keywords), "output": str(out)}
+    return settings, args
+
+
+def start_crawl(web, tmp, out, jobdir, delay=0.1, extra=None):
+    """A session as a process of its own, to be stopped or killed."""
+    settings, args = session(tmp, out, jobdir, delay, extra)
     stats = tmp / f"stats-{time.monotonic_ns()}.json"
     proc = start_focused(stats, settings, args, web=web, stderr=open(tmp / "crawl.log", "a"))
     return proc, stats
@@ -52,6 +59,19 @@ def start_crawl(web, tmp, out, jobdir, delay=0.1, extra=None):
 def finish(proc, stats_path) -> dict:
     assert proc.wait(90) == 0
     return json.loads(stats_path.read_text())
+
+
+def crawl_to_end(web, tmp, out, jobdir, delay=0, extra=None) -> dict:
+    """A session that is not interrupted (the run after a stop or kill, a baseline), to its
+    end in this process (``crawl_here``: the same spider and components, no Scrapy start-up)
+    and without a download delay (the delay only gives a signal time to land mid-crawl);
+    its stats. Its log is appended to ``tmp/crawl.log`` as a process's would be."""
+    settings, args = session(tmp, out, jobdir, delay, extra)
+    stats, done = crawl_here(web, settings, args, timeout=90)
+    with open(tmp / "crawl.log", "a") as log:
+        log.write(done.stderr)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return stats
 
 
 def wait_rows(path, n, timeout=60):
@@ -92,8 +112,7 @@ def check_complete(out, all_images: bool = True, n: int = N) -> set[str]:
 
 def test_sigterm_then_resume_equals_uninterrupted_run(tmp_path):
     with LocalWeb(tree_site()) as web:
-        proc, stats = start_crawl(web, tmp_path, tmp_path / "base", tmp_path / "basejob", delay=0)
-        finish(proc, stats)
+        crawl_to_end(web, tmp_path, tmp_path / "base", tmp_path / "basejob")
         check_complete(tmp_path / "base")
         web.requests.clear()
         out, job = tmp_path / "out", tmp_path / "job"
@@ -104,8 +123,7 @@ def test_sigterm_then_resume_equals_uninterrupted_run(tmp_path):
         assert first["finish_reason"] == "shutdown"
         rows_before = len(read_tsv(out / "pages.tsv"))
         assert rows_before < N
-        proc, stats = start_crawl(web, tmp_path, out, job)
-        second = finish(proc, stats)
+        second = crawl_to_end(web, tmp_path, out, job)
     assert second["finish_reason"] == "finished"
     check_complete(out)
     fetches = page_fetches(web)
@@ -122,8 +140,7 @@ def test_sigkill_then_resume_recovers_the_frontier(tmp_path):
         killed_rows = read_tsv(out / "pages.tsv")
         assert (out / "pages.tsv").read_bytes().endswith(b"\n")  # no half-written row
         assert len(killed_rows) < N
-        proc, stats = start_crawl(web, tmp_path, out, job)
-        second = finish(proc, stats)
+        second = crawl_to_end(web, tmp_path, out, job)
     # Known gap (docs/DEPLOY.md): an image whose item was still in the pipelines
     # when the kill came is lost if its page's row was already committed.
     lost_images = check_complete(out, all_images=False)  # every page once, no duplicate
@@ -153,8 +170,7 @@ def test_sigkill_between_leaving_the_downloader_and_response_received_loses_no_p
         proc, stats = start_crawl(web, tmp_path, out, job, extra=kill)
         assert proc.wait(60) == -signal.SIGKILL
         assert "http://cats.test/p3" not in [r["url"] for r in read_tsv(out / "pages.tsv")]
-        proc, stats = start_crawl(web, tmp_path, out, job)
-        second = finish(proc, stats)
+        second = crawl_to_end(web, tmp_path, out, job)
     check_complete(out, all_images=False)  # all 24 pages exactly once
     assert second["focuscrawl/frontier/unrecovered"] == 0
 
@@ -174,8 +190,7 @@ def test_sigkill_before_a_redirect_target_is_queued_loses_nothing(tmp_path):
         proc, stats = start_crawl(web, tmp_path, out, job, extra=kill)
         assert proc.wait(60) == -signal.SIGKILL
         assert "cats.test/p3" not in web.pages_requested()
-        proc, stats = start_crawl(web, tmp_path, out, job)
-        second = finish(proc, stats)
+        second = crawl_to_end(web, tmp_path, out, job)
         assert web.pages_requested().count("cats.test/go3") == 2  # asked again after the kill
     check_complete(out, all_images=False)  # p3 and its subtree, every page once
     assert second["focuscrawl/frontier/unrecovered"] == 0
@@ -194,8 +209,7 @@ def test_sigkill_with_lagging_checkpoint_recrawls_every_cut_row(tmp_path):
         checkpoint = json.loads((job / "focuscrawl" / "offsets.json").read_text())["files"]["pages.tsv"]
         kept_rows = (out / "pages.tsv").read_bytes()[:checkpoint].count(b"\n") - 1
         assert kept_rows < killed_rows - 5  # most rows are after the checkpoint
-        proc, stats = start_crawl(web, tmp_path, out, job)
-        second = finish(proc, stats)
+        second = crawl_to_end(web, tmp_path, out, job)
     check_complete(out, all_images=False)
     assert second["focuscrawl/frontier/recovered_pages_without_rows"] >= killed_rows - kept_rows
 
@@ -213,8 +227,7 @@ def test_sigterm_resume_then_sigkill_repeats_no_row(tmp_path):
         finish(proc, stats)
         proc, stats = start_crawl(web, tmp_path, out, job)
         kill_at_rows(proc, out, 14)
-        proc, stats = start_crawl(web, tmp_path, out, job)
-        third = finish(proc, stats)
+        third = crawl_to_end(web, tmp_path, out, job)
     check_complete(out, all_images=False)  # every page exactly once
     assert third["focuscrawl/frontier/unrecovered"] == 0
 
@@ -233,8 +246,7 @@ def test_sigkill_with_many_fetched_pages_without_rows_recrawls_each_once(tmp_pat
         proc, stats = start_crawl(web, tmp_path, out, job, delay=0,
                                   extra={"FOCUSCRAWL_CHECKPOINT_INTERVAL": 3600, "CONCURRENT_REQUESTS": 8})
         kill_at_rows(proc, out, 60)
-        proc, stats = start_crawl(web, tmp_path, out, job, delay=0)
-        second = finish(proc, stats)
+        second = crawl_to_end(web, tmp_path, out, job)
     check_complete(out, all_images=False, n=n)
     assert second["focuscrawl/frontier/recovered_pages_without_rows"] >= 50
     assert second["focuscrawl/frontier/unrecovered"] == 0
@@ -253,8 +265,7 @@ def test_the_journal_is_compacted_and_a_later_kill_still_loses_nothing(tmp_path)
         proc, stats = start_crawl(web, tmp_path, out, job)
         kill_at_rows(proc, out, 14)
         assert journal_kinds(job)["s"] > 0  # compacted by the first recovery
-        proc, stats = start_crawl(web, tmp_path, out, job)
-        third = finish(proc, stats)
+        third = crawl_to_end(web, tmp_path, out, job)
     check_complete(out, all_images=False)
     assert third["focuscrawl/frontier/unrecovered"] == 0
     assert third["focuscrawl/frontier/compacted_bytes"] > 0
@@ -280,8 +291,7 @@ def test_a_kill_during_the_compaction_of_a_clean_stop_loses_nothing(tmp_path):
             assert proc.wait(60) == -signal.SIGKILL
             assert not (job / "focuscrawl" / "frontier.clean").exists()
             assert (job / "focuscrawl" / ".frontier.log.compact").exists() == (when == "before")
-            proc, stats = start_crawl(web, tmp_path, out, job)
-            second = finish(proc, stats)
+            second = crawl_to_end(web, tmp_path, out, job)
         check_complete(out, all_images=False)
         assert second["focuscrawl/frontier/unrecovered"] == 0
 
@@ -297,8 +307,7 @@ def test_a_kill_during_the_compaction_of_a_recovery_loses_nothing(tmp_path):
             proc, stats = start_crawl(web, tmp_path, out, job, extra={**KILL_IN_COMPACTION,
                                                                       "TEST_KILL_IN_COMPACTION": when})
             assert proc.wait(60) == -signal.SIGKILL
-            proc, stats = start_crawl(web, tmp_path, out, job)
-            third = finish(proc, stats)
+            third = crawl_to_end(web, tmp_path, out, job)
         check_complete(out, all_images=False)
         assert third["focuscrawl/frontier/unrecovered"] == 0
 
@@ -362,8 +371,7 @@ def test_sigkill_inside_a_page_batch_then_resume_repeats_no_link_and_no_sentence
             assert session or len(rows) == 5  # (the resume first cuts the rows past the checkpoint)
             sentences = gzip.decompress((out / "sentences.txt.gz").read_bytes()).decode().splitlines()
             assert len(sentences) > sum(int(r["sentences"]) for r in rows)  # the 6th batch's, without its row
-        proc, stats = start_crawl(web, tmp_path, out, job, extra={"FOCUSCRAWL_LINKS_LOG": True})
-        second = finish(proc, stats)
+        second = crawl_to_end(web, tmp_path, out, job, extra={"FOCUSCRAWL_LINKS_LOG": True})
     check_complete(out, all_images=False)  # every page once
     assert second["focuscrawl/frontier/unrecovered"] == 0
     links = Counter((r["from"], r["to"]) for r in read_tsv(out / "links.tsv"))
@@ -390,8 +398,7 @@ def test_sigkill_inside_a_page_batch_then_restart_without_jobdir_cuts_the_orphan
         killed = merge_runs([out], tmp_path / "killed")
         assert (killed["pages"], killed["orphan_sentences"]) == (5, orphans)
         assert_aligned(tmp_path / "killed")
-        proc, stats = start_crawl(web, tmp_path, out, None)
-        second = finish(proc, stats)
+        second = crawl_to_end(web, tmp_path, out, None)
     pages = [url for url, _ in page_sentences(out)]
     assert len(pages) == 5 + N  # the restart crawled every page again after the 5 kept rows
     assert_aligned(out)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from focuscrawl.settings import EXTENSIONS
-from tests.support.crawl import ROOT, proxy_env
+from tests.support.crawl import ROOT, crawl_here, proxy_env
 from tests.support.localweb import LocalWeb
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import write_model
@@ -30,16 +30,18 @@ from tests.test_signals import N, slow_tree
 DISK_FULL = {"EXTENSIONS": json.dumps({**EXTENSIONS, "tests.support.diskfull.DiskFullAfter": 0})}
 
 
+BASE = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2,
+        "FOCUSCRAWL_ANALYSIS_WORKERS": 0, "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0,
+        "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False, "LOG_LEVEL": "INFO"}
+
+
 def start_crawl(web, tmp: Path, out: Path | None, job: Path | None, log: Path, *, command: tuple = ("focuscrawl", "crawl"),
                 spider_args: tuple = (), group: bool = False, **settings) -> subprocess.Popen:
     """``focuscrawl crawl`` (or ``command``: ``("scrapy", "crawl", "focused")``) of the slow site
     into ``out`` (None: no run directory; JOBDIR ``job``), its log appended to ``log``; ``group``: in a process group of
     its own, to be signalled as a terminal's Ctrl-C does."""
     model, keywords = write_model(tmp)
-    settings = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2,
-                "FOCUSCRAWL_ANALYSIS_WORKERS": 0, "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0,
-                "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False, "LOG_LEVEL": "INFO",
-                **({"JOBDIR": str(job)} if job else {}), **settings}
+    settings = {**BASE, **({"JOBDIR": str(job)} if job else {}), **settings}
     words = ["-a", "seeds=http://cats.test/p0", "-a", f"model={model}", "-a", f"keywords={keywords}",
              "-a", f"output={out or ''}"]
     for name, value in settings.items():
@@ -50,6 +52,21 @@ def start_crawl(web, tmp: Path, out: Path | None, job: Path | None, log: Path, *
     env = dict(proxy_env(web), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     return subprocess.Popen([sys.executable, "-m", module, *command[1:], *words], cwd=tmp, env=env,  # any folder
                             stdout=subprocess.DEVNULL, stderr=open(log, "a"), text=True, start_new_session=group)
+
+
+def resume_here(web, tmp: Path, out: Path | None, job: Path, log: Path) -> dict:
+    """The resume of a stopped crawl, to its end in this process (``crawl_here``: the same
+    spider and components without a Scrapy start-up), the site answering at once; its log
+    appended to ``log``; its stats."""
+    for page in web.pages.values():
+        page.delay = 0  # (the resume need not be slow)
+    model, keywords = write_model(tmp)
+    args = {"seeds": "http://cats.test/p0", "model": str(model), "keywords": str(keywords), "output": str(out or "")}
+    stats, done = crawl_here(web, {**BASE, "JOBDIR": str(job)}, args, timeout=120)
+    with open(log, "a") as f:
+        f.write(done.stderr)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return stats
 
 
 def sentences(out: Path) -> int:
@@ -90,8 +107,7 @@ def test_a_full_disk_stops_the_crawl_with_one_error_and_a_resume_restores_what_w
         assert "cannot write" in errors[0] and "resume" in errors[0]
         committed = len(read_tsv(out / "pages.tsv"))
         assert 0 < committed < N
-        proc = start_crawl(web, tmp_path, out, job, log)
-        assert proc.wait(120) == 0
+        resume_here(web, tmp_path, out, job, log)
     assert_whole_run(out)
     assert json.loads((out / "stats.json").read_text())["finish_reason"] == "finished"
 
@@ -114,8 +130,7 @@ def test_a_full_jobdir_without_a_run_directory_stops_the_crawl_with_one_error_an
         pages = {f"cats.test/p{i}" for i in range(N)}
         fetched = set(web.requests) & pages
         assert 0 < len(fetched) < N
-        proc = start_crawl(web, tmp_path, None, job, log)
-        assert proc.wait(120) == 0
+        resume_here(web, tmp_path, None, job, log)
         assert set(web.requests) & pages == pages
     assert "frontier: unclean stop detected" in log.read_text()
 
@@ -153,9 +168,6 @@ def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_li
             if web.hold is not None:
                 web.hold.set()
                 web.hold = None
-        for page in web.pages.values():
-            page.delay = 0  # (the resume need not be slow)
         assert not (tmp_path / "out2" / "pages.tsv").exists()
-        again = start_crawl(web, tmp_path, out, job, log)
-        assert again.wait(120) == 0
+        resume_here(web, tmp_path, out, job, log)
     assert_whole_run(out)
