@@ -28,7 +28,7 @@ from scrapy.utils.misc import load_object
 from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
 
 __all__ = ["ExpectedMediaFailure", "forget_media_result", "spider_middleware_enabled", "read_seen_fingerprints",
-           "seen_record", "request_to_dict", "rerank_queue_top", "lowest_priority", "wake_engine", "is_decompression_too_big", "is_too_many_redirects",
+           "seen_record", "request_to_dict", "rerank_queue_top", "lowest_priority", "wake_engine", "download_past_scheduler", "release_from_engine", "is_decompression_too_big", "is_too_many_redirects",
            "is_over_download_maxsize", "quiet_robots_network_errors", "MemoryStatsCollector", "SlotBoundDownloader"]
 
 _SEEN_SIZE_BYTES = 2  # RFPDupeFilter's requests.seen: 2-byte big-endian length + fingerprint
@@ -113,6 +113,22 @@ def wake_engine(engine: Any) -> bool:
         return False
     slot.nextcall.schedule()
     return True
+
+
+def download_past_scheduler(engine: Any, request: Any) -> Any:
+    """A Deferred of ``request`` downloaded as the engine downloads a scheduled one
+    (``ExecutionEngine._download``: the downloader middlewares, the ``response_received``
+    signal, the crawled log line), for a request that never went through the scheduler (an
+    archive's page on the lean replay path: already in order, nothing to schedule). The engine
+    has no public call that downloads *and* hands the response on as its own; its public
+    ``download_async`` skips those signals. Call ``release_from_engine`` when done."""
+    return engine._download(request)
+
+
+def release_from_engine(engine: Any, request: Any) -> None:
+    """Take ``request`` out of the engine's in-progress set (``_slot.remove_request``), as the
+    engine does once a scheduled download is handed on: the engine stays open while it is there."""
+    engine._slot.remove_request(request)
 
 
 def rerank_queue_top(queue: Any, count: int, rescore: Callable[[list], None]) -> int:

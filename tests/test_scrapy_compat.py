@@ -319,3 +319,14 @@ def test_a_spider_middleware_is_enabled_by_its_class_a_subclass_or_its_path():
 
 class OwnImageMiddleware(ImageExtractionMiddleware):
     """A project's own image middleware: a subclass of focuscrawl's."""
+
+
+def test_the_engine_internals_of_the_lean_replay_exist_with_their_signatures():
+    """download_past_scheduler and release_from_engine call these by name (their behaviour is
+    tested by the lean replay's crawls)."""
+    import inspect
+
+    from scrapy.core.engine import ExecutionEngine, _Slot
+
+    assert list(inspect.signature(ExecutionEngine._download).parameters)[:2] == ["self", "request"]
+    assert list(inspect.signature(_Slot.remove_request).parameters) == ["self", "request"]

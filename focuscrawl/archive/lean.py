@@ -28,6 +28,8 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from focuscrawl.scrapy_compat import download_past_scheduler, release_from_engine
+
 
 #: the spider middleware of the lean path (the archive spider adds it to SPIDER_MIDDLEWARES)
 LEAN_MIDDLEWARE = "focuscrawl.archive.lean.LeanReplayMiddleware"
@@ -125,11 +127,11 @@ class LeanReplayMiddleware:
         tuple: a Deferred would take a failure it returns for its own."""
         engine = self.crawler.engine
         try:
-            result = await maybe_deferred_to_future(engine._download(request))
+            result = await maybe_deferred_to_future(download_past_scheduler(engine, request))
         except Exception:  # as the engine hands on a failed download: to the request's errback
             return (Failure(),)
         finally:
-            engine._slot.remove_request(request)
+            release_from_engine(engine, request)
         if isinstance(result, Response):
             self.crawler.spider.analyse_ahead(result)
         return (result,)
