@@ -27,7 +27,6 @@ from twisted.internet import task
 
 from focuscrawl.frontier import KnownLinks
 from focuscrawl.items import PageItem
-from focuscrawl.output.images import unwritten_pending_images
 from focuscrawl.output.leases import LeaseBook, redis_connection, redis_key, worker_id
 from focuscrawl.output.run import checkpoint_offsets, committed_rows
 from focuscrawl.output.run_state import RunState
@@ -311,39 +310,13 @@ class RedisWorkers:
                 readable = host == socket.gethostname() and os.path.isdir(path) \
                     and self.server.zcard(self.leased_prefix + worker) > 0
                 committed = self._checkpointed_rows(path, token) if readable else set()
-                images = self._pending_images_of(token) if host == socket.gethostname() else []
-                if self._recover(worker, token, committed, "focuscrawl/redis/leases_recovered", forget=True) >= 0:
-                    self._adopt_images(worker, images)  # only the process that forgot it adopts
+                self._recover(worker, token, committed, "focuscrawl/redis/leases_recovered", forget=True)
             elif not self.server.zcard(self.leased_prefix + worker):
                 continue
             else:
                 seen = self.server.zscore(self.alive_key, token)
                 dying = dying or seen is None or seen < time.time() - max(self.busy_timeout, 2.0)
         return dying
-
-    def _pending_images_of(self, token: str) -> list:
-        """The images the dead process ``token`` accepted on written pages but never wrote (its
-        JOBDIR's images.pending, on this host): without JOBDIR there is nothing to read."""
-        jobdir = (self.server.hget(self.jobdirs_key, token) or b"").decode()
-        if not jobdir or not os.path.isdir(jobdir):
-            return []
-        try:
-            return unwritten_pending_images(jobdir)
-        except OSError as exc:
-            logger.warning("redis: the pending images of dead worker %s are unreadable (%s)", token, exc)
-            return []
-
-    def _adopt_images(self, worker: str, images: list) -> None:
-        """Download and write a dead worker's pending images in this process's part. Should the
-        worker come back, it writes them too: ``focuscrawl merge`` keeps one row per image URL."""
-        engine = self.crawler.engine
-        if not images or engine is None or engine.scraper.slot is None:
-            return
-        for item in images:
-            engine.scraper._start_itemproc_nowait(item)
-        self.crawler.stats.inc_value("focuscrawl/redis/images_adopted", len(images))
-        logger.warning("redis: %d images worker %s had accepted but not written are fetched here", len(images),
-                       worker)
 
     def _checkpointed_rows(self, path: str, token: str) -> set[str]:
         """URLs of the rows in the dead process ``token``'s pages.tsv that a restart on its JOBDIR

@@ -418,39 +418,3 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
     assert not redis_server.client.keys("focuscrawl:past:leased:*")
     assert not redis_server.client.hgetall("focuscrawl:past:workers")
     assert not redis_server.client.hgetall("focuscrawl:past:jobdirs")  # A's went when B forgot it
-
-
-def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path, redis_server):
-    """Worker A SIGKILLs itself at its 6th page while its images (slow to download) are still
-    pending, and is never restarted. Worker B, finding A dead, fetches the images A had accepted
-    on its written pages (A's JOBDIR images.pending): the merged run has every image of every
-    page exactly once."""
-    import signal
-
-    site = kill_site()
-    for path, page in site.items():
-        if path.endswith(".png"):
-            page.delay = 10.0  # still downloading when A dies, also on a loaded machine
-    shared = redis_settings(redis_server, crawl="noreturn", delay=0.01) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2",
-                                                                           "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1"]
-    a, b = tmp_path / "part-a", tmp_path / "part-b"
-    with LocalWeb(site) as web:
-        proc_a = subprocess.Popen(focused_cmd(web.base, a, *shared, f"JOBDIR={tmp_path / 'job-a'}", *kill_after(6)),
-                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "a.log", "w"))
-        proc_b = subprocess.Popen(focused_cmd(web.base, b, *shared, f"JOBDIR={tmp_path / 'job-b'}"), cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "b.log", "w"))
-        assert proc_a.wait(120) == -signal.SIGKILL
-        assert proc_b.wait(180) == 0, (tmp_path / "b.log").read_text()[-3000:]
-    def images_of(urls):
-        return {f"{web.base}/cat{n}.png" for n in (int(u.rsplit("page", 1)[1]) for u in urls) if n % 3 == 0}
-
-    written_by_a = {r["image_url"] for r in iter_tsv(a / "images.tsv")}
-    assert images_of(page_urls(a)) - written_by_a, "A wrote every image of its pages before it died"
-    merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
-                             str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert merged.returncode == 0, merged.stderr[-2000:]
-    pages = set(page_urls(tmp_path / "merged"))
-    expected = images_of(pages)
-    rows = [r["image_url"] for r in iter_tsv(tmp_path / "merged" / "images.tsv")]
-    assert Counter(rows) == Counter(expected), "images lost or written twice"
-    assert json.loads((b / "stats.json").read_text())["focuscrawl/redis/images_adopted"] >= 1

@@ -94,34 +94,6 @@ def sighting_of(item: Any) -> dict[str, Any]:
     return s
 
 
-def unwritten_pending_images(jobdir: str | Path) -> list[ImageItem]:
-    """The first sightings another (dead) process's ``JOBDIR`` holds in ``images.pending`` that
-    its ``images.seen`` does not know as written or dropped: a worker that never comes back
-    would otherwise lose them (only a restart of it replays them)."""
-    state = Path(jobdir) / "focuscrawl"
-    done: set[str] = set()
-    seen = state / "images.seen"
-    if seen.exists():
-        for line in iter_lines(seen):
-            parts = line.split("\t")
-            if len(parts) >= 3 and parts[0] in (WRITTEN, DROPPED):
-                done.add(parts[2])
-    items, urls = [], set()
-    path = state / PENDING_FILE
-    if path.exists():
-        for line in iter_lines(path):
-            try:
-                fields = json.loads(line)
-            except ValueError:
-                continue
-            url = fields.get("image_url") if isinstance(fields, dict) else None
-            if url and url not in done and url not in urls:
-                urls.add(url)
-                items.append(ImageItem(**{k: v for k, v in fields.items()
-                                          if k in ImageItem.fields and k not in ("first_seen", "record_path")}))
-    return items
-
-
 class _Entry:
     __slots__ = ("order", "status", "pending", "count")
 
