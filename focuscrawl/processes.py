@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 _PR_SET_PDEATHSIG = 1
 
@@ -116,6 +116,23 @@ EXIT_BAD_INPUT = 2
 
 #: finish reasons of a crawl that failed (``RunState``'s ``write_failed``, Scrapy's ``start_error``)
 FAILED_REASONS = frozenset({"write_failed", "start_error"})
+
+
+@contextmanager
+def interruptible(stopped: Callable[[], bool], stop: Callable[[int], None]) -> Iterator[None]:
+    """Inside, the first Ctrl-C or SIGTERM calls ``stop(signum)`` (a clean stop: the work ends,
+    what is finished is kept); one that comes once ``stopped()`` raises ``KeyboardInterrupt``."""
+    def interrupted(signum, frame) -> None:
+        if stopped():
+            raise KeyboardInterrupt
+        stop(signum)
+
+    handlers = {signum: signal.signal(signum, interrupted) for signum in GROUP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
 
 
 def record_stop_signals(process, shutdown_timeout: float = 0.0) -> list[int]:

@@ -14,7 +14,6 @@ import json
 import logging
 import multiprocessing
 import os
-import signal
 import sys
 import time
 from collections import deque
@@ -26,7 +25,7 @@ from typing import Iterator
 from focuscrawl.output.merge import merge_runs
 from focuscrawl.output.stats import jsonable, summed_stats
 from focuscrawl.output.summary import crawl_summary
-from focuscrawl.processes import (EXIT_FAILED, EXIT_FINISHED, GROUP_SIGNALS, record_stop_signals, signals_held,
+from focuscrawl.processes import (EXIT_FAILED, EXIT_FINISHED, interruptible, record_stop_signals, signals_held,
                                   worker_process)
 
 #: the stats a replay's summary reports (summed over the jobs of `focuscrawl warc --jobs`)
@@ -417,22 +416,11 @@ class JobProcesses:
                     results[n] = {**result, "finish_reason": "interrupted", "stop_signal": self.stop.value}
         return results
 
-    @contextmanager
-    def interruptible(self) -> Iterator[None]:
+    def interruptible(self):
         """Inside, the first Ctrl-C or SIGTERM sets ``stop`` (the jobs stop their crawls cleanly,
         no file is handed out any more, the finished parts are merged); a second one raises
         ``KeyboardInterrupt``."""
-        def interrupted(signum, frame) -> None:
-            if self.stop.value:
-                raise KeyboardInterrupt
-            self.stop.value = signum
-
-        handlers = {signum: signal.signal(signum, interrupted) for signum in GROUP_SIGNALS}
-        try:
-            yield
-        finally:
-            for signum, handler in handlers.items():
-                signal.signal(signum, handler)
+        return interruptible(lambda: bool(self.stop.value), lambda signum: setattr(self.stop, "value", signum))
 
     def close(self) -> None:
         for process, conn in self.processes:

@@ -48,7 +48,7 @@ from focuscrawl.archive.cli import (JOB_SETTINGS, SUMMARY_STATS, FilesProgress,
                                     settings_from_pairs)
 from focuscrawl.output.merge import merge_runs
 from focuscrawl.output.stats import summed_stats
-from focuscrawl.processes import GROUP_SIGNALS, worker_process
+from focuscrawl.processes import interruptible, worker_process
 
 #: the engines ``--engine`` runs the archive path on
 ENGINES = ("dask",)
@@ -178,7 +178,7 @@ def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, 
     progress = FilesProgress(len(tasks), 0, progress_interval)
     ended: list[dict] = []
     stopped: list[int] = []
-    with _interruptible(stopped):
+    with interruptible(lambda: bool(stopped), stopped.append):
         try:
             pending, told = set(futures), False
             while pending:
@@ -208,22 +208,6 @@ def replay_on_cluster(client, sources: list[str], output: Path, settings: dict, 
             client.cancel(futures, force=True)  # (interrupted twice: no worker replays on for nothing)
             client.run(end_run, run)
     return _merged(sources, results, output, client, stopped)
-
-
-@contextmanager
-def _interruptible(stopped: list[int]) -> Iterator[None]:
-    """Inside, the first Ctrl-C or SIGTERM is noted in ``stopped``, a second one raises ``KeyboardInterrupt``."""
-    def interrupted(signum, frame) -> None:
-        if stopped:
-            raise KeyboardInterrupt
-        stopped.append(signum)
-
-    handlers = {signum: signal.signal(signum, interrupted) for signum in GROUP_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
 
 
 def _unpacked(result: dict, part: Path) -> dict:
