@@ -400,6 +400,8 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
     # its wall time from Scrapy's start_time is reported as "opening"
     clock = Clock()
     crawler.signals.connect(clock.start, signal=signals.engine_started)
+    phases = Phases()
+    crawler.signals.connect(phases.response, signal=signals.response_received)
     stats = crawler.stats
     peak = PeakRss(lambda: stats.get_value("focuscrawl/pages/written") or stats.get_value("focuscrawl/pages/crawled")
                    or stats.get_value("item_scraped_count") or stats.get_value("response_received_count"),
@@ -435,6 +437,11 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
         "analysed": stats.get("focuscrawl/pages/crawled", 0),
         "seconds": finish - clock.wall,
         "opening_seconds": clock.wall - start,
+        # where the wall time goes: to the first response (robots.txt, tdmrep.json, the seed),
+        # from there to the last response, and from it to the end (draining, closing)
+        "first_response_seconds": (phases.first or clock.wall) - clock.wall,
+        "last_response_seconds": (phases.last or clock.wall) - clock.wall,
+        "closing_seconds": finish - (phases.last or finish),
         "start": clock.wall,
         "finish": finish,
         "lm_queries": stats.get("focuscrawl/lm/queries"), "lm_cache_hits": stats.get("focuscrawl/lm/cache_hits"),
@@ -454,6 +461,16 @@ def run_crawl(kind: str, port: int, pages: int, jobdir: str | None, profile: str
                            "images": stats.get("focuscrawl/images/dropped/other_language", 0),
                            "images_kept": stats.get("focuscrawl/images/kept", 0)},
     }
+
+
+class Phases:
+    """Wall times of a crawl's first and last response, for the split of its wall time."""
+
+    first = last = 0.0
+
+    def response(self) -> None:
+        self.last = time.time()
+        self.first = self.first or self.last
 
 
 class Clock:
@@ -986,7 +1003,9 @@ def shape_runs(args, server: subprocess.Popen, port: int, web_pages: int, first:
             f"{k} {r['rate']:.1f} p/s {1000 * r['cpu_seconds'] / r['pages']:.2f} CPU ms/page"
             + f" (+ {r.get('opening_seconds', 0.0):.2f} s opening"
             + (f", {r['startup_cpu_seconds']:.2f} s workers' start-up)" if r.get("startup_cpu_seconds") else ")")
-            + (f" ({r['analysed']} analysed)" if r.get("analysed") else "") for k, r in results.items()), flush=True)
+            + (f" ({r['analysed']} analysed)" if r.get("analysed") else "")
+            + (f" [first response {r['first_response_seconds']:.2f} s, last {r['last_response_seconds']:.2f} s, "
+               f"closing {r['closing_seconds']:.2f} s]" if "closing_seconds" in r else "") for k, r in results.items()), flush=True)
     if rounds:  # --repeat 0 or no --modes: the memory / Redis crawls alone
         print(f"{'crawl':<18} {'pages':>6} {'pages/s':>8} {'spread':>13} {'resp/s':>7} {'CPU p/s':>8} {'CPU ms/page':>11} "
               f"{'of it crawl':>11} {'(kernel)':>8} {'reactor':>7} {'server':>6} {'LM queries':>10} {'cache hits':>10} "

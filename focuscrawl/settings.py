@@ -568,7 +568,8 @@ FOCUSCRAWL_SENTENCES_BATCH_SECONDS = 5.0
 FOCUSCRAWL_RECOVERED_IMAGES_IN_FLIGHT = 1
 #: With JOBDIR: seconds between checkpoints of the run directory's offsets (0 = after
 #: every image and page batch). After a kill the rows since the last checkpoint are
-#: cut back and redone (frontier journal, images.pending).
+#: cut back and redone (frontier journal, images.pending). Without JOBDIR: the least seconds
+#: between two writes of the running session's stats (stats.checkpoint.json).
 FOCUSCRAWL_CHECKPOINT_INTERVAL = 1.0
 #: Seconds a crawl told to stop (Ctrl-C, SIGTERM) may take to stop cleanly; then it stops as on
 #: a second Ctrl-C (a download or a page that never ends cannot keep it alive); 0 = no limit.

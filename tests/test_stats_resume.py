@@ -52,3 +52,33 @@ def test_counters_summed_over_sigkilled_sessions_match_an_uninterrupted_crawl(tm
     assert all(totals[key] >= expected[key] for key in PAGE_COUNTERS), (totals, expected)
     assert sum(totals.values()) - sum(expected.values()) <= 2 * 2, (totals, expected)  # measured: 0
     assert not (out / "stats.checkpoint.json").exists()
+
+
+def checkpointed_stats(tmp_path, jobdir) -> list[int]:
+    """The value of a counter in ``stats.checkpoint.json`` after each of 5 commits of a run
+    directory (the counter is bumped before each), with a 60 s checkpoint interval."""
+    from types import SimpleNamespace
+
+    from focuscrawl.output.run import RunOutput
+    from focuscrawl.output.stats import CHECKPOINT_FILE, StatsFileWriter
+
+    output = RunOutput(tmp_path / "out", jobdir, checkpoint_interval=60.0)
+    stats = {"focuscrawl/pages/written": 0}
+    writer = StatsFileWriter(output.dir, SimpleNamespace(get_stats=lambda: stats),
+                             lambda: SimpleNamespace(output=output, register=output.register), interval=60.0)
+    writer.spider_opened()
+    seen = []
+    for n in range(1, 6):
+        stats["focuscrawl/pages/written"] = n
+        output.commit(force=True)
+        seen.append(json.loads((output.dir / CHECKPOINT_FILE).read_text())["focuscrawl/pages/written"])
+    output.close()
+    return seen
+
+
+def test_without_jobdir_the_stats_checkpoint_is_written_once_an_interval_not_with_every_write(tmp_path):
+    """Without JOBDIR every write is a checkpoint of the run directory; the stats (all of them
+    as JSON) follow at most once per FOCUSCRAWL_CHECKPOINT_INTERVAL. With JOBDIR each
+    checkpoint carries them, so a killed session's stats match the rows it kept."""
+    assert checkpointed_stats(tmp_path / "plain", None) == [1, 1, 1, 1, 1]
+    assert checkpointed_stats(tmp_path / "job", tmp_path / "job" / "jobdir") == [1, 2, 3, 4, 5]

@@ -5,9 +5,13 @@ finish reason) has updated the stats; atomically (temp file + ``os.replace``).
 Scrapy's stats are per process: when a resumed crawl ends, the earlier session's
 ``stats.json`` is first appended to ``stats.sessions.jsonl`` (one line per session),
 so no session's numbers are lost. A session ended by a kill writes no ``stats.json``: its
-stats as of its last checkpoint (``stats.checkpoint.json``, written with every checkpoint
-of the run directory, so they count what the run kept) go to ``stats.sessions.jsonl``
-when the next session starts. Summed over the sessions, the counters are the run's.
+stats as of its last checkpoint (``stats.checkpoint.json``, written with every JOBDIR
+checkpoint of the run directory, so they count what the run kept) go to
+``stats.sessions.jsonl`` when the next session starts. Summed over the sessions, the
+counters are the run's. Without JOBDIR the run directory is checkpointed after every write
+and the stats at most once per ``FOCUSCRAWL_CHECKPOINT_INTERVAL`` (all the stats as JSON
+with every page and image would be a large part of the crawl's own work): a killed
+session's counts then miss at most that last interval.
 
 Every stat focuscrawl writes is named ``focuscrawl/<area>/<name>`` (docs/OUTPUT.md lists
 them); Scrapy's own keys keep their names. ``read_stats`` reads a run's ``stats.json``
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -73,11 +78,16 @@ class StatsFileWriter:
     (a state registered with ``RunState`` at ``spider_opened``: extensions cannot reach it
     while they are built)."""
 
-    def __init__(self, directory: Path, stats, run_state: Callable[[], Any] | None = None) -> None:
-        """``run_state``: finds the crawler's ``RunState`` (at ``spider_opened``)."""
+    def __init__(self, directory: Path, stats, run_state: Callable[[], Any] | None = None,
+                 interval: float = 0.0) -> None:
+        """``run_state``: finds the crawler's ``RunState`` (at ``spider_opened``); ``interval``:
+        the least seconds between two stats checkpoints of a run directory without JOBDIR."""
         self.directory = directory
         self.stats = stats
         self.run_state = run_state
+        self.interval = interval
+        self._throttled = False  # a run directory without JOBDIR (checkpointed after every write)
+        self._last_checkpoint = float("-inf")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "StatsFileWriter":
@@ -86,7 +96,8 @@ class StatsFileWriter:
         directory = crawler.settings.get("FOCUSCRAWL_OUTPUT_DIR")
         if not directory:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR")
-        writer = cls(Path(directory).resolve(), crawler.stats, partial(crawler.get_extension, RunState))
+        writer = cls(Path(directory).resolve(), crawler.stats, partial(crawler.get_extension, RunState),
+                     crawler.settings.getfloat("FOCUSCRAWL_CHECKPOINT_INTERVAL"))
         crawler.signals.connect(writer.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(writer.write, signal=signals.engine_stopped)
         return writer
@@ -94,6 +105,7 @@ class StatsFileWriter:
     def spider_opened(self, spider=None) -> None:
         run_state = self.run_state() if self.run_state is not None else None
         if run_state is not None and run_state.output is not None and run_state.output.dir == self.directory:
+            self._throttled = run_state.output.state_dir is None
             run_state.register(self)
 
     # --- Checkpointed --------------------------------------------------------------------------
@@ -117,6 +129,11 @@ class StatsFileWriter:
     def checkpoint(self) -> None:
         """The session's stats now that the run's rows up to here are kept (an ``OSError`` stops
         the crawl as any failed write of the run does)."""
+        if self._throttled:
+            now = time.monotonic()
+            if now - self._last_checkpoint < self.interval:
+                return
+            self._last_checkpoint = now
         # no fsync: a kill leaves the renamed file whole; a power loss costs stats only, not rows
         atomic_write_bytes(self.directory / CHECKPOINT_FILE, self._stats_json(), fsync=False)
 
