@@ -22,6 +22,7 @@ import pytest
 
 from focuscrawl.settings import EXTENSIONS
 from tests.support.crawl import ROOT, crawl_here, proxy_env
+from tests.support.hostile import full_disk
 from tests.support.localweb import LocalWeb
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import write_model
@@ -171,3 +172,35 @@ def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_li
         assert not (tmp_path / "out2" / "pages.tsv").exists()
         resume_here(web, tmp_path, out, job, log)
     assert_whole_run(out)
+
+
+def fan_site(n: int = 120) -> dict:
+    """p0 links p1..p{n-1}, all with the same anchor (one priority: Scrapy's disk queue in the
+    JOBDIR gets most of them); each page its own words and image."""
+    pages = slow_tree(n, delay=0.02)
+    links = "".join(f'<a href="/p{j}">cat page</a>' for j in range(1, n))
+    p0 = pages[("cats.test", "/p0")]
+    pages[("cats.test", "/p0")] = type(p0)(p0.body.replace(b"</body>", links.encode() + b"</body>"), delay=0)
+    return pages
+
+
+def test_a_full_jobdir_disk_stops_scrapys_disk_queue_too_with_one_error(tmp_path):
+    """The JOBDIR on a real small tmpfs that fills up while Scrapy's disk queue is written:
+    exit code 1, one ERROR line, no traceback; a resume (room made) crawls every page once.
+    Before, every request queued after the disk was full was an asyncio "Task exception was
+    never retrieved" traceback (528 in a probe of the test web)."""
+    out, log = tmp_path / "out", tmp_path / "crawl.log"
+    with full_disk(tmp_path / "disk", "1m") as disk, LocalWeb(fan_site()) as web:
+        job = disk / "job"
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * (1024 * 1024 - 48 * 1024))  # 48 KB left: the queue fills them
+        proc = start_crawl(web, tmp_path, out, job, log, CONCURRENT_REQUESTS=1)
+        assert proc.wait(120) == 1
+        text = log.read_text()
+        assert "Traceback" not in text and "never retrieved" not in text, text[-3000:]
+        errors = [line for line in text.splitlines() if "] ERROR:" in line]
+        assert len(errors) == 1 and "No space left on device" in errors[0] and str(job) in errors[0], errors
+        filler.unlink()
+        resume_here(web, tmp_path, out, job, log)
+    pages = read_tsv(out / "pages.tsv")
+    assert sorted(r["url"] for r in pages) == sorted(f"http://cats.test/p{i}" for i in range(120))
