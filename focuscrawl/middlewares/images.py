@@ -24,6 +24,7 @@ from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
 from focuscrawl.pipelines.image_records import ImageRecordsPipeline
 from focuscrawl.rights.policy import source_of
+from focuscrawl.scrapy_compat import close_scraper_once_idle
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,10 @@ class ImageExtractionMiddleware:
         in_flight: set[str] = set()
 
         def finished(item: Any, **kwargs: Any) -> None:
-            if hasattr(item, "get"):
+            if hasattr(item, "get") and item.get("image_url") in in_flight:
                 in_flight.discard(item.get("image_url"))
+                if self.engine is not None:
+                    close_scraper_once_idle(self.engine.scraper)
 
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             self.signals.connect(finished, signal=signal, weak=False)
