@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from tests.support.crawl import ROOT
 from tests.support.localweb import LocalWeb
 from tests.support.runfiles import read_tsv
 from tests.test_signals import slow_tree
@@ -102,3 +103,19 @@ def test_a_clean_stop_that_never_ends_is_made_unclean_after_the_shutdown_timeout
             proc.kill()
     text = log.read_text()
     assert "Traceback" not in text and "did not stop within 3 s of SIGTERM" in text, text[-3000:]
+
+
+def test_warc_given_a_folder_says_it_is_a_folder_exit_2(tmp_path):
+    """``focuscrawl warc FOLDER``: one line saying it is a folder (and how to give its files),
+    exit 2, no run directory made. Before: "no such archive", as for a name that does not exist."""
+    import subprocess
+    import sys
+
+    (tmp_path / "archives").mkdir()
+    done = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", "-o", str(tmp_path / "out"),
+                           str(tmp_path / "archives")], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is a folder" in lines[0] and "archives/*.warc.gz" in lines[0], done.stderr
+    assert not (tmp_path / "out").exists()

@@ -222,6 +222,8 @@ def _progress_interval(settings: dict) -> float:
 
 def cmd_warc(args: argparse.Namespace) -> int:
     for path in args.paths:
+        if Path(path).is_dir():
+            raise ValueError(f"this is a folder, not an archive: {path} (give the files in it, e.g. {path}/*.warc.gz)")
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such archive: {path}")
     if args.jobs < 0:
