@@ -119,3 +119,28 @@ def test_warc_given_a_folder_says_it_is_a_folder_exit_2(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "is a folder" in lines[0] and "archives/*.warc.gz" in lines[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_warc_with_a_bad_topic_bundle_is_one_error_exit_2_no_traceback(tmp_path):
+    """``focuscrawl warc --topic B`` with a bundle of order -3: exit 2, the reason on a
+    ``focuscrawl warc: error:`` line, no traceback. Before: four tracebacks (the spider's
+    UsageError as an unhandled Deferred error, then "Crawler.stats is not set yet") and exit 1."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.support.hostile import good, write_records
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(ROOT / "models" / "cats", bundle)
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    (bundle / "bundle.json").write_text(json.dumps({**manifest, "order": -3}))
+    archive = write_records(tmp_path / "a.warc.gz", [good("http://ok.test/1", 1)], gz=True)
+    done = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", "--topic", str(bundle), "-o",
+                           str(tmp_path / "out"), str(archive)], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("focuscrawl warc: error:")]
+    assert len(errors) == 1 and "order is -3" in errors[0], done.stderr
