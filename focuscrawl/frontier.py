@@ -413,11 +413,11 @@ class JournaledScheduler(Scheduler):
 
     def _enqueue(self, request: Request) -> bool:
         if self.journal is None:
-            return super().enqueue_request(request)
+            return self._queue(request)
         parent = request.meta.get(PARENT_META)
         fp = self._fp(request)
         request.meta[PARENT_META] = fp  # before the queue serialises it
-        accepted = super().enqueue_request(request)
+        accepted = self._queue(request)
         if accepted:
             data = base64.b64encode(pickle.dumps(request_to_dict(request, self.crawler.spider),
                                                  protocol=4)).decode("ascii")
@@ -426,6 +426,22 @@ class JournaledScheduler(Scheduler):
         if parent != fp and parent in self._awaiting:  # a redirect: its follow-up is journaled
             self._done(parent)
         return accepted
+
+    def _queue(self, request: Request) -> bool:
+        """Scrapy's enqueue. Its disk queue (in the JOBDIR) failing to write, on a full disk,
+        stops the crawl as any failed write of the JOBDIR does (``RunState.fail``: one line,
+        exit code 1, the resume recovers from the last checkpoint); the request is not queued."""
+        try:
+            return super().enqueue_request(request)
+        except OSError as exc:
+            self.crawler.stats.inc_value("focuscrawl/frontier/queue_write_failed")
+            if exc.filename is None:  # (queuelib's os.write names no file)
+                exc.filename = os.path.join(self.crawler.settings.get("JOBDIR") or "", "requests.queue")
+            run_state = self.crawler.get_extension(RunState)
+            if run_state is None:
+                raise
+            run_state.fail(exc)
+            return False
 
     def _done(self, fp: str) -> None:
         self._awaiting.discard(fp)

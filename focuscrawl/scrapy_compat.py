@@ -115,6 +115,23 @@ def wake_engine(engine: Any) -> bool:
     return True
 
 
+def close_scraper_once_idle(scraper: Any) -> None:
+    """Let a closing scraper finish its close once its slot is idle (``Scraper._check_if_closing``).
+
+    An item a spider's ``start()`` yields (a recovered image) is processed outside the
+    scraper's response path, and its end does not check whether the scraper, closing since,
+    is now idle: a close that began while such an item was in the pipelines waited for ever
+    unless a response came after it. Call when such an item's outcome is signalled (its count
+    drops just after): checks again every 50 ms until the slot is idle, then once."""
+    slot = getattr(scraper, "slot", None)
+    if slot is None or slot.closing is None or slot.closing.called:
+        return
+    if slot.is_idle():
+        scraper._check_if_closing()
+    else:
+        call_later(0.05, close_scraper_once_idle, scraper)
+
+
 def download_past_scheduler(engine: Any, request: Any) -> Any:
     """A Deferred of ``request`` downloaded as the engine downloads a scheduled one
     (``ExecutionEngine._download``: the downloader middlewares, the ``response_received``

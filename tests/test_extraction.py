@@ -123,6 +123,29 @@ def test_extract_skips_bad_inputs_and_keeps_going(tmp_path, capsys):
     assert "skipped" in err and "bad.html.gz" in err
 
 
+def test_extract_keeps_the_readable_part_of_a_truncated_gzip_or_one_with_trailing_garbage(tmp_path, capsys):
+    """A ``.gz`` cut short or followed by bytes that are no gzip gives the text of what it
+    holds, said in one line ("cut ...: a damaged gzip") and counted; a gzip of two members
+    reads whole. Before, both damaged ones were skipped whole (exit 1, nothing written)."""
+    import gzip
+
+    whole = gzip.compress(ARTICLE.encode())
+    (tmp_path / "cut.html.gz").write_bytes(whole[:len(whole) * 2 // 3])
+    (tmp_path / "tail.html.gz").write_bytes(whole + b"GARBAGE" * 20)
+    half = len(ARTICLE.encode()) // 2
+    (tmp_path / "two.html.gz").write_bytes(gzip.compress(ARTICLE.encode()[:half]) + gzip.compress(ARTICLE.encode()[half:]))
+    (tmp_path / "a.html").write_text(ARTICLE)
+    out = tmp_path / "o"
+    names = ["cut.html.gz", "tail.html.gz", "two.html.gz", "a.html"]
+    assert cli.main(["extract", *[str(tmp_path / n) for n in names], "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert sum("a damaged gzip" in line for line in err.splitlines()) == 2 and "damaged gzip 2" in err
+    full = (out / "a.txt").read_text()
+    assert (out / "tail.txt").read_text() == full and (out / "two.txt").read_text() == full
+    assert 0 < len((out / "cut.txt").read_text()) <= len(full)
+    assert "Traceback" not in err
+
+
 def test_extract_checks_its_inputs_before_it_creates_anything(tmp_path, capsys):
     """A mistyped input name is a usage error (exit 2) found before the output folder is
     made (it once left an empty folder and exited 1)."""

@@ -330,3 +330,15 @@ def test_the_engine_internals_of_the_lean_replay_exist_with_their_signatures():
 
     assert list(inspect.signature(ExecutionEngine._download).parameters)[:2] == ["self", "request"]
     assert list(inspect.signature(_Slot.remove_request).parameters) == ["self", "request"]
+
+
+def test_the_scraper_internals_of_close_scraper_once_idle_exist():
+    """close_scraper_once_idle calls these by name (its behaviour is tested by the resumes of
+    tests/test_write_failures.py that reach a limit while recovered images download)."""
+    import inspect
+
+    from scrapy.core.scraper import Scraper, Slot
+
+    assert list(inspect.signature(Scraper._check_if_closing).parameters) == ["self"]
+    assert list(inspect.signature(Slot.is_idle).parameters) == ["self"]
+    assert "closing" in inspect.getsource(Slot.__init__)

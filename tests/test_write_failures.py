@@ -22,6 +22,7 @@ import pytest
 
 from focuscrawl.settings import EXTENSIONS
 from tests.support.crawl import ROOT, crawl_here, proxy_env
+from tests.support.hostile import full_disk
 from tests.support.localweb import LocalWeb
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import write_model
@@ -171,3 +172,80 @@ def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_li
         assert not (tmp_path / "out2" / "pages.tsv").exists()
         resume_here(web, tmp_path, out, job, log)
     assert_whole_run(out)
+
+
+def fan_site(n: int = 120) -> dict:
+    """p0 links p1..p{n-1}, all with the same anchor (one priority: Scrapy's disk queue in the
+    JOBDIR gets most of them); each page its own words and image."""
+    pages = slow_tree(n, delay=0.02)
+    links = "".join(f'<a href="/p{j}">cat page</a>' for j in range(1, n))
+    p0 = pages[("cats.test", "/p0")]
+    pages[("cats.test", "/p0")] = type(p0)(p0.body.replace(b"</body>", links.encode() + b"</body>"), delay=0)
+    return pages
+
+
+def test_a_full_jobdir_disk_stops_scrapys_disk_queue_too_with_one_error(tmp_path):
+    """The JOBDIR on a real small tmpfs that fills up while Scrapy's disk queue is written:
+    exit code 1, one ERROR line, no traceback; a resume (room made) crawls every page once.
+    Before, every request queued after the disk was full was an asyncio "Task exception was
+    never retrieved" traceback (528 in a probe of the test web)."""
+    out, log = tmp_path / "out", tmp_path / "crawl.log"
+    with full_disk(tmp_path / "disk", "1m") as disk, LocalWeb(fan_site()) as web:
+        job = disk / "job"
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * (1024 * 1024 - 48 * 1024))  # 48 KB left: the queue fills them
+        proc = start_crawl(web, tmp_path, out, job, log, CONCURRENT_REQUESTS=1)
+        assert proc.wait(120) == 1
+        text = log.read_text()
+        assert "Traceback" not in text and "never retrieved" not in text, text[-3000:]
+        errors = [line for line in text.splitlines() if "] ERROR:" in line]
+        assert len(errors) == 1 and "No space left on device" in errors[0] and str(job) in errors[0], errors
+        filler.unlink()
+        resume_here(web, tmp_path, out, job, log)
+    pages = read_tsv(out / "pages.tsv")
+    assert sorted(r["url"] for r in pages) == sorted(f"http://cats.test/p{i}" for i in range(120))
+
+
+@pytest.mark.parametrize("limit", ["budget", "closespider"])
+def test_images_recovered_by_a_resume_that_reaches_its_page_budget_are_all_written(tmp_path, limit):
+    """A crawl killed while its pages' images download (accepted, not written) is resumed
+    with a page budget it reaches before the recovered images are all handed back: the resume
+    still writes every image of every page in pages.tsv, exits 0 with no error. Before, the
+    budget closed the crawl at once: the images not yet handed back were lost for good
+    (images.pending emptied at the clean close), and one arriving after the close was a
+    "cannot write sightings.log: Bad file descriptor" error and exit 1, or the close waited for
+    ever ("Closing spider (page_budget)", then nothing). ``closespider``: the resume is ended
+    first by Scrapy's ``CLOSESPIDER_PAGECOUNT`` (which does not wait for them): it ends, and the
+    images it had not handed back are written by the next resume."""
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(delay=0.02)) as web:
+        for (host, path), page in web.pages.items():
+            if path.endswith(".jpg"):
+                page.delay = 60  # never downloaded before the kill
+        settings = {"CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16}
+        first = start_crawl(web, tmp_path, out, job, log, spider_args=("budget=30",), **settings)
+        try:
+            deadline = time.monotonic() + 60
+            while not (out / "pages.tsv").exists() or len(read_tsv(out / "pages.tsv")) < 20:
+                assert time.monotonic() < deadline and first.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.05)
+        finally:
+            first.kill()
+            first.wait(30)
+        assert len(read_tsv(out / "pages.tsv")) < 30
+        for (host, path), page in web.pages.items():
+            page.delay = 0.5 if path.endswith(".jpg") else 0  # the budget comes first
+        second_log = tmp_path / "resume.log"
+        resumes = [{"CLOSESPIDER_PAGECOUNT": 2}, {}] if limit == "closespider" else [{}]
+        for more in resumes:
+            resume = start_crawl(web, tmp_path, out, job, second_log, spider_args=("budget=30",), **settings, **more)
+            assert resume.wait(60) == 0, second_log.read_text()[-3000:]
+            text = second_log.read_text()
+            assert "] ERROR:" not in text and "Traceback" not in text, text[-3000:]
+            assert "queued again" in text
+    pages = read_tsv(out / "pages.tsv")
+    assert len(pages) == 30
+    images = [r["image_url"] for r in read_tsv(out / "images.tsv")]
+    assert len(images) == len(set(images))
+    # (also images of pages the kill came before: accepted, then written by the resume)
+    assert {r["url"].replace("/p", "/u") + ".jpg" for r in pages} <= set(images)

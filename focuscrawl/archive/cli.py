@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Iterator
 
+from focuscrawl.crawl_cli import on_error
 from focuscrawl.output.merge import merge_runs
 from focuscrawl.output.stats import jsonable, summed_stats
 from focuscrawl.output.summary import crawl_summary
@@ -149,8 +150,12 @@ def replay(index, output: str, settings: dict, spider_args: dict, verbose: bool 
         crawler = process.create_crawler("archive")
         if seed_files:
             spider_args = {**spider_args, "seed_files": list(seed_files)}
-        process.crawl(crawler, archives=index, output=output, **spider_args)
+        refused: list[BaseException] = []  # a bad --topic, --model, ...: one line, exit 2
+        on_error(process.crawl(crawler, archives=index, output=output, **spider_args), refused)
         process.start()
+    if refused:
+        exc = refused[0]
+        raise exc if isinstance(exc, OSError) else ValueError(str(exc).splitlines()[0] if str(exc) else exc)
     return crawl_stats(crawler, stop_signals)
 
 
@@ -222,6 +227,8 @@ def _progress_interval(settings: dict) -> float:
 
 def cmd_warc(args: argparse.Namespace) -> int:
     for path in args.paths:
+        if Path(path).is_dir():
+            raise ValueError(f"this is a folder, not an archive: {path} (give the files in it, e.g. {path}/*.warc.gz)")
         if not Path(path).is_file():
             raise FileNotFoundError(f"no such archive: {path}")
     if args.jobs < 0:

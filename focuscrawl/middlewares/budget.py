@@ -26,6 +26,7 @@ already has, and one resumed after its budget was spent stops at once.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, AsyncIterator, Iterable, Iterator
 
@@ -36,6 +37,7 @@ from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro
 
 from focuscrawl.items import PageItem
+from focuscrawl.middlewares.images import ImageExtractionMiddleware
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.run import RunOutput
 
@@ -155,4 +157,14 @@ class PageBudget:
 
     def _close(self) -> None:
         self.stats.set_value("focuscrawl/budget/reached", self.budget)
-        self.closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="page_budget"))
+        self.closing = deferred_from_coro(self._close_after_recovered_images())
+
+    async def _close_after_recovered_images(self) -> None:
+        """Close once the images a killed crawl had accepted for pages already written are
+        handed to the pipelines (the engine is paused: no new page is fetched meanwhile);
+        the close then waits for their downloads as for every other image."""
+        images = self.crawler.get_spider_middleware(ImageExtractionMiddleware)
+        while images is not None and images.handing_back() and self.crawler.engine.spider is not None:
+            await asyncio.sleep(0.05)
+        if self.crawler.engine.spider is not None:
+            await self.crawler.engine.close_spider_async(reason="page_budget")

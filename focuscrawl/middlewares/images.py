@@ -24,6 +24,7 @@ from focuscrawl.analysis import page_analysis
 from focuscrawl.items import PageItem
 from focuscrawl.pipelines.image_records import ImageRecordsPipeline
 from focuscrawl.rights.policy import source_of
+from focuscrawl.scrapy_compat import close_scraper_once_idle
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ class ImageExtractionMiddleware:
         #: the image records' owner (``None``: no run directory), found at ``spider_opened``
         self.records: ImageRecordsPipeline | None = None
         self.recovered_in_flight = max(1, recovered_in_flight)
+        #: recovered images not handed to the pipelines yet
+        self.recovered_left = 0
+        self.engine = None  # (at ``spider_opened``)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageExtractionMiddleware":
@@ -51,6 +55,13 @@ class ImageExtractionMiddleware:
 
     def spider_opened(self, spider) -> None:
         self.records = spider.crawler.get_item_pipeline(ImageRecordsPipeline)
+        self.engine = spider.crawler.engine
+
+    def handing_back(self) -> bool:
+        """Images a killed crawl had accepted and not written are still to be handed to the
+        pipelines: a stop that is not an interruption (the page budget) waits for them, as for
+        the images of every page written."""
+        return self.recovered_left > 0 or (self.records is not None and self.records.has_recovered())
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The seeds, then the images a killed crawl had accepted but never written
@@ -66,19 +77,26 @@ class ImageExtractionMiddleware:
         in_flight: set[str] = set()
 
         def finished(item: Any, **kwargs: Any) -> None:
-            if hasattr(item, "get"):
+            if hasattr(item, "get") and item.get("image_url") in in_flight:
                 in_flight.discard(item.get("image_url"))
+                if self.engine is not None:
+                    close_scraper_once_idle(self.engine.scraper)
 
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             self.signals.connect(finished, signal=signal, weak=False)
+        self.recovered_left = len(recovered)
         try:
             for item in recovered:
-                while len(in_flight) >= limit:
+                # (a closing engine backs out for good: an image handed over then would keep
+                # its close waiting for a download that never starts)
+                while len(in_flight) >= limit or (self.engine is not None and self.engine.needs_backout()):
                     await asyncio.sleep(0.05)
                 in_flight.add(item.get("image_url"))
                 self.stats.inc_value("focuscrawl/images/recovered")
+                self.recovered_left -= 1
                 yield item
         finally:
+            self.recovered_left = 0
             for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
                 self.signals.disconnect(finished, signal=signal)
 

@@ -207,7 +207,14 @@ class ImageStore:
             self.fold()
         if self.pending_log is not None:
             if self.run.failure is None and not any(e.status == PENDING for e in self.entries.values()):
-                self.pending_log.truncate(0)
+                # what stays pending: recovered images the stop came before (a page budget
+                # reached first), handed back again by the next resume
+                left = [line for url, line in self._pending_lines.items() if url not in self.entries]
+                if left:
+                    atomic_write_bytes(self.pending_log.path, "".join(f"{line}\n" for line in left)
+                                       .encode("utf-8", "replace"))
+                else:
+                    self.pending_log.truncate(0)
             self.pending_log.close()
             self.pending_log = None
 

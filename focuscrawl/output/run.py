@@ -128,7 +128,7 @@ class RunOutput:
     def guard(self, log: AppendFile) -> AppendFile:
         """``log`` fails the run when a write to it fails (``fail``) and stops with the run's writes."""
         log.on_error = self.fail
-        log.stopped = self.failure is not None
+        log.stopped = self.failure is not None or self._closed
         if not any(log is other for other in self._logs.values()):
             self._guarded.append(log)
         return log
@@ -232,7 +232,12 @@ class RunOutput:
             self.commit(force=True)
             for log in self._logs.values():
                 log.close()
+                log.stopped = True
             self._logs.clear()
+        for log in self._guarded:
+            # a write after the close (an item a stop left in the pipelines) is not made, as
+            # after a kill at the close: writing a closed file would fail the finished run
+            log.stopped = True
         for lock in self._locks:
             lock.release()
         self._locks = []

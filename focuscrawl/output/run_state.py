@@ -93,6 +93,14 @@ class RunState:
         self._guarded.append(log)
         return log
 
+    def fail(self, exc: OSError) -> None:
+        """A write of the run directory or JOBDIR outside its logs failed (Scrapy's disk queue):
+        the crawl stops as on a failed write of a log."""
+        if self.output is not None:
+            self.output.fail(exc)
+        else:
+            self._fail(exc)
+
     def _fail(self, exc: OSError) -> None:
         """A JOBDIR write of a crawl without a run directory failed: nothing more is written
         there, said in one line, the crawl stops (as ``RunOutput.fail``)."""

@@ -112,5 +112,9 @@ class ImageRecordsPipeline:
         """The first sightings a killed crawl had accepted but never written, once."""
         return self.store.take_recovered()
 
+    def has_recovered(self) -> bool:
+        """Recovered first sightings not taken yet (``take_recovered``)."""
+        return bool(self.store.recovered)
+
     def close_spider(self) -> None:
         self.store.close()

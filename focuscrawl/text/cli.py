@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 import time
+import zlib
 from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,14 +24,51 @@ logger = logging.getLogger(__name__)
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
 
 
-def read_html_bytes(path: str | Path, max_bytes: int) -> bytes:
+#: a note of a ``.gz`` input cut short or followed by bytes that are no gzip: its readable part was read
+DAMAGED_GZIP = "damaged_gzip"
+
+
+def read_html_bytes(path: str | Path, max_bytes: int, damage: list[str] | None = None) -> bytes:
     """File content, gunzipped for ``.gz`` names: at most ``max_bytes + 1`` bytes are read
     (one more than the cap, so a longer page is seen to be longer); a gzip bomb costs no
-    more than that."""
+    more than that. A gzip cut short or followed by other bytes gives what it holds up to
+    there (its reason appended to ``damage``), as a truncated plain file does."""
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        return fh.read(max_bytes + 1 if max_bytes > 0 else -1)
+    limit = max_bytes + 1 if max_bytes > 0 else -1
+    if path.suffix != ".gz":
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    out, inflater = bytearray(), zlib.decompressobj(31)
+    with open(path, "rb") as fh:
+        while limit < 0 or len(out) < limit:
+            chunk = inflater.unconsumed_tail or fh.read(65536)
+            if not chunk:
+                if not inflater.eof and (out or inflater.unused_data):
+                    _damaged(damage, "it ends inside its compressed data")
+                break
+            try:
+                out += inflater.decompress(chunk, 0 if limit < 0 else limit - len(out))
+            except zlib.error as exc:
+                if not out:
+                    raise gzip.BadGzipFile(f"not a gzip file ({exc})") from None
+                _damaged(damage, "damaged compressed data")
+                break
+            if inflater.eof:  # the member ended: another one follows, or other bytes
+                rest = inflater.unused_data + fh.read(2 - len(inflater.unused_data)) \
+                    if len(inflater.unused_data) < 2 else inflater.unused_data
+                if not rest:
+                    break
+                if not rest.startswith(b"\x1f\x8b"):
+                    _damaged(damage, "bytes that are no gzip follow its end")
+                    break
+                inflater = zlib.decompressobj(31)
+                out += inflater.decompress(rest, 0 if limit < 0 else max(1, limit - len(out)))
+    return bytes(out[:limit] if limit > 0 else out)
+
+
+def _damaged(damage: list[str] | None, reason: str) -> None:
+    if damage is not None:
+        damage.append(reason)
 
 
 def read_page(src: str, max_bytes: int, fetcher: PoliteFetcher | None = None) -> tuple[str, tuple[str, ...]]:
@@ -40,7 +78,9 @@ def read_page(src: str, max_bytes: int, fetcher: PoliteFetcher | None = None) ->
     if is_url(src):
         body, content_type = (fetcher or PoliteFetcher()).fetch(src)
         return decode_head(body, content_type, max_bytes)
-    return decode_head(read_html_bytes(src, max_bytes), None, max_bytes)
+    damage: list[str] = []
+    html, notes = decode_head(read_html_bytes(src, max_bytes, damage), None, max_bytes)
+    return html, notes + ((DAMAGED_GZIP,) if damage else ())
 
 
 def page_text_from_file(path: str | Path, extract: Extractor, max_bytes: int, seconds: float) -> PageText:
@@ -168,6 +208,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
             print(f"skipped {src}: {reason}", file=sys.stderr)
             failed += 1
             continue
+        if DAMAGED_GZIP in page.notes:
+            print(f"cut {src}: a damaged gzip, the text of its readable part written", file=sys.stderr)
         if TRUNCATED in page.notes:
             print(f"cut {src}: longer than {args.max_bytes} bytes, its first {args.max_bytes} read",
                   file=sys.stderr)
