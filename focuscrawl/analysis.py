@@ -49,6 +49,11 @@ _NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
 #: ``urlsplit`` removes (tab, CR, LF), no empty query (``?`` then nothing or ``#``)
 _ROOT_RELATIVE = re.compile(r"/(?!/)(?:(?!\.\.?(?:[/?#]|$))[^/;?#\t\r\n]*(?:/|(?=[?#])|$))*"
                             r"(?:\?[^#\t\r\n]+)?(?:#.*)?", re.DOTALL)
+#: an absolute http(s) href that ``urljoin`` returns unchanged whatever the base: lower-case
+#: scheme, a host, printable ASCII without brackets in the host (``urlsplit`` checks those),
+#: no params (``;``) in the path, no empty query
+_PLAIN_ABSOLUTE = re.compile(r"https?://[!\"$-.0->@-Z\\^-~]+(?:/[!\"$-:<->@-~]*)?(?:\?[!\"$-~]+)?(?:#.*)?",
+                             re.DOTALL)
 
 def _parse_ngrams(value: str) -> tuple[int, ...]:
     from focuscrawl.dedup.simhash import parse_ngrams
@@ -308,6 +313,8 @@ def page_links(root, base_url: str, contexts: dict | None = None,
             continue
         if origin is not None and _ROOT_RELATIVE.fullmatch(href):
             url = origin + href.split("#", 1)[0]
+        elif _PLAIN_ABSOLUTE.fullmatch(href):
+            url = href.split("#", 1)[0]
         else:
             try:
                 url = urljoin(base_url, href)
