@@ -64,16 +64,18 @@ return r[1]
 # KEYS[1] = a worker's leases, KEYS[2] = shared queue, KEYS[3] = workers hash, KEYS[4] =
 # heartbeats, KEYS[5] = busy times, KEYS[6] = JOBDIRs; ARGV[1] = the worker, ARGV[2] = its process token,
 # ARGV[3] = 1 to forget the worker (it is dead: its entries go with its leases),
-# ARGV[4..] = leases whose rows are committed (dropped). Does nothing if the worker was
-# restarted meanwhile.
+# ARGV[4..] = pairs (a lease whose row is committed, the request that replaces it in the queue:
+# the same one marked ROW_COMMITTED_META). Returns how many other leases went back as they were;
+# does nothing (-1) if the worker was restarted meanwhile.
 _REQUEUE_LEASES = """
 if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return -1 end
 local m = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-local done = {}
-for i = 4, #ARGV do done[ARGV[i]] = true end
+local again = {}
+for i = 4, #ARGV, 2 do again[ARGV[i]] = ARGV[i + 1] end
 local n = 0
 for i = 1, #m, 2 do
-  if not done[m[i]] then redis.call('ZADD', KEYS[2], m[i + 1], m[i]); n = n + 1 end
+  local r = again[m[i]]
+  if r then redis.call('ZADD', KEYS[2], m[i + 1], r) else redis.call('ZADD', KEYS[2], m[i + 1], m[i]); n = n + 1 end
 end
 redis.call('DEL', KEYS[1])
 if ARGV[3] == '1' then
@@ -86,6 +88,11 @@ return n
 """
 
 LEASE_META = "focuscrawl_lease"
+#: meta of a request whose page row a dead (or restarted) worker had committed while its lease was
+#: still held: its images (or links) may not be safe, so it is fetched again for them, not its row
+ROW_COMMITTED_META = "focuscrawl_row_committed"
+#: seconds between a worker's heartbeats (``RedisWorkers``)
+HEARTBEAT_INTERVAL = 0.5
 
 
 class RedisProfile:
@@ -113,6 +120,8 @@ class RedisProfile:
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedisHostThrottle, 560)
         settings.set_in_component_priority_dict("EXTENSIONS", RedisWorkers, 100)
         settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", SharedSeeds, 10)
+        # outside the image middleware (its images are kept), inside LeaseOutcomes
+        settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", RowCommittedElsewhere, 2)
         # outermost on both sides: sees every output of a response and every final failure
         settings.set_in_component_priority_dict("SPIDER_MIDDLEWARES", LeaseOutcomes, 1)
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", LeaseFailures, 1)
@@ -136,6 +145,36 @@ class SharedSeeds:
             if isinstance(item_or_request, Request) and item_or_request.dont_filter:
                 item_or_request = item_or_request.replace(dont_filter=False)
             yield item_or_request
+
+
+class RowCommittedElsewhere:
+    """Spider middleware: a page fetched again because another worker's run already holds its
+    row (``ROW_COMMITTED_META``) yields its images and links, not a second ``PageItem``."""
+
+    def __init__(self, stats) -> None:
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "RowCommittedElsewhere":
+        if not crawler.settings.get("FOCUSCRAWL_REDIS_URL"):
+            raise NotConfigured
+        return cls(crawler.stats)
+
+    def _keep(self, response, output) -> bool:
+        if isinstance(output, PageItem) and response.meta.get(ROW_COMMITTED_META):
+            self.stats.inc_value("focuscrawl/redis/pages_fetched_again_for_images")
+            return False
+        return True
+
+    def process_spider_output(self, response, result, spider=None):
+        for output in result:
+            if self._keep(response, output):
+                yield output
+
+    async def process_spider_output_async(self, response, result, spider=None):
+        async for output in result:
+            if self._keep(response, output):
+                yield output
 
 
 class RedisHostThrottle:
@@ -284,18 +323,33 @@ class RedisWorkers:
         members = self.server.zrange(key, 0, -1)
         if not members and not forget:
             return 0
-        done = [m for m in members if committed and self.book.url(m) in committed]
+        again = [(m, a) for m in members if committed and self.book.url(m) in committed
+                 for a in [self._row_committed(m)] if a is not None]
         n = int(self._requeue(keys=[key, self.queue_key, self.workers_key, self.alive_key, self.key,
                                     self.jobdirs_key],
-                              args=[worker, token, int(forget), *done]))
+                              args=[worker, token, int(forget), *(x for pair in again for x in pair)]))
         if forget and n >= 0:
             self.crawler.stats.inc_value("focuscrawl/redis/dead_workers_removed")
-        if n > 0 or done:
-            self.crawler.stats.inc_value(stat, max(n, 0))
-            self.crawler.stats.inc_value("focuscrawl/redis/leases_already_committed", len(done))
+        if n >= 0 and (n > 0 or again):
+            self.crawler.stats.inc_value(stat, n)
+            self.crawler.stats.inc_value("focuscrawl/redis/leases_already_committed", len(again))
             logger.warning("redis: %d requests leased by worker %s back in the queue, %d already committed "
-                           "(%s)", max(n, 0), worker, len(done), stat.rsplit("/", 1)[1])
+                           "(fetched again for their images only) (%s)", n, worker, len(again),
+                           stat.rsplit("/", 1)[1])
         return n
+
+    def _row_committed(self, member: bytes) -> bytes | None:
+        """The queue member of ``member``'s request marked ``ROW_COMMITTED_META`` (None: unreadable,
+        it goes back as it is). A lease is held until the page's images are written, so a committed
+        row under a held lease may have images its worker never wrote: whoever pops this fetches the
+        page again and keeps its images (and links), not its row."""
+        serializer = self.book.serializer
+        try:
+            request = serializer.loads(member)
+            request.setdefault("meta", {})[ROW_COMMITTED_META] = True
+            return serializer.dumps(request)
+        except Exception:  # noqa: BLE001 - an unreadable member is re-queued, never dropped
+            return None
 
     def _recover_dead(self) -> bool:
         """Give back the leases of every dead worker; True while a worker that holds leases has
@@ -314,8 +368,11 @@ class RedisWorkers:
             elif not self.server.zcard(self.leased_prefix + worker):
                 continue
             else:
+                # two missed heartbeats, and no later than its busy time runs out: a worker that
+                # died holding leases keeps the others open until it is known dead
                 seen = self.server.zscore(self.alive_key, token)
-                dying = dying or seen is None or seen < time.time() - max(self.busy_timeout, 2.0)
+                stale = min(self.busy_timeout, 2 * HEARTBEAT_INTERVAL)
+                dying = dying or seen is None or seen < time.time() - stale
         return dying
 
     def _checkpointed_rows(self, path: str, token: str) -> set[str]:
@@ -344,7 +401,7 @@ class RedisWorkers:
         if self._previous:
             self._recover_own()
         self.server.zadd(self.key, {self.worker: time.time()})
-        self._loop.start(0.5, now=False)
+        self._loop.start(HEARTBEAT_INTERVAL, now=False)
 
     def _beat(self) -> None:
         self.server.zadd(self.alive_key, {self.token: time.time()})

@@ -418,3 +418,73 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
     assert not redis_server.client.keys("focuscrawl:past:leased:*")
     assert not redis_server.client.hgetall("focuscrawl:past:workers")
     assert not redis_server.client.hgetall("focuscrawl:past:jobdirs")  # A's went when B forgot it
+
+
+class GatedPage(Page):
+    """A page answered only once ``gate`` is set (60 s at most): images held back until then."""
+
+    def __init__(self, page: Page, gate: threading.Event) -> None:
+        super().__init__(page.body, page.content_type, page.status, page.headers)
+        self.gate = gate
+
+    @property
+    def delay(self) -> float:
+        self.gate.wait(60)
+        return 0.0
+
+    @delay.setter
+    def delay(self, value: float) -> None:
+        pass
+
+
+def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path, redis_server):
+    """Worker A SIGKILLs itself at its 6th page while the downloads of its pages' images are held
+    back, so it dies with committed page rows whose images it never wrote; it does not come back.
+    Worker B, finding A dead, must produce those images: the merge holds every image of every
+    page once. Then A does come back after all (its JOBDIR replays its pending images): the merge
+    still holds each image once."""
+    import signal
+
+    from focuscrawl.output.merge import merge_runs
+
+    gate = threading.Event()
+    site = {path: GatedPage(page, gate) if path.endswith(".png") else page for path, page in kill_site(12).items()
+            if not path.startswith(("/r", "/missing"))}
+    # room for pages beside the held image downloads
+    shared = redis_settings(redis_server, crawl="noreturn", delay=0.01) + [
+        "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
+    a, b, job_a = tmp_path / "part-a", tmp_path / "part-b", f"JOBDIR={tmp_path / 'job-a'}"
+    with LocalWeb(site) as web:
+        # A alone first: the pages it writes before it dies are the first ones, page0 and page3
+        # among them, whatever the machine's load
+        first = subprocess.run(focused_cmd(web.base, a, *shared, job_a, *kill_after(6)), cwd=ROOT,
+                               capture_output=True, text=True, timeout=120)
+        assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+        images_of_a = {f"{web.base}/cat{int(u.rsplit('page', 1)[1])}.png" for u in page_urls(a)
+                       if int(u.rsplit("page", 1)[1]) % 3 == 0}
+        assert images_of_a, "A committed no page with an image"
+        assert not (a / "images.tsv").exists() or not list(iter_tsv(a / "images.tsv")), "an image was not held back"
+        gate.set()
+        second = subprocess.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
+                                timeout=120)
+        assert second.returncode == 0, second.stderr[-3000:]
+
+        def merged_images(out):
+            merge_runs([a, b], out)
+            pages = page_urls(out)
+            assert sorted(pages) == sorted({f"{web.base}/page{i}" for i in range(12)}), "pages lost or twice"
+            rows = Counter(r["image_url"] for r in iter_tsv(out / "images.tsv"))
+            expected = {f"{web.base}/cat{i}.png" for i in range(0, 12, 3)}
+            assert rows == Counter(expected), f"images lost or written twice: {rows}"
+            records = sightings(out)
+            assert {url: len(s) for url, s in records.items()} == {url: 1 for url in expected}
+
+        merged_images(tmp_path / "merged")
+        assert json.loads((b / "stats.json").read_text())["focuscrawl/redis/pages_fetched_again_for_images"] >= 1
+        # A after all: it writes the images it had pending, which B wrote too; merged once
+        restart = subprocess.run(focused_cmd(web.base, a, *shared, job_a), cwd=ROOT, capture_output=True, text=True,
+                                 timeout=120)
+        assert restart.returncode == 0, restart.stderr[-3000:]
+    assert list(iter_tsv(a / "images.tsv")), "A, back, wrote none of the images it had pending"
+    merged_images(tmp_path / "merged-again")
+    assert not redis_server.client.keys("focuscrawl:noreturn:leased:*")
