@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
-from tests.support.crawl import ROOT, crawl, focused_cmd
+from tests.support.crawl import ROOT, crawl, crawl_here, focused_cmd
 from tests.support.hostile import SlowImageSite, SubdomainTrap, TrapSite
 from tests.support.localweb import LocalWeb, Page, html
 
@@ -24,14 +24,14 @@ FAST = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS
 
 
 def trap_crawl(tmp_path: Path, site: TrapSite, settings: dict) -> tuple[dict, list[str]]:
-    settings = {**FAST, "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+    """Crawl ``site`` to its end in this process (``crawl_here``: the same spider and
+    components as ``scrapy crawl focused``, pages analysed in the crawl's own process)."""
+    settings = {**FAST, "CONCURRENT_REQUESTS_PER_DOMAIN": 8, "FOCUSCRAWL_ANALYSIS_WORKERS": 0,
                 "CLOSESPIDER_TIMEOUT": 120, **settings}  # a safety net only: the crawl must finish before it
-    proc = subprocess.run(focused_cmd(tmp_path / "stats.json", settings,
-                                        {"seeds": f"{site.base}/page/0", "output": str(tmp_path / "out")}),
-                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    stats, proc = crawl_here(None, settings, {"seeds": f"{site.base}/page/0", "output": str(tmp_path / "out")},
+                             timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["finish_reason"] == "finished"  # ended by itself, not by the timeout
     return stats, site.fetched()
 

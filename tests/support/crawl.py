@@ -129,9 +129,11 @@ def on_reactor(fn, *args):
 @contextmanager
 def _proxy(web) -> Iterator[None]:
     """``web`` as the HTTP proxy of the crawls started inside (``HttpProxyMiddleware`` reads
-    the environment when the crawler is built)."""
+    the environment when the crawler is built); ``None``: the environment as it is (a site
+    on its own port)."""
     saved = dict(os.environ)
-    os.environ.update(proxy_env(web))
+    if web is not None:
+        os.environ.update(proxy_env(web))
     try:
         yield
     finally:
@@ -163,7 +165,7 @@ def _captured_log(settings) -> Iterator[io.StringIO]:
 
 def crawl_here(web, settings: dict, spider_args: dict, timeout: float) -> tuple[dict, subprocess.CompletedProcess]:
     """Run ``focused`` in this process with ``settings`` at cmdline priority (as
-    ``run_crawl.py`` does); (stats, ``CompletedProcess`` with return code 1 and the traceback
+    ``run_crawl.py`` does), through ``web`` as proxy unless it is ``None``; (stats, ``CompletedProcess`` with return code 1 and the traceback
     in ``stderr`` if the crawl failed)."""
     from scrapy.crawler import CrawlerRunner
     from twisted.internet import threads
