@@ -429,19 +429,32 @@ class JournaledScheduler(Scheduler):
 
     def _queue(self, request: Request) -> bool:
         """Scrapy's enqueue. Its disk queue (in the JOBDIR) failing to write, on a full disk,
-        stops the crawl as any failed write of the JOBDIR does (``RunState.fail``: one line,
-        exit code 1, the resume recovers from the last checkpoint); the request is not queued."""
+        stops the crawl as any failed write of the JOBDIR does (``_queue_write_failed``); the
+        request is not queued."""
         try:
             return super().enqueue_request(request)
         except OSError as exc:
-            self.crawler.stats.inc_value("focuscrawl/frontier/queue_write_failed")
-            if exc.filename is None:  # (queuelib's os.write names no file)
-                exc.filename = os.path.join(self.crawler.settings.get("JOBDIR") or "", "requests.queue")
-            run_state = self.crawler.get_extension(RunState)
-            if run_state is None:
-                raise
-            run_state.fail(exc)
+            self._queue_write_failed(exc)
             return False
+
+    def next_request(self) -> Request | None:
+        """Scrapy's; a pop writes to the disk queue too (a re-ranking pushes again, an emptied
+        queue saves its state): failing on a full disk, it stops the crawl (``_queue_write_failed``)."""
+        try:
+            return super().next_request()
+        except OSError as exc:
+            self._queue_write_failed(exc)
+            return None
+
+    def _queue_write_failed(self, exc: OSError) -> None:
+        """``RunState.fail``: one line, exit code 1, the resume recovers from the last checkpoint."""
+        self.crawler.stats.inc_value("focuscrawl/frontier/queue_write_failed")
+        if exc.filename is None:  # (queuelib's os.write names no file)
+            exc.filename = os.path.join(self.crawler.settings.get("JOBDIR") or "", "requests.queue")
+        run_state = self.crawler.get_extension(RunState)
+        if run_state is None:
+            raise exc
+        run_state.fail(exc)
 
     def _done(self, fp: str) -> None:
         self._awaiting.discard(fp)

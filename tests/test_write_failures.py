@@ -174,6 +174,17 @@ def test_a_second_crawl_on_a_run_directory_or_jobdir_in_use_is_refused_in_one_li
     assert_whole_run(out)
 
 
+def ended(proc: subprocess.Popen, timeout: float) -> int | None:
+    """``proc``'s exit code, or None (killed) if it has not ended within ``timeout`` seconds:
+    a crawl that hangs fails the test without outliving it."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(30)
+        return None
+
+
 def fan_site(n: int = 120) -> dict:
     """p0 links p1..p{n-1}, all with the same anchor (one priority: Scrapy's disk queue in the
     JOBDIR gets most of them); each page its own words and image."""
@@ -195,7 +206,7 @@ def test_a_full_jobdir_disk_stops_scrapys_disk_queue_too_with_one_error(tmp_path
         filler = disk / "filler"
         filler.write_bytes(b"\0" * (1024 * 1024 - 48 * 1024))  # 48 KB left: the queue fills them
         proc = start_crawl(web, tmp_path, out, job, log, CONCURRENT_REQUESTS=1)
-        assert proc.wait(120) == 1
+        assert ended(proc, 120) == 1, log.read_text()[-3000:]
         text = log.read_text()
         assert "Traceback" not in text and "never retrieved" not in text, text[-3000:]
         errors = [line for line in text.splitlines() if "] ERROR:" in line]
@@ -239,7 +250,7 @@ def test_images_recovered_by_a_resume_that_reaches_its_page_budget_are_all_writt
         resumes = [{"CLOSESPIDER_PAGECOUNT": 2}, {}] if limit == "closespider" else [{}]
         for more in resumes:
             resume = start_crawl(web, tmp_path, out, job, second_log, spider_args=("budget=30",), **settings, **more)
-            assert resume.wait(60) == 0, second_log.read_text()[-3000:]
+            assert ended(resume, 60) == 0, second_log.read_text()[-3000:]
             text = second_log.read_text()
             assert "] ERROR:" not in text and "Traceback" not in text, text[-3000:]
             assert "queued again" in text

@@ -164,6 +164,7 @@ class PageBudget:
         handed to the pipelines (the engine is paused: no new page is fetched meanwhile);
         the close then waits for their downloads as for every other image."""
         images = self.crawler.get_spider_middleware(ImageExtractionMiddleware)
+        await asyncio.sleep(0)  # (at spider_opened: the middleware finds its pipeline in the same signal)
         while images is not None and images.handing_back() and self.crawler.engine.spider is not None:
             await asyncio.sleep(0.05)
         if self.crawler.engine.spider is not None:
