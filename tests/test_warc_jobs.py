@@ -125,7 +125,7 @@ def test_files_without_a_job_are_named_with_the_reason_and_parts_count_their_own
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert lines[0] == f"warc: 4 archive files, 5 HTML pages replayed into {out}"
-    assert lines[1].startswith("  2 jobs (one per file with pages of its own) on 1 processes; their parts merged: "
+    assert lines[1].startswith("  2 jobs (one per file with pages of its own) on 1 processes; 2 parts merged: "
                                "5 pages, 0 images")
     assert lines[2] == (f"  {again}: no job of its own: its 3 HTML pages are all captured in an earlier file too "
                         f"(the first capture is replayed)")
@@ -352,3 +352,37 @@ def test_a_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path):
         log = (tmp_path / f"err{n}.log").read_text()
         assert "Traceback" not in log and "KeyboardInterrupt" not in log, (after, log[-3000:])
         assert code == 130, (after, code, log[-2000:])
+
+
+def test_a_ctrl_c_during_the_replay_keeps_the_pages_the_jobs_wrote(tmp_path):
+    """Ctrl-C to ``warc --jobs 2`` once its jobs are writing pages: each job's crawl stops as a
+    crawl does on Ctrl-C, and the pages they wrote (with their images) are merged into the run
+    (130). Before, every interrupted part was left out: the run had no pages.tsv at all."""
+    paths = []
+    for f in range(2):
+        captures = [(f"http://site.test/f{f}/p{i}", HTML, page(f, i)) for i in range(400)]
+        paths.append(str(write_warc(tmp_path / f"long{f}.warc.gz", captures)))
+    out = tmp_path / "out"
+    with open(tmp_path / "err.log", "w") as err, open(tmp_path / "out.txt", "w") as summary_out:
+        proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", "2",
+                                 "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"], cwd=REPO, stdout=summary_out, stderr=err,
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not any(len(p.read_text().splitlines()) > 1 for p in out.glob("parts/*/pages.tsv")):
+                assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "err.log").read_text()[-3000:]
+                time.sleep(0.05)
+            os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(60)
+        finally:
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    log, summary = (tmp_path / "err.log").read_text(), (tmp_path / "out.txt").read_text()
+    assert code == 130 and "Traceback" not in log, log[-3000:]
+    pages = tsv(out / "pages.tsv", "url")
+    assert 0 < len(pages) < 800  # what the jobs wrote before they stopped, not the archives' 800
+    parts = {url for p in out.glob("parts/*/pages.tsv") for url in tsv(p, "url")}
+    assert set(pages) == parts
+    images = tsv(out / "images.tsv", "image_url").values()
+    assert images and all(r["page_url"] in pages for r in images)
+    assert f"{len(pages):,} pages written" in summary and "800 HTML pages" in summary, summary

@@ -203,13 +203,19 @@ def human_summary(summary: dict, output: str, stats: dict) -> str:
     then every crawl's summary (``focuscrawl.output.summary``) of the replay's ``stats`` (the
     jobs' summed)."""
     pages, responses = summary["focuscrawl/archive/html_pages"], summary.get("focuscrawl/archive/html_responses") or 0
-    lines = [f"warc: {summary['files']} archive files, {pages:,} HTML pages replayed into {output}"]
+    if summary.get("finish_reason") == "finished":
+        lines = [f"warc: {summary['files']} archive files, {pages:,} HTML pages replayed into {output}"]
+    else:  # stopped part-way: what the run directory holds, not what the archives do
+        written = summary.get("pages", summary.get("focuscrawl/pages/written") or 0)
+        lines = [f"warc: {summary['files']} archive files with {pages:,} HTML pages; {written:,} pages written "
+                 f"into {output} before the replay ended ({summary.get('finish_reason')})"]
     if responses > pages:
         lines.append(f"  of {responses:,} HTML responses in the archives: each URL's first capture with status 200 is "
                      f"its page (other captures of a URL, redirects and errors are not)")
     if "parts" in summary:
         lines.append(f"  {summary['parts']} jobs (one per file with pages of its own) on {summary['jobs']} processes; "
-                     f"their parts merged: {summary['pages']:,} pages, {summary['images']:,} images")
+                     f"{summary.get('parts_merged', summary['parts'])} parts merged: {summary['pages']:,} pages, "
+                     f"{summary['images']:,} images")
         for path, why in summary["files_without_part"].items():
             lines.append(f"  {path}: no job of its own: {why}")
     lines.append(f"  archives: {summary['focuscrawl/archive/responses']:,} responses served, "
@@ -419,8 +425,9 @@ class JobProcesses:
                 next_task(conn)
         if self.stop.value:
             for n, result in enumerate(results):
-                if result.get("finish_reason") != "finished":
-                    results[n] = {**result, "finish_reason": "interrupted", "stop_signal": self.stop.value}
+                if result.get("finish_reason") != "finished":  # "shutdown": its crawl stopped as Ctrl-C stops one
+                    results[n] = {**result, "finish_reason": "interrupted", "stop_signal": self.stop.value,
+                                  "stopped_cleanly": result.get("finish_reason") == "shutdown"}
         return results
 
     def interruptible(self):
@@ -466,11 +473,12 @@ def replay_jobs(index, output: Path, processes: JobProcesses, progress_interval:
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
     progress = FilesProgress(len(files), len(index.html_refs()), progress_interval)
     results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)], progress)
-    # a file whose job did not finish (its process killed, the crawl stopped) is left out whole:
-    # its part may hold image rows whose pages' rows were never written
-    counts = merge_runs([part for part, r in zip(parts, results) if r.get("finish_reason") == "finished"], output)
+    # a part whose crawl ended cleanly (finished, or stopped by Ctrl-C as a crawl is) is whole; one whose
+    # job died or failed is left out: it may hold image rows whose pages' rows were never written
+    whole = [part for part, r in zip(parts, results) if r.get("finish_reason") == "finished" or r.get("stopped_cleanly")]
+    counts = merge_runs(whole, output)
     summary: dict = {"jobs": len(processes.processes), "parts": len(parts), "pages": counts["pages"],
-                     "images": counts["images"]}
+                     "images": counts["images"], "parts_merged": len(whole)}
     for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
         summary[key] = sum(r.get(key) or 0 for r in results)
     from focuscrawl.output.run_state import WRITE_FAILED_STAT
