@@ -122,7 +122,8 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
     for page in pages.values():
         page.delay = 0.5  # long enough that the process that gets page0 cannot take every page
     with LocalWeb(pages) as web:
-        single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=1")
+        single = subprocess.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert single.returncode == 0, single.stderr[-3000:]
         web.requests.clear()
         # no answer before both spiders are open: the first process started cannot crawl the
         # whole web while the second one still starts (a loaded machine's start-up jitter)
