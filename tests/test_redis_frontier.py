@@ -12,7 +12,8 @@ import redis
 
 from focuscrawl.distributed import _RESERVE_SLOT
 from focuscrawl.output.files import iter_tsv
-from tests.support.crawl import ROOT, run_links, scrapy_cmd, start_links
+from focuscrawl.output.merge import merge_runs
+from tests.support.crawl import FAST, ROOT, crawl_here, run_links, scrapy_cmd, start_links
 from tests.support.localweb import LocalWeb, Page, image_site, link_site, png_bytes
 from tests.support.runfiles import keyed_rows, sightings
 
@@ -30,6 +31,15 @@ def redis_settings(server, crawl="t", delay=0.02):
 def focused_cmd(base: str, out, *settings: str) -> list[str]:
     """``scrapy crawl focused`` from ``base``/page0 into ``out`` with the fast test settings."""
     return scrapy_cmd("crawl", "focused", *settings, seeds=f"{base}/page0", output=out)
+
+
+def single_run(base: str, out, *settings: str, timeout: float = 180) -> None:
+    """What ``focused_cmd(base, out, *settings)`` runs, to its end in this process
+    (``crawl_here``: the same spider and components, no Scrapy start-up): the reference run
+    of one process that the shared-frontier runs are compared with."""
+    pairs = dict(s.split("=", 1) for s in FAST + list(settings))
+    _, done = crawl_here(None, pairs, {"seeds": f"{base}/page0", "output": str(out)}, timeout)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
 def test_host_slots_are_spaced_across_clients(redis_server):
@@ -135,9 +145,7 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
     assert max(fetched.values()) <= 2
     parts = [tmp_path / "part-0", tmp_path / "part-1"]
     assert all(len(keyed_rows(p / "pages.tsv", "url")) > 0 for p in parts), "both processes crawled pages"
-    merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", *map(str, parts), "-o",
-                             str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert merged.returncode == 0, merged.stderr[-2000:]
+    merge_runs(parts, tmp_path / "merged")  # (the command: tests/test_merge_runs.py, and below)
     single_dir, merged_dir = tmp_path / "single", tmp_path / "merged"
     assert set(keyed_rows(merged_dir / "pages.tsv", "url")) == set(keyed_rows(single_dir / "pages.tsv", "url"))
     assert set(keyed_rows(merged_dir / "images.tsv", "image_url")) == set(keyed_rows(single_dir / "images.tsv", "image_url"))
@@ -217,8 +225,7 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     kill = kill_after(6)
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     with LocalWeb(kill_site()) as web:
-        single = subprocess.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=180)
-        assert single.returncode == 0, single.stderr[-3000:]
+        single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2")
         web.requests.clear()
         log_a = open(tmp_path / "a.log", "w")
         proc_a = subprocess.Popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}", *kill), cwd=ROOT,
@@ -250,9 +257,7 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     both = page_urls(a) + page_urls(b)
     assert len(expected) == 36
     assert sorted(both) == sorted(expected), "pages lost or written twice"
-    merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
-                             str(tmp_path / "merged")], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert merged.returncode == 0, merged.stderr[-2000:]
+    merge_runs([a, b], tmp_path / "merged")
     merged_pages = page_urls(tmp_path / "merged")
     assert len(merged_pages) == len(set(merged_pages)) == 36 and set(merged_pages) == expected
     images = set(keyed_rows(tmp_path / "merged" / "images.tsv", "image_url"))
@@ -410,10 +415,7 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
     assert set(past) <= set(page_urls(b)), "B did not crawl again the rows past A's checkpoint"
     both = page_urls(a) + page_urls(b)
     assert sorted(both) == sorted({f"{web.base}/page{i}" for i in range(36)}), "pages lost or written twice"
-    merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
-                             str(tmp_path / "merged"), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert merged.returncode == 0, merged.stderr[-2000:]
-    summary = json.loads(merged.stdout)
+    summary = merge_runs([a, b], tmp_path / "merged")
     assert summary["pages"] == 36 and summary["duplicate_pages"] == 0
     assert not redis_server.client.keys("focuscrawl:past:leased:*")
     assert not redis_server.client.hgetall("focuscrawl:past:workers")

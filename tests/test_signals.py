@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.crawl import ROOT, start_focused
+from tests.support.crawl import ROOT, crawl_here, start_focused
 from tests.support.imagesite import image_bytes
 from tests.support.localweb import LocalWeb, Page
 from tests.support.processes import descendants, wait_children, wait_gone
@@ -48,14 +48,21 @@ def slow_tree(n: int = N, delay: float = 0.3) -> dict:
     return pages
 
 
-def start(web, tmp, out, job, log, **extra):
+def start_settings(job, **extra) -> dict:
+    return {"JOBDIR": str(job), "DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2,
+            "FOCUSCRAWL_ANALYSIS_WORKERS": 1, "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0,
+            "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False, "LOG_LEVEL": "INFO", **extra}
+
+
+def start_args(tmp, out) -> dict:
     model, keywords = write_model(tmp)
-    settings = {"JOBDIR": str(job), "DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 2,
-                "FOCUSCRAWL_ANALYSIS_WORKERS": 1, "FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0,
-                "FOCUSCRAWL_PROGRESS_INTERVAL": 0, "RETRY_ENABLED": False, "LOG_LEVEL": "INFO", **extra}
-    args = {"seeds": "http://cats.test/p0", "model": str(model), "keywords": str(keywords), "output": str(out)}
+    return {"seeds": "http://cats.test/p0", "model": str(model), "keywords": str(keywords), "output": str(out)}
+
+
+def start(web, tmp, out, job, log, **extra):
     stats = tmp / f"stats-{time.monotonic_ns()}.json"
-    return start_focused(stats, settings, args, web=web, stderr=open(log, "a"), group=True), stats
+    return start_focused(stats, start_settings(job, **extra), start_args(tmp, out), web=web, stderr=open(log, "a"),
+                         group=True), stats
 
 
 def rows(out) -> int:
@@ -88,15 +95,18 @@ def test_group_sigint_and_sigterm_at_any_moment_then_resume_lose_nothing(tmp_pat
                 os.killpg(proc.pid, signum)
                 time.sleep(0.3)
             assert proc.wait(90) == 0
-        proc, stats = start(web, tmp_path, out, job, log)
-        assert proc.wait(120) == 0
-    assert json.loads(stats.read_text())["finish_reason"] == "finished"
+        # the resume to the end in this process (``crawl_here``: the same spider and components,
+        # pages analysed in the crawl's process)
+        stats, done = crawl_here(web, start_settings(job, FOCUSCRAWL_ANALYSIS_WORKERS=0), start_args(tmp_path, out),
+                                 timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert stats["finish_reason"] == "finished"
     pages = [r["url"] for r in read_tsv(out / "pages.tsv")]
     images = [r["image_url"] for r in read_tsv(out / "images.tsv")]
     assert Counter(pages).most_common(1)[0][1] == 1 and Counter(images).most_common(1)[0][1] == 1
     assert sorted(pages) == sorted(f"http://cats.test/p{i}" for i in range(N))
     assert sorted(images) == sorted(f"http://cats.test/u{i}.jpg" for i in range(N))
-    text = log.read_text()
+    text = log.read_text() + done.stderr
     assert "Traceback" not in text and "BrokenProcessPool" not in text, text[-3000:]
 
 

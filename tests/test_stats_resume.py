@@ -7,7 +7,7 @@ import subprocess
 
 from tests.support.crawl import ROOT
 from tests.support.localweb import LocalWeb
-from tests.test_redis_frontier import focused_cmd, kill_after, kill_site, page_urls, redis_settings
+from tests.test_redis_frontier import focused_cmd, kill_after, kill_site, page_urls, redis_settings, single_run
 
 #: counters a page adds once when its row is kept (the learner's judgement, pages written)
 PAGE_COUNTERS = ("focuscrawl/learning/judged_on_topic", "focuscrawl/learning/judged_off_topic")
@@ -30,9 +30,7 @@ def test_counters_summed_over_sigkilled_sessions_match_an_uninterrupted_crawl(tm
     # before its first checkpoint kept nothing, and its stats say nothing)
     settings = redis_settings(redis_server, crawl="stats", delay=0.01) + ["FOCUSCRAWL_SENTENCES_BATCH_BYTES=1"]
     with LocalWeb(kill_site()) as web:
-        single = subprocess.run(focused_cmd(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2"), cwd=ROOT,
-                                capture_output=True, text=True, timeout=180)
-        assert single.returncode == 0, single.stderr[-3000:]
+        single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2")
         for kill in (6, 6):
             killed = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job,
                                                 *kill_after(kill)), cwd=ROOT, capture_output=True, text=True,
