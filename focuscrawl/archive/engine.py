@@ -228,13 +228,16 @@ def _merged(sources: list[str], results: list[dict], output: Path, client, stopp
     merged as ``--jobs`` merges its parts; the summary and stats."""
     with_part = [(source, r) for source, r in zip(sources, results) if not r.get("no_part")]
     stats_of = [r["stats"] for _, r in with_part]
-    # a file whose task did not finish is left out whole, as with --jobs
-    counts = merge_runs([Path(r["part_dir"]) for _, r in with_part
-                         if r["stats"].get("finish_reason") == "finished" and r.get("part_dir")], output)
+    # as with --jobs: a part whose replay ended cleanly (finished, or stopped as Ctrl-C stops a crawl)
+    # is merged; one whose task failed is left out whole
+    whole = [Path(r["part_dir"]) for _, r in with_part
+             if r["stats"].get("finish_reason") in ("finished", "shutdown") and r.get("part_dir")]
+    counts = merge_runs(whole, output)
     info = client.scheduler_info()
     summary: dict = {"engine": "dask", "scheduler": info.get("address", ""),
                      "jobs": sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()),
-                     "parts": len(with_part), "pages": counts["pages"], "images": counts["images"]}
+                     "parts": len(with_part), "pages": counts["pages"], "images": counts["images"],
+                     "parts_merged": len(whole)}
     for key in SUMMARY_STATS:
         summary[key] = sum(s.get(key) or 0 for s in stats_of)
     from focuscrawl.output.run_state import WRITE_FAILED_STAT
