@@ -26,10 +26,11 @@ from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet import task
 
 from focuscrawl.frontier import KnownLinks
-from focuscrawl.items import PageItem
+from focuscrawl.items import ImageItem, PageItem
 from focuscrawl.output.leases import LeaseBook, redis_connection, redis_key, worker_id
 from focuscrawl.output.run import checkpoint_offsets, committed_rows
 from focuscrawl.output.run_state import RunState
+from focuscrawl.pipelines.image_records import image_rows_committed
 from focuscrawl.pipelines.writers import page_rows_committed
 from focuscrawl.scrapy_compat import wake_engine
 
@@ -496,29 +497,40 @@ def _token(response) -> str | None:
 
 class LeaseOutcomes:
     """Spider middleware (outermost): counts the items of each leased response and releases the
-    lease when its output is done and every item is safe (left the pipelines; a page's row
-    checkpointed, ``page_rows_committed``)."""
+    lease when its output is done and every item is safe (left the pipelines; a page's or an
+    image's row checkpointed, ``page_rows_committed``, ``image_rows_committed``: a worker killed
+    before that checkpoint keeps the lease, so another worker fetches the page again)."""
 
-    def __init__(self, book: LeaseBook, pages_via_writer: bool) -> None:
+    def __init__(self, book: LeaseBook, pages_via_writer: bool, images_via_records: bool = False) -> None:
         self.book = book
         self.pages_via_writer = pages_via_writer
+        self.images_via_records = images_via_records
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "LeaseOutcomes":
         s = crawler.settings
         if not s.get("FOCUSCRAWL_REDIS_URL"):
             raise NotConfigured
-        writer = s.getwithbase("ITEM_PIPELINES").get("focuscrawl.pipelines.writers.PageLogWriterPipeline")
-        mw = cls(crawler.get_extension(RunState).leases, bool(s.get("FOCUSCRAWL_OUTPUT_DIR")) and writer is not None)
+        pipelines = s.getwithbase("ITEM_PIPELINES")
+        output = bool(s.get("FOCUSCRAWL_OUTPUT_DIR"))
+        mw = cls(crawler.get_extension(RunState).leases,
+                 output and pipelines.get("focuscrawl.pipelines.writers.PageLogWriterPipeline") is not None,
+                 output and pipelines.get("focuscrawl.pipelines.image_records.ImageRecordsPipeline") is not None)
         crawler.signals.connect(mw.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(mw.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(mw.item_dropped, signal=signals.item_error)
         crawler.signals.connect(mw.rows_committed, signal=page_rows_committed)
+        crawler.signals.connect(mw.rows_committed, signal=image_rows_committed)
         return mw
+
+    def _row_checkpointed(self, item) -> bool:
+        """``item`` is safe once a checkpoint covers its row, not when it leaves the pipelines."""
+        return (self.pages_via_writer and isinstance(item, PageItem)) or \
+            (self.images_via_records and isinstance(item, ImageItem))
 
     def _started(self, token: str | None, output) -> None:
         if token is not None and not isinstance(output, Request):
-            self.book.item_started(token, output, self.pages_via_writer and isinstance(output, PageItem))
+            self.book.item_started(token, output, self._row_checkpointed(output))
 
     def process_spider_output(self, response, result, spider=None):
         token = _token(response)
@@ -541,18 +553,18 @@ class LeaseOutcomes:
                 self.book.output_finished(token)
 
     def item_scraped(self, item, response, spider=None) -> None:
-        if not (self.pages_via_writer and isinstance(item, PageItem)):  # else: at its checkpoint
+        if not self._row_checkpointed(item):  # else: at its checkpoint
             self.book.item_done(_token(response))
 
     def item_dropped(self, item, response, spider=None, **kwargs) -> None:
-        if self.pages_via_writer and isinstance(item, PageItem):
-            self.book.page_done(item)
+        if self._row_checkpointed(item):
+            self.book.row_done(item)
         else:
             self.book.item_done(_token(response))
 
     def rows_committed(self, items) -> None:
         for item in items:
-            self.book.page_done(item)
+            self.book.row_done(item)
 
 
 class LeaseFailures:

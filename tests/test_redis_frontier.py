@@ -490,3 +490,49 @@ def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path,
     assert list(iter_tsv(a / "images.tsv")), "A, back, wrote none of the images it had pending"
     merged_images(tmp_path / "merged-again")
     assert not redis_server.client.keys("focuscrawl:noreturn:leased:*")
+
+
+def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_lease(tmp_path, redis_server):
+    """Worker A SIGKILLs itself when page0's image has gone through every pipeline, before its
+    images.tsv row is written (``KillBeforeImageCommit``): page0's row is committed, so only
+    the lease still says that its image is not safe. A must die holding it; worker B, finding
+    A dead, fetches page0 again for its image, and A, restarted on its JOBDIR, writes the image
+    it had pending: the merge holds every page and every image once."""
+    import signal
+
+    from focuscrawl.settings import ITEM_PIPELINES
+
+    site = {path: page for path, page in kill_site(12).items() if not path.startswith(("/r", "/missing"))}
+    site["/cat0.png"].delay = 0.3  # page0's row is committed before its image arrives
+    shared = redis_settings(redis_server, crawl="window", delay=0.01) + ["FOCUSCRAWL_SENTENCES_BATCH_BYTES=1"]
+    a, b, job_a = tmp_path / "part-a", tmp_path / "part-b", f"JOBDIR={tmp_path / 'job-a'}"
+    with LocalWeb(site) as web:
+        image = f"{web.base}/cat0.png"
+        kill = [f"TEST_KILL_BEFORE_IMAGE_COMMIT_URL={image}", "ITEM_PIPELINES=" + json.dumps(
+            {**ITEM_PIPELINES, "tests.support.killswitch.KillBeforeImageCommit": 150})]
+        first = subprocess.run(focused_cmd(web.base, a, *shared, job_a, *kill), cwd=ROOT,
+                               capture_output=True, text=True, timeout=120)
+        assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+        assert f"{web.base}/page0" in page_urls(a)
+        assert not (a / "images.tsv").exists() or image not in keyed_rows(a / "images.tsv", "image_url")
+        leased = {json_url(m) for k in redis_server.client.keys("focuscrawl:window:leased:*")
+                  for m in redis_server.client.zrange(k, 0, -1)}
+        assert f"{web.base}/page0" in leased, "page0's lease was released before its image was written"
+        second = subprocess.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
+                                timeout=120)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert image in keyed_rows(b / "images.tsv", "image_url")
+
+        def merged_once(out):
+            merge_runs([a, b], out)
+            assert sorted(page_urls(out)) == sorted({f"{web.base}/page{i}" for i in range(12)})
+            rows = Counter(r["image_url"] for r in iter_tsv(out / "images.tsv"))
+            assert rows == Counter({f"{web.base}/cat{i}.png" for i in range(0, 12, 3)}), rows
+
+        merged_once(tmp_path / "merged")
+        restart = subprocess.run(focused_cmd(web.base, a, *shared, job_a), cwd=ROOT, capture_output=True,
+                                 text=True, timeout=120)
+        assert restart.returncode == 0, restart.stderr[-3000:]
+    assert image in keyed_rows(a / "images.tsv", "image_url")
+    merged_once(tmp_path / "merged-again")
+    assert not redis_server.client.keys("focuscrawl:window:leased:*")

@@ -7,12 +7,11 @@ import hashlib
 import importlib
 import os
 import socket
+from typing import Any
 
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 from scrapy_redis import picklecompat
-
-from focuscrawl.items import PageItem
 
 
 #: scrapy-redis's placeholder for the spider name in its keys
@@ -38,7 +37,7 @@ def worker_id(settings: BaseSettings) -> str:
 
 class LeaseBook:
     """This worker's leases: the queue member of each held request and what its release waits
-    for (its spider output, its items, its pages' checkpoint). One per crawler, owned by
+    for (its spider output, its items, the checkpoint of its page and image rows). One per crawler, owned by
     ``RunState`` (``crawler.get_extension(RunState).leases``)."""
 
     def __init__(self, stats, server, key: str, serializer, worker: str = "", workers_key: str = "") -> None:
@@ -51,7 +50,8 @@ class LeaseBook:
         self.held: dict[str, bytes] = {}  # token -> member
         self.waiting: dict[str, int] = {}  # token -> items not yet safe
         self.output_done: set[str] = set()
-        self.pages: dict[int, tuple[str, PageItem]] = {}  # id(page item) -> (token, item)
+        #: id(item) -> (token, item) of each item whose row a checkpoint must cover first
+        self.rows: dict[int, tuple[str, Any]] = {}
 
 
     @classmethod
@@ -71,20 +71,22 @@ class LeaseBook:
         self.stats.inc_value("focuscrawl/redis/leases_taken")
         return token
 
-    def item_started(self, token: str, item, page_via_writer: bool) -> None:
+    def item_started(self, token: str, item, row_checkpointed: bool) -> None:
+        """``row_checkpointed``: the item is safe only once a checkpoint covers its row
+        (``row_done``), not when it leaves the pipelines."""
         if token in self.held:
             self.waiting[token] += 1
-            if page_via_writer:
-                self.pages[id(item)] = (token, item)
+            if row_checkpointed:
+                self.rows[id(item)] = (token, item)
 
     def item_done(self, token: str | None) -> None:
         if token in self.held:
             self.waiting[token] -= 1
             self._release_if_safe(token)
 
-    def page_done(self, item) -> None:
-        """A PageItem's row is checkpointed (or the item was dropped)."""
-        token, _ = self.pages.pop(id(item), (None, None))
+    def row_done(self, item) -> None:
+        """An item's row is checkpointed (or the item was dropped)."""
+        token, _ = self.rows.pop(id(item), (None, None))
         self.item_done(token)
 
     def output_finished(self, token: str) -> None:

@@ -8,7 +8,9 @@ signals, so what it does does not hang on where they sit in ``ITEM_PIPELINES``:
   goes on; a later one (the same image on another page) joins the image's record with its
   page, texts, contexts and final score, and stops (``DropItem`` at DEBUG level);
 - ``item_scraped`` (a first sighting through every pipeline): its record and images.tsv row
-  are written (``ImageStore.commit``);
+  are written (``ImageStore.commit``); once a checkpoint covers them, the
+  ``image_rows_committed`` signal names the item (the Redis profile releases its page's lease
+  then, as ``page_rows_committed`` does for pages: focuscrawl.distributed);
 - ``item_dropped`` (a first sighting given up by any pipeline, e.g. a failed download, which
   says why with ``ImageDropped``): its URL is marked dropped, later sightings are not kept.
 
@@ -22,6 +24,7 @@ Unique images are counted by the context of their final score
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from scrapy import signals
@@ -35,6 +38,10 @@ from focuscrawl.output.run_state import RunState
 
 #: the reason kept for a first sighting dropped by a pipeline that gives none
 DROPPED_BY_PIPELINE = "dropped"
+
+#: Signal ``image_rows_committed(items)``: these ImageItems' outcomes survive a kill (and a
+#: resume): their images.tsv rows are checkpointed (or they had nothing to write).
+image_rows_committed = object()
 
 
 class ImageDropped(DropItem):
@@ -58,29 +65,64 @@ class ImageRecordsPipeline:
     """Merges each sighting into its image's record; commits or drops first sightings on the
     outcome Scrapy signals (see the module docstring)."""
 
-    def __init__(self, store: ImageStore, stats) -> None:
+    def __init__(self, store: ImageStore, stats, signals_manager=None) -> None:
         self.store = store
         self.stats = stats
-        #: URL -> ``first_seen`` of each first sighting accepted here whose outcome is not known yet
-        self._accepted: dict[str, int] = {}
+        self.signals = signals_manager
+        #: URL -> (``first_seen``, final context) of each first sighting accepted here whose
+        #: outcome is not known yet
+        self._accepted: dict[str, tuple[int, str]] = {}
+        #: scraped items not yet covered by a checkpoint (``image_rows_committed``)
+        self._written: list[ImageItem] = []
+        self.store.run.register(self)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "ImageRecordsPipeline":
         store = crawler.get_extension(RunState).images
         if store is None:
             raise NotConfigured("no FOCUSCRAWL_OUTPUT_DIR: images are not merged")
-        pipeline = cls(store, crawler.stats)
+        pipeline = cls(store, crawler.stats, crawler.signals)
         crawler.signals.connect(pipeline.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(pipeline.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(pipeline.spider_idle, signal=signals.spider_idle)
         return pipeline
+
+    # -- Checkpointed (with the run directory's logs) -------------------------------------------
+    def restore(self) -> None:
+        pass  # the store restores the records
+
+    def checkpoint(self) -> None:
+        """The images scraped before this checkpoint are safe: tell who waits for them (leases)."""
+        if self._written:
+            items, self._written = self._written, []
+            if self.signals is not None:
+                self.signals.send_catch_log(image_rows_committed, items=items)
+
+    def close(self) -> None:
+        pass
+
+    def uncommitted_counts(self) -> Counter:
+        """The counters of the first sightings accepted and not written yet: a kill now leaves
+        them in images.pending, and the resume accepts (and counts) them again."""
+        counts: Counter = Counter()
+        for _, context in self._accepted.values():
+            counts["focuscrawl/images/unique"] += 1
+            counts[f"focuscrawl/images/final_context/{context}"] += 1
+        return counts
+
+    def spider_idle(self, spider=None) -> None:
+        """An idle crawl checkpoints the images it wrote: none waits for a later write."""
+        if self._written:
+            self.store.run.commit(force=True)
 
     def process_item(self, item):
         if not isinstance(item, ImageItem):
             return item
         if self.store.first_sighting(item):
-            self._accepted[item["image_url"]] = item["first_seen"]
+            context = item.get("final_context") or "none"
+            self._accepted[item["image_url"]] = (item["first_seen"], context)
             self.stats.inc_value("focuscrawl/images/unique")
-            self.stats.inc_value(f"focuscrawl/images/final_context/{item.get('final_context') or 'none'}")
+            self.stats.inc_value(f"focuscrawl/images/final_context/{context}")
             return item
         self.stats.inc_value("focuscrawl/images/merge/later_sightings")
         raise ImageMerged(f"image {item['image_url']} already seen: merged into its record")
@@ -91,16 +133,20 @@ class ImageRecordsPipeline:
         if not isinstance(item, ImageItem):
             return False
         url = item.get("image_url")
-        if url not in self._accepted or self._accepted[url] != item.get("first_seen"):
+        if url not in self._accepted or self._accepted[url][0] != item.get("first_seen"):
             return False
         del self._accepted[url]
         return self.store.run.failure is None
 
     def item_scraped(self, item: Any, **kwargs: Any) -> None:
-        """A first sighting went through every pipeline: its record and images.tsv row."""
+        """A first sighting went through every pipeline: its record and images.tsv row (then a
+        checkpoint, which names it in ``image_rows_committed``)."""
         if self._outcome_of_accepted(item):
+            self._written.append(item)
+            self.stats.inc_value("focuscrawl/images/written")  # (in the stats its checkpoint keeps)
             self.store.commit(item)
-            self.stats.inc_value("focuscrawl/images/written")
+        elif isinstance(item, ImageItem) and self.store.run.failure is None:
+            self._written.append(item)  # nothing to write: safe at the next checkpoint
 
     def item_dropped(self, item: Any, exception: BaseException | None = None, **kwargs: Any) -> None:
         """A first sighting given up by a pipeline: its URL is marked dropped (with the reason

@@ -6,7 +6,8 @@ Scrapy's ``request_left_downloader`` signal, before ``response_received``, the w
 in which an unlucky ``kill -9`` used to lose the page (focuscrawl.frontier).
 ``KillBeforePageRows`` (an extension) kills it inside the page writer's batch, after
 the batch's sentences (and links) were written and before its ``pages.tsv`` rows;
-``KillAfterImageRow`` just after a given image's ``images.tsv`` row.
+``KillAfterImageRow`` just after a given image's ``images.tsv`` row; ``KillBeforeImageCommit``
+(an item pipeline) when an image is scraped, before its row is written.
 """
 from __future__ import annotations
 
@@ -151,3 +152,29 @@ class KillAfterImageRow(_WrapsRunLog):
                 os.kill(os.getpid(), signal.SIGKILL)
 
         return write_then_die
+
+
+class KillBeforeImageCommit:
+    """An item pipeline, put before ``ImageRecordsPipeline``: kills the process on the
+    ``item_scraped`` signal of the image ``TEST_KILL_BEFORE_IMAGE_COMMIT_URL``, after the
+    spider middlewares' handlers (built before the pipelines, so told first: a Redis lease's
+    ``LeaseOutcomes``) and before the image records' (its images.tsv row, its checkpoint)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        url = crawler.settings.get("TEST_KILL_BEFORE_IMAGE_COMMIT_URL")
+        if not url:
+            raise NotConfigured
+        pipeline = cls(url)
+        crawler.signals.connect(pipeline.item_scraped, signal=signals.item_scraped)
+        return pipeline
+
+    def process_item(self, item):
+        return item
+
+    def item_scraped(self, item, **kwargs) -> None:
+        if item.get("image_url") == self.url:
+            os.kill(os.getpid(), signal.SIGKILL)
