@@ -79,7 +79,12 @@ class LinkLearningMiddleware(BaseSpiderMiddleware):
             self.stats.inc_value("focuscrawl/learning/updates")
         if learner.hub_examples > hubs:
             self.stats.inc_value("focuscrawl/learning/hub_examples")
-        self.stats.inc_value(f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic")
+        self.stats.inc_value(judged_stat(on_topic))
+
+
+def judged_stat(on_topic: bool) -> str:
+    """The counter of the page judge's calls ``on_topic``."""
+    return f"focuscrawl/learning/judged_{'on' if on_topic else 'off'}_topic"
 
 
 #: the facts of a page no link led to (a seed)

@@ -206,6 +206,17 @@ class RunOutput:
         except OSError as exc:
             self.fail(exc)
 
+    def uncommitted_counts(self) -> dict[str, int]:
+        """What the registered states added to the crawl's counters for work a kill now would
+        see redone by the resume (their optional ``uncommitted_counts()``): the checkpointed
+        stats leave it out, so that summed over the sessions every unit of work counts once."""
+        total: dict[str, int] = {}
+        for state in self._states:
+            counts = getattr(state, "uncommitted_counts", None)
+            for key, n in (counts() if counts is not None else {}).items():
+                total[key] = total.get(key, 0) + n
+        return total
+
     def register(self, state: Checkpointed) -> None:
         """Restore ``state`` from the last checkpoint now, and checkpoint it with the logs from now on."""
         state.restore()

@@ -6,8 +6,8 @@ Scrapy's stats are per process: when a resumed crawl ends, the earlier session's
 ``stats.json`` is first appended to ``stats.sessions.jsonl`` (one line per session),
 so no session's numbers are lost. A session ended by a kill writes no ``stats.json``: its
 stats as of its last checkpoint (``stats.checkpoint.json``, written with every JOBDIR
-checkpoint of the run directory, so they count what the run kept) go to
-``stats.sessions.jsonl`` when the next session starts. Summed over the sessions, the
+checkpoint of the run directory, less what the resume redoes: ``RunOutput.uncommitted_counts``,
+so they count what the run kept) go to ``stats.sessions.jsonl`` when the next session starts. Summed over the sessions, the
 counters are the run's. Without JOBDIR the run directory is checkpointed after every write
 and the stats at most once per ``FOCUSCRAWL_CHECKPOINT_INTERVAL`` (all the stats as JSON
 with every page and image would be a large part of the crawl's own work): a killed
@@ -87,6 +87,7 @@ class StatsFileWriter:
         self.run_state = run_state
         self.interval = interval
         self._throttled = False  # a run directory without JOBDIR (checkpointed after every write)
+        self._output = None  # the run directory (``RunOutput``) this writes into, at ``spider_opened``
         self._last_checkpoint = float("-inf")
 
     @classmethod
@@ -106,6 +107,7 @@ class StatsFileWriter:
         run_state = self.run_state() if self.run_state is not None else None
         if run_state is not None and run_state.output is not None and run_state.output.dir == self.directory:
             self._throttled = run_state.output.state_dir is None
+            self._output = run_state.output
             run_state.register(self)
 
     # --- Checkpointed --------------------------------------------------------------------------
@@ -134,14 +136,21 @@ class StatsFileWriter:
             if now - self._last_checkpoint < self.interval:
                 return
             self._last_checkpoint = now
+        # without the counts of work the resume would redo (pages of an unwritten batch, images
+        # not yet written): summed over the sessions, each is counted once
+        redone = self._output.uncommitted_counts() if self._output is not None else {}
         # no fsync: a kill leaves the renamed file whole; a power loss costs stats only, not rows
-        atomic_write_bytes(self.directory / CHECKPOINT_FILE, self._stats_json(), fsync=False)
+        atomic_write_bytes(self.directory / CHECKPOINT_FILE, self._stats_json(redone), fsync=False)
 
     def close(self) -> None:
         pass  # stats.json comes at engine_stopped, after every spider_closed handler
 
-    def _stats_json(self) -> bytes:
+    def _stats_json(self, less: dict[str, int] | None = None) -> bytes:
+        """The stats as JSON, each counter named in ``less`` lowered by its value there."""
         stats = {k: jsonable(v) for k, v in sorted(self.stats.get_stats().items())}
+        for key, n in (less or {}).items():
+            if n and isinstance(stats.get(key), int):
+                stats[key] -= n
         return json.dumps(stats, indent=1).encode("utf-8")
 
     def write(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import Iterable
 
 from scrapy import signals
@@ -19,6 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from focuscrawl.items import PageItem
+from focuscrawl.middlewares.learning import judged_stat
 from focuscrawl.middlewares.priority import LINKS_LOG_HEADER
 from focuscrawl.output.files import GzipLog, LineLog, gzip_members
 from focuscrawl.output.run_state import RunState
@@ -132,6 +134,8 @@ class PageLogWriterPipeline:
         self._size = 0
         self._links_size = 0
         self._items: list[PageItem] = []  # the batch's items
+        #: what the batch's pages added to the counters (``uncommitted_counts``)
+        self._batch_counts: Counter = Counter()
         self._written: list[PageItem] = []  # written, not yet covered by a checkpoint
         self.run.register(self)
 
@@ -168,6 +172,11 @@ class PageLogWriterPipeline:
             items, self._written = self._written, []
             self.signals.send_catch_log(page_rows_committed, items=items)
 
+    def uncommitted_counts(self) -> Counter:
+        """The counters the pages of the unwritten batch added (a kill now loses their rows; the
+        resume fetches, judges and counts them again): left out of the checkpointed stats."""
+        return self._batch_counts
+
     def open_spider(self) -> None:
         sentences, rows = self.cut
         if sentences:
@@ -187,6 +196,8 @@ class PageLogWriterPipeline:
             self._lines.extend(s.replace("\n", " ") for s in sentences)
             self._size += sum(len(s) + 1 for s in sentences)
             judged = item.pop("judged", None)  # written here, not exported (FEEDS)
+            if judged is not None:
+                self._batch_counts[judged_stat(bool(judged[1]))] += 1
             if self.judged is not None and judged is not None:
                 self._judged.append(row((item.get("url"), judged[0], int(judged[1])), float_digits=6))
             links = item.pop("link_rows", None)  # written here, not exported (FEEDS)
@@ -195,6 +206,8 @@ class PageLogWriterPipeline:
                 self._links_size += sum(len(r) + 1 for r in links)
             self.stats.inc_value("focuscrawl/pages/written")
             self.stats.inc_value("focuscrawl/sentences/written", len(sentences))
+            self._batch_counts["focuscrawl/pages/written"] += 1
+            self._batch_counts["focuscrawl/sentences/written"] += len(sentences)
             if (self._size >= self.batch_bytes or self._links_size >= LINK_ROWS_BATCH_BYTES
                     or 0 < self.batch_seconds <= time.monotonic() - self._batch_started):
                 self.flush()
@@ -214,6 +227,7 @@ class PageLogWriterPipeline:
         if self.run.failure is None:  # (else no checkpoint covers them, ever)
             self._written += self._items
         self._rows, self._lines, self._links, self._size, self._links_size, self._items = [], [], [], 0, 0, []
+        self._batch_counts = Counter()
         self.run.commit()
 
     def close_spider(self) -> None:
