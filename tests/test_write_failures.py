@@ -260,3 +260,61 @@ def test_images_recovered_by_a_resume_that_reaches_its_page_budget_are_all_writt
     assert len(images) == len(set(images))
     # (also images of pages the kill came before: accepted, then written by the resume)
     assert {r["url"].replace("/p", "/u") + ".jpg" for r in pages} <= set(images)
+
+
+def test_a_resume_whose_budget_is_already_spent_writes_every_recovered_image(tmp_path):
+    """A crawl reaches its page budget (every row checkpointed) and is killed while its close
+    waits for the images of its pages: the resume opens with the budget already spent, and
+    must hand back the images the kill left pending before it closes: all written, exit 0.
+    Its close is decided at ``spider_opened``, while the image middleware finds the image
+    records in the same signal."""
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(slow_tree(delay=0.02)) as web:
+        for (host, path), page in web.pages.items():
+            if path.endswith(".jpg"):
+                page.delay = 60  # never downloaded before the kill
+        settings = {"CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+                    "FOCUSCRAWL_CHECKPOINT_INTERVAL": 0}
+        first = start_crawl(web, tmp_path, out, job, log, spider_args=("budget=20",), **settings)
+        try:
+            deadline = time.monotonic() + 60
+            while "Closing spider (page_budget)" not in log.read_text():
+                assert time.monotonic() < deadline and first.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.05)
+        finally:
+            first.kill()
+            first.wait(30)
+        assert len(read_tsv(out / "pages.tsv")) == 20
+        assert not (out / "images.tsv").exists() or not read_tsv(out / "images.tsv")
+        for (host, path), page in web.pages.items():
+            page.delay = 0
+        resume_log = tmp_path / "resume.log"
+        resume = start_crawl(web, tmp_path, out, job, resume_log, spider_args=("budget=20",), **settings)
+        assert ended(resume, 60) == 0, resume_log.read_text()[-3000:]
+        text = resume_log.read_text()
+        assert "already spent" in text and "] ERROR:" not in text and "Traceback" not in text, text[-3000:]
+    pages = read_tsv(out / "pages.tsv")
+    assert len(pages) == 20
+    images = [r["image_url"] for r in read_tsv(out / "images.tsv")]
+    assert sorted(images) == sorted(r["url"].replace("/p", "/u") + ".jpg" for r in pages)
+
+
+def test_a_full_jobdir_disk_met_while_the_scheduler_pops_stops_the_crawl_with_one_error(tmp_path):
+    """Scrapy's disk queue finds the JOBDIR's disk full after the seed's page has queued the
+    other 119 pages (``QueueDiskFullAfterPages``): no push writes any more, the pops do (the
+    emptied queue saves its state at its close). Exit code 1, one ERROR line, no traceback;
+    a resume crawls every page once. Before, the pop's OSError went up through the engine:
+    an asyncio "Exception in callback" traceback, and the crawl went on."""
+    out, job, log = tmp_path / "out", tmp_path / "job", tmp_path / "crawl.log"
+    with LocalWeb(fan_site()) as web:
+        proc = start_crawl(web, tmp_path, out, job, log, CONCURRENT_REQUESTS=1, TEST_QUEUE_DISK_FULL_AFTER_PAGES=1,
+                           EXTENSIONS=json.dumps({**EXTENSIONS, "tests.support.diskfull.QueueDiskFullAfterPages": 0}))
+        assert ended(proc, 120) == 1, log.read_text()[-3000:]
+        text = log.read_text()
+        assert "Traceback" not in text and "Exception in callback" not in text, text[-3000:]
+        errors = [line for line in text.splitlines() if "] ERROR:" in line]
+        assert len(errors) == 1 and "No space left on device" in errors[0] and str(job) in errors[0], errors
+        assert "Spider closed (write_failed)" in text
+        resume_here(web, tmp_path, out, job, log)
+    pages = read_tsv(out / "pages.tsv")
+    assert sorted(r["url"] for r in pages) == sorted(f"http://cats.test/p{i}" for i in range(120))

@@ -48,3 +48,49 @@ class DiskFullAfter:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         self.left -= len(data)
         return self._write_all(fd, data)
+
+
+class QueueDiskFullAfterPages:
+    """Scrapy's disk queue (queuelib's ``FifoDiskQueue``, in the JOBDIR) finds its disk full
+    once ``TEST_QUEUE_DISK_FULL_AFTER_PAGES`` pages were scraped: every later write of it fails
+    with ENOSPC (a push, the state an emptied queue saves at its close). The other files are
+    written as before, so what fails is the queue's own write, wherever the scheduler makes it."""
+
+    def __init__(self, pages: int) -> None:
+        from queuelib.queue import FifoDiskQueue
+
+        self.left = pages
+        push, saveinfo = FifoDiskQueue.push, FifoDiskQueue._saveinfo
+        full = self.full
+
+        def push_or_fail(queue, data):
+            if full():
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # (os.write names no file)
+            return push(queue, data)
+
+        def saveinfo_or_fail(queue, info):
+            if full():
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(queue._infopath()))
+            return saveinfo(queue, info)
+
+        FifoDiskQueue.push, FifoDiskQueue._saveinfo = push_or_fail, saveinfo_or_fail
+
+    def full(self) -> bool:
+        return self.left <= 0
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        from scrapy import signals
+
+        pages = crawler.settings.getint("TEST_QUEUE_DISK_FULL_AFTER_PAGES")
+        if pages <= 0:
+            raise NotConfigured
+        ext = cls(pages)
+        crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
+        return ext
+
+    def item_scraped(self, item, **kwargs) -> None:
+        from focuscrawl.items import PageItem
+
+        if isinstance(item, PageItem):
+            self.left -= 1
