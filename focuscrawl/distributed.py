@@ -27,7 +27,7 @@ from twisted.internet import task
 
 from focuscrawl.frontier import KnownLinks
 from focuscrawl.items import ImageItem, PageItem
-from focuscrawl.output.leases import LeaseBook, redis_connection, redis_key, worker_id
+from focuscrawl.output.leases import ROW_COMMITTED_META, LeaseBook, redis_connection, redis_key, worker_id
 from focuscrawl.output.run import checkpoint_offsets, committed_rows
 from focuscrawl.output.run_state import RunState
 from focuscrawl.pipelines.image_records import image_rows_committed
@@ -89,9 +89,6 @@ return n
 """
 
 LEASE_META = "focuscrawl_lease"
-#: meta of a request whose page row a dead (or restarted) worker had committed while its lease was
-#: still held: its images (or links) may not be safe, so it is fetched again for them, not its row
-ROW_COMMITTED_META = "focuscrawl_row_committed"
 #: seconds between a worker's heartbeats (``RedisWorkers``)
 HEARTBEAT_INTERVAL = 0.5
 

@@ -8,6 +8,7 @@ import threading
 import time
 from collections import Counter
 
+import pytest
 import redis
 
 from focuscrawl.distributed import _RESERVE_SLOT
@@ -536,3 +537,39 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
     assert image in keyed_rows(a / "images.tsv", "image_url")
     merged_once(tmp_path / "merged-again")
     assert not redis_server.client.keys("focuscrawl:window:leased:*")
+
+
+@pytest.mark.parametrize("limit", ["FOCUSCRAWL_PAGE_BUDGET", "FOCUSCRAWL_MAX_PAGES_PER_HOST"])
+def test_pages_fetched_again_for_a_dead_workers_images_do_not_spend_the_limits(tmp_path, redis_server, limit):
+    """Worker A dies (SIGKILL at its 6th page) with committed rows whose images it never wrote,
+    and does not come back. Worker B, with a page budget (or a per-host page limit) of exactly
+    the pages A did not write, fetches A's committed pages again for their images: those write
+    no row in B's run (A's run has them), so they must not spend B's limit. Every page and
+    image is in the merge. Before, they counted: B stopped (or was refused) that many pages
+    short, and those pages were in neither run."""
+    import signal
+
+    gate = threading.Event()
+    site = {path: GatedPage(page, gate) if path.endswith(".png") else page for path, page in kill_site(12).items()
+            if not path.startswith(("/r", "/missing"))}
+    site["/page1"].body = site["/page1"].body.replace(b'<a href="/missing">x</a><a href="/r0">y</a>', b"")
+    shared = redis_settings(redis_server, crawl="limits", delay=0.01) + [
+        "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
+    a, b = tmp_path / "part-a", tmp_path / "part-b"
+    with LocalWeb(site) as web:
+        first = subprocess.run(focused_cmd(web.base, a, *shared, *kill_after(6)), cwd=ROOT,
+                               capture_output=True, text=True, timeout=120)
+        assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+        left = 12 - len(page_urls(a))
+        assert any(int(u.rsplit("page", 1)[1]) % 3 == 0 for u in page_urls(a)), "A wrote no page with an image"
+        gate.set()
+        second = subprocess.run(focused_cmd(web.base, b, *shared, f"{limit}={left}"), cwd=ROOT, capture_output=True,
+                                text=True, timeout=120)
+        assert second.returncode == 0, second.stderr[-3000:]
+        stats = json.loads((b / "stats.json").read_text())
+        assert stats["focuscrawl/redis/pages_fetched_again_for_images"] >= 1
+        merge_runs([a, b], tmp_path / "merged")
+    assert sorted(page_urls(tmp_path / "merged")) == sorted(f"{web.base}/page{i}" for i in range(12))
+    assert len(page_urls(b)) == left
+    rows = Counter(r["image_url"] for r in iter_tsv(tmp_path / "merged" / "images.tsv"))
+    assert rows == Counter({f"{web.base}/cat{i}.png" for i in range(0, 12, 3)}), rows

@@ -38,6 +38,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from focuscrawl.items import PageItem
 from focuscrawl.middlewares.images import ImageExtractionMiddleware
+from focuscrawl.output.leases import ROW_COMMITTED_META
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.run import RunOutput
 
@@ -87,6 +88,8 @@ class PageBudget:
             self._close()
 
     def process_spider_input(self, response: Response) -> None:
+        if response.meta.get(ROW_COMMITTED_META):  # another run's page, fetched again for its images
+            return
         if self.pages + len(self.in_progress) >= self.budget:
             self.refused.add(response)
             raise PageBudgetSpent(f"page budget {self.budget} spent")
@@ -96,6 +99,9 @@ class PageBudget:
             self.stats.inc_value("focuscrawl/budget/pauses")
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
+        if response.meta.get(ROW_COMMITTED_META):  # its row is not written here: not counted
+            yield from result
+            return
         try:
             if response in self.refused or self.pages >= self.budget:
                 yield from self._over_budget(response, result)
@@ -109,6 +115,10 @@ class PageBudget:
 
     async def process_spider_output_async(self, response: Response,
                                           result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        if response.meta.get(ROW_COMMITTED_META):  # its row is not written here: not counted
+            async for obj in result:
+                yield obj
+            return
         try:
             if response in self.refused or self.pages >= self.budget:
                 async for _ in result:  # the spider's work for it is done; nothing of it is kept

@@ -10,6 +10,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from focuscrawl.middlewares.scope import TRAP_META
+from focuscrawl.output.leases import ROW_COMMITTED_META
 from focuscrawl.output.run_state import RunState
 from focuscrawl.output.run import RunOutput
 from focuscrawl.rights.policy import POLICY_FILES
@@ -77,7 +78,8 @@ class HostPageLimitMiddleware:
 
     def process_request(self, request: Request) -> None:
         parts = urlparse_cached(request)
-        if parts.path in POLICY_FILES or request.meta.get("retry_times") or request.meta.get("focuscrawl_image"):
+        if parts.path in POLICY_FILES or request.meta.get("retry_times") or request.meta.get("focuscrawl_image") \
+                or request.meta.get(ROW_COMMITTED_META):  # (another run's page: no row here)
             return None
         host = (parts.hostname or "").lower()
         if 0 < self.limit <= self.sent[host]:

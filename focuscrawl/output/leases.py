@@ -14,6 +14,10 @@ from scrapy.settings import BaseSettings
 from scrapy_redis import picklecompat
 
 
+#: meta of a request whose page row a dead (or restarted) worker had committed while its lease was
+#: still held: its images (or links) may not be safe, so it is fetched again for them, not its row
+#: (which counts in that worker's run: not in this one's page budget or per-host page limit)
+ROW_COMMITTED_META = "focuscrawl_row_committed"
 #: scrapy-redis's placeholder for the spider name in its keys
 SPIDER_PLACEHOLDER = "%(spider)s"
 
