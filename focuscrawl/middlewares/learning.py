@@ -21,6 +21,7 @@ from focuscrawl.focus.link_learner import LinkLearner, url_host
 from focuscrawl.focus.modes import crawl_focus
 from focuscrawl.focus.ranker import LinkFacts, link_facts
 from focuscrawl.items import PageItem
+from focuscrawl.output.leases import ROW_COMMITTED_META
 from focuscrawl.output.run_state import RunState
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class LinkLearningMiddleware(BaseSpiderMiddleware):
         counts as off topic: it brings nothing new (an archive calendar of an on-topic blog is
         a trap, not a find)."""
         if response is None or not isinstance(item, PageItem):
+            return item
+        if response.meta.get(ROW_COMMITTED_META):  # fetched again for its images: judged where its row is
             return item
         analysis = page_analysis(response)
         topicality = None if analysis is None else self.judge.topicality(analysis.score.weighted,
