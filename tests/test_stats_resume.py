@@ -123,3 +123,30 @@ def test_without_jobdir_the_stats_checkpoint_is_written_once_an_interval_not_wit
     checkpoint carries them, so a killed session's stats match the rows it kept."""
     assert checkpointed_stats(tmp_path / "plain", None) == [1, 1, 1, 1, 1]
     assert checkpointed_stats(tmp_path / "job", tmp_path / "job" / "jobdir") == [1, 2, 3, 4, 5]
+
+
+def test_an_image_accepted_and_not_yet_written_is_left_out_of_the_checkpointed_stats(tmp_path):
+    """Two first sightings accepted, one written (its commit is a JOBDIR checkpoint): the
+    checkpointed stats count the written image (``images/written`` too) and not the other,
+    which a kill now leaves in images.pending and the resume accepts, and counts, again."""
+    from types import SimpleNamespace
+
+    from focuscrawl.output.images import ImageStore
+    from focuscrawl.output.run import RunOutput
+    from focuscrawl.output.stats import CHECKPOINT_FILE, StatsFileWriter
+    from focuscrawl.pipelines.image_records import ImageRecordsPipeline
+    from tests.test_image_store import item, stats
+
+    output = RunOutput(tmp_path / "out", tmp_path / "job", checkpoint_interval=0.0)
+    st = stats()
+    records = ImageRecordsPipeline(ImageStore(output, st), st)
+    StatsFileWriter(output.dir, st, lambda: SimpleNamespace(output=output, register=output.register)).spider_opened()
+    written, pending = item("http://s.test/a.jpg", "http://s.test/1"), item("http://s.test/b.jpg", "http://s.test/1")
+    assert records.process_item(written) is written and records.process_item(pending) is pending
+    records.item_scraped(written)
+    checkpointed = json.loads((output.dir / CHECKPOINT_FILE).read_text())
+    assert st.get_value("focuscrawl/images/unique") == 2
+    assert checkpointed["focuscrawl/images/unique"] == 1 and checkpointed["focuscrawl/images/written"] == 1
+    context = f"focuscrawl/images/final_context/{written['final_context']}"
+    assert st.get_value(context) == 2 and checkpointed[context] == 1
+    output.close()
