@@ -609,6 +609,8 @@ FOCUSCRAWL_ARCHIVE_LEAN = True
 #: Analysis workers of a replay (`focuscrawl warc` / the archive spider; the crawl's is
 #: FOCUSCRAWL_ANALYSIS_WORKERS): with the scheduler out of the way the replay process has
 #: little to do but read and write, so one worker per core keeps one file on every core.
+#: By default at most this many, one per 250 pages (a worker's start-up costs about a
+#: second of CPU, more than a small archive's analysis saves); a value you set is used as is.
 FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS = 2
 #: An idle process waits while another was busy within this many seconds.
 FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0
