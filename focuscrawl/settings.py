@@ -131,7 +131,9 @@ EXTENSIONS = {
 #: RunStateAddon enables the RunState extension even where a spider or project replaces
 #: EXTENSIONS (the scheduler, middlewares and pipelines get it from the crawler).
 #: Redis profile (focuscrawl.distributed; FOCUSCRAWL_REDIS_*): off unless FOCUSCRAWL_REDIS_URL is set.
-ADDONS = {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0}
+#: RemoteControlWhenEnabled leaves Scrapy's remote control out unless REMOTE_CONTROL_ENABLED.
+ADDONS = {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0,
+          "focuscrawl.extensions.remote_control.RemoteControlWhenEnabled": 0}
 #: Scheduler: Scrapy's, plus a frontier journal in JOBDIR (focuscrawl.frontier) that
 #: lets a crawl killed without a clean stop recover its queued and in-flight requests.
 SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
