@@ -620,11 +620,13 @@ class PeakRss:
 
 def start_crawl(kind: str, port: int, pages: int, jobdir: str | None = None, profile: str = "full",
                 extra: list[str] = (), cprofile: str | None = None, trend_every: int = 0,
-                source: str | None = None, stderr=None, window: int = 0) -> subprocess.Popen:
+                source: str | None = None, stderr=None, window: int = 0,
+                wrapper: list[str] = ()) -> subprocess.Popen:
     """One crawl in a process of its own (its result: ``crawl_result``); ``source``: import
     focuscrawl from that checkout (``--ab``) instead of this one; ``stderr``: a file for its
     log (default: a pipe read by ``crawl_result``, or this process's with ``trend_every``)."""
-    cmd = [sys.executable, __file__, "--run", kind, "--port", str(port), "--pages", str(pages), "--profile", profile]
+    cmd = [*wrapper, sys.executable, __file__, "--run", kind, "--port", str(port), "--pages", str(pages),
+           "--profile", profile]
     if jobdir:
         cmd += ["--jobdir", jobdir]
     if trend_every:  # the trend lines go to stderr as they come (a long run)
@@ -889,6 +891,10 @@ def main() -> int:
     parser.add_argument("--ab", metavar="SRC", help="A/B: also run each focused mode as MODE@ab with focuscrawl "
                                                     "imported from the checkout SRC (e.g. `git worktree add SRC "
                                                     "main`), in the same rounds")
+    parser.add_argument("--instructions", type=int, default=0, metavar="N",
+                        help="only: machine instructions a page of each --modes (and --ab) crawl, counted by "
+                             "valgrind over crawls of N and 2N pages (deterministic, unlike seconds; slow: "
+                             "~30x a crawl)")
     parser.add_argument("--language-ab", action="store_true",
                         help="the cost of language identification: each focused mode of --modes (default: "
                              "keywords) also as MODE/no-language (nothing identified) in the same rounds; CPU "
@@ -938,7 +944,7 @@ def main() -> int:
             language_analysis(shape, args.language_analysis, args.repeat, args.data, args.cprofile)
         return 0
     if args.modes is None:
-        args.modes = ["keywords"] if args.cprofile or args.language_ab else list(ALL_MODES)
+        args.modes = ["keywords"] if args.cprofile or args.language_ab or args.instructions else list(ALL_MODES)
     if args.language_ab:
         args.modes = [k for kind in args.modes for k in ((kind, f"{kind}/no-language")
                                                           if not kind.startswith(("plain", "corpus")) else (kind,))]
@@ -962,8 +968,53 @@ def main() -> int:
     return 0
 
 
+def instructions(kind: str, port: int, pages: int, extra: list[str], source: str | None) -> dict[str, int]:
+    """Machine instructions of one crawl (valgrind's cachegrind, no cache simulation): the
+    crawl process's and, with its analysis workers, the total. Deterministic where seconds
+    are not: the same work counts the same on a loaded machine."""
+    with tempfile.TemporaryDirectory(prefix="focuscrawl-bench-cg-") as folder:
+        wrapper = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
+                   f"--cachegrind-out-file={folder}/cg.%p", "--log-file=/dev/null"]
+        proc = start_crawl(kind, port, pages, extra=[*extra, "FOCUSCRAWL_CHECKPOINT_INTERVAL=3600",
+                                                     "FOCUSCRAWL_PROGRESS_INTERVAL=0"],
+                           source=source, wrapper=wrapper)
+        crawl_result(proc)
+        counts = {}
+        for path in Path(folder).glob("cg.*"):
+            summary = [line for line in path.read_text().splitlines() if line.startswith("summary:")]
+            if summary:
+                counts[int(path.suffix[1:])] = int(summary[0].split()[1])
+    return {"crawl": counts.get(proc.pid, 0), "total": sum(counts.values())}
+
+
+def instruction_runs(args, port: int) -> None:
+    """``--instructions N``: each mode of --modes (and MODE@ab) crawls N and 2N pages under
+    valgrind; the difference over N is the instructions a page, start-up and closing left out."""
+    n = args.instructions
+    print(f"machine instructions a page: (crawl of {2 * n} pages - crawl of {n}) / {n}, "
+          f"PYTHONHASHSEED=0, valgrind cachegrind")
+    os.environ["PYTHONHASHSEED"] = "0"
+    per_page = {}
+    for kind in args.modes:
+        name, _, ab = kind.partition("@")
+        small, big = (instructions(name, port, pages, args.set, args.ab if ab else None) for pages in (n, 2 * n))
+        per_page[kind] = {part: (big[part] - small[part]) / n for part in ("crawl", "total")}
+        print(f"{kind:>16}: crawl process {per_page[kind]['crawl'] / 1e6:8.2f} M/page, "
+              f"with its workers {per_page[kind]['total'] / 1e6:8.2f} M/page "
+              f"(start-up and closing: {small['total'] / 1e9 - per_page[kind]['total'] * n / 1e9:.2f} G)", flush=True)
+    for kind in args.modes:
+        if kind.endswith("@ab"):
+            base = per_page[kind]
+            new = per_page[kind[:-3]]
+            print(f"{kind[:-3]:>16}: this checkout / --ab: crawl process {new['crawl'] / base['crawl']:.3f}x, "
+                  f"with its workers {new['total'] / base['total']:.3f}x")
+
+
 def shape_runs(args, server: subprocess.Popen, port: int, web_pages: int, first: bool) -> None:
     """Every run of one page shape on its web (the Redis, memory and long crawls on the first only)."""
+    if args.instructions:
+        instruction_runs(args, port)
+        return
     if args.cprofile:
         for kind in args.modes:
             out = args.cprofile if len(args.modes) == 1 else f"{args.cprofile}.{kind.replace('/', '-')}"

@@ -22,8 +22,9 @@ numba.config.CACHE_DIR = numba.config.CACHE_DIR or os.environ["NUMBA_CACHE_DIR"]
 def jit(func: Callable) -> Callable:
     """numba-compile ``func``, cached on disk in ``NUMBA_CACHE_DIR`` (above) when numba can
     write there; when it cannot (``cache=True`` raises at decoration: a zipped scrapyd egg)
-    it compiles once per process instead, at its first call. Callers load theirs at start-up
-    (``load_compiled_query``, ``load_compiled_decision``), not in the middle of a crawl."""
+    it compiles once per process instead, at its first call. Callers load theirs before the
+    first call that needs them (``load_compiled_decision`` with a topic's classifier,
+    ``compiled_query_tables`` with a near-duplicate index's first sorted tables)."""
     try:
         return numba.njit(cache=True, nogil=True)(func)
     except RuntimeError:

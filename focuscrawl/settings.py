@@ -131,7 +131,9 @@ EXTENSIONS = {
 #: RunStateAddon enables the RunState extension even where a spider or project replaces
 #: EXTENSIONS (the scheduler, middlewares and pipelines get it from the crawler).
 #: Redis profile (focuscrawl.distributed; FOCUSCRAWL_REDIS_*): off unless FOCUSCRAWL_REDIS_URL is set.
-ADDONS = {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0}
+#: RemoteControlWhenEnabled leaves Scrapy's remote control out unless REMOTE_CONTROL_ENABLED.
+ADDONS = {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0,
+          "focuscrawl.extensions.remote_control.RemoteControlWhenEnabled": 0}
 #: Scheduler: Scrapy's, plus a frontier journal in JOBDIR (focuscrawl.frontier) that
 #: lets a crawl killed without a clean stop recover its queued and in-flight requests.
 SCHEDULER = "focuscrawl.frontier.JournaledScheduler"
@@ -609,6 +611,8 @@ FOCUSCRAWL_ARCHIVE_LEAN = True
 #: Analysis workers of a replay (`focuscrawl warc` / the archive spider; the crawl's is
 #: FOCUSCRAWL_ANALYSIS_WORKERS): with the scheduler out of the way the replay process has
 #: little to do but read and write, so one worker per core keeps one file on every core.
+#: By default at most this many, one per 250 pages (a worker's start-up costs about a
+#: second of CPU, more than a small archive's analysis saves); a value you set is used as is.
 FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS = 2
 #: An idle process waits while another was busy within this many seconds.
 FOCUSCRAWL_REDIS_BUSY_TIMEOUT = 3.0

@@ -82,7 +82,8 @@ def replays(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lean")
     warc = _archive(tmp / "optouts.warc.gz")
     engine = _replay(warc, tmp / "engine", ["FOCUSCRAWL_ARCHIVE_LEAN=False", "FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS=1"])
-    lean = _replay(warc, tmp / "lean", [])  # the defaults: lean, two analysis workers
+    # lean (the default) with two analysis workers, as a replay of 500 pages or more has them
+    lean = _replay(warc, tmp / "lean", ["FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS=2"])
     return tmp, engine, lean
 
 

@@ -88,22 +88,28 @@ def test_marks_near_duplicates_of_earlier_pages():
     assert stats["focuscrawl/neardup/pages_without_text"] == 1
 
 
-def test_the_compiled_query_is_loaded_when_the_middleware_is_made_not_at_the_first_page():
-    """numba loads a compiled function at its first call (~0.3 s from the cache): a crawl
-    has it loaded with its models, so no page waits for it (a fresh process: no test before)."""
+def test_numba_loads_with_the_first_sorted_tables_not_with_the_middleware():
+    """numba and its compiled query cost ~0.6 s of CPU to load: a crawl whose index is still a
+    brute-force tail (fewer than ~2,000 pages) never loads them; the merge that builds the
+    first sorted tables does, so no query waits for it (a fresh process: no test before)."""
     import subprocess
     import sys
 
-    code = ("from scrapy import Spider\n"
-            "from focuscrawl.dedup.index import _query_tables\n"
+    code = ("import sys\n"
+            "from scrapy import Spider\n"
+            "from focuscrawl.dedup.index import SimHashIndex\n"
             "from focuscrawl.middlewares.neardup import NearDuplicatePageMiddleware\n"
             "from tests.support.crawler import focuscrawl_crawler\n"
-            "before = len(_query_tables.signatures)\n"
             "NearDuplicatePageMiddleware.from_crawler(focuscrawl_crawler(Spider))\n"
-            "print(before, len(_query_tables.signatures))\n")
+            "index = SimHashIndex(merge_threshold=4)\n"
+            "index.add_many(range(3))\n"
+            "print('numba' in sys.modules, index.query(1, 0))\n"
+            "index.add(3)\n"  # the fourth: the merge
+            "from focuscrawl.dedup.index import compiled_query_tables\n"
+            "print('numba' in sys.modules, len(compiled_query_tables().signatures), index.query(1, 0))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[1], check=True).stdout.split()
-    assert out == ["0", "1"]
+                         cwd=Path(__file__).resolve().parents[1], check=True).stdout.splitlines()
+    assert out == ["False [(1, 0)]", "True 1 [(1, 0)]"]
 
 
 def test_state_survives_jobdir_and_same_url_is_not_its_own_duplicate(tmp_path):

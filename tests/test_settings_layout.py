@@ -53,7 +53,8 @@ COMPONENTS = {
         "focuscrawl.extensions.spiderstate.AtomicSpiderState": 0,
         "focuscrawl.output.manifest.CrawlManifest": 910,  # crawl.json, the dataset card's source
     },
-    "ADDONS": {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0},
+    "ADDONS": {"focuscrawl.output.run_state.RunStateAddon": 0, "focuscrawl.distributed.RedisProfile": 0,
+               "focuscrawl.extensions.remote_control.RemoteControlWhenEnabled": 0},
 }
 
 

@@ -20,23 +20,22 @@ Ids are insertion positions 0, 1, 2, ...; callers keep their own payloads (URLs)
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import numpy as np
 
 from focuscrawl import settings as defaults
-from focuscrawl.compiled import jit
 
 BITS = 64
 _U64 = np.uint64
 _distance_then_id = operator.itemgetter(1, 0)
 
 
-@jit
 def _query_tables(fp: np.uint64, k: int, shift: int, layout: np.ndarray, directory: np.ndarray,
                   table_fps: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Matches of one query in the sorted tables, as ``distance << 32 | id`` sorted ascending.
@@ -93,11 +92,15 @@ def _query_tables(fp: np.uint64, k: int, shift: int, layout: np.ndarray, directo
     return np.sort(out[:found])
 
 
-def load_compiled_query() -> None:
-    """Have numba load (or compile) the single query now rather than at the first one:
-    ~0.3 s from its cache, ~3.5 s compiling, which a crawl pays at start-up with its
-    models, not in the middle of its first pages."""
-    SimHashIndex.from_fingerprints([0], 0, 1).query(0)
+@functools.cache
+def compiled_query_tables() -> Callable[..., np.ndarray]:
+    """``_query_tables`` compiled by numba: loaded with the first sorted tables (the first
+    merge, or an index restored with them), so a crawl or command whose index stays a tail
+    never imports numba (~0.6 s of CPU with the load: ~0.3 s from numba's cache, ~3.5 s
+    compiling)."""
+    from focuscrawl.compiled import jit
+
+    return jit(_query_tables)
 
 
 def hamming_distances(fingerprints: np.ndarray, query: int) -> np.ndarray:
@@ -237,6 +240,9 @@ class SimHashIndex:
             self._keys, self._ids, self._table_fps = keys, ids, fps
         self._n_sorted = self._n
         self._build_directory()
+        # numba loads the compiled query at its first call: now, with the merge's copy, not
+        # at the next page's query
+        compiled_query_tables()(_U64(0), 0, self._shift, self._layout, self._dir, self._table_fps, self._ids)
 
     def _build_directory(self) -> None:
         """Bucket offsets over the top D key bits, D ≈ log2(entries): a lookup is two reads.
@@ -314,7 +320,7 @@ class SimHashIndex:
         fp = _U64(fingerprint)
         best = None
         if self._n_sorted:
-            packed = _query_tables(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
+            packed = compiled_query_tables()(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
             for c in packed[:2].tolist():  # sorted: the first, or the second if the first is excluded
                 if c & 0xFFFFFFFF != exclude:
                     best = c
@@ -343,7 +349,7 @@ class SimHashIndex:
         fp = _U64(fingerprint)
         found = []
         if self._n_sorted:
-            packed = _query_tables(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
+            packed = compiled_query_tables()(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
             found = [(c & 0xFFFFFFFF, c >> 32) for c in packed.tolist()]
         if self._n > self._n_sorted:
             dist = np.bitwise_count(self._fps[self._n_sorted:self._n] ^ fp)

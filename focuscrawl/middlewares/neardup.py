@@ -33,7 +33,7 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.job import job_dir
 
 from focuscrawl.analysis import page_analysis
-from focuscrawl.dedup.index import SimHashIndex, load_compiled_query
+from focuscrawl.dedup.index import SimHashIndex
 from focuscrawl.dedup.simhash import parse_ngrams
 from focuscrawl.items import PageItem
 from focuscrawl.output.files import LineLog, iter_lines, job_state_dir
@@ -84,7 +84,6 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         mw = cls(crawler.stats, str(s.get("FOCUSCRAWL_NEARDUP_NGRAMS")), s.getint("FOCUSCRAWL_NEARDUP_MAX_DISTANCE"),
                  s.getint("FOCUSCRAWL_NEARDUP_BLOCKS"), state_dir / STATE_FILE if state_dir else None, run_state)
         run_state.register(mw)
-        load_compiled_query()
         return mw
 
     # -- Checkpointed: JOBDIR/focuscrawl/neardup.fingerprints ----------------------------------

@@ -54,6 +54,10 @@ REPLAY_SETTINGS = {
 }
 
 
+#: pages of a replay per analysis worker it starts by default (``ArchiveSpider._size_analysis_pool``)
+PAGES_PER_ANALYSIS_WORKER = 250
+
+
 class ArchiveSpider(FocusedSpider):
     name = "archive"
 
@@ -83,14 +87,17 @@ class ArchiveSpider(FocusedSpider):
             index, pages = cls._index(archives)
         except UsageError as exc:
             raise reported(exc, cls.name)
+        files = None
+        if seed_files:
+            files = set(seed_files if isinstance(seed_files, list) else seed_files.split(","))
+        seeds = [ref for ref in pages if ref.path in files] if files is not None else pages
         # the focused spider needs seeds; the archive's pages are the seeds
         crawler.settings.set("FOCUSCRAWL_SEEDS", pages[0].url, priority="spider")
+        cls._size_analysis_pool(crawler.settings, len(seeds))
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.archive_index = index
-        spider.seed_files = None
-        if seed_files:
-            spider.seed_files = set(seed_files if isinstance(seed_files, list) else seed_files.split(","))
-            pages = [ref for ref in pages if ref.path in spider.seed_files]
+        spider.seed_files = files
+        pages = seeds
         spider.seed_urls = [ref.url for ref in pages]
         spider.expected_pages = len(spider.seed_urls)  # the progress line's target (CrawlProgress)
         #: url -> ((html, base_url, depth), analysis or its Deferred): started by the lean path
@@ -98,6 +105,16 @@ class ArchiveSpider(FocusedSpider):
         crawler.signals.connect(spider._archive_stats, signal=signals.spider_opened)
         crawler.signals.connect(spider._forget_analyses, signal=signals.spider_closed)
         return spider
+
+    @staticmethod
+    def _size_analysis_pool(settings, pages: int) -> None:
+        """A worker starts in ~1 s of CPU and pays that back over a few hundred pages: by
+        default a replay gets one per ``PAGES_PER_ANALYSIS_WORKER`` pages, up to
+        FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS; a value the user set is used as it is."""
+        if settings.getpriority("FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS") > SETTINGS_PRIORITIES["project"]:
+            return
+        workers = min(settings.getint("FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS"), pages // PAGES_PER_ANALYSIS_WORKER)
+        settings.set("FOCUSCRAWL_ANALYSIS_WORKERS", workers, priority="spider")
 
     @staticmethod
     def _index(archives: str | list[str] | ArchiveIndex) -> tuple[ArchiveIndex, list]:
