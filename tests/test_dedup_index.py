@@ -187,3 +187,6 @@ def test_nearest_is_the_first_match_of_query_without_the_excluded_id():
         exclude = rnd.randrange(-1, len(index))
         expected = next(((i, d) for i, d in index.query(fp) if i != exclude), None)
         assert index.nearest(fp, exclude=exclude) == expected
+        before = rnd.randrange(0, len(index) + 1)  # the ids below it only: sorted tables, tail or both
+        expected = next(((i, d) for i, d in index.query(fp) if i != exclude and i < before), None)
+        assert index.nearest(fp, exclude=exclude, before=before) == expected

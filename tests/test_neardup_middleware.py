@@ -268,3 +268,17 @@ def test_near_identical_pages_cost_no_list_of_every_earlier_match(monkeypatch):
     assert answers[0] is None and None not in answers[1:]
     assert mw.check_page("http://t.test/7", base) == "http://t.test/0"  # fetched again: not its own duplicate
     assert len(mw.index) == 3000
+
+
+def test_a_page_checked_again_meets_only_the_pages_checked_before_it(tmp_path):
+    """A page whose row a kill lost is fetched and checked again by the resumed crawl: a copy
+    found after its first check is no original of it (the crawl never killed said so too)."""
+    mw, _ = middleware(tmp_path)
+    run(mw, "http://a.test/1", ARTICLE)
+    assert run(mw, "http://b.test/copy", ARTICLE)[0]["near_duplicate_of"] == "http://a.test/1"
+    mw.close()
+    resumed, _ = middleware(tmp_path)
+    assert run(resumed, "http://a.test/1", ARTICLE)[0]["near_duplicate_of"] is None
+    assert run(resumed, "http://b.test/copy", ARTICLE)[0]["near_duplicate_of"] == "http://a.test/1"
+    assert run(resumed, "http://c.test/copy", ARTICLE)[0]["near_duplicate_of"] == "http://a.test/1"
+    resumed.close()

@@ -312,21 +312,25 @@ class SimHashIndex:
         order = np.lexsort((cand, dist, qrep))
         return Matches(qrep[order], cand[order], dist[order], candidates, key_matches)
 
-    def nearest(self, fingerprint: int, exclude: int = -1) -> tuple[int, int] | None:
-        """``query``'s first ``(id, distance)`` (nearest, then oldest) other than id ``exclude``,
-        or ``None``, without building the list of every match: a site of near-identical pages
-        matches all the earlier ones, and a list per page grows with them."""
+    def nearest(self, fingerprint: int, exclude: int = -1, before: int | None = None) -> tuple[int, int] | None:
+        """``query``'s first ``(id, distance)`` (nearest, then oldest) other than id ``exclude``
+        and below id ``before`` (if given), or ``None``, without building the list of every
+        match: a site of near-identical pages matches all the earlier ones, and a list per page
+        grows with them."""
         k = self.max_distance
         fp = _U64(fingerprint)
+        end = self._n if before is None else max(0, min(int(before), self._n))
         best = None
         if self._n_sorted:
             packed = compiled_query_tables()(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
+            if end < self._n:
+                packed = packed[(packed & 0xFFFFFFFF) < end]
             for c in packed[:2].tolist():  # sorted: the first, or the second if the first is excluded
                 if c & 0xFFFFFFFF != exclude:
                     best = c
                     break
-        if self._n > self._n_sorted:
-            dist = np.bitwise_count(self._fps[self._n_sorted:self._n] ^ fp).astype(np.int64)
+        if end > self._n_sorted:
+            dist = np.bitwise_count(self._fps[self._n_sorted:end] ^ fp).astype(np.int64)
             if 0 <= exclude - self._n_sorted < len(dist):
                 dist[exclude - self._n_sorted] = k + 1
             i = int(np.argmin(dist))  # the first of the smallest: the oldest

@@ -163,10 +163,13 @@ class NearDuplicatePageMiddleware(BaseSpiderMiddleware):
         own = self._ident_of.get(url, -1)
         seen_before = own >= 0 and (int(self.index.fingerprints[own]) ^ fp).bit_count() \
             <= self.index.max_distance
-        match = self.index.nearest(fp, exclude=own)
+        # checked before (fetched again after a kill lost its row): it meets the pages it met
+        # then, those checked before it, as a crawl never killed does; not the later ones
+        match = self.index.nearest(fp, before=own if own >= 0 else None)
         duplicate_of = self.urls[match[0]] if match is not None else None
         if duplicate_of == url:  # an older fingerprint of the page, of other content: the whole list
-            duplicate_of = next((self.urls[i] for i, _ in self.index.query(fp) if self.urls[i] != url), None)
+            duplicate_of = next((self.urls[i] for i, _ in self.index.query(fp) if i < own and self.urls[i] != url),
+                                None)
             seen_before = True
         if duplicate_of is not None:
             self.stats.inc_value("focuscrawl/neardup/near_duplicates")
