@@ -242,7 +242,11 @@ class SimHashIndex:
         self._build_directory()
         # numba loads the compiled query at its first call: now, with the merge's copy, not
         # at the next page's query
-        compiled_query_tables()(_U64(0), 0, self._shift, self._layout, self._dir, self._table_fps, self._ids)
+        self._sorted_matches(_U64(0), 0)
+
+    def _sorted_matches(self, fp: np.uint64, k: int) -> np.ndarray:
+        """``_query_tables`` (compiled) on the sorted tables: ``distance << 32 | id``, ascending."""
+        return compiled_query_tables()(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
 
     def _build_directory(self) -> None:
         """Bucket offsets over the top D key bits, D ≈ log2(entries): a lookup is two reads.
@@ -322,7 +326,7 @@ class SimHashIndex:
         end = self._n if before is None else max(0, min(int(before), self._n))
         best = None
         if self._n_sorted:
-            packed = compiled_query_tables()(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
+            packed = self._sorted_matches(fp, k)
             if end < self._n:
                 packed = packed[(packed & 0xFFFFFFFF) < end]
             for c in packed[:2].tolist():  # sorted: the first, or the second if the first is excluded
@@ -353,7 +357,7 @@ class SimHashIndex:
         fp = _U64(fingerprint)
         found = []
         if self._n_sorted:
-            packed = compiled_query_tables()(fp, k, self._shift, self._layout, self._dir, self._table_fps, self._ids)
+            packed = self._sorted_matches(fp, k)
             found = [(c & 0xFFFFFFFF, c >> 32) for c in packed.tolist()]
         if self._n > self._n_sorted:
             dist = np.bitwise_count(self._fps[self._n_sorted:self._n] ^ fp)

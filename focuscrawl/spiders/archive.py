@@ -87,18 +87,15 @@ class ArchiveSpider(FocusedSpider):
             index, pages = cls._index(archives)
         except UsageError as exc:
             raise reported(exc, cls.name)
-        files = None
-        if seed_files:
-            files = set(seed_files if isinstance(seed_files, list) else seed_files.split(","))
-        seeds = [ref for ref in pages if ref.path in files] if files is not None else pages
+        files = set(seed_files if isinstance(seed_files, list) else seed_files.split(",")) if seed_files else None
+        seeds = pages if files is None else [ref for ref in pages if ref.path in files]
         # the focused spider needs seeds; the archive's pages are the seeds
         crawler.settings.set("FOCUSCRAWL_SEEDS", pages[0].url, priority="spider")
         cls._size_analysis_pool(crawler.settings, len(seeds))
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.archive_index = index
         spider.seed_files = files
-        pages = seeds
-        spider.seed_urls = [ref.url for ref in pages]
+        spider.seed_urls = [ref.url for ref in seeds]
         spider.expected_pages = len(spider.seed_urls)  # the progress line's target (CrawlProgress)
         #: url -> ((html, base_url, depth), analysis or its Deferred): started by the lean path
         spider.analyses_ahead = {}
