@@ -13,13 +13,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from contextlib import suppress
 from pathlib import Path
 
 from tests.support.localweb import LocalWeb, Page
 from tests.support.net import free_port
-from tests.support.processes import descendants, wait_gone
+from tests.support.processes import ctrl_c_once, descendants, wait_gone
 from tests.test_warc_jobs import REPO, archives, run_files, tsv, warc
 
 TIMEOUT = 300
@@ -136,19 +135,13 @@ def test_a_ctrl_c_stops_the_replays_and_merges_the_finished_parts(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
                                  "--engine", "dask", "--json"], cwd=REPO, stdout=out, stderr=err,
                                 start_new_session=True)
-        try:
-            deadline = time.monotonic() + 60
-            # the workers' replay forkers and the replays they fork (the same command line)
-            while len(replays := {pid for pid in descendants(proc.pid)
-                                  if b"focuscrawl.archive.engine" in cmdline(pid)}) < 4:
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.05)
-            time.sleep(1.0)
-            os.killpg(proc.pid, signal.SIGINT)
-            code = proc.wait(60)
-        finally:
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+        replays: set[int] = set()
+
+        def replaying() -> bool:  # the workers' replay forkers and the replays they fork (one command line)
+            replays.update(pid for pid in descendants(proc.pid) if b"focuscrawl.archive.engine" in cmdline(pid))
+            return len(replays) >= 4
+
+        code = ctrl_c_once(proc, replaying, settle=1.0)
     log = (tmp_path / "err.log").read_text()
     assert code == 130 and "Traceback" not in log, log[-3000:]
     assert not wait_gone(replays, 10)

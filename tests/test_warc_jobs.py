@@ -24,7 +24,7 @@ import pytest
 
 from focuscrawl.settings import EXTENSIONS
 from tests.support.archives import write_warc
-from tests.support.processes import descendants, wait_children, wait_gone
+from tests.support.processes import ctrl_c_once, descendants, wait_children, wait_gone
 from tests.support.localweb import png_bytes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -338,17 +338,7 @@ def test_a_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path):
             proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o",
                                      str(tmp_path / f"out{n}"), "--jobs", "2"], cwd=REPO,
                                     stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-            try:
-                deadline = time.monotonic() + 60
-                while not loading_scrapy(proc.pid):
-                    assert time.monotonic() < deadline and proc.poll() is None
-                    time.sleep(0.002)
-                time.sleep(after)
-                os.killpg(proc.pid, signal.SIGINT)
-                code = proc.wait(60)
-            finally:
-                with suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+            code = ctrl_c_once(proc, lambda: loading_scrapy(proc.pid), settle=after, poll=0.002)
         log = (tmp_path / f"err{n}.log").read_text()
         assert "Traceback" not in log and "KeyboardInterrupt" not in log, (after, log[-3000:])
         assert code == 130, (after, code, log[-2000:])
@@ -367,16 +357,8 @@ def test_a_ctrl_c_during_the_replay_keeps_the_pages_the_jobs_wrote(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", "2",
                                  "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"], cwd=REPO, stdout=summary_out, stderr=err,
                                 start_new_session=True)
-        try:
-            deadline = time.monotonic() + 120
-            while not any(len(p.read_text().splitlines()) > 1 for p in out.glob("parts/*/pages.tsv")):
-                assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "err.log").read_text()[-3000:]
-                time.sleep(0.05)
-            os.killpg(proc.pid, signal.SIGINT)
-            code = proc.wait(60)
-        finally:
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+        code = ctrl_c_once(proc, lambda: any(len(p.read_text().splitlines()) > 1 for p in out.glob("parts/*/pages.tsv")),
+                           timeout=120, log=tmp_path / "err.log")
     log, summary = (tmp_path / "err.log").read_text(), (tmp_path / "out.txt").read_text()
     assert code == 130 and "Traceback" not in log, log[-3000:]
     pages = tsv(out / "pages.tsv", "url")

@@ -52,3 +52,25 @@ def wait_children(pid: int, n: int, timeout: float = 60) -> set[int]:
             raise AssertionError(f"process {pid} never had {n} children: {found}")
         time.sleep(0.02)
     return found
+
+
+def ctrl_c_once(proc, ready, timeout: float = 60, settle: float = 0.0, log: Path | None = None,
+                poll: float = 0.05) -> int:
+    """Wait until ``ready()`` (``proc`` still running), then Ctrl-C ``proc``'s process group (as
+    a terminal does; it was started with ``start_new_session=True``) ``settle`` seconds later;
+    its exit code (``ready`` is asked every ``poll`` seconds). Whatever of the group is left
+    after 60 s is killed."""
+    import signal
+    from contextlib import suppress
+
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()[-3000:] if log else proc.args
+            time.sleep(poll)
+        time.sleep(settle)
+        os.killpg(proc.pid, signal.SIGINT)
+        return proc.wait(60)
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
