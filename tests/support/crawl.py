@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from tests.support import warmfork
 from tests.support.run_crawl import plain_stats
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import write_model
@@ -55,8 +56,8 @@ def start_focused(stats: Path, settings: dict, args: dict, *, web=None, stdout=s
     """Start a ``focused`` crawl (through ``web`` as proxy if given); the caller waits or kills it.
     ``group``: in a process group of its own, which the caller can signal as a terminal's
     Ctrl-C, ``timeout`` or systemd do (``os.killpg(proc.pid, ...)``)."""
-    return subprocess.Popen(focused_cmd(stats, settings, args), cwd=ROOT, env=proxy_env(web) if web else None,
-                            stdout=stdout, stderr=stderr, text=True, start_new_session=group)
+    return warmfork.popen(focused_cmd(stats, settings, args), cwd=ROOT, env=proxy_env(web) if web else None,
+                          stdout=stdout, stderr=stderr, text=True, start_new_session=group)
 
 
 def crawl(web, tmp: Path, seeds: str, mode: str = "keywords", settings: dict | None = None,
