@@ -7,7 +7,8 @@
   language identifier and the models. Its log comes back as the ``stderr`` of a
   ``CompletedProcess``. (Not in the main thread: no SIGALRM extraction time limit.)
 * ``focused_cmd``/``start_focused``: the crawl as a process (``tests/support/run_crawl.py``)
-  that the caller waits for, signals or kills.
+  that the caller waits for, signals or kills, forked from a server that has imported the
+  crawl's modules (``tests/support/warmfork.py``).
 * the link spider of the Redis tests: ``links_cmd``/``run_links``/``start_links``.
 * ``on_reactor``: call a function on that reactor's thread and wait for its result (a
   Deferred's once it fires), for components that must run there.
@@ -233,11 +234,11 @@ def links_cmd(start: str, *settings: str, out: Path | None = None) -> list[str]:
 
 
 def run_links(start: str, *settings: str, out: Path | None = None, timeout: int = 60):
-    return subprocess.run(links_cmd(start, *settings, out=out), cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return warmfork.run(links_cmd(start, *settings, out=out), cwd=ROOT, capture_output=True,
+                        text=True, timeout=timeout)
 
 
 def start_links(start: str, *settings: str, out: Path | None = None, log: Path | None = None):
     err = open(log, "w") if log else subprocess.DEVNULL
-    return subprocess.Popen(links_cmd(start, *settings, out=out), cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=err, text=True)
+    return warmfork.popen(links_cmd(start, *settings, out=out), cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=err, text=True)

@@ -36,7 +36,7 @@ from pathlib import Path
 PRELOAD = ("scrapy.crawler", "scrapy.core.downloader.handlers.http11", "scrapy.core.downloader.handlers.http2",
            "focuscrawl.cli", "focuscrawl.crawl_cli", "focuscrawl.spiders.focused", "focuscrawl.focus.link_learner",
            "scipy.sparse", "sklearn.feature_extraction.text", "sklearn.linear_model", "threadpoolctl",
-           "trafilatura", "aiohttp", "tldextract", "courlan", "htmldate", "numba.core.inline_closurecall")
+           "trafilatura", "tldextract", "courlan", "htmldate", "numba.core.inline_closurecall")
 
 
 # ---------------------------------------------------------------- server side
@@ -88,9 +88,8 @@ def _run_child(request: dict, fds: list[int]) -> None:
     """In the forked child: become the process the command line asked for, run it, exit."""
     code = 1
     try:
-        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        # the server's signal dispositions are a fresh interpreter's (SIGINT raises
+        # KeyboardInterrupt, SIGPIPE and SIGXFSZ ignored, the rest default): nothing to reset
         if request["new_session"]:
             os.setsid()
         for target, fd in zip((0, 1, 2), fds):
@@ -331,18 +330,24 @@ def _fd_for(spec, close: list):
     return fd, None
 
 
-def popen(cmd, *, cwd=None, env=None, stdout=None, stderr=None, text: bool = False,
-          start_new_session: bool = False, stdin=subprocess.DEVNULL):
-    """``subprocess.Popen(cmd, ...)``, forked from the warm server when ``cmd`` is a Python
-    script or module of this interpreter (else an ordinary ``Popen``)."""
+#: the ``subprocess.Popen`` arguments a forked process honours; any other makes a cold process
+_WARM_ARGS = {"cwd", "env", "stdout", "stderr", "text", "start_new_session", "stdin"}
+
+
+def popen(cmd, **kwargs):
+    """``subprocess.Popen(cmd, **kwargs)``, forked from the warm server when ``cmd`` is a
+    Python script or module of this interpreter and ``kwargs`` are of ``_WARM_ARGS`` (no
+    input on stdin, stderr not merged into stdout); else an ordinary ``Popen``."""
     argv = _python_argv(cmd)
     path = None
-    if argv is not None and os.environ.get("FOCUSCRAWL_TEST_COLD_PROCESSES") != "1" and stdin == subprocess.DEVNULL \
-            and stderr != subprocess.STDOUT:
+    if argv is not None and os.environ.get("FOCUSCRAWL_TEST_COLD_PROCESSES") != "1" \
+            and set(kwargs) <= _WARM_ARGS and kwargs.get("stdin", subprocess.DEVNULL) == subprocess.DEVNULL \
+            and kwargs.get("stderr") != subprocess.STDOUT:
         path = _server_socket()
     if path is None:
-        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=stdout, stderr=stderr, text=text,
-                                start_new_session=start_new_session, stdin=stdin)
+        return subprocess.Popen(cmd, **kwargs)
+    cwd, env, text = kwargs.get("cwd"), kwargs.get("env"), kwargs.get("text", False)
+    stdout, stderr, start_new_session = kwargs.get("stdout"), kwargs.get("stderr"), kwargs.get("start_new_session")
     close: list[int] = []
     inherit = [sys.stdin, sys.stdout, sys.stderr]
     fds, parent_ends = [], []
@@ -376,12 +381,14 @@ def popen(cmd, *, cwd=None, env=None, stdout=None, stderr=None, text: bool = Fal
     return WarmProcess(cmd, conn, pid, files[1], files[2])
 
 
-def run(cmd, *, capture_output: bool = False, timeout: float | None = None, text: bool = False, cwd=None, env=None,
-        stdout=None, stderr=None, check: bool = False) -> subprocess.CompletedProcess:
-    """``subprocess.run`` for ``popen``."""
+def run(cmd, *, capture_output: bool = False, timeout: float | None = None, check: bool = False,
+        **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run`` for ``popen``: cold (``subprocess.run`` itself) where ``popen`` would be."""
     if capture_output:
-        stdout = stderr = subprocess.PIPE
-    proc = popen(cmd, cwd=cwd, env=env, stdout=stdout, stderr=stderr, text=text)
+        kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
+    if "input" in kwargs:
+        return subprocess.run(cmd, timeout=timeout, check=check, **kwargs)
+    proc = popen(cmd, **kwargs)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
