@@ -11,6 +11,15 @@ from tests.support.toymodel import write_arpa
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: two test workers per core, at most 8. About half of a test's time is
+    waiting (for a crawl process to reach its kill point, for a server, for a politeness
+    delay), which a second worker per core fills."""
+    import os
+
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+
+
 def pytest_configure(config) -> None:
     # the reactor of in-process crawls, installed before anything imports Twisted's default
     install_reactor()
