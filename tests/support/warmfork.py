@@ -106,6 +106,10 @@ def _run_child(request: dict, fds: list[int]) -> None:
         if argv[0] == "-m":
             sys.argv = [argv[1], *argv[2:]]
             sys.path[0] = os.getcwd()
+            preloaded = sys.modules.get(argv[1])
+            if preloaded is not None and not hasattr(preloaded, "__path__"):
+                # a fresh interpreter has not imported the module it runs as ``__main__``
+                del sys.modules[argv[1]]
             runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
         else:
             sys.argv = list(argv)
@@ -153,15 +157,21 @@ def serve(path: str) -> None:
     server.bind(path)
     server.listen(64)
     print("ready", flush=True)
-    waiting: dict[int, socket.socket] = {}  # child pid -> the connection that started it
+    waiting: dict[int, socket.socket] = {}  # running child pid -> the connection that started it
+    # exited children, not reaped until their test process has read the status (as a child of
+    # its own stays a zombie until ``Popen.wait``: its process group can still be signalled)
+    exited: dict[socket.socket, int] = {}
     conns: list[socket.socket] = []
     while True:
-        readable, _, _ = select.select([server, sys.stdin, *conns], [], [], 0.02)
+        readable, _, _ = select.select([server, sys.stdin, *conns, *exited], [], [], 0.02)
         if sys.stdin in readable and not os.read(sys.stdin.fileno(), 1024):
             break  # the test process is gone
         if server in readable:
             conn, _ = server.accept()
             conns.append(conn)
+        for conn in [c for c in exited if c in readable]:  # status read (or the test gone): reap
+            os.waitpid(exited.pop(conn), 0)
+            conn.close()
         for conn in [c for c in conns if c in readable]:
             conns.remove(conn)
             try:
@@ -174,7 +184,7 @@ def serve(path: str) -> None:
             pid = os.fork()
             if pid == 0:
                 server.close()
-                for other in [*conns, *waiting.values()]:
+                for other in [*conns, *waiting.values(), *exited]:
                     other.close()
                 conn.close()
                 _run_child(request, fds)
@@ -182,20 +192,17 @@ def serve(path: str) -> None:
                 os.close(fd)
             conn.sendall(struct.pack("!i", pid))
             waiting[pid] = conn
-        while waiting:
+        for pid in list(waiting):
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if info is None:
+                continue
+            conn = waiting.pop(pid)
+            code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            conn = waiting.pop(pid, None)
-            if conn is not None:
-                try:
-                    conn.sendall(struct.pack("!i", os.waitstatus_to_exitcode(status)))
-                except OSError:
-                    pass
-                conn.close()
+                conn.sendall(struct.pack("!i", code))
+            except OSError:
+                pass
+            exited[conn] = pid
 
 
 # ---------------------------------------------------------------- test side
@@ -255,6 +262,10 @@ class WarmProcess:
                 raise RuntimeError("the warm process server went away")
             data += chunk
         self.returncode = struct.unpack("!i", data)[0]
+        try:
+            self._conn.sendall(b"r")  # the server may reap the child now
+        except OSError:
+            pass
         self._conn.close()
         return True
 
