@@ -84,14 +84,18 @@ def _recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(body), fds
 
 
-def _run_child(request: dict, fds: list[int]) -> None:
-    """In the forked child: become the process the command line asked for, run it, exit."""
+def _run_child(request: dict, fds: list[int], started: int) -> None:
+    """In the forked child: become the process the command line asked for (its session, then
+    a byte on ``started``: ``popen`` returns once the process group exists, as after an exec),
+    run it, exit."""
     code = 1
     try:
         # the server's signal dispositions are a fresh interpreter's (SIGINT raises
         # KeyboardInterrupt, SIGPIPE and SIGXFSZ ignored, the rest default): nothing to reset
         if request["new_session"]:
             os.setsid()
+        os.write(started, b"s")
+        os.close(started)
         for target, fd in zip((0, 1, 2), fds):
             os.dup2(fd, target)
         for fd in fds:
@@ -125,7 +129,10 @@ def _run_child(request: dict, fds: list[int]) -> None:
             print(e.code, file=sys.stderr)
             code = 1
     except KeyboardInterrupt:
-        # as the interpreter does with an uncaught Ctrl-C: die of SIGINT
+        # as the interpreter does with an uncaught Ctrl-C: its traceback, then die of SIGINT
+        import traceback
+
+        traceback.print_exc()
         _finish()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
@@ -181,13 +188,18 @@ def serve(path: str) -> None:
                 continue
             sys.stdout.flush()
             sys.stderr.flush()
+            started, child_started = os.pipe()
             pid = os.fork()
             if pid == 0:
                 server.close()
                 for other in [*conns, *waiting.values(), *exited]:
                     other.close()
                 conn.close()
-                _run_child(request, fds)
+                os.close(started)
+                _run_child(request, fds, child_started)
+            os.close(child_started)
+            os.read(started, 1)  # empty if the child died first: its status follows
+            os.close(started)
             for fd in fds:
                 os.close(fd)
             conn.sendall(struct.pack("!i", pid))
