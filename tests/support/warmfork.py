@@ -10,9 +10,13 @@ file descriptors), that runs the script or module as ``__main__`` as the interpr
 without the imports. The returned object is used as a ``subprocess.Popen``: ``pid``,
 ``wait``, ``poll``, ``send_signal``, ``kill``, ``communicate``, ``returncode``.
 
-The server imports modules only, never Twisted's reactor (each crawl installs its own), and
-has no thread when it forks. Commands that are not a Python script or module (or with
-``FOCUSCRAWL_TEST_COLD_PROCESSES=1`` in the environment) run as ordinary subprocesses.
+The server (one per test process, started on first use) imports modules only, never
+Twisted's reactor (each crawl installs its own), and has no thread when it forks. Commands
+that are not a Python script or module, ``subprocess`` arguments it does not honour (input on
+stdin, ``stderr=STDOUT``, ...) and ``FOCUSCRAWL_TEST_COLD_PROCESSES=1`` in the environment make
+an ordinary subprocess. Tests of a process's start-up (what it imports, a Ctrl-C while it
+imports) and tests that wait on the pid with ``os.wait*`` (the child is the server's) use
+``subprocess`` itself.
 
     python tests/support/warmfork.py SOCKET   (the server; ends when its stdin closes)
 """
@@ -34,8 +38,7 @@ from pathlib import Path
 
 #: what a crawl process imports before its first page (modules only: no reactor)
 PRELOAD = ("scrapy.crawler", "scrapy.core.downloader.handlers.http11", "scrapy.core.downloader.handlers.http2",
-           "focuscrawl.cli", "focuscrawl.crawl_cli", "focuscrawl.spiders.focused", "focuscrawl.focus.link_learner",
-           "scipy.sparse", "sklearn.feature_extraction.text", "sklearn.linear_model", "threadpoolctl",
+           "focuscrawl.cli", "focuscrawl.crawl_cli", "focuscrawl.spiders.focused", "threadpoolctl",
            "trafilatura", "tldextract", "courlan", "htmldate", "numba.core.inline_closurecall")
 
 
@@ -52,6 +55,9 @@ def _preload() -> None:
     from scrapy.settings import default_settings
 
     from focuscrawl import settings
+    from focuscrawl.focus.link_learner import LinkLearner
+
+    LinkLearner()  # scikit-learn and SciPy, imported as a learning crawl imports them (without pandas)
 
     for value in [*vars(settings).values(), *vars(default_settings).values()]:
         if isinstance(value, dict):
