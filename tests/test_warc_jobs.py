@@ -125,14 +125,16 @@ def test_files_without_a_job_are_named_with_the_reason_and_parts_count_their_own
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert lines[0] == f"warc: 4 archive files, 5 HTML pages replayed into {out}"
-    assert lines[1].startswith("  2 jobs (one per file with pages of its own) on 1 processes; 2 parts merged: "
+    # the archives' responses, the file without a job of its own too (as a replay without --jobs says)
+    assert lines[1].startswith("  of 8 HTML responses in the archives: ")
+    assert lines[2].startswith("  2 jobs (one per file with pages of its own) on 1 processes; 2 parts merged: "
                                "5 pages, 0 images")
-    assert lines[2] == (f"  {again}: no job of its own: its 3 HTML pages are all captured in an earlier file too "
+    assert lines[3] == (f"  {again}: no job of its own: its 3 HTML pages are all captured in an earlier file too "
                         f"(the first capture is replayed)")
-    assert lines[3].startswith(f"  {pictures}: no job of its own: it holds no HTML page")
-    assert lines[4].startswith("  archives: ")
+    assert lines[4].startswith(f"  {pictures}: no job of its own: it holds no HTML page")
+    assert lines[5].startswith("  archives: ")
     # every crawl's summary, of the jobs together, says why no image was written
-    assert lines[5] == f"replay summary: 5 pages and 0 images written to {out.resolve()}"
+    assert lines[6] == f"replay summary: 5 pages and 0 images written to {out.resolve()}"
     assert "  stopped: frontier empty: no link left to follow" in lines
     assert any(line.startswith("  images not kept: too_small ") for line in lines), lines
     merged = json.loads((out / "stats.json").read_text())
@@ -160,6 +162,8 @@ def test_a_job_process_killed_fails_its_file_and_the_others_are_merged(tmp_path)
     assert "Traceback" not in proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["finish_reason"] == f"failed: {paths[2]}: job process died"
+    # what the archives hold, the dead job's file too (before, its 3 pages were left out)
+    assert summary["focuscrawl/archive/html_pages"] == 12 and summary["focuscrawl/archive/html_responses"] == 12
     pages = tsv(out / "pages.tsv", "url")
     others = {f"http://site.test/f{f}/p{i}" for f in (0, 1, 3) for i in range(3)}
     assert others <= set(pages)

@@ -481,6 +481,10 @@ def replay_jobs(index, output: Path, processes: JobProcesses, progress_interval:
                      "images": counts["images"], "parts_merged": len(whole)}
     for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
         summary[key] = sum(r.get(key) or 0 for r in results)
+    # what the archives hold, from their index: also the files of jobs killed or interrupted
+    # before their crawl counted them
+    summary["focuscrawl/archive/html_pages"] = len(index.html_refs())
+    summary["focuscrawl/archive/html_responses"] = index.html_responses()
     from focuscrawl.output.run_state import WRITE_FAILED_STAT
 
     for key, stat in (("write_failed", WRITE_FAILED_STAT), ("stop_signal", "stop_signal")):  # the first job's

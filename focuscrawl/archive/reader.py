@@ -604,6 +604,12 @@ class ArchiveIndex:
     def get(self, url: str) -> RecordRef | None:
         return self.refs.get(url)
 
+    def html_responses(self, paths=None) -> int:
+        """The HTML responses of ``paths`` (every file's if ``None``): each capture, redirects
+        and errors included."""
+        files = None if paths is None else set(paths)
+        return sum(1 for ref in self.order if (files is None or ref.path in files) and "html" in ref.content_type.lower())
+
     def html_refs(self) -> list[RecordRef]:
         """Captured HTML pages (status 200), first capture of each URL, in archive order."""
         seen: set[str] = set()

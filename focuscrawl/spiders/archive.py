@@ -195,5 +195,4 @@ class ArchiveSpider(FocusedSpider):
             self.stats.set_value(f"focuscrawl/archive/{key}", value)
         self.stats.set_value("focuscrawl/archive/html_pages", len(self.seed_urls))
         # every HTML response of those files: a URL captured again, redirects and errors are no pages
-        self.stats.set_value("focuscrawl/archive/html_responses", sum(
-            1 for ref in self.archive_index.order if ref.path in files and "html" in ref.content_type.lower()))
+        self.stats.set_value("focuscrawl/archive/html_responses", self.archive_index.html_responses(files))
