@@ -171,6 +171,9 @@ def test_files_without_pages_of_their_own_get_no_part_as_with_jobs(tmp_path):
     assert summary["parts"] == jobs["parts"] == 2 and summary["pages"] == jobs["pages"] == 5
     assert summary["files_without_part"] == jobs["files_without_part"]
     assert set(summary["files_without_part"]) == {paths[1], paths[3]}
+    for key in ("focuscrawl/archive/html_pages", "focuscrawl/archive/html_responses"):  # the copy's 3 responses too
+        assert summary[key] == jobs[key], key
+    assert summary["focuscrawl/archive/html_responses"] == 8
     assert run_files(tmp_path / "dask") == run_files(tmp_path / "jobs")
 
 

@@ -238,8 +238,8 @@ def _merged(sources: list[str], results: list[dict], output: Path, client, stopp
                      "jobs": sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()),
                      "parts": len(with_part), "pages": counts["pages"], "images": counts["images"],
                      "parts_merged": len(whole)}
-    for key in SUMMARY_STATS:
-        summary[key] = sum(s.get(key) or 0 for s in stats_of)
+    for key in SUMMARY_STATS:  # the files without a part too: their HTML responses
+        summary[key] = sum(r["stats"].get(key) or 0 for r in results)
     from focuscrawl.output.run_state import WRITE_FAILED_STAT
 
     found = [s[WRITE_FAILED_STAT] for s in stats_of if s.get(WRITE_FAILED_STAT)]
@@ -482,8 +482,10 @@ def _replay_process(task_file: str) -> int:
         result = {"stats": {"finish_reason": f"error: {exc}"}}
     else:
         why = files_without_part(index).get(spec["seed"])
-        if why:
-            result = {"stats": {"finish_reason": "finished"}, "no_part": why}
+        if why:  # its HTML responses still count among the archives' (as with --jobs)
+            result = {"stats": {"finish_reason": "finished",
+                                "focuscrawl/archive/html_responses": index.html_responses([spec["seed"]])},
+                      "no_part": why}
         else:
             result = {"stats": archive_cli.replay(index, spec["part"], spec["settings"], spec["spider_args"],
                                                   spec["verbose"], seed_files=[spec["seed"]])}
