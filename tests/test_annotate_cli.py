@@ -16,6 +16,7 @@ from focuscrawl.cli import main
 from focuscrawl.corpus import CorpusEntry
 from tests.support.net import free_port
 from tests.support.runfixture import make_run_dir
+from tests.support import warmfork
 
 
 def test_add_user_and_users(tmp_path, monkeypatch, capsys):
@@ -47,10 +48,10 @@ def test_serve_command_runs_and_stops(tmp_path):
     run_dir = make_run_dir(tmp_path / "run", [{"url": f"http://a.org/{i}.jpg", "score": 5 + i} for i in range(3)]
                            + [{"url": "http://a.org/x.jpg", "score": 9, "image": False}])
     db, port = tmp_path / "s.sqlite3", free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "annotate", "serve", str(run_dir),
-                             "--db", str(db), "--port", str(port), "--per-image", "2", "--top", "2",
-                             "--labels", "Dog,Pet,Animal,Living being,Other"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = warmfork.popen([sys.executable, "-m", "focuscrawl.cli", "annotate", "serve", str(run_dir),
+                           "--db", str(db), "--port", str(port), "--per-image", "2", "--top", "2",
+                           "--labels", "Dog,Pet,Animal,Living being,Other"],
+                          stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(100):
             try:

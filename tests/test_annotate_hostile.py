@@ -16,6 +16,7 @@ from focuscrawl.annotate.db import AnnotationDB, InvalidUserName, UserExists, pa
 from focuscrawl.annotate.web import AnnotationServer, LoginThrottle, create_app
 from tests.support.annotate import Client, logged_in, running_app
 from tests.support.runfixture import make_run_dir
+from tests.support import warmfork
 
 ROWS = [{"url": f"http://a.org/{i}.jpg", "score": 10 + i, "alt": f"cat number {i}"} for i in range(12)]
 
@@ -425,11 +426,10 @@ def test_failed_logins_on_every_server_thread_keep_the_process_small(tmp_path):
     """16 server threads checking passwords at once: each scrypt takes 16 MiB that the thread's
     malloc arena keeps, so the server grew by about 16 MiB per thread (177 -> 418 MB);
     hashing on a few threads bounds the growth. In a fresh process (arenas unused)."""
-    import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(tmp_path / "db.sqlite3")], check=True,
-                         capture_output=True, text=True, env={**os.environ}, timeout=120).stdout
+    out = warmfork.run([sys.executable, "-c", RSS_PROBE, str(tmp_path / "db.sqlite3")], check=True,
+                       capture_output=True, text=True, env={**os.environ}, timeout=120).stdout
     assert int(out) < 100, f"grew by {out.strip()} MB"
 
 

@@ -21,6 +21,7 @@ from focuscrawl.topic.model import default_keywords_path, default_model_path
 from tests.support.archives import write_warc
 from tests.support.localweb import LocalWeb, link_site, png_bytes
 from tests.support.net import free_port
+from tests.support import warmfork
 
 FOCUSCRAWL = str(Path(sys.executable).with_name("focuscrawl"))
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
@@ -37,8 +38,8 @@ def empty(tmp_path):
 
 
 def run(folder: Path, *args: str, stdin: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    proc = subprocess.run([FOCUSCRAWL, *args], cwd=folder, input=stdin, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = warmfork.run([FOCUSCRAWL, *args], cwd=folder, input=stdin, capture_output=True, text=True,
+                        timeout=timeout)
     assert proc.returncode == 0, f"focuscrawl {' '.join(args)}:\n{proc.stderr[-3000:]}"
     assert "Traceback" not in proc.stderr and "Dumping Scrapy stats" not in proc.stderr, proc.stderr[-3000:]
     return proc
@@ -46,8 +47,8 @@ def run(folder: Path, *args: str, stdin: str | None = None, timeout: float = 240
 
 def serve(folder: Path, args: list[str], url: str) -> str:
     """Start a serving command, wait until ``url`` answers, stop it; its stderr."""
-    proc = subprocess.Popen([FOCUSCRAWL, *args], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = warmfork.popen([FOCUSCRAWL, *args], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -164,7 +165,7 @@ def test_the_crawl_from_an_empty_folder(tmp_path, empty):
     with LocalWeb(link_site(6)) as web:
         for name, command in (("focuscrawl", [FOCUSCRAWL, "crawl"]), ("scrapy", [SCRAPY, "crawl", "focused"])):
             out = tmp_path / name
-            proc = subprocess.run(
+            proc = warmfork.run(
                 [*command, "-a", f"seeds={web.base}/p0", "-a", f"output={out / 'run'}", "-a", "mode=keywords",
                  "-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0",
                  "-s", f"JOBDIR={out / 'job'}", "-O", f"{out / 'items.jsonl'}", "-L", "INFO"],
@@ -204,14 +205,14 @@ def test_another_projects_scrapy_cfg_still_wins(tmp_path):
     (project / "otherbot" / "spiders" / "__init__.py").write_text(
         'import scrapy\n\n\nclass Hello(scrapy.Spider):\n    name = "hello"\n')
     env = no_project_env(tmp_path)
-    listed = subprocess.run([SCRAPY, "list"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    listed = warmfork.run([SCRAPY, "list"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
     assert listed.stdout.split() == ["hello"], listed.stderr[-2000:]
-    crawl = subprocess.run([SCRAPY, "crawl", "focused"], cwd=project, env=env, capture_output=True, text=True,
-                           timeout=120)
+    crawl = warmfork.run([SCRAPY, "crawl", "focused"], cwd=project, env=env, capture_output=True, text=True,
+                         timeout=120)
     assert crawl.returncode != 0 and "Spider not found: focused" in crawl.stderr
-    bot = subprocess.run([SCRAPY, "settings", "--get", "BOT_NAME"], cwd=project, env=env, capture_output=True,
-                         text=True, timeout=120)
+    bot = warmfork.run([SCRAPY, "settings", "--get", "BOT_NAME"], cwd=project, env=env, capture_output=True,
+                       text=True, timeout=120)
     assert bot.stdout.strip() == "otherbot"
-    ours = subprocess.run([FOCUSCRAWL, "crawl", "-a", "seeds=", "-L", "WARNING"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=120)
+    ours = warmfork.run([FOCUSCRAWL, "crawl", "-a", "seeds=", "-L", "WARNING"], cwd=project, env=env,
+                        capture_output=True, text=True, timeout=120)
     assert "focused" in ours.stderr and "Spider not found" not in ours.stderr, ours.stderr[-2000:]

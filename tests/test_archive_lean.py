@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from tests.support.archives import write_warc
 from tests.support.optoutsite import CASES, optout_site, page_html
 from tests.support.runfiles import read_tsv
+from tests.support import warmfork
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = ["DOWNLOAD_DELAY=0", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "LOG_LEVEL=INFO", "ROBOTSTXT_OBEY=True"]
@@ -50,7 +50,7 @@ def _replay(warc: Path, out: Path, settings: list[str]) -> dict:
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(out), "--json"]
     for setting in QUIET + settings:
         cmd += ["-s", setting]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    proc = warmfork.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "stats.json").read_text())
 
@@ -138,8 +138,8 @@ def test_replay_file_replays_one_file_into_a_part_with_images_from_the_others(tm
     code = ("import json, sys; from focuscrawl.archive.cli import replay_file; "
             "print(json.dumps(replay_file(sys.argv[1], sys.argv[2], [sys.argv[3]], "
             "{'FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS': 0, 'FOCUSCRAWL_PROGRESS_INTERVAL': 0})))")
-    proc = subprocess.run([sys.executable, "-c", code, str(own), str(part), str(other)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=240)
+    proc = warmfork.run([sys.executable, "-c", code, str(own), str(part), str(other)], cwd=ROOT,
+                        capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = json.loads(proc.stdout.strip().splitlines()[-1])
     assert stats["finish_reason"] == "finished" and stats["focuscrawl/archive/lean_pages"] == 1

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import subprocess
 import sys
 
 from focuscrawl.cli import COMMAND_MODULES, COMMANDS, build_parser
 from tests.support.crawl import ROOT
+from tests.support import warmfork
 
 
 def test_commands_name_the_module_that_registers_each_subcommand():
@@ -28,15 +28,15 @@ def test_a_command_loads_its_module_alone_and_help_lists_all():
               "code = main(['-v', 'warc', 'no-such.warc.gz', '-o', 'out'])\n"
               "heavy = sorted(m for m in ('pandas', 'scipy', 'aiohttp', 'datasketch') if m in sys.modules)\n"
               "print(code, ','.join(heavy) or '-')\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = warmfork.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["2", "-"], proc.stdout + proc.stderr[-2000:]
     assert "focuscrawl warc: error: no such archive: no-such.warc.gz" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "--help"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    proc = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "--help"], cwd=ROOT, capture_output=True,
+                        text=True, timeout=60)
     assert proc.returncode == 0
     assert all(command in proc.stdout for command in COMMANDS)
-    proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "no-such-command"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "no-such-command"], cwd=ROOT,
+                        capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "invalid choice: 'no-such-command'" in proc.stderr and "'warc'" in proc.stderr
 
 
@@ -47,8 +47,8 @@ def test_output_into_a_closed_pipe_ends_quietly():
 
     from focuscrawl.resources import default_topic_path
 
-    proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "topic", "show", "--json",
-                             str(default_topic_path())], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = warmfork.popen([sys.executable, "-m", "focuscrawl.cli", "topic", "show", "--json",
+                           str(default_topic_path())], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()  # the reader is gone before the command writes: every write is a broken pipe
     err = proc.stderr.read()
     proc.wait(timeout=60)

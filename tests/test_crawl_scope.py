@@ -12,6 +12,7 @@ import pytest
 from tests.support.crawl import ROOT, crawl, crawl_here, items
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import ON_TOPIC, write_model
+from tests.support import warmfork
 
 LONG = "http://long.test/" + "x" * 300
 BROKEN = b"<html><body><p>cat cat cat cat cat.<div><a href='/ok'>tabby</a><table><tr><td>\x00\xff\xfe<<<>>"
@@ -123,8 +124,8 @@ def test_redirect_off_the_allowed_domains_is_not_followed(tmp_path, domains):
 
 
 def scrapy_crawl(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", "LOG_LEVEL=ERROR"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return warmfork.popen([sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", "LOG_LEVEL=ERROR"],
+                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_bad_arguments_stop_with_a_clear_message(tmp_path):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from focuscrawl.dedup.index import SimHashIndex, hamming_distances
+from tests.support import warmfork
 
 
 def flip(fp: int, bits: list[int]) -> int:
@@ -157,7 +158,6 @@ def test_numba_caches_in_the_user_cache_not_in_the_installed_package(tmp_path):
     """numba wrote its cache into the installed package (``focuscrawl/dedup/__pycache__``:
     read-only or shared installs); it goes to ``$XDG_CACHE_HOME/focuscrawl/numba``."""
     import os
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -169,7 +169,7 @@ def test_numba_caches_in_the_user_cache_not_in_the_installed_package(tmp_path):
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     code = ("from focuscrawl.dedup.index import SimHashIndex\n"
             "index = SimHashIndex(3, 4)\nindex.add(11)\nindex.merge()\nprint(index.query(11)[0])")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    proc = warmfork.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "(0, 0)", proc.stderr[-2000:]
     assert list((tmp_path / "cache" / "focuscrawl" / "numba").rglob("index.*.nbi"))
     after = set(package_cache.glob("index.*.nb*")) if package_cache.exists() else set()

@@ -1,7 +1,6 @@
 import hashlib
 import importlib
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -9,6 +8,7 @@ import pytest
 
 from focuscrawl.dedup.simhash import (_BLOCK, hamming, ngram_hashes, parse_ngrams, sentences_simhash, simhash,
                                       simhash_of_hashes, text_simhash, token_hashes)
+from tests.support import warmfork
 
 TEXT = ("The domestic cat is a small carnivorous mammal. It is the only domesticated species in "
         "the family Felidae and is often referred to as the house cat to distinguish it from the wild "
@@ -114,7 +114,7 @@ def test_simhash_is_the_same_in_another_process_with_another_hash_seed():
             "print(text_simhash(sys.stdin.read(), '3'))")
     here = text_simhash(TEXT, "3")
     for seed in ("1", "2"):
-        out = subprocess.run([sys.executable, "-c", code], input=TEXT, capture_output=True, text=True,
-                             env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout
+        out = warmfork.run([sys.executable, "-c", code], input=TEXT, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout
         assert int(out) == here
     assert np.uint64(here) == here  # fits the index's uint64 tables

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from focuscrawl import settings
 from focuscrawl.cli import COMMANDS
+from tests.support import warmfork
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -26,8 +26,8 @@ DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
 def html(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("docs-html")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-                           str(DOCS), str(out)], capture_output=True, text=True, env=env, timeout=240)
+    done = warmfork.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+                         str(DOCS), str(out)], capture_output=True, text=True, env=env, timeout=240)
     assert done.returncode == 0, done.stderr[-4000:]
     return out
 

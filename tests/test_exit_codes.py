@@ -15,6 +15,7 @@ from tests.support.localweb import LocalWeb
 from tests.support.runfiles import read_tsv
 from tests.test_signals import slow_tree
 from tests.test_write_failures import start_crawl
+from tests.support import warmfork
 
 FOCUSCRAWL = ("focuscrawl", "crawl")
 SCRAPY = ("scrapy", "crawl", "focused")
@@ -108,13 +109,12 @@ def test_a_clean_stop_that_never_ends_is_made_unclean_after_the_shutdown_timeout
 def test_warc_given_a_folder_says_it_is_a_folder_exit_2(tmp_path):
     """``focuscrawl warc FOLDER``: one line saying it is a folder (and how to give its files),
     exit 2, no run directory made. Before: "no such archive", as for a name that does not exist."""
-    import subprocess
     import sys
 
     (tmp_path / "archives").mkdir()
-    done = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", "-o", str(tmp_path / "out"),
-                           str(tmp_path / "archives")], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
+    done = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "warc", "-o", str(tmp_path / "out"),
+                         str(tmp_path / "archives")], capture_output=True, text=True, timeout=120,
+                        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "is a folder" in lines[0] and "archives/*.warc.gz" in lines[0], done.stderr
@@ -127,7 +127,6 @@ def test_warc_with_a_bad_topic_bundle_is_one_error_exit_2_no_traceback(tmp_path)
     UsageError as an unhandled Deferred error, then "Crawler.stats is not set yet") and exit 1."""
     import json
     import shutil
-    import subprocess
     import sys
 
     from tests.support.hostile import good, write_records
@@ -137,9 +136,9 @@ def test_warc_with_a_bad_topic_bundle_is_one_error_exit_2_no_traceback(tmp_path)
     manifest = json.loads((bundle / "bundle.json").read_text())
     (bundle / "bundle.json").write_text(json.dumps({**manifest, "order": -3}))
     archive = write_records(tmp_path / "a.warc.gz", [good("http://ok.test/1", 1)], gz=True)
-    done = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", "--topic", str(bundle), "-o",
-                           str(tmp_path / "out"), str(archive)], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
+    done = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "warc", "--topic", str(bundle), "-o",
+                         str(tmp_path / "out"), str(archive)], capture_output=True, text=True, timeout=120,
+                        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("focuscrawl warc: error:")]

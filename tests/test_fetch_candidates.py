@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 
 import pytest
@@ -13,6 +12,7 @@ from focuscrawl.output.records import url_sha1
 from tests.support.crawl import FAST, ROOT
 from tests.support.localweb import CAT_TEXT, LocalWeb, Page, png_bytes
 from tests.support.runfiles import keyed_rows as rows
+from tests.support import warmfork
 
 #: image path -> its ALT; the last is off topic (ranked last by the cat model)
 ALTS = {"/img/tabby.png": "a tabby cat sleeping on the sofa with a kitten",
@@ -49,9 +49,9 @@ def replay_of_pages(tmp_path, base: str):
     warc = write_warc(tmp_path / "pages.warc.gz", [(f"http://p{n}.test/", [("Content-Type", "text/html")], page(p, a))
                                                    for n, (p, a) in enumerate(ALTS.items())])
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(out), "--json",
-                           *[x for s in FAST for x in ("-s", s)]], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(out), "--json",
+                         *[x for s in FAST for x in ("-s", s)]], cwd=ROOT, capture_output=True, text=True,
+                        timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert {r["image_status"] for r in rows(out / "images.tsv", "image_url").values()} == {"not_archived"}
     return out
@@ -79,7 +79,7 @@ def fetch_cli(out, top: int) -> dict:
            "--min", "0", "--max", "1e12", "--json"]
     for s in FAST:
         cmd += ["-s", s]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = warmfork.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -186,9 +186,9 @@ def test_images_without_html_size_become_candidates_measured_when_fetched(tmp_pa
                                                   ("/img/small.png", "two kittens playing with the cat")])]
         warc = write_warc(tmp_path / "pages.warc.gz", pages)
         out = tmp_path / "out"
-        proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(out),
-                               *[x for s in FAST for x in ("-s", s)]], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+        proc = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(out),
+                             *[x for s in FAST for x in ("-s", s)]], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
         assert proc.returncode == 0, proc.stderr[-3000:]
         images = rows(out / "images.tsv", "image_url")
         assert {u: r["image_status"] for u, r in images.items()} == {

@@ -18,6 +18,7 @@ import pytest
 from focuscrawl.archive.reader import ArchiveIndex, iter_responses, read_response
 from tests.support.hostile import (archive_corpus, bad_length_archives, http_response, page, warc_jobs_inputs,
                                    warc_record)
+from tests.support import warmfork
 
 REPO = Path(__file__).resolve().parents[1]
 HUGE = 64 * 1024 * 1024  # zeros and header lines of 64 MiB (~70 KB on disk each)
@@ -38,7 +39,7 @@ def corpus(tmp_path_factory):
 
 def warc(*args: str) -> tuple[subprocess.CompletedProcess, float]:
     cmd = [sys.executable, "-c", MEASURE, sys.executable, "-m", "focuscrawl.cli", "warc", *args, *FAST]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = warmfork.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     lines = proc.stderr.splitlines()
     assert lines and lines[-1].startswith("maxrss "), proc.stderr[-2000:]
     return proc, int(lines[-1].split()[1]) / 1024
@@ -178,9 +179,9 @@ def test_an_archive_of_zeros_is_one_line_of_error(tmp_path, corpus):
 
 
 def test_archive_spider_on_an_unreadable_file_is_one_error_line(corpus):
-    proc = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "archive", "-a",
-                           f"archives={corpus['zeros.warc.gz']['path']}", "-s", "LOG_LEVEL=ERROR"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = warmfork.run([sys.executable, "-m", "scrapy", "crawl", "archive", "-a",
+                         f"archives={corpus['zeros.warc.gz']['path']}", "-s", "LOG_LEVEL=ERROR"],
+                        cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
@@ -189,8 +190,8 @@ def test_archive_spider_on_an_unreadable_file_is_one_error_line(corpus):
 
 def run_bounded(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
     """Run ``cmd`` in its own process group; on a hang the whole group is killed and the test fails."""
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = warmfork.popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -223,9 +224,9 @@ def test_warc_killed_leaves_no_uncompressed_copy_in_the_temporary_folder(tmp_pat
     temp.mkdir()
     records = b"".join(warc_record(f"http://ok.test/{i}", http_response(page(i))) for i in range(4000))
     (tmp_path / "whole.warc.gz").write_bytes(gzip.compress(records))
-    proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", str(tmp_path / "whole.warc.gz"),
-                             "-o", str(tmp_path / "out"), *FAST], cwd=REPO, env=dict(os.environ, TMPDIR=str(temp)),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = warmfork.popen([sys.executable, "-m", "focuscrawl.cli", "warc", str(tmp_path / "whole.warc.gz"),
+                           "-o", str(tmp_path / "out"), *FAST], cwd=REPO, env=dict(os.environ, TMPDIR=str(temp)),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         while not list(temp.glob("focuscrawl-archives-*/*.warc")) and time.monotonic() < deadline:

@@ -18,6 +18,7 @@ from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
 from tests.support.crawl import ROOT, crawl, crawl_here, focused_cmd
 from tests.support.hostile import SlowImageSite, SubdomainTrap, TrapSite
 from tests.support.localweb import LocalWeb, Page, html
+from tests.support import warmfork
 
 FAST = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "FOCUSCRAWL_PROGRESS_INTERVAL": 0,
         "LOG_LEVEL": "INFO"}
@@ -117,9 +118,9 @@ def test_recovered_images_do_not_starve_new_pages(tmp_path):
             # the first session lets its slow downloads time out (it frees the host's slots for
             # pages: 20 get accepted); a resumed one waits longer for them than it runs
             timeout = {"DOWNLOAD_TIMEOUT": 5 if session == 0 else 600}
-            proc = subprocess.Popen(focused_cmd(tmp_path / f"s{session}.json", {**settings, **timeout},
-                                                  {"seeds": f"{site.base}/p0", "output": str(out)}),
-                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            proc = warmfork.popen(focused_cmd(tmp_path / f"s{session}.json", {**settings, **timeout},
+                                                {"seeds": f"{site.base}/p0", "output": str(out)}),
+                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             try:  # the first session runs until 20 slow downloads are pending, the others until
                 # 8 new rows (the limit of 60 s only ends a session that starves: the test fails then)
                 deadline = time.monotonic() + 60
@@ -204,9 +205,9 @@ def test_sessions_killed_every_few_seconds_on_a_trap_site_each_commit_new_pages(
     with TrapSite() as site:
         for session in range(3):
             before = len(rows())
-            proc = subprocess.run(focused_cmd(tmp_path / f"s{session}.json", settings,
-                                              {"seeds": f"{site.base}/page/0", "output": str(out)}),
-                                  cwd=ROOT, capture_output=True, text=True, timeout=120)
+            proc = warmfork.run(focused_cmd(tmp_path / f"s{session}.json", settings,
+                                            {"seeds": f"{site.base}/page/0", "output": str(out)}),
+                                cwd=ROOT, capture_output=True, text=True, timeout=120)
             assert proc.returncode == -signal.SIGKILL and "Traceback" not in proc.stderr, proc.stderr[-3000:]
             counts.append(len(rows()) - before)
     assert all(new > 0 for new in counts), counts

@@ -14,6 +14,7 @@ from tests.support.crawl import crawl, links_log
 from tests.support.runfiles import read_tsv
 from tests.support.localweb import LocalWeb, Page, html
 from tests.support.toymodel import LOW, NORMAL
+from tests.support import warmfork
 
 
 def _features(url: str, anchor: str = "read more") -> list[str]:
@@ -557,7 +558,6 @@ def test_the_learner_learns_without_importing_pandas():
     """scikit-learn imports pandas if it can (0.2 s of CPU and ~60 MB in the crawl process at
     every start); the learner blocks it while importing scikit-learn, learns as ever, and
     leaves pandas importable afterwards."""
-    import subprocess
     import sys
 
     code = ("import sys; from focuscrawl.focus.link_learner import LinkLearner, link_features; "
@@ -565,7 +565,7 @@ def test_the_learner_learns_without_importing_pandas():
             "[l.observe(link_features('read', f'http://h{i % 3}.test/{i}', 'http://p.test/', 0.5, None, 40.0), "
             "f'h{i % 3}.test', i % 3 == 0) for i in range(20)]; assert l.version == 4; "
             "print('pandas' in sys.modules, 'sklearn' in sys.modules); import pandas")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = warmfork.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]
 
 
@@ -625,12 +625,11 @@ def test_scores_of_a_batch_are_each_links_score_exactly(siblings):
 def test_scikit_learn_still_imports_pandas_unless_the_learner_blocks_it():
     """Pins the reason for ``_pandas_unimportable``: the installed scikit-learn imports pandas
     with the learner's classes (when this fails, it no longer does: remove the block)."""
-    import subprocess
     import sys
 
     code = ("import sys; from sklearn.linear_model import SGDClassifier; "
             "from sklearn.feature_extraction.text import HashingVectorizer; print('pandas' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == [
+    assert warmfork.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == [
         "True"]
 
 

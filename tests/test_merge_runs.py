@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -15,6 +14,7 @@ from focuscrawl.output.records import record_path
 from focuscrawl.output.tsv import row
 from focuscrawl.pipelines.writers import PAGE_COLUMNS
 from tests.support.crawl import ROOT
+from tests.support import warmfork
 
 W = "http://w.test"
 
@@ -66,8 +66,8 @@ def test_a_page_in_two_parts_keeps_its_first_fetch_with_its_links_and_sightings(
                        (f"{W}/i3", f"{W}/p3", "dog"), (f"{W}/i1", f"{W}/p4", "cat again")],
                links=[(f"{W}/p2", f"{W}/y"), (f"{W}/p2", f"{W}/z"), (f"{W}/p3", f"{W}/w"), (f"{W}/p4", f"{W}/v")])
     out = tmp_path / "merged"
-    done = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(again), str(first), "-o", str(out),
-                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(again), str(first), "-o", str(out),
+                         "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary == {"parts": 2, "pages": 4, "duplicate_pages": 1, "images": 4, "duplicate_sightings": 1,
@@ -80,8 +80,8 @@ def test_a_page_in_two_parts_keeps_its_first_fetch_with_its_links_and_sightings(
         f"merge: 1 page URLs of {again} are in {first} too (e.g. {W}/p2): each keeps its earlier fetch (fetched_at)",
         "merge: left out the later fetches of 1 pages with their 3 links and 1 image sightings"]
     assert "worker" not in done.stderr
-    human = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(again), str(first), "-o",
-                            str(tmp_path / "again")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    human = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(again), str(first), "-o",
+                          str(tmp_path / "again")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert human.stdout == (f"merge: 2 run directories -> {tmp_path / 'again'}: 4 pages, 4 images, 5 links "
                             f"(--json for the counts as JSON)\n")
     assert [r["url"] for r in iter_tsv(out / "pages.tsv")] == [f"{W}/p{i}" for i in range(1, 5)]
@@ -232,8 +232,8 @@ def test_a_merge_killed_while_writing_records_leaves_none_half_written_and_a_rer
     assert len(_records(clean)) == 81
 
     def killed(out: Path, point: str, count: int) -> None:
-        proc = subprocess.run([sys.executable, "-c", KILL_AT, point, str(count), str(out), *map(str, parts)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        proc = warmfork.run([sys.executable, "-c", KILL_AT, point, str(count), str(out), *map(str, parts)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert proc.returncode == -9, proc.stderr[-2000:]
 
     fresh = tmp_path / "fresh"

@@ -92,7 +92,6 @@ def test_numba_loads_with_the_first_sorted_tables_not_with_the_middleware():
     """numba and its compiled query cost ~0.6 s of CPU to load: a crawl whose index is still a
     brute-force tail (fewer than ~2,000 pages) never loads them; the merge that builds the
     first sorted tables does, so no query waits for it (a fresh process: no test before)."""
-    import subprocess
     import sys
 
     code = ("import sys\n"
@@ -107,8 +106,8 @@ def test_numba_loads_with_the_first_sorted_tables_not_with_the_middleware():
             "index.add(3)\n"  # the fourth: the merge
             "from focuscrawl.dedup.index import compiled_query_tables\n"
             "print('numba' in sys.modules, len(compiled_query_tables().signatures), index.query(1, 0))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[1], check=True).stdout.splitlines()
+    out = warmfork.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=Path(__file__).resolve().parents[1], check=True).stdout.splitlines()
     assert out == ["False [(1, 0)]", "True 1 [(1, 0)]"]
 
 
@@ -181,6 +180,7 @@ def test_torn_header_starts_a_fresh_file(tmp_path):
 
 from tests.support.crawl import crawl, items  # noqa: E402
 from tests.support.localweb import LocalWeb, Page  # noqa: E402
+from tests.support import warmfork
 
 
 def paragraphs(text: str, links: str = "") -> Page:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 import sys
 
 import pytest
@@ -18,6 +17,7 @@ from tests.support.crawl import FAST, ROOT, crawl
 from tests.support.localweb import LocalWeb
 from tests.support.optoutsite import CASES, NEVER_REQUESTED, SEED, optout_site
 from tests.support.runfiles import read_tsv
+from tests.support import warmfork
 
 SETTINGS = {"FOCUSCRAWL_SENTENCES_BATCH_BYTES": 0}
 
@@ -165,7 +165,7 @@ def _warc(*args):
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "--json"]
     for s in FAST:
         cmd += ["-s", s]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    return warmfork.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
 
 
 def test_a_warc_replay_applies_the_same_rules_from_the_archived_headers_and_files(default_crawl, tmp_path):

@@ -14,6 +14,7 @@ from focuscrawl.cli import main
 from focuscrawl.corpus import RunDirError, iter_entries
 from focuscrawl.ranking import RankStats, rank
 from tests.support.runfixture import make_run_dir
+from tests.support import warmfork
 
 ROWS = [
     {"url": "http://a.org/cat1.jpg", "score": 50.0, "alt": "a cat on a mat", "context": "The cat sat."},
@@ -475,7 +476,7 @@ def test_rank_shows_its_progress_on_a_terminal_only(run_dir, tmp_path):
            str(tmp_path / "x.jsonl")]
     env = dict(os.environ, FOCUSCRAWL_SCORING="thesis")
     master, slave = pty.openpty()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120)
+    proc = warmfork.run(cmd, stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120)
     os.close(slave)
     seen = b""
     while True:
@@ -490,5 +491,5 @@ def test_rank_shows_its_progress_on_a_terminal_only(run_dir, tmp_path):
     assert proc.returncode == 0
     n = len((tmp_path / "x.jsonl").read_text().splitlines())
     assert n and f"rank: jsonl: {n}/{n} images (100%)".encode() in seen, seen
-    piped = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    piped = warmfork.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert piped.returncode == 0 and "images (" not in piped.stderr  # not a terminal: quiet

@@ -17,6 +17,7 @@ from focuscrawl.output.merge import merge_runs
 from tests.support.crawl import FAST, ROOT, crawl_here, run_links, scrapy_cmd, start_links
 from tests.support.localweb import LocalWeb, Page, image_site, link_site, png_bytes
 from tests.support.runfiles import keyed_rows, sightings
+from tests.support import warmfork
 
 
 def jsonl_rows(path):
@@ -123,15 +124,15 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
     for page in pages.values():
         page.delay = 0.5  # long enough that the process that gets page0 cannot take every page
     with LocalWeb(pages) as web:
-        single = subprocess.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=120)
+        single = warmfork.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert single.returncode == 0, single.stderr[-3000:]
         web.requests.clear()
         # no answer before both spiders are open: the first process started cannot crawl the
         # whole web while the second one still starts (a loaded machine's start-up jitter)
         web.hold = threading.Event()
         logs = [tmp_path / f"part-{i}.log" for i in range(2)]
-        procs = [subprocess.Popen(focused(tmp_path / f"part-{i}", *redis_settings(redis_server, crawl="focused")),
-                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(log, "w")) for i, log in enumerate(logs)]
+        procs = [warmfork.popen(focused(tmp_path / f"part-{i}", *redis_settings(redis_server, crawl="focused")),
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(log, "w")) for i, log in enumerate(logs)]
         deadline = time.monotonic() + 60
         while not all("Spider opened" in log.read_text() for log in logs) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -229,6 +230,8 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
         single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2")
         web.requests.clear()
         log_a = open(tmp_path / "a.log", "w")
+        # children of this process (not forked warm): A's death is waited for below with
+        # os.waitid, and B starts as slowly as A (a warm B would crawl before A reaches its kill)
         proc_a = subprocess.Popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}", *kill), cwd=ROOT,
                                   stdout=subprocess.DEVNULL, stderr=log_a)
         proc_b = subprocess.Popen(focused(b, *shared, f"JOBDIR={tmp_path / 'job-b'}"), cwd=ROOT,
@@ -244,8 +247,8 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
         assert leased, "A held no leases when it was killed"
         unwritten = (leased & fetched) - committed  # the killing page and pages parsed before it
         assert len(unwritten) >= 2, f"A had no parsed page without a row (leased {leased}, rows {committed})"
-        restart = subprocess.Popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}"), cwd=ROOT,
-                                   stdout=subprocess.DEVNULL, stderr=open(tmp_path / "a2.log", "w"))
+        restart = warmfork.popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}"), cwd=ROOT,
+                                 stdout=subprocess.DEVNULL, stderr=open(tmp_path / "a2.log", "w"))
         assert restart.wait(180) == 0, (tmp_path / "a2.log").read_text()[-3000:]
         assert proc_b.wait(180) == 0, (tmp_path / "b.log").read_text()[-3000:]
     stats = {p.name: json.loads((p / "stats.json").read_text()) for p in (a, b)}
@@ -281,16 +284,16 @@ def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
     out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
     settings = redis_settings(redis_server, crawl="solo", delay=0.01)
     with LocalWeb(kill_site()) as web:
-        first = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job, *kill_after(6)),
-                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        first = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job, *kill_after(6)),
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL
         held = [m for k in redis_server.client.keys("focuscrawl:solo:leased:*")
                 for m in redis_server.client.zrange(k, 0, -1)]
         fetched = {web.base + p for p in web.fetched("/page")}
         unwritten = ({json_url(m) for m in held} & fetched) - set(page_urls(out))
         assert len(unwritten) >= 2  # the killing page and pages parsed before it, without rows
-        second = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job),
-                                cwd=ROOT, capture_output=True, text=True, timeout=180)
+        second = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job),
+                              cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
     stats = json.loads((out / "stats.json").read_text())
     taken_back = stats.get("focuscrawl/redis/leases_recovered_own", 0) + stats.get(
@@ -317,9 +320,9 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     r = redis_server.client
     with LocalWeb(kill_site()) as web:
-        first = subprocess.run(focused_cmd(web.base, a, "CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
-                                           *shared, *kill_after(6)),
-                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        first = warmfork.run(focused_cmd(web.base, a, "CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
+                                         *shared, *kill_after(6)),
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL
         committed = page_urls(a)
         assert committed, "A committed no page before it was killed"
@@ -348,8 +351,8 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
         # when B takes the leases back does not hang on how fast B starts
         r.zadd("focuscrawl:xhost:alive", {other_token: time.time() - 60})
         r.hset("focuscrawl:xhost:jobdirs", other_token, "")
-        second = subprocess.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared),
-                                cwd=ROOT, capture_output=True, text=True, timeout=180)
+        second = warmfork.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared),
+                              cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
     stats = json.loads((b / "stats.json").read_text())
     assert stats["focuscrawl/redis/leases_recovered"] == len(held)  # none could be known committed
@@ -361,8 +364,8 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
     assert not r.keys("focuscrawl:xhost:leased:*")
     twice = set(page_urls(a)) & set(page_urls(b))
     assert extra in twice
-    merged = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
-                             str(tmp_path / "merged"), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    merged = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "merge", str(a), str(b), "-o",
+                           str(tmp_path / "merged"), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert merged.returncode == 0, merged.stderr[-2000:]
     summary = json.loads(merged.stdout)
     assert summary["duplicate_pages"] == len(twice)
@@ -395,8 +398,8 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
     a_settings = ["CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
                   "FOCUSCRAWL_CHECKPOINT_INTERVAL=3600", *shared, job_a]
     with LocalWeb(kill_site()) as web:
-        first = subprocess.run(focused_cmd(web.base, a, *a_settings, *kill_after(8)),
-                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        first = warmfork.run(focused_cmd(web.base, a, *a_settings, *kill_after(8)),
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
         checkpoint = json.loads((tmp_path / "job-a" / "focuscrawl" / "offsets.json").read_text())["files"]
         with open(a / "pages.tsv", "rb") as f:
@@ -404,11 +407,11 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
         leased = {json_url(m) for k in redis_server.client.keys("focuscrawl:past:leased:*")
                   for m in redis_server.client.zrange(k, 0, -1)}
         assert past and set(past) <= leased, f"no leased row past A's checkpoint (past {past}, leased {leased})"
-        second = subprocess.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared, f"JOBDIR={tmp_path / 'job-b'}"),
-                                cwd=ROOT, capture_output=True, text=True, timeout=180)
+        second = warmfork.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared, f"JOBDIR={tmp_path / 'job-b'}"),
+                              cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
-        restart = subprocess.run(focused_cmd(web.base, a, *a_settings), cwd=ROOT, capture_output=True, text=True,
-                                 timeout=120)
+        restart = warmfork.run(focused_cmd(web.base, a, *a_settings), cwd=ROOT, capture_output=True, text=True,
+                               timeout=120)
         assert restart.returncode == 0, restart.stderr[-3000:]
     stats_b = json.loads((b / "stats.json").read_text())
     assert stats_b["focuscrawl/redis/leases_recovered"] + stats_b.get("focuscrawl/redis/leases_already_committed", 0) \
@@ -460,16 +463,16 @@ def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path,
     with LocalWeb(site) as web:
         # A alone first: the pages it writes before it dies are the first ones, page0 and page3
         # among them, whatever the machine's load
-        first = subprocess.run(focused_cmd(web.base, a, *shared, job_a, *kill_after(6)), cwd=ROOT,
-                               capture_output=True, text=True, timeout=120)
+        first = warmfork.run(focused_cmd(web.base, a, *shared, job_a, *kill_after(6)), cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
         images_of_a = {f"{web.base}/cat{int(u.rsplit('page', 1)[1])}.png" for u in page_urls(a)
                        if int(u.rsplit("page", 1)[1]) % 3 == 0}
         assert images_of_a, "A committed no page with an image"
         assert not (a / "images.tsv").exists() or not list(iter_tsv(a / "images.tsv")), "an image was not held back"
         gate.set()
-        second = subprocess.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
-                                timeout=120)
+        second = warmfork.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
         assert second.returncode == 0, second.stderr[-3000:]
 
         def merged_images(out):
@@ -485,8 +488,8 @@ def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path,
         merged_images(tmp_path / "merged")
         assert json.loads((b / "stats.json").read_text())["focuscrawl/redis/pages_fetched_again_for_images"] >= 1
         # A after all: it writes the images it had pending, which B wrote too; merged once
-        restart = subprocess.run(focused_cmd(web.base, a, *shared, job_a), cwd=ROOT, capture_output=True, text=True,
-                                 timeout=120)
+        restart = warmfork.run(focused_cmd(web.base, a, *shared, job_a), cwd=ROOT, capture_output=True, text=True,
+                               timeout=120)
         assert restart.returncode == 0, restart.stderr[-3000:]
     assert list(iter_tsv(a / "images.tsv")), "A, back, wrote none of the images it had pending"
     merged_images(tmp_path / "merged-again")
@@ -511,16 +514,16 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
         image = f"{web.base}/cat0.png"
         kill = [f"TEST_KILL_BEFORE_IMAGE_COMMIT_URL={image}", "ITEM_PIPELINES=" + json.dumps(
             {**ITEM_PIPELINES, "tests.support.killswitch.KillBeforeImageCommit": 150})]
-        first = subprocess.run(focused_cmd(web.base, a, *shared, job_a, *kill), cwd=ROOT,
-                               capture_output=True, text=True, timeout=120)
+        first = warmfork.run(focused_cmd(web.base, a, *shared, job_a, *kill), cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
         assert f"{web.base}/page0" in page_urls(a)
         assert not (a / "images.tsv").exists() or image not in keyed_rows(a / "images.tsv", "image_url")
         leased = {json_url(m) for k in redis_server.client.keys("focuscrawl:window:leased:*")
                   for m in redis_server.client.zrange(k, 0, -1)}
         assert f"{web.base}/page0" in leased, "page0's lease was released before its image was written"
-        second = subprocess.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
-                                timeout=120)
+        second = warmfork.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
         assert second.returncode == 0, second.stderr[-3000:]
         assert image in keyed_rows(b / "images.tsv", "image_url")
 
@@ -531,8 +534,8 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
             assert rows == Counter({f"{web.base}/cat{i}.png" for i in range(0, 12, 3)}), rows
 
         merged_once(tmp_path / "merged")
-        restart = subprocess.run(focused_cmd(web.base, a, *shared, job_a), cwd=ROOT, capture_output=True,
-                                 text=True, timeout=120)
+        restart = warmfork.run(focused_cmd(web.base, a, *shared, job_a), cwd=ROOT, capture_output=True,
+                               text=True, timeout=120)
         assert restart.returncode == 0, restart.stderr[-3000:]
     assert image in keyed_rows(a / "images.tsv", "image_url")
     merged_once(tmp_path / "merged-again")
@@ -557,14 +560,14 @@ def test_pages_fetched_again_for_a_dead_workers_images_do_not_spend_the_limits(t
         "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     with LocalWeb(site) as web:
-        first = subprocess.run(focused_cmd(web.base, a, *shared, *kill_after(6)), cwd=ROOT,
-                               capture_output=True, text=True, timeout=120)
+        first = warmfork.run(focused_cmd(web.base, a, *shared, *kill_after(6)), cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
         left = 12 - len(page_urls(a))
         assert any(int(u.rsplit("page", 1)[1]) % 3 == 0 for u in page_urls(a)), "A wrote no page with an image"
         gate.set()
-        second = subprocess.run(focused_cmd(web.base, b, *shared, f"{limit}={left}"), cwd=ROOT, capture_output=True,
-                                text=True, timeout=120)
+        second = warmfork.run(focused_cmd(web.base, b, *shared, f"{limit}={left}"), cwd=ROOT, capture_output=True,
+                              text=True, timeout=120)
         assert second.returncode == 0, second.stderr[-3000:]
         stats = json.loads((b / "stats.json").read_text())
         assert stats["focuscrawl/redis/pages_fetched_again_for_images"] >= 1

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import logging
-import subprocess
 import sys
 import textwrap
 
@@ -24,6 +23,7 @@ from focuscrawl.scrapy_compat import (ExpectedMediaFailure, forget_media_result,
                                       is_over_download_maxsize, is_too_many_redirects, lowest_priority,
                                       read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record,
                                       spider_middleware_enabled)
+from tests.support import warmfork
 
 
 def test_read_seen_fingerprints_reads_what_rfpdupefilter_wrote(tmp_path):
@@ -231,8 +231,8 @@ WAKE_SCRIPT = textwrap.dedent("""
 def test_wake_engine_reruns_the_idle_check_before_the_heartbeat(tmp_path):
     """With the engine's heartbeat stopped, the second idle check (after which the spider
     closes) comes from the wake alone."""
-    done = subprocess.run([sys.executable, "-c", WAKE_SCRIPT], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path)
+    done = warmfork.run([sys.executable, "-c", WAKE_SCRIPT], capture_output=True, text=True, timeout=60,
+                        cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "woke True" in done.stdout and "never woken" not in done.stdout, done.stdout
     assert "idle checks 2" in done.stdout, done.stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 from tests.support.localweb import LocalWeb, image_site
 from tests.support.scrapydserver import Scrapyd
+from tests.support import warmfork
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = str(Path(sys.executable).parent / "scrapyd-deploy")
@@ -30,7 +30,7 @@ def egg(tmp_path_factory) -> Path:
                                                                    "__pycache__"))
     before = tree(checkout)
     path = tmp_path_factory.mktemp("egg") / "focuscrawl.egg"
-    proc = subprocess.run([DEPLOY, f"--build-egg={path}"], cwd=checkout, capture_output=True, text=True, timeout=120)
+    proc = warmfork.run([DEPLOY, f"--build-egg={path}"], cwd=checkout, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert tree(checkout) == before
     return path
@@ -54,8 +54,8 @@ def test_bundled_model_loads_from_the_zipped_egg(egg, tmp_path):
         "from focuscrawl.crawl_scorer import scorer_from_settings\n"
         "s = scorer_from_settings(project_settings())\n"
         "print(json.dumps([focuscrawl.__file__, s.perplexity('the cat sleeps on the sofa'), s.keywords.score('the cat sleeps')]))\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(egg)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+    proc = warmfork.run([sys.executable, "-c", code, str(egg)], cwd=tmp_path, capture_output=True, text=True,
+                        timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     module_file, perplexity, keyword_score = json.loads(proc.stdout.strip().splitlines()[-1])
     assert module_file.startswith(str(egg) + os.sep)  # imported from inside the zip
@@ -72,8 +72,8 @@ def test_scrapyd_deploys_and_runs_focused(tmp_path):
         cfg.mkdir()
         (cfg / "scrapy.cfg").write_text(f"[deploy:testserver]\nurl = {server.url}\nproject = focuscrawl\n")
         env = dict(os.environ, XDG_CONFIG_HOME=str(cfg))
-        deploy = subprocess.run([DEPLOY, "testserver", "--version", "r1"], cwd=REPO, env=env,
-                                capture_output=True, text=True, timeout=120)
+        deploy = warmfork.run([DEPLOY, "testserver", "--version", "r1"], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
         assert deploy.returncode == 0, deploy.stderr[-2000:]
         assert '"status": "ok"' in deploy.stdout or '"status": "ok"' in deploy.stderr
         assert "focused" in server.get("listspiders.json", project="focuscrawl")["spiders"]

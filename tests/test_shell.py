@@ -11,6 +11,7 @@ from scrapy.utils.project import get_project_settings
 from tests.support.toymodel import NORMAL, write_model
 from focuscrawl.shell import explain, explain_links
 from tests.support.localweb import LocalWeb, Page, html
+from tests.support import warmfork
 
 
 @pytest.fixture
@@ -193,7 +194,6 @@ def test_explain_in_scrapy_shell_uses_the_shells_settings_inside_and_outside_the
     mode None")."""
     import json
     import os
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -211,9 +211,9 @@ def test_explain_in_scrapy_shell_uses_the_shells_settings_inside_and_outside_the
     env.pop("SCRAPY_SETTINGS_MODULE", None)
     with LocalWeb({"/": Page(html("seed", "a tabby cat sleeps on the sofa in the sun.", [("/kit", "tabby")]))}) as web:
         for cwd in (outside, root):
-            proc = subprocess.run([sys.executable, "-m", "scrapy", "shell", "-s", f"FOCUSCRAWL_TOPIC={bundle}",
-                                   "-s", "ROBOTSTXT_OBEY=False", "--nolog", f"{web.base}/", "-c", code],
-                                  cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+            proc = warmfork.run([sys.executable, "-m", "scrapy", "shell", "-s", f"FOCUSCRAWL_TOPIC={bundle}",
+                                 "-s", "ROBOTSTXT_OBEY=False", "--nolog", f"{web.base}/", "-c", code],
+                                cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
             assert proc.returncode == 0, proc.stderr[-3000:]
             assert "Traceback" not in proc.stderr
             assert proc.stdout.count(f"P(on topic) under topic bundle {name!r}") == 2, (cwd, proc.stdout[-2000:])

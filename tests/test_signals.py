@@ -25,6 +25,7 @@ from tests.support.localweb import LocalWeb, Page
 from tests.support.processes import descendants, wait_children, wait_gone
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import ON_TOPIC, write_model
+from tests.support import warmfork
 
 N = 40
 JPEG = image_bytes("JPEG", (64, 48))
@@ -173,9 +174,9 @@ def corpus(path: Path, sentences: int = 12000) -> Path:
 def start_train_lm(tmp: Path, text: Path, log) -> subprocess.Popen:
     """``train-lm`` with two pool workers and runs spilled to ``tmp/T``, in a group of its own."""
     (tmp / "T").mkdir(exist_ok=True)
-    return subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "train-lm", str(text), "-o", str(tmp / "out.arpa"),
-                             "--normalized", "--order", "3", "--jobs", "2", "--memory", "20M", "-T", str(tmp / "T")],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    return warmfork.popen([sys.executable, "-m", "focuscrawl.cli", "train-lm", str(text), "-o", str(tmp / "out.arpa"),
+                           "--normalized", "--order", "3", "--jobs", "2", "--memory", "20M", "-T", str(tmp / "T")],
+                          cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])

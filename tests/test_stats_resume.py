@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 
 from tests.support.crawl import ROOT
 from tests.support.localweb import LocalWeb
 from tests.test_redis_frontier import focused_cmd, kill_after, kill_site, page_urls, redis_settings, single_run
+from tests.support import warmfork
 
 #: counters a page adds once when its row is kept (the learner's judgement, pages written)
 PAGE_COUNTERS = ("focuscrawl/learning/judged_on_topic", "focuscrawl/learning/judged_off_topic")
@@ -37,12 +37,12 @@ def test_counters_summed_over_sigkilled_sessions_match_an_uninterrupted_crawl(tm
     with LocalWeb(kill_site()) as web:
         single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2")
         for kill in (6, 6):
-            killed = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job,
-                                                *kill_after(kill)), cwd=ROOT, capture_output=True, text=True,
-                                    timeout=120)
+            killed = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job,
+                                              *kill_after(kill)), cwd=ROOT, capture_output=True, text=True,
+                                  timeout=120)
             assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-        last = subprocess.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job), cwd=ROOT,
-                              capture_output=True, text=True, timeout=180)
+        last = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job), cwd=ROOT,
+                            capture_output=True, text=True, timeout=180)
         assert last.returncode == 0, last.stderr[-3000:]
     assert sorted(page_urls(out)) == sorted(page_urls(tmp_path / "single"))
     expected = session_totals(tmp_path / "single")
@@ -70,11 +70,11 @@ def test_counters_are_exact_across_sigkills_with_page_batches(tmp_path):
     with LocalWeb(kill_site()) as web:
         single_run(web.base, tmp_path / "single", *settings)
         for kill in (6, 9, 9):
-            killed = subprocess.run(focused_cmd(web.base, out, *settings, job, *kill_after(kill)), cwd=ROOT,
-                                    capture_output=True, text=True, timeout=120)
+            killed = warmfork.run(focused_cmd(web.base, out, *settings, job, *kill_after(kill)), cwd=ROOT,
+                                  capture_output=True, text=True, timeout=120)
             assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-        last = subprocess.run(focused_cmd(web.base, out, *settings, job), cwd=ROOT, capture_output=True,
-                              text=True, timeout=180)
+        last = warmfork.run(focused_cmd(web.base, out, *settings, job), cwd=ROOT, capture_output=True,
+                            text=True, timeout=180)
         assert last.returncode == 0, last.stderr[-3000:]
     sessions = [json.loads(line) for line in (out / "stats.sessions.jsonl").read_text().splitlines()]
     assert [s.get("finish_reason") for s in sessions] == ["killed"] * 3

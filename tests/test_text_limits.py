@@ -12,6 +12,7 @@ from focuscrawl.text.html import clip_html, decode_page, parse_page
 
 from tests.support.crawl import crawl, items
 from tests.support.localweb import LocalWeb, Page
+from tests.support import warmfork
 
 LATIN1_PAGE = ("<html><head><meta charset='utf-8'><title>t</title></head><body>"
                "<p>Café naïve crème brûlée über alles, the cat sat on the mat and purred.</p>"
@@ -26,8 +27,8 @@ def deep_page(depth: int = DEEP) -> str:
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """``focuscrawl ARGS`` in a child process."""
-    return subprocess.run([sys.executable, "-m", "focuscrawl.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return warmfork.run([sys.executable, "-m", "focuscrawl.cli", *args], capture_output=True, text=True,
+                        timeout=timeout)
 
 
 # --- charsets -------------------------------------------------------------------------
@@ -172,8 +173,8 @@ def test_warc_keeps_accents_of_a_mislabelled_page_and_counts_it(tmp_path):
     arc = write_arc(tmp_path / "x.arc.gz", [
         ("http://latin.test/", [("Content-Type", "text/html; charset=utf-8")], LATIN1_PAGE)])
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(arc), "-o", str(out),
-                           "-s", "LOG_LEVEL=INFO"], capture_output=True, text=True, timeout=120)
+    proc = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(arc), "-o", str(out),
+                         "-s", "LOG_LEVEL=INFO"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     stats = json.loads((out / "stats.json").read_text())
     assert stats["focuscrawl/text/charset_fallback"] == 1

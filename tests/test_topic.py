@@ -5,7 +5,6 @@ import gzip
 import json
 import pickle
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import build_topic_bundle, write_topic_corpora
+from tests.support import warmfork
 
 CAT_TEXTS = ["A grey cat sleeping on the sofa", "the kitten plays with a ball of yarn", "cat sitting on a laptop"]
 OTHER_TEXTS = ["A man riding a surfboard on a wave", "a plate of pasta with tomato sauce",
@@ -356,7 +356,7 @@ def test_a_loaded_topic_model_scores_without_importing_scikit_learn(bundle):
     code = ("import sys; from focuscrawl.topic.model import TopicModel; "
             f"m = TopicModel({str(bundle)!r}); assert m.logit('a grey cat sleeping on the sofa') is not None; "
             "print(sorted(n for n in sys.modules if n.split('.')[0] == 'sklearn' or n.startswith('scipy.sparse')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = warmfork.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
@@ -478,8 +478,8 @@ def test_the_classifiers_kernel_is_loaded_with_the_bundle_not_at_the_first_text(
             "before = len(_decision.signatures)\n"
             f"pickle.loads(pickle.dumps(TopicModel({str(bundle)!r})))\n"
             "print(before, len(_decision.signatures))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         check=True).stdout.split()
+    out = warmfork.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       check=True).stdout.split()
     assert out == ["0", "1"]
 
 

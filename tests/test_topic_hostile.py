@@ -15,6 +15,7 @@ from focuscrawl.cli import main
 from tests.support.crawl import ROOT
 from tests.support.hostile import BUNDLE_DAMAGE, SECRET, damaged_bundles, file_size_limit, full_disk
 from tests.support.toymodel import build_topic_bundle, write_topic_corpora
+from tests.support import warmfork
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +53,9 @@ def test_a_damaged_bundle_is_one_line_of_error(damaged, capsys, case):
 
 def test_a_crawl_with_a_bad_bundle_stops_with_one_line(damaged, tmp_path):
     bundle = damaged["a a string"][0]
-    proc = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "seeds=http://127.0.0.1:9/",
-                           "-a", "mode=learning", "-a", f"output={tmp_path / 'run'}", "-s", f"FOCUSCRAWL_TOPIC={bundle}",
-                           "-s", "LOG_LEVEL=ERROR"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = warmfork.run([sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "seeds=http://127.0.0.1:9/",
+                         "-a", "mode=learning", "-a", f"output={tmp_path / 'run'}", "-s", f"FOCUSCRAWL_TOPIC={bundle}",
+                         "-s", "LOG_LEVEL=ERROR"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "not a valid calibration" in proc.stderr
 
@@ -115,8 +116,8 @@ def test_a_full_disk_during_build_is_one_line_and_leaves_nothing(corpora, tmp_pa
 
 # -- train-lm -----------------------------------------------------------------------------
 def train_lm(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "focuscrawl.cli", "train-lm", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, **kwargs)
+    return warmfork.run([sys.executable, "-m", "focuscrawl.cli", "train-lm", *args], cwd=ROOT,
+                        capture_output=True, text=True, timeout=120, **kwargs)
 
 
 def test_train_lm_refuses_a_folder_as_input_or_temp_folder(corpora, tmp_path):

@@ -20,6 +20,7 @@ from tests.support.localweb import LocalWeb, Page
 from tests.support.net import free_port
 from tests.support.processes import ctrl_c_once, descendants, wait_gone
 from tests.test_warc_jobs import REPO, archives, run_files, tsv, warc
+from tests.support import warmfork
 
 TIMEOUT = 300
 
@@ -28,7 +29,7 @@ def warc_engine(*args: str, code: int = 0, log: list[str] | None = None) -> dict
     """The summary of `warc --engine dask`; ``log``: its progress lines appended (one as each task ends)."""
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "--engine", "dask", "--json",
            "-s", f"FOCUSCRAWL_PROGRESS_INTERVAL={0.001 if log is not None else 0}"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
+    proc = warmfork.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     if log is not None:
         log += [line.split(": ", 1)[1] for line in proc.stderr.splitlines() if ": progress: " in line]
@@ -71,13 +72,13 @@ def test_a_scheduler_and_worker_processes_on_127_0_0_1_merge_to_the_same_run(tmp
     address = f"tcp://127.0.0.1:{port}"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     log = open(tmp_path / "cluster.log", "w")
-    cluster = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                 "--dashboard-address", ":0", "--no-show"], stdout=log, stderr=log, env=env,
-                                start_new_session=True)]
+    cluster = [warmfork.popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--dashboard-address", ":0", "--no-show"], stdout=log, stderr=log, env=env,
+                              start_new_session=True)]
     try:
-        cluster.append(subprocess.Popen([dask, "worker", address, "--nworkers", "2", "--nthreads", "1",
-                                         "--host", "127.0.0.1", "--no-dashboard"], stdout=log, stderr=log, env=env,
-                                        cwd=tmp_path, start_new_session=True))
+        cluster.append(warmfork.popen([dask, "worker", address, "--nworkers", "2", "--nthreads", "1",
+                                       "--host", "127.0.0.1", "--no-dashboard"], stdout=log, stderr=log, env=env,
+                                      cwd=tmp_path, start_new_session=True))
         summary = warc_engine(*paths, "-o", str(tmp_path / "dask"), "--scheduler", address)
         assert summary["scheduler"] == address and summary["jobs"] == 2
     finally:
@@ -132,9 +133,9 @@ def test_a_ctrl_c_stops_the_replays_and_merges_the_finished_parts(tmp_path):
     without its row."""
     paths = archives(tmp_path)
     with open(tmp_path / "err.log", "w") as err, open(tmp_path / "out.txt", "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
-                                 "--engine", "dask", "--json"], cwd=REPO, stdout=out, stderr=err,
-                                start_new_session=True)
+        proc = warmfork.popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
+                               "--engine", "dask", "--json"], cwd=REPO, stdout=out, stderr=err,
+                              start_new_session=True)
         replays: set[int] = set()
 
         def replaying() -> bool:  # the workers' replay forkers and the replays they fork (one command line)

@@ -26,6 +26,7 @@ from focuscrawl.settings import EXTENSIONS
 from tests.support.archives import write_warc
 from tests.support.processes import ctrl_c_once, descendants, wait_children, wait_gone
 from tests.support.localweb import png_bytes
+from tests.support import warmfork
 
 REPO = Path(__file__).resolve().parents[1]
 HTML = [("Content-Type", "text/html; charset=utf-8")]
@@ -67,7 +68,7 @@ def archives(tmp: Path) -> list[str]:
 def warc(*args: str) -> dict:
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "--json", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0",
            "-s", "LOG_LEVEL=INFO"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = warmfork.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -121,7 +122,7 @@ def test_files_without_a_job_are_named_with_the_reason_and_parts_count_their_own
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *map(str, (first, again, other, pictures)), "-o", str(out),
            "--jobs", "1", "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0", "-s", "FOCUSCRAWL_IMAGE_MIN_WIDTH=100000"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = warmfork.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert lines[0] == f"warc: 4 archive files, 5 HTML pages replayed into {out}"
@@ -157,7 +158,7 @@ def test_a_job_process_killed_fails_its_file_and_the_others_are_merged(tmp_path)
            "-s", "EXTENSIONS=" + json.dumps({**EXTENSIONS, "tests.support.killswitch.KillAfterImageRow": 1}),
            # an image row of file 2 written, its page's row not yet
            "-s", "TEST_KILL_AFTER_IMAGE_URL=http://site.test/img2-1.png"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = warmfork.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -187,9 +188,9 @@ def test_a_file_that_is_no_archive_fails_at_once_with_jobs(tmp_path, bad):
     junk.write_bytes(bad)
     errors = []
     for jobs in ([], ["--jobs", "2"]):
-        proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, str(junk), "-o",
-                               str(tmp_path / f"out{len(jobs)}"), *jobs],
-                              cwd=REPO, capture_output=True, text=True, timeout=60)
+        proc = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, str(junk), "-o",
+                             str(tmp_path / f"out{len(jobs)}"), *jobs],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         errors.append(proc.stderr.strip().splitlines()[-1])
     assert errors[0] == errors[1] and "junk.warc.gz" in errors[0]
@@ -204,8 +205,8 @@ def test_a_merged_run_in_use_is_refused_before_any_job(tmp_path):
     out.mkdir()
     held = lock_directory(out, "output directory")  # this process is the other writer
     try:
-        proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", *archives(tmp_path)[:2], "-o", str(out),
-                               "--jobs", "2"], cwd=REPO, capture_output=True, text=True, timeout=120)
+        proc = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "warc", *archives(tmp_path)[:2], "-o", str(out),
+                             "--jobs", "2"], cwd=REPO, capture_output=True, text=True, timeout=120)
     finally:
         held.release()
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -217,8 +218,8 @@ def test_job_processes_die_with_a_killed_command(tmp_path):
     """The command SIGKILLed while its job processes replay: they end within seconds (before,
     they finished their file and then waited for ever on a pipe they held both ends of)."""
     paths = archives(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
-                             "--jobs", "2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = warmfork.popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
+                           "--jobs", "2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         children = wait_children(proc.pid, 2)
     finally:
@@ -237,7 +238,7 @@ def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
     paths = archives(tmp_path)
     deploy = str(Path(sys.executable).parent / "scrapyd-deploy")
     egg = tmp_path / "focuscrawl.egg"
-    built = subprocess.run([deploy, f"--build-egg={egg}"], cwd=REPO, capture_output=True, text=True, timeout=180)
+    built = warmfork.run([deploy, f"--build-egg={egg}"], cwd=REPO, capture_output=True, text=True, timeout=180)
     assert built.returncode == 0, built.stderr[-2000:]
     servers = []
     try:
@@ -249,8 +250,8 @@ def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
             f"[deploy:scrapyd{n}]\nurl = {server.url}\nproject = focuscrawl\n" for n, server in enumerate(servers)))
         env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "xdg"))
         for n in range(2):
-            up = subprocess.run([deploy, f"scrapyd{n}", f"--egg={egg}", "--version", "r1"], cwd=REPO, env=env,
-                                capture_output=True, text=True, timeout=120)
+            up = warmfork.run([deploy, f"scrapyd{n}", f"--egg={egg}", "--version", "r1"], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
             assert up.returncode == 0 and '"status": "ok"' in up.stdout + up.stderr, up.stderr[-2000:]
         jobs = []
         for n, path in enumerate(paths):
@@ -272,9 +273,9 @@ def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
     for log in logs:
         assert "Spider closed (finished)" in log and "Traceback" not in log, log[-3000:]
     parts = sorted(str(p) for p in (tmp_path / "cc1" / "parts").iterdir())
-    merge = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "merge", *parts, "-o", str(tmp_path / "cc1"),
-                            "--json"],
-                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    merge = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "merge", *parts, "-o", str(tmp_path / "cc1"),
+                          "--json"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
     assert merge.returncode == 0, merge.stderr[-3000:]
     assert json.loads(merge.stdout.strip().splitlines()[-1])["pages"] == 12
     warc(*paths, "-o", str(tmp_path / "one"), "--jobs", "1")
@@ -292,9 +293,9 @@ def test_a_group_ctrl_c_at_any_moment_ends_the_command(tmp_path, after):
     waited for ever."""
     paths = archives(tmp_path)
     with open(tmp_path / "err.log", "w") as err, open(tmp_path / "out.txt", "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
-                                 "--jobs", "2"], cwd=REPO, stdout=out, stderr=err,
-                                start_new_session=True)
+        proc = warmfork.popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(tmp_path / "out"),
+                               "--jobs", "2"], cwd=REPO, stdout=out, stderr=err,
+                              start_new_session=True)
         try:
             children = wait_children(proc.pid, 2)
             time.sleep(after)
@@ -339,6 +340,7 @@ def test_a_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path):
     paths = archives(tmp_path)
     for n, after in enumerate([0.0, 0.1, 0.25, 0.5]):
         with open(tmp_path / f"err{n}.log", "w") as err:
+            # a cold process (not forked warm): the Ctrl-C must come while it imports
             proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o",
                                      str(tmp_path / f"out{n}"), "--jobs", "2"], cwd=REPO,
                                     stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
@@ -358,9 +360,9 @@ def test_a_ctrl_c_during_the_replay_keeps_the_pages_the_jobs_wrote(tmp_path):
         paths.append(str(write_warc(tmp_path / f"long{f}.warc.gz", captures)))
     out = tmp_path / "out"
     with open(tmp_path / "err.log", "w") as err, open(tmp_path / "out.txt", "w") as summary_out:
-        proc = subprocess.Popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", "2",
-                                 "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"], cwd=REPO, stdout=summary_out, stderr=err,
-                                start_new_session=True)
+        proc = warmfork.popen([sys.executable, "-m", "focuscrawl.cli", "warc", *paths, "-o", str(out), "--jobs", "2",
+                               "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"], cwd=REPO, stdout=summary_out, stderr=err,
+                              start_new_session=True)
         code = ctrl_c_once(proc, lambda: any(len(p.read_text().splitlines()) > 1 for p in out.glob("parts/*/pages.tsv")),
                            timeout=120, log=tmp_path / "err.log")
     log, summary = (tmp_path / "err.log").read_text(), (tmp_path / "out.txt").read_text()

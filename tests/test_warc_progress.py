@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 from focuscrawl.extensions.progress import fetch_progress_line, files_progress_line
 from tests.support.crawl import FAST, ROOT
 from tests.support.localweb import CAT_TEXT
+from tests.support import warmfork
 
 
 def test_files_progress_line_says_files_pages_pairs_rate_and_time_left():
@@ -37,7 +37,7 @@ def test_a_replay_logs_its_progress_against_the_archives_pages(tmp_path):
                "--jobs", jobs]
         for s in FAST + ["FOCUSCRAWL_PROGRESS_INTERVAL=0.001"]:
             cmd += ["-s", s]
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        proc = warmfork.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-3000:]
         total = "6" if jobs == "0" else "3"  # the archives' pages, or a job's file's
         assert re.search(rf"progress: \d+/{total} pages \([\d.]+ pages/s\), \d+ images written", proc.stderr), \

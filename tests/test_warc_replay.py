@@ -11,12 +11,13 @@ from tests.support.archives import write_arc
 from tests.support.crawl import FAST, ROOT, scrapy_cmd
 from tests.support.localweb import CAT_TEXT, LocalWeb, image_site, png_bytes
 from tests.support.runfiles import keyed_rows as rows, sightings
+from tests.support import warmfork
 
 def warc_cli(*args: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", *args, "--json"]
     for s in FAST:
         cmd += ["-s", s]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return warmfork.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
@@ -24,7 +25,7 @@ def test_replay_of_a_crawls_warcs_equals_the_crawl(tmp_path):
     with LocalWeb(image_site()) as web:
         cmd = scrapy_cmd("crawl", "focused", f"FOCUSCRAWL_WARC_DIR={warcs}", "FOCUSCRAWL_WARC_MAX_SIZE=4000",
                          seeds=f"{web.base}/page0", output=live)
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        proc = warmfork.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-3000:]
         served = len(web.requests)
     archives = sorted(str(p) for p in warcs.glob("*.warc.gz"))
@@ -129,7 +130,7 @@ def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
     warc = _small_warc(tmp_path)
     cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "--json", "-s",
            "FOCUSCRAWL_PROGRESS_INTERVAL=0.001"]
-    proc = subprocess.run(cmd + ["-o", str(tmp_path / "quiet")], capture_output=True, text=True, timeout=120)
+    proc = warmfork.run(cmd + ["-o", str(tmp_path / "quiet")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stderr.splitlines()
     assert not [line for line in lines if not line.startswith(("INFO focuscrawl.", "WARNING "))], proc.stderr
@@ -137,12 +138,12 @@ def test_warc_log_is_quiet_once_and_has_progress(tmp_path):
     assert progress and "pages/s" in progress[-1] and "images written" in progress[-1]
     assert len(set(lines) - set(progress)) == len(lines) - len(progress)  # nothing twice
     assert json.loads(proc.stdout.strip().splitlines()[-1])["focuscrawl/images/written"] == 6
-    verbose = subprocess.run(cmd + ["-v", "-o", str(tmp_path / "verbose")], capture_output=True, text=True,
-                             timeout=120)
+    verbose = warmfork.run(cmd + ["-v", "-o", str(tmp_path / "verbose")], capture_output=True, text=True,
+                           timeout=120)
     assert verbose.returncode == 0
     assert verbose.stderr.count("DEBUG scrapy.core.engine: Crawled (200) <GET http://a.test/p0>") == 1
-    warnings_only = subprocess.run(cmd + ["-s", "LOG_LEVEL=WARNING", "-o", str(tmp_path / "warnings")],
-                                   capture_output=True, text=True, timeout=120)
+    warnings_only = warmfork.run(cmd + ["-s", "LOG_LEVEL=WARNING", "-o", str(tmp_path / "warnings")],
+                                 capture_output=True, text=True, timeout=120)
     assert warnings_only.returncode == 0
     assert "INFO" not in warnings_only.stderr and (tmp_path / "warnings" / "pages.tsv").exists()
 
@@ -221,8 +222,8 @@ def test_the_replay_summary_says_why_it_has_fewer_pages_than_html_responses(tmp_
     html = [("Content-Type", "text/html")]
     warc = write_warc(tmp_path / "x.warc.gz", [("http://a.test/p0", html, page), ("http://a.test/p1", html, page),
                                                ("http://a.test/p0", html, page)])
-    proc = subprocess.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(tmp_path / "out"),
-                           "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"], capture_output=True, text=True, timeout=120)
+    proc = warmfork.run([sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(tmp_path / "out"),
+                         "-s", "FOCUSCRAWL_PROGRESS_INTERVAL=0"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert lines[0].endswith("2 HTML pages replayed into " + str(tmp_path / "out"))

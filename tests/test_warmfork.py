@@ -79,3 +79,13 @@ def _sleeper(tmp_path):
     script = tmp_path / "sleeper.py"
     script.write_text(f"import pathlib, time\npathlib.Path({str(tmp_path / 'started')!r}).touch()\ntime.sleep(60)\n")
     return script
+
+
+def test_the_childs_pythonpath_is_on_its_sys_path(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "warm_probe_module.py").write_text("VALUE = 7\n")
+    script = tmp_path / "uses.py"
+    script.write_text("import warm_probe_module\nprint(warm_probe_module.VALUE)\n")
+    done = warmfork.run([sys.executable, str(script)], env=dict(os.environ, PYTHONPATH=str(tmp_path / "lib")),
+                        capture_output=True, text=True, timeout=60)
+    assert done.stdout == "7\n", done.stderr

@@ -27,6 +27,7 @@ from tests.support.localweb import LocalWeb
 from tests.support.runfiles import read_tsv
 from tests.support.toymodel import write_model
 from tests.test_signals import N, slow_tree
+from tests.support import warmfork
 
 DISK_FULL = {"EXTENSIONS": json.dumps({**EXTENSIONS, "tests.support.diskfull.DiskFullAfter": 0})}
 
@@ -51,8 +52,8 @@ def start_crawl(web, tmp: Path, out: Path | None, job: Path | None, log: Path, *
         words += ["-a", arg]
     module = {"focuscrawl": "focuscrawl.cli", "scrapy": "scrapy"}[command[0]]
     env = dict(proxy_env(web), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.Popen([sys.executable, "-m", module, *command[1:], *words], cwd=tmp, env=env,  # any folder
-                            stdout=subprocess.DEVNULL, stderr=open(log, "a"), text=True, start_new_session=group)
+    return warmfork.popen([sys.executable, "-m", module, *command[1:], *words], cwd=tmp, env=env,  # any folder
+                          stdout=subprocess.DEVNULL, stderr=open(log, "a"), text=True, start_new_session=group)
 
 
 def resume_here(web, tmp: Path, out: Path | None, job: Path, log: Path) -> dict:

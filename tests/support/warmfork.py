@@ -110,6 +110,8 @@ def _run_child(request: dict, fds: list[int], started: int) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        # its PYTHONPATH, after the script's folder as a fresh interpreter puts it
+        sys.path[1:1] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
         import runpy
 
         argv = request["argv"]
