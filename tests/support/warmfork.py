@@ -23,6 +23,7 @@ imports) and tests that wait on the pid with ``os.wait*`` (the child is the serv
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import select
@@ -67,8 +68,25 @@ def _preload() -> None:
                         importlib.import_module(path.rsplit(".", 1)[0])
                     except Exception:
                         pass
+    # what each crawl process does once at its first page, done here once: numba's typing
+    # context and the page judge's cached kernel, the text extractor's lazy tables (justext's
+    # stop words of every language)
+    from focuscrawl.analysis_pool import _WARM_UP_HTML
+    from focuscrawl.text.extractors import extract_page, get_extractor
+    from focuscrawl.topic.classifier import load_compiled_decision
+
+    load_compiled_decision()
+    extract_page(get_extractor("trafilatura"), _WARM_UP_HTML)
+    from justext.core import define_stoplist
+    from trafilatura.external import jt_stoplist_init
+
+    define_stoplist(jt_stoplist_init())  # (a page trafilatura hands to justext builds both)
     # each crawl installs the reactor it is configured with: none may be installed here
     assert "twisted.internet.reactor" not in sys.modules, "a preloaded module installed a reactor"
+    # the preloaded heap out of the collector's sight: a child's collections (a crawl's
+    # gc.collect before it freezes its own heap) do not walk it again
+    gc.collect()
+    gc.freeze()
 
 
 def _recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
