@@ -44,6 +44,36 @@ def single_run(base: str, out, *settings: str, timeout: float = 180) -> None:
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
+def set_delay(pages: dict, seconds: float, only: str = "") -> None:
+    """Every page of ``pages`` whose path starts with ``only`` answers after ``seconds`` from
+    now on: a crawl is slowed only while its timing matters (a reference run, or the crawl
+    after a kill has landed, needs no slow web)."""
+    for path, page in pages.items():
+        if path.startswith(only):
+            page.delay = seconds
+
+
+def wait_for_lines(logs: list, line: str, procs: list, timeout: float = 60) -> None:
+    """Until every log of ``logs`` has ``line`` (or one of ``procs`` has ended, or ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not all(line in log.read_text() for log in logs) and time.monotonic() < deadline:
+        if any(p.poll() is not None for p in procs):
+            return
+        time.sleep(0.02)
+
+
+def wait_until_dead_unreaped(pid: int, timeout: float = 120) -> None:
+    """Until the process ``pid`` has died, without reaping it: a child (of this process or of
+    the warm fork server) stays a zombie, its pid taken, until its ``Popen.wait``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # the state follows the command name, which may hold spaces and parentheses
+        if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+            return
+        time.sleep(0.01)
+    raise TimeoutError(f"process {pid} still alive after {timeout} s")
+
+
 def test_host_slots_are_spaced_across_clients(redis_server):
     """The Lua reservation is atomic: 4 clients x 10 reservations get distinct slots 50 ms apart."""
     waits: list[int] = []
@@ -66,13 +96,12 @@ def test_host_slots_are_spaced_across_clients(redis_server):
 
 def test_two_processes_share_one_frontier(tmp_path, redis_server):
     pages = link_site(24)
-    for path, page in pages.items():
-        page.delay = 0.05  # slow enough that both processes get work
     with LocalWeb(pages) as web:
         single = run_links(f"{web.base}/p0", out=tmp_path / "single.jsonl")
         assert single.returncode == 0, single.stderr[-2000:]
         single_urls = {r["url"] for r in jsonl_rows(tmp_path / "single.jsonl")}
         web.requests.clear()
+        set_delay(pages, 0.05)  # slow enough that both processes get work
         # LOG_LEVEL=DEBUG: the stats dump the throttle's counter is read from
         procs = [start_links(f"{web.base}/p0", *redis_settings(redis_server), "LOG_LEVEL=DEBUG",
                              out=tmp_path / f"w{i}.jsonl", log=tmp_path / f"w{i}.log") for i in range(2)]
@@ -121,21 +150,17 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
         return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=1", *extra)
 
     pages = image_site()
-    for page in pages.values():
-        page.delay = 0.5  # long enough that the process that gets page0 cannot take every page
     with LocalWeb(pages) as web:
-        single = warmfork.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=120)
-        assert single.returncode == 0, single.stderr[-3000:]
+        single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=1")
         web.requests.clear()
+        set_delay(pages, 0.5)  # long enough that the process that gets page0 cannot take every page
         # no answer before both spiders are open: the first process started cannot crawl the
         # whole web while the second one still starts (a loaded machine's start-up jitter)
         web.hold = threading.Event()
         logs = [tmp_path / f"part-{i}.log" for i in range(2)]
         procs = [warmfork.popen(focused(tmp_path / f"part-{i}", *redis_settings(redis_server, crawl="focused")),
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(log, "w")) for i, log in enumerate(logs)]
-        deadline = time.monotonic() + 60
-        while not all("Spider opened" in log.read_text() for log in logs) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_lines(logs, "Spider opened", procs=procs)
         web.hold.set()
         for p in procs:
             assert p.wait(120) == 0
@@ -226,19 +251,25 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     shared = redis_settings(redis_server, crawl="kill", delay=0.01)
     kill = kill_after(6)
     a, b = tmp_path / "part-a", tmp_path / "part-b"
-    with LocalWeb(kill_site()) as web:
+    site = kill_site()
+    with LocalWeb(site) as web:
+        set_delay(site, 0, only="/page")
         single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2")
         web.requests.clear()
-        log_a = open(tmp_path / "a.log", "w")
-        # children of this process (not forked warm): A's death is waited for below with
-        # os.waitid, and B starts as slowly as A (a warm B would crawl before A reaches its kill)
-        proc_a = subprocess.Popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}", *kill), cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=log_a)
-        proc_b = subprocess.Popen(focused(b, *shared, f"JOBDIR={tmp_path / 'job-b'}"), cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "b.log", "w"))
+        set_delay(site, 0.15, only="/page")
+        # no answer before both spiders are open: B, started second, cannot crawl the pages A
+        # needs to reach its kill while A still starts
+        web.hold = threading.Event()
+        logs = [tmp_path / "a.log", tmp_path / "b.log"]
+        proc_a = warmfork.popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}", *kill), cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=open(logs[0], "w"))
+        proc_b = warmfork.popen(focused(b, *shared, f"JOBDIR={tmp_path / 'job-b'}"), cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=open(logs[1], "w"))
+        wait_for_lines(logs, "Spider opened", procs=[proc_a, proc_b])
+        web.hold.set()
         # wait for A's death without reaping it: its pid stays taken, so B does not take its
         # leases back before they are inspected here
-        os.waitid(os.P_PID, proc_a.pid, os.WEXITED | os.WNOWAIT)
+        wait_until_dead_unreaped(proc_a.pid)
         leased_key = [k for k in redis_server.client.keys("focuscrawl:kill:leased:*") if str(a).encode() in k]
         leased = {json_url(m) for k in leased_key for m in redis_server.client.zrange(k, 0, -1)}
         committed = set(page_urls(a))
@@ -247,6 +278,7 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
         assert leased, "A held no leases when it was killed"
         unwritten = (leased & fetched) - committed  # the killing page and pages parsed before it
         assert len(unwritten) >= 2, f"A had no parsed page without a row (leased {leased}, rows {committed})"
+        set_delay(site, 0.03, only="/page")  # still slow enough for the restarted A to find B crawling
         restart = warmfork.popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}"), cwd=ROOT,
                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "a2.log", "w"))
         assert restart.wait(180) == 0, (tmp_path / "a2.log").read_text()[-3000:]
@@ -283,7 +315,8 @@ def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
 
     out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
     settings = redis_settings(redis_server, crawl="solo", delay=0.01)
-    with LocalWeb(kill_site()) as web:
+    site = kill_site()
+    with LocalWeb(site) as web:
         first = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job, *kill_after(6)),
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL
@@ -292,6 +325,7 @@ def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
         fetched = {web.base + p for p in web.fetched("/page")}
         unwritten = ({json_url(m) for m in held} & fetched) - set(page_urls(out))
         assert len(unwritten) >= 2  # the killing page and pages parsed before it, without rows
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job),
                               cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -319,13 +353,15 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
                                                                         "FOCUSCRAWL_LINKS_LOG=True"]
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     r = redis_server.client
-    with LocalWeb(kill_site()) as web:
+    site = kill_site()
+    with LocalWeb(site) as web:
         first = warmfork.run(focused_cmd(web.base, a, "CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
                                          *shared, *kill_after(6)),
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL
         committed = page_urls(a)
         assert committed, "A committed no page before it was killed"
+        set_delay(site, 0)
         # A as it would look from here had it run on another host, dead since now
         here = socket.gethostname().encode()
         [(worker, token)] = r.hgetall("focuscrawl:xhost:workers").items()
@@ -397,7 +433,8 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
     job_a = f"JOBDIR={tmp_path / 'job-a'}"
     a_settings = ["CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
                   "FOCUSCRAWL_CHECKPOINT_INTERVAL=3600", *shared, job_a]
-    with LocalWeb(kill_site()) as web:
+    site = kill_site()
+    with LocalWeb(site) as web:
         first = warmfork.run(focused_cmd(web.base, a, *a_settings, *kill_after(8)),
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
@@ -407,6 +444,7 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
         leased = {json_url(m) for k in redis_server.client.keys("focuscrawl:past:leased:*")
                   for m in redis_server.client.zrange(k, 0, -1)}
         assert past and set(past) <= leased, f"no leased row past A's checkpoint (past {past}, leased {leased})"
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared, f"JOBDIR={tmp_path / 'job-b'}"),
                               cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -471,6 +509,7 @@ def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path,
         assert images_of_a, "A committed no page with an image"
         assert not (a / "images.tsv").exists() or not list(iter_tsv(a / "images.tsv")), "an image was not held back"
         gate.set()
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
                               timeout=120)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -522,6 +561,7 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
         leased = {json_url(m) for k in redis_server.client.keys("focuscrawl:window:leased:*")
                   for m in redis_server.client.zrange(k, 0, -1)}
         assert f"{web.base}/page0" in leased, "page0's lease was released before its image was written"
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
                               timeout=120)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -566,6 +606,7 @@ def test_pages_fetched_again_for_a_dead_workers_images_do_not_spend_the_limits(t
         left = 12 - len(page_urls(a))
         assert any(int(u.rsplit("page", 1)[1]) % 3 == 0 for u in page_urls(a)), "A wrote no page with an image"
         gate.set()
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, b, *shared, f"{limit}={left}"), cwd=ROOT, capture_output=True,
                               text=True, timeout=120)
         assert second.returncode == 0, second.stderr[-3000:]
