@@ -153,7 +153,7 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
     with LocalWeb(pages) as web:
         single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=1")
         web.requests.clear()
-        set_delay(pages, 0.5)  # long enough that the process that gets page0 cannot take every page
+        set_delay(pages, 0.3)  # long enough that the process that gets page0 cannot take every page
         # no answer before both spiders are open: the first process started cannot crawl the
         # whole web while the second one still starts (a loaded machine's start-up jitter)
         web.hold = threading.Event()
@@ -211,7 +211,7 @@ def kill_site(n: int = 36) -> dict:
         links = "".join(f'<a href="/page{j}">cats {j}</a>' for j in range(3 * i + 1, min(n, 3 * i + 4)))
         img = f'<img src="/cat{i}.png" alt="a cat on the sofa {i}" width="640" height="480">' if i % 3 == 0 else ""
         pages[f"/page{i}"] = Page(f"<html><body><p>{text} Page {i}.</p>{img}{links}</body></html>".encode(),
-                                  delay=0.15)
+                                  delay=0.05)
         if i % 3 == 0:
             pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 5 % 255, 100, 50)), "image/png")
     # requests whose end no middleware sees on the way (a 404 for the errback; more redirects
@@ -256,7 +256,7 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
         set_delay(site, 0, only="/page")
         single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2")
         web.requests.clear()
-        set_delay(site, 0.15, only="/page")
+        set_delay(site, 0.05, only="/page")
         # no answer before both spiders are open: B, started second, cannot crawl the pages A
         # needs to reach its kill while A still starts
         web.hold = threading.Event()
