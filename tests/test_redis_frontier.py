@@ -582,37 +582,63 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
     assert not redis_server.client.keys("focuscrawl:window:leased:*")
 
 
+def limits_settings(server) -> list[str]:
+    """The settings of both workers of the limits tests: room for pages beside held image downloads."""
+    return redis_settings(server, crawl="limits", delay=0.01) + [
+        "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
+
+
+@pytest.fixture(scope="module")
+def worker_dead_before_its_images(tmp_path_factory):
+    """Worker A of the limits tests, SIGKILLed at its 6th page while the downloads of its pages'
+    images are held back, on a redis-server of its own: (the web it crawled, serving on with
+    its images answered at once now; A's run directory; the Redis keys A left, dumped). Each
+    test restores the keys into its own redis-server; A's run is read there, never changed."""
+    import signal
+
+    from tests.support.redisserver import RedisServer
+
+    tmp = tmp_path_factory.mktemp("limits")
+    gate = threading.Event()
+    site = {path: GatedPage(page, gate) if path.endswith(".png") else page for path, page in kill_site(12).items()
+            if not path.startswith(("/r", "/missing"))}
+    site["/page1"].body = site["/page1"].body.replace(b'<a href="/missing">x</a><a href="/r0">y</a>', b"")
+    server, a = RedisServer(tmp), tmp / "part-a"
+    try:
+        with LocalWeb(site) as web:
+            first = warmfork.run(focused_cmd(web.base, a, *limits_settings(server), *kill_after(6)), cwd=ROOT,
+                                 capture_output=True, text=True, timeout=120)
+            assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+            gate.set()
+            set_delay(site, 0)
+            keys = {key: (server.client.pttl(key), server.client.dump(key)) for key in server.client.keys("*")}
+            yield web, a, keys
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize("limit", ["FOCUSCRAWL_PAGE_BUDGET", "FOCUSCRAWL_MAX_PAGES_PER_HOST"])
-def test_pages_fetched_again_for_a_dead_workers_images_do_not_spend_the_limits(tmp_path, redis_server, limit):
+def test_pages_fetched_again_for_a_dead_workers_images_do_not_spend_the_limits(tmp_path, redis_server, limit,
+                                                                               worker_dead_before_its_images):
     """Worker A dies (SIGKILL at its 6th page) with committed rows whose images it never wrote,
     and does not come back. Worker B, with a page budget (or a per-host page limit) of exactly
     the pages A did not write, fetches A's committed pages again for their images: those write
     no row in B's run (A's run has them), so they must not spend B's limit. Every page and
     image is in the merge. Before, they counted: B stopped (or was refused) that many pages
-    short, and those pages were in neither run."""
-    import signal
-
-    gate = threading.Event()
-    site = {path: GatedPage(page, gate) if path.endswith(".png") else page for path, page in kill_site(12).items()
-            if not path.startswith(("/r", "/missing"))}
-    site["/page1"].body = site["/page1"].body.replace(b'<a href="/missing">x</a><a href="/r0">y</a>', b"")
-    shared = redis_settings(redis_server, crawl="limits", delay=0.01) + [
-        "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
-    a, b = tmp_path / "part-a", tmp_path / "part-b"
-    with LocalWeb(site) as web:
-        first = warmfork.run(focused_cmd(web.base, a, *shared, *kill_after(6)), cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
-        assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
-        left = 12 - len(page_urls(a))
-        assert any(int(u.rsplit("page", 1)[1]) % 3 == 0 for u in page_urls(a)), "A wrote no page with an image"
-        gate.set()
-        set_delay(site, 0)
-        second = warmfork.run(focused_cmd(web.base, b, *shared, f"{limit}={left}"), cwd=ROOT, capture_output=True,
-                              text=True, timeout=120)
-        assert second.returncode == 0, second.stderr[-3000:]
-        stats = json.loads((b / "stats.json").read_text())
-        assert stats["focuscrawl/redis/pages_fetched_again_for_images"] >= 1
-        merge_runs([a, b], tmp_path / "merged")
+    short, and those pages were in neither run. (A, the same for both limits, is killed once:
+    ``worker_dead_before_its_images``.)"""
+    web, a, keys = worker_dead_before_its_images
+    for key, (ttl, dump) in keys.items():
+        redis_server.client.restore(key, max(ttl, 0), dump)
+    b = tmp_path / "part-b"
+    left = 12 - len(page_urls(a))
+    assert any(int(u.rsplit("page", 1)[1]) % 3 == 0 for u in page_urls(a)), "A wrote no page with an image"
+    second = warmfork.run(focused_cmd(web.base, b, *limits_settings(redis_server), f"{limit}={left}"), cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr[-3000:]
+    stats = json.loads((b / "stats.json").read_text())
+    assert stats["focuscrawl/redis/pages_fetched_again_for_images"] >= 1
+    merge_runs([a, b], tmp_path / "merged")
     assert sorted(page_urls(tmp_path / "merged")) == sorted(f"{web.base}/page{i}" for i in range(12))
     assert len(page_urls(b)) == left
     rows = Counter(r["image_url"] for r in iter_tsv(tmp_path / "merged" / "images.tsv"))
