@@ -242,7 +242,6 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     it holds leased requests and parsed pages whose rows sit in its unwritten sentence batch.
     A is restarted on its run directory; both run to the end. The merged run has every page of
     the single-process run exactly once, and every image."""
-    import os
     import signal
 
     def focused(out, *extra):
