@@ -247,7 +247,7 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     def focused(out, *extra):
         return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *extra)
 
-    shared = redis_settings(redis_server, crawl="kill", delay=0.01)
+    shared = redis_settings(redis_server, crawl="kill", delay=0.001)
     kill = kill_after(6)
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     site = kill_site()
@@ -313,7 +313,7 @@ def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
     import signal
 
     out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
-    settings = redis_settings(redis_server, crawl="solo", delay=0.01)
+    settings = redis_settings(redis_server, crawl="solo", delay=0.001)
     site = kill_site()
     with LocalWeb(site) as web:
         first = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job, *kill_after(6)),
@@ -348,7 +348,7 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
 
     from scrapy_redis import picklecompat
 
-    shared = redis_settings(redis_server, crawl="xhost", delay=0.01) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2",
+    shared = redis_settings(redis_server, crawl="xhost", delay=0.001) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2",
                                                                         "FOCUSCRAWL_LINKS_LOG=True"]
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     r = redis_server.client
@@ -427,7 +427,7 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
     pages is in exactly one part, none lost."""
     import signal
 
-    shared = redis_settings(redis_server, crawl="past", delay=0.01)
+    shared = redis_settings(redis_server, crawl="past", delay=0.001)
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     job_a = f"JOBDIR={tmp_path / 'job-a'}"
     a_settings = ["CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
@@ -494,7 +494,7 @@ def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path,
     site = {path: GatedPage(page, gate) if path.endswith(".png") else page for path, page in kill_site(12).items()
             if not path.startswith(("/r", "/missing"))}
     # room for pages beside the held image downloads
-    shared = redis_settings(redis_server, crawl="noreturn", delay=0.01) + [
+    shared = redis_settings(redis_server, crawl="noreturn", delay=0.001) + [
         "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
     a, b, job_a = tmp_path / "part-a", tmp_path / "part-b", f"JOBDIR={tmp_path / 'job-a'}"
     with LocalWeb(site) as web:
@@ -546,7 +546,7 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
 
     site = {path: page for path, page in kill_site(12).items() if not path.startswith(("/r", "/missing"))}
     site["/cat0.png"].delay = 0.3  # page0's row is committed before its image arrives
-    shared = redis_settings(redis_server, crawl="window", delay=0.01) + ["FOCUSCRAWL_SENTENCES_BATCH_BYTES=1"]
+    shared = redis_settings(redis_server, crawl="window", delay=0.001) + ["FOCUSCRAWL_SENTENCES_BATCH_BYTES=1"]
     a, b, job_a = tmp_path / "part-a", tmp_path / "part-b", f"JOBDIR={tmp_path / 'job-a'}"
     with LocalWeb(site) as web:
         image = f"{web.base}/cat0.png"
@@ -583,7 +583,7 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
 
 def limits_settings(server) -> list[str]:
     """The settings of both workers of the limits tests: room for pages beside held image downloads."""
-    return redis_settings(server, crawl="limits", delay=0.01) + [
+    return redis_settings(server, crawl="limits", delay=0.001) + [
         "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
 
 
