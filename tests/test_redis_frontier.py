@@ -67,8 +67,12 @@ def wait_until_dead_unreaped(pid: int, timeout: float = 120) -> None:
     the warm fork server) stays a zombie, its pid taken, until its ``Popen.wait``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except FileNotFoundError:
+            return  # reaped already (its status was read): its wait says how it ended
         # the state follows the command name, which may hold spaces and parentheses
-        if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
             return
         time.sleep(0.01)
     raise TimeoutError(f"process {pid} still alive after {timeout} s")
