@@ -44,6 +44,40 @@ def single_run(base: str, out, *settings: str, timeout: float = 180) -> None:
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
+def set_delay(pages: dict, seconds: float, only: str = "") -> None:
+    """Every page of ``pages`` whose path starts with ``only`` answers after ``seconds`` from
+    now on: a crawl is slowed only while its timing matters (a reference run, or the crawl
+    after a kill has landed, needs no slow web)."""
+    for path, page in pages.items():
+        if path.startswith(only):
+            page.delay = seconds
+
+
+def wait_for_lines(logs: list, line: str, procs: list, timeout: float = 60) -> None:
+    """Until every log of ``logs`` has ``line`` (or one of ``procs`` has ended, or ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not all(line in log.read_text() for log in logs) and time.monotonic() < deadline:
+        if any(p.poll() is not None for p in procs):
+            return
+        time.sleep(0.02)
+
+
+def wait_until_dead_unreaped(pid: int, timeout: float = 120) -> None:
+    """Until the process ``pid`` has died, without reaping it: a child (of this process or of
+    the warm fork server) stays a zombie, its pid taken, until its ``Popen.wait``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except FileNotFoundError:
+            return  # reaped already (its status was read): its wait says how it ended
+        # the state follows the command name, which may hold spaces and parentheses
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return
+        time.sleep(0.01)
+    raise TimeoutError(f"process {pid} still alive after {timeout} s")
+
+
 def test_host_slots_are_spaced_across_clients(redis_server):
     """The Lua reservation is atomic: 4 clients x 10 reservations get distinct slots 50 ms apart."""
     waits: list[int] = []
@@ -66,13 +100,12 @@ def test_host_slots_are_spaced_across_clients(redis_server):
 
 def test_two_processes_share_one_frontier(tmp_path, redis_server):
     pages = link_site(24)
-    for path, page in pages.items():
-        page.delay = 0.05  # slow enough that both processes get work
     with LocalWeb(pages) as web:
         single = run_links(f"{web.base}/p0", out=tmp_path / "single.jsonl")
         assert single.returncode == 0, single.stderr[-2000:]
         single_urls = {r["url"] for r in jsonl_rows(tmp_path / "single.jsonl")}
         web.requests.clear()
+        set_delay(pages, 0.05)  # slow enough that both processes get work
         # LOG_LEVEL=DEBUG: the stats dump the throttle's counter is read from
         procs = [start_links(f"{web.base}/p0", *redis_settings(redis_server), "LOG_LEVEL=DEBUG",
                              out=tmp_path / f"w{i}.jsonl", log=tmp_path / f"w{i}.log") for i in range(2)]
@@ -121,21 +154,17 @@ def test_focused_spider_on_two_processes_merges_to_the_single_process_run(tmp_pa
         return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=1", *extra)
 
     pages = image_site()
-    for page in pages.values():
-        page.delay = 0.5  # long enough that the process that gets page0 cannot take every page
     with LocalWeb(pages) as web:
-        single = warmfork.run(focused(tmp_path / "single"), cwd=ROOT, capture_output=True, text=True, timeout=120)
-        assert single.returncode == 0, single.stderr[-3000:]
+        single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=1")
         web.requests.clear()
+        set_delay(pages, 0.3)  # long enough that the process that gets page0 cannot take every page
         # no answer before both spiders are open: the first process started cannot crawl the
         # whole web while the second one still starts (a loaded machine's start-up jitter)
         web.hold = threading.Event()
         logs = [tmp_path / f"part-{i}.log" for i in range(2)]
         procs = [warmfork.popen(focused(tmp_path / f"part-{i}", *redis_settings(redis_server, crawl="focused")),
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(log, "w")) for i, log in enumerate(logs)]
-        deadline = time.monotonic() + 60
-        while not all("Spider opened" in log.read_text() for log in logs) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_lines(logs, "Spider opened", procs=procs)
         web.hold.set()
         for p in procs:
             assert p.wait(120) == 0
@@ -186,7 +215,7 @@ def kill_site(n: int = 36) -> dict:
         links = "".join(f'<a href="/page{j}">cats {j}</a>' for j in range(3 * i + 1, min(n, 3 * i + 4)))
         img = f'<img src="/cat{i}.png" alt="a cat on the sofa {i}" width="640" height="480">' if i % 3 == 0 else ""
         pages[f"/page{i}"] = Page(f"<html><body><p>{text} Page {i}.</p>{img}{links}</body></html>".encode(),
-                                  delay=0.15)
+                                  delay=0.05)
         if i % 3 == 0:
             pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 5 % 255, 100, 50)), "image/png")
     # requests whose end no middleware sees on the way (a 404 for the errback; more redirects
@@ -217,28 +246,33 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
     it holds leased requests and parsed pages whose rows sit in its unwritten sentence batch.
     A is restarted on its run directory; both run to the end. The merged run has every page of
     the single-process run exactly once, and every image."""
-    import os
     import signal
 
     def focused(out, *extra):
         return focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *extra)
 
-    shared = redis_settings(redis_server, crawl="kill", delay=0.01)
+    shared = redis_settings(redis_server, crawl="kill", delay=0.001)
     kill = kill_after(6)
     a, b = tmp_path / "part-a", tmp_path / "part-b"
-    with LocalWeb(kill_site()) as web:
+    site = kill_site()
+    with LocalWeb(site) as web:
+        set_delay(site, 0, only="/page")
         single_run(web.base, tmp_path / "single", "CONCURRENT_REQUESTS=2")
         web.requests.clear()
-        log_a = open(tmp_path / "a.log", "w")
-        # children of this process (not forked warm): A's death is waited for below with
-        # os.waitid, and B starts as slowly as A (a warm B would crawl before A reaches its kill)
-        proc_a = subprocess.Popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}", *kill), cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=log_a)
-        proc_b = subprocess.Popen(focused(b, *shared, f"JOBDIR={tmp_path / 'job-b'}"), cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "b.log", "w"))
+        set_delay(site, 0.05, only="/page")
+        # no answer before both spiders are open: B, started second, cannot crawl the pages A
+        # needs to reach its kill while A still starts
+        web.hold = threading.Event()
+        logs = [tmp_path / "a.log", tmp_path / "b.log"]
+        proc_a = warmfork.popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}", *kill), cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=open(logs[0], "w"))
+        proc_b = warmfork.popen(focused(b, *shared, f"JOBDIR={tmp_path / 'job-b'}"), cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=open(logs[1], "w"))
+        wait_for_lines(logs, "Spider opened", procs=[proc_a, proc_b])
+        web.hold.set()
         # wait for A's death without reaping it: its pid stays taken, so B does not take its
         # leases back before they are inspected here
-        os.waitid(os.P_PID, proc_a.pid, os.WEXITED | os.WNOWAIT)
+        wait_until_dead_unreaped(proc_a.pid)
         leased_key = [k for k in redis_server.client.keys("focuscrawl:kill:leased:*") if str(a).encode() in k]
         leased = {json_url(m) for k in leased_key for m in redis_server.client.zrange(k, 0, -1)}
         committed = set(page_urls(a))
@@ -247,6 +281,7 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
         assert leased, "A held no leases when it was killed"
         unwritten = (leased & fetched) - committed  # the killing page and pages parsed before it
         assert len(unwritten) >= 2, f"A had no parsed page without a row (leased {leased}, rows {committed})"
+        set_delay(site, 0.03, only="/page")  # still slow enough for the restarted A to find B crawling
         restart = warmfork.popen(focused(a, *shared, f"JOBDIR={tmp_path / 'job-a'}"), cwd=ROOT,
                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "a2.log", "w"))
         assert restart.wait(180) == 0, (tmp_path / "a2.log").read_text()[-3000:]
@@ -282,8 +317,9 @@ def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
     import signal
 
     out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
-    settings = redis_settings(redis_server, crawl="solo", delay=0.01)
-    with LocalWeb(kill_site()) as web:
+    settings = redis_settings(redis_server, crawl="solo", delay=0.001)
+    site = kill_site()
+    with LocalWeb(site) as web:
         first = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job, *kill_after(6)),
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL
@@ -292,6 +328,7 @@ def test_restarted_worker_takes_back_its_own_leases(tmp_path, redis_server):
         fetched = {web.base + p for p in web.fetched("/page")}
         unwritten = ({json_url(m) for m in held} & fetched) - set(page_urls(out))
         assert len(unwritten) >= 2  # the killing page and pages parsed before it, without rows
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, out, "CONCURRENT_REQUESTS=2", *settings, job),
                               cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -315,17 +352,19 @@ def test_a_dead_worker_on_another_host_is_forgotten_and_its_pages_merge_once(tmp
 
     from scrapy_redis import picklecompat
 
-    shared = redis_settings(redis_server, crawl="xhost", delay=0.01) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2",
+    shared = redis_settings(redis_server, crawl="xhost", delay=0.001) + ["FOCUSCRAWL_REDIS_LEASE_TIMEOUT=2",
                                                                         "FOCUSCRAWL_LINKS_LOG=True"]
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     r = redis_server.client
-    with LocalWeb(kill_site()) as web:
+    site = kill_site()
+    with LocalWeb(site) as web:
         first = warmfork.run(focused_cmd(web.base, a, "CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
                                          *shared, *kill_after(6)),
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL
         committed = page_urls(a)
         assert committed, "A committed no page before it was killed"
+        set_delay(site, 0)
         # A as it would look from here had it run on another host, dead since now
         here = socket.gethostname().encode()
         [(worker, token)] = r.hgetall("focuscrawl:xhost:workers").items()
@@ -392,12 +431,13 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
     pages is in exactly one part, none lost."""
     import signal
 
-    shared = redis_settings(redis_server, crawl="past", delay=0.01)
+    shared = redis_settings(redis_server, crawl="past", delay=0.001)
     a, b = tmp_path / "part-a", tmp_path / "part-b"
     job_a = f"JOBDIR={tmp_path / 'job-a'}"
     a_settings = ["CONCURRENT_REQUESTS=2", "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1",
                   "FOCUSCRAWL_CHECKPOINT_INTERVAL=3600", *shared, job_a]
-    with LocalWeb(kill_site()) as web:
+    site = kill_site()
+    with LocalWeb(site) as web:
         first = warmfork.run(focused_cmd(web.base, a, *a_settings, *kill_after(8)),
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
@@ -407,6 +447,7 @@ def test_rows_a_dead_worker_wrote_past_its_checkpoint_are_crawled_again(tmp_path
         leased = {json_url(m) for k in redis_server.client.keys("focuscrawl:past:leased:*")
                   for m in redis_server.client.zrange(k, 0, -1)}
         assert past and set(past) <= leased, f"no leased row past A's checkpoint (past {past}, leased {leased})"
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, b, "CONCURRENT_REQUESTS=2", *shared, f"JOBDIR={tmp_path / 'job-b'}"),
                               cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -457,7 +498,7 @@ def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path,
     site = {path: GatedPage(page, gate) if path.endswith(".png") else page for path, page in kill_site(12).items()
             if not path.startswith(("/r", "/missing"))}
     # room for pages beside the held image downloads
-    shared = redis_settings(redis_server, crawl="noreturn", delay=0.01) + [
+    shared = redis_settings(redis_server, crawl="noreturn", delay=0.001) + [
         "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
     a, b, job_a = tmp_path / "part-a", tmp_path / "part-b", f"JOBDIR={tmp_path / 'job-a'}"
     with LocalWeb(site) as web:
@@ -471,6 +512,7 @@ def test_images_of_a_dead_worker_that_never_comes_back_reach_the_merge(tmp_path,
         assert images_of_a, "A committed no page with an image"
         assert not (a / "images.tsv").exists() or not list(iter_tsv(a / "images.tsv")), "an image was not held back"
         gate.set()
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
                               timeout=120)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -508,7 +550,7 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
 
     site = {path: page for path, page in kill_site(12).items() if not path.startswith(("/r", "/missing"))}
     site["/cat0.png"].delay = 0.3  # page0's row is committed before its image arrives
-    shared = redis_settings(redis_server, crawl="window", delay=0.01) + ["FOCUSCRAWL_SENTENCES_BATCH_BYTES=1"]
+    shared = redis_settings(redis_server, crawl="window", delay=0.001) + ["FOCUSCRAWL_SENTENCES_BATCH_BYTES=1"]
     a, b, job_a = tmp_path / "part-a", tmp_path / "part-b", f"JOBDIR={tmp_path / 'job-a'}"
     with LocalWeb(site) as web:
         image = f"{web.base}/cat0.png"
@@ -522,6 +564,7 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
         leased = {json_url(m) for k in redis_server.client.keys("focuscrawl:window:leased:*")
                   for m in redis_server.client.zrange(k, 0, -1)}
         assert f"{web.base}/page0" in leased, "page0's lease was released before its image was written"
+        set_delay(site, 0)
         second = warmfork.run(focused_cmd(web.base, b, *shared), cwd=ROOT, capture_output=True, text=True,
                               timeout=120)
         assert second.returncode == 0, second.stderr[-3000:]
@@ -542,36 +585,63 @@ def test_a_worker_killed_after_an_image_is_scraped_but_before_its_row_keeps_the_
     assert not redis_server.client.keys("focuscrawl:window:leased:*")
 
 
+def limits_settings(server) -> list[str]:
+    """The settings of both workers of the limits tests: room for pages beside held image downloads."""
+    return redis_settings(server, crawl="limits", delay=0.001) + [
+        "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
+
+
+@pytest.fixture(scope="module")
+def worker_dead_before_its_images(tmp_path_factory):
+    """Worker A of the limits tests, SIGKILLed at its 6th page while the downloads of its pages'
+    images are held back, on a redis-server of its own: (the web it crawled, serving on with
+    its images answered at once now; A's run directory; the Redis keys A left, dumped). Each
+    test restores the keys into its own redis-server; A's run is read there, never changed."""
+    import signal
+
+    from tests.support.redisserver import RedisServer
+
+    tmp = tmp_path_factory.mktemp("limits")
+    gate = threading.Event()
+    site = {path: GatedPage(page, gate) if path.endswith(".png") else page for path, page in kill_site(12).items()
+            if not path.startswith(("/r", "/missing"))}
+    site["/page1"].body = site["/page1"].body.replace(b'<a href="/missing">x</a><a href="/r0">y</a>', b"")
+    server, a = RedisServer(tmp), tmp / "part-a"
+    try:
+        with LocalWeb(site) as web:
+            first = warmfork.run(focused_cmd(web.base, a, *limits_settings(server), *kill_after(6)), cwd=ROOT,
+                                 capture_output=True, text=True, timeout=120)
+            assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+            gate.set()
+            set_delay(site, 0)
+            keys = {key: (server.client.pttl(key), server.client.dump(key)) for key in server.client.keys("*")}
+            yield web, a, keys
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize("limit", ["FOCUSCRAWL_PAGE_BUDGET", "FOCUSCRAWL_MAX_PAGES_PER_HOST"])
-def test_pages_fetched_again_for_a_dead_workers_images_do_not_spend_the_limits(tmp_path, redis_server, limit):
+def test_pages_fetched_again_for_a_dead_workers_images_do_not_spend_the_limits(tmp_path, redis_server, limit,
+                                                                               worker_dead_before_its_images):
     """Worker A dies (SIGKILL at its 6th page) with committed rows whose images it never wrote,
     and does not come back. Worker B, with a page budget (or a per-host page limit) of exactly
     the pages A did not write, fetches A's committed pages again for their images: those write
     no row in B's run (A's run has them), so they must not spend B's limit. Every page and
     image is in the merge. Before, they counted: B stopped (or was refused) that many pages
-    short, and those pages were in neither run."""
-    import signal
-
-    gate = threading.Event()
-    site = {path: GatedPage(page, gate) if path.endswith(".png") else page for path, page in kill_site(12).items()
-            if not path.startswith(("/r", "/missing"))}
-    site["/page1"].body = site["/page1"].body.replace(b'<a href="/missing">x</a><a href="/r0">y</a>', b"")
-    shared = redis_settings(redis_server, crawl="limits", delay=0.01) + [
-        "FOCUSCRAWL_SENTENCES_BATCH_BYTES=1", "CONCURRENT_REQUESTS=6", "CONCURRENT_REQUESTS_PER_DOMAIN=6"]
-    a, b = tmp_path / "part-a", tmp_path / "part-b"
-    with LocalWeb(site) as web:
-        first = warmfork.run(focused_cmd(web.base, a, *shared, *kill_after(6)), cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
-        assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
-        left = 12 - len(page_urls(a))
-        assert any(int(u.rsplit("page", 1)[1]) % 3 == 0 for u in page_urls(a)), "A wrote no page with an image"
-        gate.set()
-        second = warmfork.run(focused_cmd(web.base, b, *shared, f"{limit}={left}"), cwd=ROOT, capture_output=True,
-                              text=True, timeout=120)
-        assert second.returncode == 0, second.stderr[-3000:]
-        stats = json.loads((b / "stats.json").read_text())
-        assert stats["focuscrawl/redis/pages_fetched_again_for_images"] >= 1
-        merge_runs([a, b], tmp_path / "merged")
+    short, and those pages were in neither run. (A, the same for both limits, is killed once:
+    ``worker_dead_before_its_images``.)"""
+    web, a, keys = worker_dead_before_its_images
+    for key, (ttl, dump) in keys.items():
+        redis_server.client.restore(key, max(ttl, 0), dump)
+    b = tmp_path / "part-b"
+    left = 12 - len(page_urls(a))
+    assert any(int(u.rsplit("page", 1)[1]) % 3 == 0 for u in page_urls(a)), "A wrote no page with an image"
+    second = warmfork.run(focused_cmd(web.base, b, *limits_settings(redis_server), f"{limit}={left}"), cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr[-3000:]
+    stats = json.loads((b / "stats.json").read_text())
+    assert stats["focuscrawl/redis/pages_fetched_again_for_images"] >= 1
+    merge_runs([a, b], tmp_path / "merged")
     assert sorted(page_urls(tmp_path / "merged")) == sorted(f"{web.base}/page{i}" for i in range(12))
     assert len(page_urls(b)) == left
     rows = Counter(r["image_url"] for r in iter_tsv(tmp_path / "merged" / "images.tsv"))
