@@ -21,8 +21,36 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "slow(seconds): a test of 10 s or more (about that long on 2 cores); started first (pytest_collection_modifyitems)")
     # the reactor of in-process crawls, installed before anything imports Twisted's default
     install_reactor()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """xdist's worksteal gives each worker an equal, contiguous share of the collection, and
+    a worker takes tests from another only once it has run out: a slow test at the end of a
+    share ends the run alone. Each share starts with slow tests (``slow(seconds)``), longest
+    first, each to the share with the fewest seconds so far."""
+    import os
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    slow = sorted((item for item in items if item.get_closest_marker("slow")),
+                  key=lambda item: -item.get_closest_marker("slow").args[0])
+    if workers < 2 or not slow:
+        return
+    heads: list[list] = [[] for _ in range(workers)]
+    seconds = [0.0] * workers
+    for item in slow:
+        share = seconds.index(min(seconds))
+        heads[share].append(item)
+        seconds[share] += item.get_closest_marker("slow").args[0]
+    rest = iter([item for item in items if not item.get_closest_marker("slow")])
+    ordered, left = [], len(items)
+    for share in range(workers):  # the sizes xdist gives: what is left, divided by the workers left
+        size = left // (workers - share)
+        ordered += heads[share] + [next(rest) for _ in range(size - len(heads[share]))]
+        left -= size
+    items[:] = ordered
 
 
 @pytest.fixture

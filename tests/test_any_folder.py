@@ -101,6 +101,7 @@ def test_eval_commands(tmp_path, empty):
     run(empty, "eval", "neardup", str(versions), "--max-k", "2", "--negatives", "2", "--no-minhash")
 
 
+@pytest.mark.slow(18)
 def test_testweb_and_crawl_commands(tmp_path, empty):
     small = ["--data", "bundled", "--scale", "0.02"]
     run(empty, "testweb", "generate", *small, "-o", str(tmp_path / "web"))

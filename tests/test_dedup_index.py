@@ -154,6 +154,7 @@ def test_single_query_with_many_matches_in_tables_and_tail():
     assert len(got) >= 50 and len({i for i, _ in got}) == len(got)
 
 
+@pytest.mark.slow(12)
 def test_numba_caches_in_the_user_cache_not_in_the_installed_package(tmp_path):
     """numba wrote its cache into the installed package (``focuscrawl/dedup/__pycache__``:
     read-only or shared installs); it goes to ``$XDG_CACHE_HOME/focuscrawl/numba``."""

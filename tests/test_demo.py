@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from focuscrawl.cli import main
 from focuscrawl.eval.crawl_metrics import read_tsv
 from focuscrawl.testweb.textpool import TextPool
@@ -18,6 +20,7 @@ def test_bundled_pool_is_small_and_real():
     assert "Cat" in pool.leads and len(pool.documents) >= 20
 
 
+@pytest.mark.slow(11)
 def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     assert main(["demo", "--pages", "40", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from focuscrawl.cli import main
 from focuscrawl.eval.crawl_metrics import read_tsv
 
@@ -10,6 +12,7 @@ from focuscrawl.eval.crawl_metrics import read_tsv
 NO_WORKER = ["-s", "FOCUSCRAWL_ANALYSIS_WORKERS=0"]
 
 
+@pytest.mark.slow(40)
 def test_every_mode_by_default_then_report_and_deterministic_rerun(tmp_path, capsys):
     args = ["--data", "bundled", "--scale", "0.04", "--budget", "15", "--deterministic"]
     assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "a")]) == 0
@@ -67,6 +70,7 @@ def test_a_given_model_is_used_as_is_on_the_whole_web(tmp_path):
     assert not (tmp_path / "e" / "model").exists()
 
 
+@pytest.mark.slow(10)
 def test_another_topic_gets_its_own_model(tmp_path):
     args = ["--data", "bundled", "--topic", "dog", "--scale", "0.04", "--budget", "3", "--modes", "keywords"]
     assert main(["eval", "run", *args, *NO_WORKER, "-o", str(tmp_path / "d")]) == 0
@@ -76,6 +80,7 @@ def test_another_topic_gets_its_own_model(tmp_path):
     assert len(pages) >= 3 and all(p["perplexity"] for p in pages[:1])
 
 
+@pytest.mark.slow(20)
 def test_several_web_seeds_give_mean_and_spread(tmp_path):
     from focuscrawl.topic.model import default_keywords_path, default_model_path
 

@@ -84,6 +84,7 @@ def fetch_cli(out, top: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow(11)
 def test_fetch_downloads_the_top_candidates_politely_and_rank_shows_them_fetched(replay, tmp_path, capsys):
     from focuscrawl.cli import main
 

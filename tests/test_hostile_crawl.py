@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from focuscrawl.settings import DOWNLOADER_MIDDLEWARES
 from tests.support.crawl import ROOT, crawl, crawl_here, focused_cmd
 from tests.support.hostile import SlowImageSite, SubdomainTrap, TrapSite
@@ -185,6 +187,7 @@ def test_a_subdomain_trap_ends_at_the_registered_domain_cap(tmp_path):
     assert len(robots) == 15 + 1, robots
 
 
+@pytest.mark.slow(11)
 def test_sessions_killed_every_few_seconds_on_a_trap_site_each_commit_new_pages(tmp_path):
     """Issue #31 point 7: SIGKILL every session before its page batch has 64 KiB of text (the
     trap site's pages hold ~130 bytes each): each session still commits new rows, because a

@@ -63,6 +63,7 @@ def test_bundled_model_loads_from_the_zipped_egg(egg, tmp_path):
     assert keyword_score > 0  # "cat" is a bundled keyword
 
 
+@pytest.mark.slow(12)
 def test_scrapyd_deploys_and_runs_focused(tmp_path):
     out = tmp_path / "run"
     server = Scrapyd(tmp_path / "scrapyd")

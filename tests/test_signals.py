@@ -79,6 +79,7 @@ def wait_for(condition, timeout: float = 60) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow(12)
 def test_group_sigint_and_sigterm_at_any_moment_then_resume_lose_nothing(tmp_path):
     """Ctrl-C (group SIGINT), group SIGTERM, a double Ctrl-C (forced stop) and SIGTERM again,
     each a few rows later, then a resume to the end: every page and every image exactly

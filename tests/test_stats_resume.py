@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import signal
 
+import pytest
+
 from tests.support.crawl import ROOT
 from tests.support.localweb import LocalWeb
 from tests.test_redis_frontier import focused_cmd, kill_after, kill_site, page_urls, redis_settings, single_run
@@ -26,6 +28,7 @@ def session_totals(run, keys=PAGE_COUNTERS) -> dict[str, int]:
     return {key: sum(s.get(key, 0) for s in sessions) for key in keys}
 
 
+@pytest.mark.slow(13)
 def test_counters_summed_over_sigkilled_sessions_match_an_uninterrupted_crawl(tmp_path, redis_server):
     """A Redis worker SIGKILLed twice at its 6th page and restarted on its
     JOBDIR: its killed sessions wrote no stats.json, so their counts were lost; now their
@@ -56,6 +59,7 @@ def test_counters_summed_over_sigkilled_sessions_match_an_uninterrupted_crawl(tm
     assert not (out / "stats.checkpoint.json").exists()
 
 
+@pytest.mark.slow(13)
 def test_counters_are_exact_across_sigkills_with_page_batches(tmp_path):
     """A crawl with JOBDIR and 64 KiB page batches (each written after 0.3 s), SIGKILLed three
     times with pages in its unwritten batch, and resumed to the end: the page and image

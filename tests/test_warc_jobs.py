@@ -228,6 +228,7 @@ def test_job_processes_die_with_a_killed_command(tmp_path):
     assert not wait_gone(children, 10)
 
 
+@pytest.mark.slow(20)
 def test_scrapyd_jobs_one_per_file_merge_to_the_warc_run(tmp_path):
     """docs/DEPLOY.md "The same as scrapyd jobs across machines", step by step: one egg
     deployed to two real scrapyd servers, one `archive` job per file scheduled round-robin

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from focuscrawl.output.records import url_sha1
 from tests.support.archives import write_arc
 from tests.support.crawl import FAST, ROOT, scrapy_cmd
@@ -104,6 +106,7 @@ def _small_warc(tmp_path: Path) -> Path:
     return write_warc(tmp_path / "x.warc.gz", captures)
 
 
+@pytest.mark.slow(12)
 def test_replay_keeps_every_page_of_a_host_past_the_live_crawls_host_limit(tmp_path):
     """The live crawl stops a host at FOCUSCRAWL_MAX_PAGES_PER_HOST (500, a trap backstop);
     an archive is already bounded, and its pages are the user's data: all are replayed."""

@@ -218,6 +218,7 @@ def test_a_full_jobdir_disk_stops_scrapys_disk_queue_too_with_one_error(tmp_path
     assert sorted(r["url"] for r in pages) == sorted(f"http://cats.test/p{i}" for i in range(120))
 
 
+@pytest.mark.slow(12)
 @pytest.mark.parametrize("limit", ["budget", "closespider"])
 def test_images_recovered_by_a_resume_that_reaches_its_page_budget_are_all_written(tmp_path, limit):
     """A crawl killed while its pages' images download (accepted, not written) is resumed
