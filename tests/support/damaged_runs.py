@@ -1,4 +1,4 @@
-"""Damaged run directories for ``focuscrawl rank`` (issue #31): info records of the wrong
+"""Damaged run directories for ``focuscrawl rank``: info records of the wrong
 shape, stats.json that cannot say which topic bundle the crawl used, broken image logs.
 
 ``damaged_run_corpus(dir)`` -> {name: {"path", "exit", "damaged"}}: what ``rank`` must do

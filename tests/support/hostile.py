@@ -1,4 +1,4 @@
-"""The bad-input corpus and the hostile loopback sites of issue #16, generated on demand.
+"""The bad-input corpus and the hostile loopback sites, generated on demand.
 
 Nothing large is written: the "huge" archives are gzip streams of zeros written in
 1 MiB pieces (128 MiB of zeros is ~130 KB on disk). Used by the tests
@@ -181,7 +181,7 @@ def file_size_limit(max_bytes: int):
     return limit
 
 
-# -- damaged topic bundles, run directories and `warc --jobs` inputs (issue #31) ----------------
+# -- damaged topic bundles, run directories and `warc --jobs` inputs -----------------------------
 #: the first line of a file outside a bundle: no error message may show it
 SECRET = "root:x:0:0:the-secret-first-line"
 
