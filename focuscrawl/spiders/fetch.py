@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any, AsyncIterator
 
 import scrapy
+from scrapy import signals
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 
 from focuscrawl.items import ImageItem
 
@@ -59,6 +62,25 @@ class CandidateFetchSpider(scrapy.Spider):
         for name, components in FETCH_COMPONENTS_OFF.items():
             settings.set(name, {**settings.getdict(name), **dict.fromkeys(components)}, priority="spider")
 
+    @classmethod
+    def from_crawler(cls, crawler, *args: Any, **kwargs: Any) -> "CandidateFetchSpider":
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider._pending = len(spider.candidates)
+        spider._all_processed: Deferred = Deferred()
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(spider._item_processed, signal=signal)
+        return spider
+
+    def _item_processed(self, *args: Any, **kwargs: Any) -> None:
+        self._pending -= 1
+        if self._pending <= 0 and not self._all_processed.called:
+            self._all_processed.callback(None)
+
     async def start(self) -> AsyncIterator[ImageItem]:
         for item in self.candidates:
             yield item
+        # Scrapy notices that a spider is idle on its next heartbeat (5 s) unless something wakes
+        # it; an item yielded by start() wakes nothing when its pipelines finish, so start() ends
+        # only once every candidate is processed: its end wakes the engine, which closes at once
+        if self.candidates and hasattr(self, "_all_processed"):
+            await maybe_deferred_to_future(self._all_processed)
