@@ -202,3 +202,32 @@ def test_images_without_html_size_become_candidates_measured_when_fetched(tmp_pa
     fetched = rows(out / "fetched.tsv", "image_url")
     assert fetched[f"{web.base}/img/big.png"]["fetch_status"] == "downloaded"
     assert fetched[f"{web.base}/img/small.png"]["fetch_status"] == "too_small"
+
+
+def test_the_fetch_spiders_start_ends_once_every_candidate_is_processed(tmp_path):
+    """``start()`` yields the candidates, then waits until each one's pipelines ended (written,
+    dropped or failed): its end wakes the engine, which then closes at once (before, the
+    engine saw the spider idle only on its next 5-second heartbeat, after the last image)."""
+    import asyncio
+
+    from focuscrawl.items import ImageItem
+    from focuscrawl.spiders.fetch import CandidateFetchSpider
+
+    spider = CandidateFetchSpider(run_dir=str(tmp_path), candidates=[ImageItem(image_url=f"http://a.test/{n}.png")
+                                                                     for n in range(3)])
+
+    async def run() -> list:
+        start, yielded = spider.start(), []
+        async for item in start:
+            yielded.append(item)
+            if len(yielded) == 3:
+                break
+        ended = asyncio.ensure_future(anext(start, "ended"))
+        for n in range(3):
+            await asyncio.sleep(0.01)
+            assert not ended.done(), f"start() ended with {3 - n} candidate(s) in the pipelines"
+            spider.item_processed(yielded[n])
+        return [yielded, await asyncio.wait_for(ended, 5)]
+
+    yielded, end = asyncio.run(run())
+    assert [i["image_url"] for i in yielded] == [f"http://a.test/{n}.png" for n in range(3)] and end == "ended"

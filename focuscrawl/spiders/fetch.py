@@ -51,6 +51,9 @@ class CandidateFetchSpider(scrapy.Spider):
             raise ValueError("the fetch spider needs run_dir (focuscrawl fetch RUN_DIR)")
         self.run_dir = run_dir
         self.candidates = list(candidates or [])
+        #: candidates whose pipelines have not ended yet (``start`` waits for them)
+        self.pending = len(self.candidates)
+        self.all_processed: Deferred = Deferred()
 
     @classmethod
     def update_settings(cls, settings) -> None:
@@ -65,16 +68,15 @@ class CandidateFetchSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any) -> "CandidateFetchSpider":
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider._pending = len(spider.candidates)
-        spider._all_processed: Deferred = Deferred()
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-            crawler.signals.connect(spider._item_processed, signal=signal)
+            crawler.signals.connect(spider.item_processed, signal=signal)
         return spider
 
-    def _item_processed(self, *args: Any, **kwargs: Any) -> None:
-        self._pending -= 1
-        if self._pending <= 0 and not self._all_processed.called:
-            self._all_processed.callback(None)
+    def item_processed(self, *args: Any, **kwargs: Any) -> None:
+        """A candidate's pipelines ended (written, dropped or failed)."""
+        self.pending -= 1
+        if self.pending <= 0 and not self.all_processed.called:
+            self.all_processed.callback(None)
 
     async def start(self) -> AsyncIterator[ImageItem]:
         for item in self.candidates:
@@ -82,5 +84,5 @@ class CandidateFetchSpider(scrapy.Spider):
         # Scrapy notices that a spider is idle on its next heartbeat (5 s) unless something wakes
         # it; an item yielded by start() wakes nothing when its pipelines finish, so start() ends
         # only once every candidate is processed: its end wakes the engine, which closes at once
-        if self.candidates and hasattr(self, "_all_processed"):
-            await maybe_deferred_to_future(self._all_processed)
+        if self.candidates:
+            await maybe_deferred_to_future(self.all_processed)
