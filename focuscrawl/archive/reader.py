@@ -21,7 +21,7 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
@@ -604,7 +604,7 @@ class ArchiveIndex:
     def get(self, url: str) -> RecordRef | None:
         return self.refs.get(url)
 
-    def html_responses(self, paths=None) -> int:
+    def html_responses(self, paths: Iterable[str] | None = None) -> int:
         """The HTML responses of ``paths`` (every file's if ``None``): each capture, redirects
         and errors included."""
         files = None if paths is None else set(paths)
