@@ -9,7 +9,15 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.support import warmfork
+
+
+@pytest.fixture(autouse=True)
+def warm(monkeypatch):
+    """These tests are about the forked processes: even when the suite runs cold."""
+    monkeypatch.delenv("FOCUSCRAWL_TEST_COLD_PROCESSES", raising=False)
 
 SCRIPT = """
 import os, sys
