@@ -16,6 +16,7 @@ from focuscrawl.output.files import iter_tsv
 from focuscrawl.output.merge import merge_runs
 from tests.support.crawl import FAST, ROOT, crawl_here, run_links, scrapy_cmd, start_links
 from tests.support.localweb import LocalWeb, Page, image_site, link_site, png_bytes
+from tests.support.processes import wait_gone
 from tests.support.runfiles import keyed_rows, sightings
 from tests.support import warmfork
 
@@ -60,22 +61,6 @@ def wait_for_lines(logs: list, line: str, procs: list, timeout: float = 60) -> N
         if any(p.poll() is not None for p in procs):
             return
         time.sleep(0.02)
-
-
-def wait_until_dead_unreaped(pid: int, timeout: float = 120) -> None:
-    """Until the process ``pid`` has died, without reaping it: a child (of this process or of
-    the warm fork server) stays a zombie, its pid taken, until its ``Popen.wait``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            stat = open(f"/proc/{pid}/stat").read()
-        except FileNotFoundError:
-            return  # reaped already (its status was read): its wait says how it ended
-        # the state follows the command name, which may hold spaces and parentheses
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return
-        time.sleep(0.01)
-    raise TimeoutError(f"process {pid} still alive after {timeout} s")
 
 
 def test_host_slots_are_spaced_across_clients(redis_server):
@@ -270,9 +255,9 @@ def test_sigkilled_worker_loses_nothing(tmp_path, redis_server):
                                 stdout=subprocess.DEVNULL, stderr=open(logs[1], "w"))
         wait_for_lines(logs, "Spider opened", procs=[proc_a, proc_b])
         web.hold.set()
-        # wait for A's death without reaping it: its pid stays taken, so B does not take its
-        # leases back before they are inspected here
-        wait_until_dead_unreaped(proc_a.pid)
+        # wait for A's death without reaping it (a zombie counts as gone): its pid stays taken,
+        # so B does not take its leases back before they are inspected here
+        assert not wait_gone({proc_a.pid}, 120), "worker A never reached its kill"
         leased_key = [k for k in redis_server.client.keys("focuscrawl:kill:leased:*") if str(a).encode() in k]
         leased = {json_url(m) for k in leased_key for m in redis_server.client.zrange(k, 0, -1)}
         committed = set(page_urls(a))
