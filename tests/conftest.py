@@ -1,6 +1,7 @@
 """Shared fixtures: small hand-written models and keyword lists, no shared/ data."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,6 @@ def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto``: two test workers per core, at most 8. About half of a test's time is
     waiting (for a crawl process to reach its kill point, for a server, for a politeness
     delay), which a second worker per core fills."""
-    import os
-
     return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
@@ -31,8 +30,6 @@ def pytest_collection_modifyitems(config, items) -> None:
     a worker takes tests from another only once it has run out: a slow test at the end of a
     share ends the run alone. Each share starts with slow tests (``slow(seconds)``), longest
     first, each to the share with the fewest seconds so far."""
-    import os
-
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     slow = sorted((item for item in items if item.get_closest_marker("slow")),
                   key=lambda item: -item.get_closest_marker("slow").args[0])

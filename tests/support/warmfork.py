@@ -89,23 +89,27 @@ def _preload() -> None:
     gc.freeze()
 
 
+def _recv_exactly(conn: socket.socket, size: int) -> bytes:
+    """``size`` bytes from ``conn`` (``EOFError`` if it closes first)."""
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
 def _recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
     header = b""
     fds: list[int] = []
-    while len(header) < 4:
+    while len(header) < 4:  # the length, with the child's standard streams attached
         data, got, _, _ = socket.recv_fds(conn, 4 - len(header), 8)
         if not data:
             raise EOFError
         header += data
         fds += got
-    size = struct.unpack("!I", header)[0]
-    body = b""
-    while len(body) < size:
-        data = conn.recv(size - len(body))
-        if not data:
-            raise EOFError
-        body += data
-    return json.loads(body), fds
+    return json.loads(_recv_exactly(conn, struct.unpack("!I", header)[0])), fds
 
 
 def _run_child(request: dict, fds: list[int], started: int) -> None:
@@ -293,13 +297,10 @@ class WarmProcess:
         ready, _, _ = select.select([self._conn], [], [], timeout)
         if not ready:
             return False
-        data = b""
-        while len(data) < 4:
-            chunk = self._conn.recv(4 - len(data))
-            if not chunk:
-                raise RuntimeError("the warm process server went away")
-            data += chunk
-        self.returncode = struct.unpack("!i", data)[0]
+        try:
+            self.returncode = struct.unpack("!i", _recv_exactly(self._conn, 4))[0]
+        except EOFError:
+            raise RuntimeError("the warm process server went away") from None
         try:
             self._conn.sendall(b"r")  # the server may reap the child now
         except OSError:
@@ -398,16 +399,12 @@ def popen(cmd, **kwargs):
     cwd, env, text = kwargs.get("cwd"), kwargs.get("env"), kwargs.get("text", False)
     stdout, stderr, start_new_session = kwargs.get("stdout"), kwargs.get("stderr"), kwargs.get("start_new_session")
     close: list[int] = []
-    inherit = [sys.stdin, sys.stdout, sys.stderr]
     fds, parent_ends = [], []
     try:
-        for i, spec in enumerate((subprocess.DEVNULL, stdout, stderr)):
+        # stdin /dev/null; stdout and stderr as asked, this process's own when not given
+        for spec, own in ((subprocess.DEVNULL, None), (stdout, sys.stdout), (stderr, sys.stderr)):
             fd, parent_end = _fd_for(spec, close)
-            if fd is None:
-                fd = inherit[i].fileno() if i else os.open(os.devnull, os.O_RDWR)
-                if not i:
-                    close.append(fd)
-            fds.append(fd)
+            fds.append(own.fileno() if fd is None else fd)
             parent_ends.append(parent_end)
         request = {"argv": argv, "cwd": str(cwd or os.getcwd()), "env": dict(env if env is not None else os.environ),
                    "new_session": bool(start_new_session)}
@@ -416,13 +413,10 @@ def popen(cmd, **kwargs):
         conn.connect(path)
         socket.send_fds(conn, [struct.pack("!I", len(body))], fds)
         conn.sendall(body)
-        data = b""
-        while len(data) < 4:
-            chunk = conn.recv(4 - len(data))
-            if not chunk:
-                raise RuntimeError("the warm process server did not start the process")
-            data += chunk
-        pid = struct.unpack("!i", data)[0]
+        try:
+            pid = struct.unpack("!i", _recv_exactly(conn, 4))[0]
+        except EOFError:
+            raise RuntimeError("the warm process server did not start the process") from None
     finally:
         for fd in close:
             os.close(fd)
