@@ -469,9 +469,11 @@ def replay_jobs(index, output: Path, processes: JobProcesses, progress_interval:
     """One job per archive file holding pages, run on ``processes``, then the parts merged
     into ``output``: the summary and the jobs' stats summed. A progress line as the jobs end
     (``FilesProgress``, every ``progress_interval`` seconds at most)."""
-    files = [path for path in index.paths if any(ref.path == path for ref in index.html_refs())]
+    pages = index.html_refs()
+    with_pages = {ref.path for ref in pages}
+    files = [path for path in index.paths if path in with_pages]
     parts = [output / "parts" / f"{n:04d}" for n in range(len(files))]
-    progress = FilesProgress(len(files), len(index.html_refs()), progress_interval)
+    progress = FilesProgress(len(files), len(pages), progress_interval)
     results = processes.run(index, [(path, str(part)) for path, part in zip(files, parts)], progress)
     # a part whose crawl ended cleanly (finished, or stopped by Ctrl-C as a crawl is) is whole; one whose
     # job died or failed is left out: it may hold image rows whose pages' rows were never written
@@ -479,12 +481,11 @@ def replay_jobs(index, output: Path, processes: JobProcesses, progress_interval:
     counts = merge_runs(whole, output)
     summary: dict = {"jobs": len(processes.processes), "parts": len(parts), "pages": counts["pages"],
                      "images": counts["images"], "parts_merged": len(whole)}
-    for key in SUMMARY_STATS:  # a job that failed before its crawl counted nothing
-        summary[key] = sum(r.get(key) or 0 for r in results)
-    # what the archives hold, from their index: also the files of jobs killed or interrupted
-    # before their crawl counted them
-    summary["focuscrawl/archive/html_pages"] = len(index.html_refs())
-    summary["focuscrawl/archive/html_responses"] = index.html_responses()
+    # what the archives hold, from their index (also the files of jobs killed or interrupted
+    # before their crawl counted them); what the replay did, summed over the jobs
+    held = {"focuscrawl/archive/html_pages": len(pages), "focuscrawl/archive/html_responses": index.html_responses()}
+    for key in SUMMARY_STATS:
+        summary[key] = held[key] if key in held else sum(r.get(key) or 0 for r in results)
     from focuscrawl.output.run_state import WRITE_FAILED_STAT
 
     for key, stat in (("write_failed", WRITE_FAILED_STAT), ("stop_signal", "stop_signal")):  # the first job's
