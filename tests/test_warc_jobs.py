@@ -371,7 +371,7 @@ def test_a_ctrl_c_during_the_replay_keeps_the_pages_the_jobs_wrote(tmp_path):
     pages = tsv(out / "pages.tsv", "url")
     assert 0 < len(pages) < 800  # what the jobs wrote before they stopped, not the archives' 800
     parts = {url for p in out.glob("parts/*/pages.tsv") for url in tsv(p, "url")}
-    assert set(pages) == parts
+    assert set(pages) == parts, summary + log[-3000:]
     images = tsv(out / "images.tsv", "image_url").values()
     assert images and all(r["page_url"] in pages for r in images)
     assert f"{len(pages):,} pages written" in summary and "800 HTML pages" in summary, summary
