@@ -14,6 +14,7 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections import deque
@@ -284,13 +285,14 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
 
     ``stop`` (an event the command sets when it is interrupted) stops the running crawl
     cleanly (as Ctrl-C does) whenever it is set: a job still starting when the group's Ctrl-C
-    came (ignored until Scrapy's handler is in place) does not replay its whole file."""
+    came (ignored until the reactor starts) does not replay its whole file; so does the
+    process's own first Ctrl-C or SIGTERM (``_job_signal_handlers``)."""
     from focuscrawl.cli import configure_logging
 
     for end in inherited:
         end.close()
-    # the group's Ctrl-C and SIGTERM stop its crawl cleanly once Scrapy's handlers are installed
-    # (``process.start``); before, half-way through imports or a crawl's start, they are ignored
+    # the group's Ctrl-C and SIGTERM stop its crawl cleanly once its handlers are installed (as
+    # the reactor starts); before, half-way through imports or a crawl's start, they are ignored
     worker_process(parent)
     configure_logging(verbose)  # a spawned process starts without the command's handler (a forked one has it)
     try:
@@ -304,15 +306,18 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
 
     with crawler_process(settings, verbose) as process:
         stop_signals = record_stop_signals(process)
+        received: list[int] = []  # this process's own stop signals
+
+        def stopped() -> int:
+            return stop.value if stop is not None and stop.value else (received[0] if received else 0)
 
         def start(task: tuple[str, str]):
             path, part = task
             crawler = process.create_crawler("archive")
             crawl = process.crawl(crawler, archives=index, output=part, seed_files=[path], **spider_args)
-            if stop is not None:
-                watch = twisted_task.LoopingCall(_stop_when_set, stop, crawler, stop_signals)
-                watch.start(STOP_POLL_SECONDS, now=False)
-                crawl.addBoth(lambda result: (watch.stop() if watch.running else None, result)[1])
+            watch = twisted_task.LoopingCall(_stop_when_set, stopped, crawler, stop_signals)
+            watch.start(STOP_POLL_SECONDS, now=False)
+            crawl.addBoth(lambda result: (watch.stop() if watch.running else None, result)[1])
             return path, crawler, crawl
 
         @defer.inlineCallbacks
@@ -341,21 +346,53 @@ def _job_worker(conn: Connection, settings: dict, spider_args: dict, verbose: bo
                     reactor.callWhenRunning(reactor.stop)
 
         run_tasks(*start(task))  # the first crawler installs the reactor the settings ask for
-        process.start(stop_after_crawl=False)
+        _job_signal_handlers(received)
+        process.start(stop_after_crawl=False, install_signal_handlers=False)
+
+
+def _job_signal_handlers(received: list[int]) -> None:
+    """A job process's Ctrl-C and SIGTERM (the group's, or its own): the first is appended to
+    ``received`` and stops the running crawl cleanly (``_stop_when_set``); the process then
+    sends the crawl's summary and ends as it does after its last file. Scrapy's own handler
+    would stop the reactor as soon as the crawl stopped, sometimes before the summary was
+    sent: the command took the job for dead and left its whole part out of the run. A second
+    signal stops the process at once (its part is left out, as after a second Ctrl-C)."""
+    from scrapy.utils.ossignal import install_shutdown_handlers
+
+    def first(signum: int, _frame) -> None:
+        received.append(signum)
+        install_shutdown_handlers(second)
+
+    def second(signum: int, _frame) -> None:
+        from twisted.internet import reactor  # (installed by the first crawler by now)
+
+        install_shutdown_handlers(signal.SIG_IGN)
+        reactor.callFromThread(_stop_reactor)
+
+    install_shutdown_handlers(first)
+
+
+def _stop_reactor() -> None:
+    from twisted.internet import reactor
+
+    with suppress(RuntimeError):  # already stopping
+        reactor.stop()
 
 
 #: how often a job process looks whether the command was interrupted (``JobProcesses.stop``)
 STOP_POLL_SECONDS = 0.2
 
 
-def _stop_when_set(stop, crawler, stop_signals: list[int]) -> None:
-    """Stop ``crawler`` cleanly once the command is interrupted (``stop`` holds the signal)."""
+def _stop_when_set(stopped, crawler, stop_signals: list[int]) -> None:
+    """Stop ``crawler`` cleanly once the command or the job process is interrupted
+    (``stopped()``: the signal, 0 until then)."""
     from scrapy.utils.defer import deferred_from_coro
 
     # once its engine runs (a crawl stopped while it starts never ends); ``stop`` clears ``crawling``: once
-    if stop.value and crawler.crawling and getattr(crawler.engine, "running", False):
+    signum = stopped()
+    if signum and crawler.crawling and getattr(crawler.engine, "running", False):
         if not stop_signals:
-            stop_signals.append(stop.value)
+            stop_signals.append(signum)
         deferred_from_coro(crawler.stop_async())
 
 
