@@ -14,6 +14,9 @@ from functools import lru_cache
 from typing import Iterable
 from urllib.parse import ParseResult, SplitResult, urlsplit
 
+from w3lib.url import safe_url_string
+
+
 def host_surt(host: str) -> str:
     """``en.wikipedia.org`` -> ``(org,wikipedia,en,``; port and trailing dot dropped."""
     host = host.lower().rstrip(".").split(":")[0]
@@ -240,3 +243,24 @@ def excerpt(value: "str | bytes", limit: int = 80) -> str:
     short = text[:limit]
     quoted = short.encode("unicode_escape").decode("ascii")
     return quoted + (f"... ({len(text)} chars)" if len(text) > limit else "")
+
+
+#: an http(s) URL that ``safe_url_string`` returns unchanged: a lower-case host name (not all
+#: digits and dots: w3lib rewrites IPv4 forms), no port, user or fragment, a path of
+#: characters it keeps (well-formed ``%XX`` escapes) without ``.``/``..`` segments, an optional
+#: non-empty query without ``'`` (escaped in a query)
+_SAFE_URL = re.compile(r"https?://(?![0-9.]*(?:/|$))(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)*[a-z](?:[a-z0-9-]*[a-z0-9])?"
+                       r"(?:/(?:[A-Za-z0-9_~!$&()*+,;=:@-]|%[0-9A-Fa-f]{2}|\.(?![./?]|$))*)+"
+                       r"(?:\?(?:[A-Za-z0-9_~!$&()*+,;=:@/?.-]|%[0-9A-Fa-f]{2})+)?")
+
+
+@lru_cache(maxsize=1 << 14)
+def _safe_url(url: str) -> str:
+    return safe_url_string(url)
+
+
+def request_url(url: str) -> str:
+    """The URL a Scrapy ``Request(url)`` names (w3lib's ``safe_url_string``): ``url`` itself
+    when it is safe already (most links: a regular expression instead of w3lib's parse, ~6x
+    less), else w3lib's, memoised (a site's navigation links recur on its pages)."""
+    return url if _SAFE_URL.fullmatch(url) else _safe_url(url)

@@ -1,8 +1,13 @@
 """Scope and trap rules (pure functions)."""
 from __future__ import annotations
 
+import pytest
+
+import scrapy
+from w3lib.url import safe_url_string
+
 from focuscrawl import settings as defaults
-from focuscrawl.urls import (QueryVariantLimit, SurtRules, domain_allowed, excerpt,
+from focuscrawl.urls import (QueryVariantLimit, request_url, SurtRules, domain_allowed, excerpt,
                              host_surt, repeated_path_segment, surt, trap_kind, surt_prefix, too_many_path_segments,
                              url_problem)
 
@@ -142,3 +147,29 @@ def test_registered_domain_is_public_suffix_aware_and_offline():
     assert registered_domain("127.0.0.1") == "127.0.0.1" and registered_domain("[::1]") == "::1"
     extractor = _public_suffixes()
     assert extractor.suffix_list_urls == () and extractor.fallback_to_snapshot  # the bundled list, never a fetch
+
+
+#: URLs that ``safe_url_string`` keeps: ``request_url`` returns them without w3lib
+_SAFE_URLS = [
+    "http://a.com/", "https://a.com/x/y.html", "http://a.com/a;b?c;d", "http://a.com/~x", "http://a.com/a%20b",
+    "http://a.com/a?b=c&d=e", "http://a.com//x", "http://a.com/a@b:c=d", "http://a.com/!$&()*+,",
+    "http://a.com/?!$&()*+,;=:@/?", "http://a.com/%2e%2e/x", "http://xn--bcher-kva.ch/", "http://1.com/",
+]
+#: URLs w3lib rewrites (or might): ``request_url`` asks w3lib
+_OTHER_URLS = [
+    "http://a.com", "http://A.com/", "http://a.com:80/", "http://a.com:8080/x", "http://a.com/./x", "http://a.com/a/../b",
+    "http://a.com/a/..", "http://a.com/%zz", "http://a.com/?", "http://a.com/?a'b", "http://a.com/a b", "http://a.com/a|b",
+    "http://a.com/ä", "http://bücher.ch/", "http://a..b/", "http://0x7f.1/", "http://127.0.0.1/", "http://1.2.3/",
+    "http://a.com/a?b=c d", "http://a.com/a?b=%", "http://u@a.com/", "https://a.com:443/", "http://123/",
+    "http://a.com/\\x", "http://a.com/a^b", "http://a.com/a`b", "http://a.com/a{b}", "http://a.com/[x]", "http://[::1]/",
+    "http://a.com/x#frag", "http://a.com/a\tb", "http://a.com/a<b>", 'http://a.com/a"b',
+]
+
+
+@pytest.mark.parametrize("url", _SAFE_URLS + _OTHER_URLS)
+def test_request_url_is_the_url_of_scrapys_request(url):
+    """The fast path (a URL safe already is returned as it is) never differs from w3lib, nor
+    from the URL of the request Scrapy builds."""
+    assert request_url(url) == safe_url_string(url) == scrapy.Request(url).url
+    if url in _SAFE_URLS:
+        assert request_url(url) is url

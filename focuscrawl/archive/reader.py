@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from scrapy.http import Headers, Response
+from scrapy.http import Headers, Request, Response
 from scrapy.responsetypes import responsetypes
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import DecompressingBufferedReader
@@ -491,8 +491,10 @@ def _record_body(record, max_size: int) -> tuple[bytes, bool]:
     return _capped(stream.read(max_size + 1) if max_size else stream.read(), max_size)
 
 
-def response_from_record(record, url: str, max_size: int = 0) -> Response:
-    """Build the Scrapy response (``HtmlResponse``, ``Response``, ...) of one record.
+def response_from_record(record, url: str, max_size: int = 0, request: Request | None = None) -> Response:
+    """Build the Scrapy response (``HtmlResponse``, ``Response``, ...) of one record, the
+    response to ``request`` when given (built with it: ``response.replace(request=...)``
+    would infer a text response's encoding from its body once more).
 
     ``Content-Encoding`` is kept when the body really is compressed, so Scrapy's
     ``HttpCompressionMiddleware`` decodes it with its usual size limits; a header
@@ -513,9 +515,8 @@ def response_from_record(record, url: str, max_size: int = 0) -> Response:
     cls = responsetypes.from_args(headers=headers, url=url, body=body)
     flags = ["archive"] + (["truncated"] if truncated else [])
     ip = record.rec_headers.get_header("WARC-IP-Address")
-    response = cls(url=url, status=_status(record), headers=headers, body=body, flags=flags,
-                   ip_address=_ip(ip))
-    return response
+    return cls(url=url, status=_status(record), headers=headers, body=body, flags=flags, ip_address=_ip(ip),
+               request=request)
 
 
 def _ip(value: str | None):
@@ -538,13 +539,13 @@ def _is_texty(body: bytes) -> bool:
     return bool(head) and sum(32 <= b < 127 or b in (9, 10, 13) for b in head) > 0.9 * len(head)
 
 
-def read_response(ref: RecordRef, max_size: int = 0) -> Response:
+def read_response(ref: RecordRef, max_size: int = 0, request: Request | None = None) -> Response:
     """Read one record again from its file (random access by offset; the index has
-    already checked it)."""
+    already checked it), as the response to ``request``."""
     with open(ref.source or ref.path, "rb") as fh:
         fh.seek(ref.offset)
         record = next(iter(_BoundedArchiveIterator(fh)))
-        return response_from_record(record, ref.url, max_size)
+        return response_from_record(record, ref.url, max_size, request)
 
 
 def iter_responses(path: str | os.PathLike, max_size: int = 0,

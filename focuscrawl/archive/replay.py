@@ -21,10 +21,10 @@ from scrapy.core.downloader.handlers.base import BaseDownloadHandler
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest, NotConfigured
 from scrapy.http import Response
-from w3lib.url import safe_url_string
 
 from focuscrawl.archive.reader import read_response
 from focuscrawl.rights.policy import POLICY_FILES
+from focuscrawl.urls import request_url
 
 
 class NotArchived(IgnoreRequest):
@@ -45,20 +45,20 @@ class ArchiveDownloadHandler(BaseDownloadHandler):
             raise NotConfigured("ArchiveDownloadHandler needs a spider with an archive_index")
         self.index = index
         self.max_size = crawler.settings.getint("DOWNLOAD_MAXSIZE")
-        self.by_safe_url = {safe_url_string(url): ref for url, ref in index.refs.items()}
+        self.by_safe_url = {request_url(url): ref for url, ref in index.refs.items()}
 
     async def download_request(self, request: Request) -> Response:
-        ref = self.index.get(request.url) or self.by_safe_url.get(safe_url_string(request.url))
+        ref = self.index.get(request.url) or self.by_safe_url.get(request_url(request.url))
         stats = self.crawler.stats
         if ref is None:
             if urlsplit(request.url).path not in POLICY_FILES:  # those count their own absence
                 stats.inc_value("focuscrawl/archive/missing")
             raise NotArchived(f"not in the archive: {request.url}")
         max_size = request.meta.get("download_maxsize", self.max_size)
-        response = read_response(ref, max_size)
+        response = read_response(ref, max_size, request)
         if "truncated" in response.flags:  # as a live download over the limit: cancelled
             stats.inc_value("focuscrawl/archive/over_max_size")
             raise DownloadCancelledError(f"Received more than {max_size} bytes which is larger than "
                                          f"download max size ({max_size}) in request {request}.")
         stats.inc_value("focuscrawl/archive/responses")
-        return response.replace(request=request)
+        return response

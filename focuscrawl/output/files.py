@@ -351,9 +351,10 @@ def iter_lines(path: str | Path, end: int | None = None, errors: str = "strict")
 
 
 class GzipLog(AppendFile):
-    """Lines appended as gzip members, one member per ``write_lines`` call."""
+    """Lines appended as gzip members, one member per ``write_lines`` call; level 4 by default:
+    on the sentences of real pages a third of level 6's CPU for 5% more bytes."""
 
-    def __init__(self, path: str | Path, truncate_to: int | None = None, compresslevel: int = 6) -> None:
+    def __init__(self, path: str | Path, truncate_to: int | None = None, compresslevel: int = 4) -> None:
         super().__init__(path, truncate_to)
         self.compresslevel = compresslevel
 

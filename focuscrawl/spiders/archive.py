@@ -15,7 +15,6 @@ built for the others, counted as ``focuscrawl/archive/links_not_archived``.
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, AsyncIterator
 
 from scrapy import Request, signals
@@ -23,16 +22,12 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.response import get_base_url
 from scrapy.exceptions import UsageError
 from scrapy.settings import SETTINGS_PRIORITIES
-from w3lib.url import safe_url_string
 
 from focuscrawl.archive.lean import LEAN_MIDDLEWARE, discard
 from focuscrawl.archive.reader import ArchiveError, ArchiveIndex
 from focuscrawl.items import PageItem
 from focuscrawl.spiders.focused import FocusedSpider, readable_response, reported
-
-#: ``safe_url_string`` of an out-link, memoised: a site's navigation links recur on its pages
-#: and every link of every page is looked up in the archive index
-_request_url = lru_cache(maxsize=1 << 14)(safe_url_string)
+from focuscrawl.urls import request_url
 
 #: settings of a replay: no network, so no politeness delays; robots.txt rules were
 #: applied (or not) by whoever made the archive; every archived page is replayed (the
@@ -135,7 +130,7 @@ class ArchiveSpider(FocusedSpider):
         """An out-link's request only when the archives hold its URL (as the request would
         name it: Scrapy's ``safe_url_string``) and this job replays it; the others are
         counted, no request is built for them."""
-        ref = self.archive_index.get(_request_url(url))
+        ref = self.archive_index.get(request_url(url))
         if ref is None:
             self.stats.inc_value("focuscrawl/archive/links_not_archived")
             return None
