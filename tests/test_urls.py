@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 import scrapy
 from w3lib.url import safe_url_string
 

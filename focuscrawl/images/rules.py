@@ -13,7 +13,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 from scrapy.settings import BaseSettings
 
 from focuscrawl import settings as defaults
-from focuscrawl.text.html import _DROP_CHARS
+from focuscrawl.text.html import drop_nul_and_replacement
 
 # Drop reasons, in the order the rules are checked.
 NO_ALT_TITLE = "no_alt_title"  # neither a non-blank alt nor title attribute
@@ -66,7 +66,7 @@ def clean_attribute(value: str | None) -> str:
     """An attribute's text with NULs/replacement characters dropped and white space collapsed."""
     if not value:
         return ""
-    return " ".join(value.translate(_DROP_CHARS).split())  # str.split's white space is re's \s
+    return " ".join(drop_nul_and_replacement(value).split())  # str.split's white space is re's \s
 
 
 def html_dimension(value: str | None) -> int | None:

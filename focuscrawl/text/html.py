@@ -27,13 +27,13 @@ _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, recover=True, 
 _PAGE_PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, recover=True, encoding="utf-8",
                                     huge_tree=True, collect_ids=False, default_doctype=False)
 _DROP_CHARS = {0: None, 0xFFFD: None}
+_BLANK_LINES = re.compile(r"\n\s*\n")
 
 
-def _dropped(text: str) -> str:
+def drop_nul_and_replacement(text: str) -> str:
     """``text`` without NULs and U+FFFD: ``str.translate`` only where one occurs (it maps every
     character through a dict; ``in`` is a fast scan, and most texts hold neither)."""
     return text.translate(_DROP_CHARS) if "\x00" in text or "\ufffd" in text else text
-_BLANK_LINES = re.compile(r"\n\s*\n")
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def decode_page(body: bytes, content_type: str | None = None) -> DecodedPage:
         text, codec = body.decode(fallback), fallback
         if text.startswith("\ufeff"):
             text = text[1:]
-    text = _dropped(text)  # (no copy when there is nothing to drop: the text may be the size cap)
+    text = drop_nul_and_replacement(text)  # no copy when nothing is dropped: the text may be the size cap
     return DecodedPage(text, codec, fallback is not None)
 
 
@@ -210,7 +210,7 @@ def flat_text(html: str) -> str:
     parser = _FlatTextParser()
     parser.feed(html)
     parser.close()
-    return _BLANK_LINES.sub("\n", _dropped("".join(parser.parts))).strip()
+    return _BLANK_LINES.sub("\n", drop_nul_and_replacement("".join(parser.parts))).strip()
 
 
 def _iter_text(el: etree._Element, known: dict | None = None) -> list[str]:
@@ -260,7 +260,7 @@ def element_text(el: etree._Element, known: dict | None = None) -> str:
     instead of walking them again (the image contexts of a page read nested elements: the
     body, its main part, a gallery, a caption's figure)."""
     if known is None:
-        return _dropped("".join(_iter_text(el)))
+        return drop_nul_and_replacement("".join(_iter_text(el)))
     text = known.get(el)
     if text is not None:
         return text
@@ -274,12 +274,12 @@ def element_text(el: etree._Element, known: dict | None = None) -> str:
             if isinstance(child.tag, str):
                 child_text = known.get(child)
                 if child_text is None:
-                    child_text = known[child] = _dropped("".join(_iter_text(child, known)))
+                    child_text = known[child] = drop_nul_and_replacement("".join(_iter_text(child, known)))
                 parts.append(child_text)
             parts.append(child.tail or "")
         parts.append(block)
         text = "".join(parts)
-    text = known[el] = _dropped(text)
+    text = known[el] = drop_nul_and_replacement(text)
     return text
 
 
