@@ -84,11 +84,13 @@ def _boilerpy3(class_name: str) -> Extractor:
 
 
 def _trafilatura(extractor: str):
-    """The trafilatura package, with :mod:`~focuscrawl.text.lean_trim` in place (same text,
-    without a per-word list of a long text)."""
+    """The trafilatura package, with :mod:`~focuscrawl.text.lean_trim` (same text, without a
+    per-word list of a long text) and :mod:`~focuscrawl.text.lxml_classes` (same trees,
+    element classes looked up in C) in place."""
     trafilatura = _require("trafilatura", "trafilatura", extractor)
-    from focuscrawl.text import lean_trim
+    from focuscrawl.text import lean_trim, lxml_classes
     lean_trim.install()
+    lxml_classes.install()
     return trafilatura
 
 
