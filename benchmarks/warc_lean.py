@@ -1,10 +1,11 @@
 """The lean archive path against a plain single-process pass, on a CommonCrawl-style WARC.
 
-    python benchmarks/warc_lean.py [--data ../shared/data] [--repeat 3] [--out results.json]
+    python benchmarks/warc_lean.py [--data ../shared/data] [--repeat 3] [--copies 2] [--out results.json]
 
 Writes one WARC of the shared data's real pages (CLEANEVAL final, the article-extraction
-benchmark, Readability's test pages: ~1,050 pages, each written twice under different URLs,
-no images: a page-only archive as CommonCrawl's), then runs in interleaved rounds (the order
+benchmark, Readability's test pages: ~1,050 pages, each written ``--copies`` times under
+different URLs, no images: a page-only archive as CommonCrawl's; ``--copies 40`` is ~42,000
+pages, a CommonCrawl file's count, for a long run), then runs in interleaved rounds (the order
 rotated each round):
 
 - ``plain``: one process doing warcio + ``trafilatura.extract`` with its defaults + an lxml
@@ -17,7 +18,8 @@ rotated each round):
 Each replay runs with the project's defaults (an unsized image the archive does not hold is a
 candidate pair; ``focuscrawl fetch`` measures it).
 Prints, per run, wall seconds, pages/s, CPU ms a page (the command and its child processes,
-user + system) and the cores used (CPU / wall); then the medians of the ratios to the plain
+user + system), the cores used (CPU / wall) and the peak memory (the largest resident size
+of the command or any of its processes); then the medians of the ratios to the plain
 pass of the same round (targets: pages/s >= 1.0x, CPU a page <= 1.25x, the lean path on
 both cores), the load averages, whether the engine and lean outputs are the same (pages,
 images, records, sentences; order-dependent columns aside), and the pairs: ``focuscrawl
@@ -59,6 +61,11 @@ def real_pages(data: Path) -> list[tuple[str, bytes]]:
     pages += [(f"readability/{p.parent.name}", p.read_bytes())
               for p in sorted((data / "readability-pages").glob("*/source.html"))]
     return pages
+
+
+def copy_hosts(n: int) -> tuple[str, ...]:
+    """The host labels of ``n`` copies: ``a``, ``b``, ... ``z``, ``c26``, ``c27``, ..."""
+    return tuple(chr(ord("a") + i) if i < 26 else f"c{i}" for i in range(n))
 
 
 def write_warc(path: Path, pages: list[tuple[str, bytes]], copies: tuple[str, ...] = ("a", "b")) -> int:
@@ -104,30 +111,34 @@ def plain_pass(warc: str, out: str) -> int:
     return n
 
 
-def run(cmd: list[str]) -> tuple[float, float, str]:
-    """Wall and CPU seconds (the command and its reaped children, user + system), its stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
-    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, proc.stdout
+def run(cmd: list[str]) -> tuple[float, float, float, str]:
+    """Wall and CPU seconds (the command and its reaped children, user + system), the peak
+    resident MB of the command or any of its reaped children, its stdout."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed:\n{err.read()[-3000:]}")
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.read()
 
 
 def measure(variant: str, warc: Path, out: Path) -> dict:
     if VARIANTS[variant] is None:
-        wall, cpu, stdout = run([sys.executable, __file__, "--plain-pass", str(warc), str(out)])
+        wall, cpu, rss, stdout = run([sys.executable, __file__, "--plain-pass", str(warc), str(out)])
         pages = int(stdout.strip())
     else:
         cmd = [sys.executable, "-m", "focuscrawl.cli", "warc", str(warc), "-o", str(out), "--json"]
         for setting in REPLAY + VARIANTS[variant]:
             cmd += ["-s", setting]
-        wall, cpu, stdout = run(cmd)
+        wall, cpu, rss, stdout = run(cmd)
         pages = json.loads(stdout.strip().splitlines()[-1])["focuscrawl/pages/written"]
     return {"variant": variant, "wall": wall, "cpu": cpu, "pages": pages, "pages_per_s": pages / wall,
-            "cpu_ms_per_page": 1000 * cpu / pages, "cores": cpu / wall, "load": os.getloadavg()[0]}
+            "cpu_ms_per_page": 1000 * cpu / pages, "cores": cpu / wall, "peak_mb": rss, "load": os.getloadavg()[0]}
 
 
 def same_outputs(a: Path, b: Path) -> dict[str, bool]:
@@ -172,6 +183,7 @@ def main() -> int:
     parser.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
     parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--variants", default="plain,engine,lean")
+    parser.add_argument("--copies", type=int, default=2, help="URLs each page is written under")
     parser.add_argument("--out", help="write the runs and the summary as JSON here")
     parser.add_argument("--plain-pass", nargs=2, metavar=("WARC", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -183,8 +195,8 @@ def main() -> int:
         tmp = Path(tmp)
         warc = tmp / "cc-style.warc.gz"
         pages = real_pages(Path(args.data))
-        records_written = write_warc(warc, pages)
-        print(f"{warc.name}: {len(pages)} real pages x 2 URLs = {records_written} response records, "
+        records_written = write_warc(warc, pages, copy_hosts(args.copies))
+        print(f"{warc.name}: {len(pages)} real pages x {args.copies} URLs = {records_written} response records, "
               f"{warc.stat().st_size / 1e6:.1f} MB; {args.repeat} interleaved rounds of {', '.join(variants)}; "
               f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}", flush=True)
         rounds: list[list[dict]] = []
@@ -197,6 +209,7 @@ def main() -> int:
                 rnd.append(result)
                 print(f"  round {n + 1} {variant:>6}: {result['wall']:6.1f} s, {result['pages_per_s']:5.1f} pages/s, "
                       f"CPU {result['cpu_ms_per_page']:5.1f} ms a page, {result['cores']:.2f} cores, "
+                      f"peak {result['peak_mb']:.0f} MB, "
                       f"load {result['load']:.2f}", flush=True)
             rounds.append(rnd)
         summary: dict = {"pages": records_written, "rounds": rounds}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from focuscrawl.settings import EXTENSIONS
 from tests.support.archives import write_warc
 from tests.support.optoutsite import CASES, optout_site, page_html
 from tests.support.runfiles import read_tsv
@@ -146,3 +147,23 @@ def test_replay_file_replays_one_file_into_a_part_with_images_from_the_others(tm
     assert set(_rows(part / "pages.tsv", "url")) == {"http://opt.test/a"}
     image = _rows(part / "images.tsv", "image_url")["http://opt.test/img/control.png"]
     assert image["image_status"] == "downloaded" and image["page_url"] == "http://opt.test/a"
+
+
+def test_the_lean_path_does_not_keep_the_pages_it_has_scraped(tmp_path, monkeypatch):
+    """A CommonCrawl file holds ~40,000 pages: a scraped page's request (its meta holds the
+    page's analysis: text, sentences, links, images) must go when the page is done, not at
+    the end of the file."""
+    control = next(c for c in CASES if c.name == "control")
+    html = [("Content-Type", "text/html; charset=utf-8")]
+    pages = 80
+    warc = write_warc(tmp_path / "pages.warc.gz", [
+        (f"http://many.test/p{i}", html, page_html(control).replace("mkcontrol", f"mk{i}").encode())
+        for i in range(pages)])
+    monkeypatch.setenv("TEST_ANALYSES_FROM", "40")
+    stats = _replay(warc, tmp_path / "run", [
+        "FOCUSCRAWL_ARCHIVE_ANALYSIS_WORKERS=0", "CONCURRENT_REQUESTS=4",
+        "EXTENSIONS=" + json.dumps({**EXTENSIONS, "tests.support.memoryprobe.AnalysesAlive": 0})])
+    assert stats["focuscrawl/archive/lean_pages"] == pages
+    assert stats["focuscrawl/pages/written"] == pages
+    # the pages in the window and in the scraper's hands, not every page replayed so far
+    assert 0 < stats["test/analyses_alive_max"] <= 12

@@ -84,7 +84,7 @@ class LeanReplayMiddleware:
         return cls(crawler, crawler.settings.getint("CONCURRENT_REQUESTS"))
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        seeds: list[Request] = []
+        seeds: deque[Request] = deque()
         async for obj in start:
             if isinstance(obj, Request) and obj.meta.get("seed"):
                 seeds.append(obj)
@@ -92,24 +92,27 @@ class LeanReplayMiddleware:
                 yield obj
         await self.replay(self._unseen(seeds))
 
-    def _unseen(self, requests: list[Request]) -> list[Request]:
+    def _unseen(self, requests: deque[Request]) -> deque[Request]:
+        """The requests the dupefilter has not seen, taken out of ``requests``."""
         scheduler = self.crawler.engine.scheduler
         seen = getattr(scheduler, "df", None)
-        if seen is None:
-            return requests
-        unseen = []
-        for request in requests:
-            if not request.dont_filter and seen.request_seen(request):
+        unseen: deque[Request] = deque()
+        while requests:
+            request = requests.popleft()
+            if seen is not None and not request.dont_filter and seen.request_seen(request):
                 seen.log(request, self.crawler.spider)
             else:
                 unseen.append(request)
         return unseen
 
-    async def replay(self, requests: list[Request]) -> None:
+    async def replay(self, requests: deque[Request]) -> None:
+        """Replay ``requests``, taking each out as it starts: a scraped page's request (its
+        meta holds the page's analysis) is not kept to the end of the file."""
         window: deque[tuple[Request, Deferred]] = deque()
-        for request in requests:
+        while requests:
             if not self.crawler.crawling:  # stopped (Ctrl-C, CloseSpider): no more pages
                 break
+            request = requests.popleft()
             window.append((request, deferred_from_coro(self._download(request))))
             if len(window) >= self.ahead:
                 await self._scrape(*window.popleft())
