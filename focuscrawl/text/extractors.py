@@ -23,6 +23,7 @@ import signal
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Callable, Iterator
 
 from focuscrawl.text.html import clip_html, clip_markup, decode_page, flat_text, full_text, markup_budget, parse_page
@@ -83,10 +84,11 @@ def _boilerpy3(class_name: str) -> Extractor:
     return extract
 
 
+@cache
 def _trafilatura(extractor: str):
     """The trafilatura package, with :mod:`~focuscrawl.text.lean_trim` (same text, without a
     per-word list of a long text) and :mod:`~focuscrawl.text.lxml_classes` (same trees,
-    element classes looked up in C) in place."""
+    element classes looked up in C) in place; looked up once per extractor name, not a page."""
     trafilatura = _require("trafilatura", "trafilatura", extractor)
     from focuscrawl.text import lean_trim, lxml_classes
     lean_trim.install()

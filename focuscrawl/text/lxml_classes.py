@@ -10,6 +10,8 @@ lxml.html's default one (readability's fragments). Same classes, same trees, sam
 """
 from __future__ import annotations
 
+from functools import cache
+
 import lxml.html
 from lxml import etree
 
@@ -30,16 +32,10 @@ def html_class_lookup() -> etree.ElementNamespaceClassLookup | None:
     return lookup
 
 
-_installed = False
-
-
+@cache
 def install() -> None:
     """Set :func:`html_class_lookup` on trafilatura's HTML parser and lxml.html's default
     parser (once a process)."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
     lookup = html_class_lookup()
     if lookup is None:
         return
