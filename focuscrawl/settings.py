@@ -20,10 +20,11 @@ ROBOTSTXT_OBEY = True
 #: The other "no"s of a site owner that the crawl obeys (docs/OPTOUTS.md): ``meta_robots``
 #: (``<meta name="robots">`` and ``<meta name="focuscrawl">``), ``x_robots_tag`` (the header,
 #: on pages and on image responses), ``tdmrep`` (``tdm-reservation`` meta and header,
-#: ``/.well-known/tdmrep.json``), ``robots_ai`` (robots.txt groups that disallow the AI
-#: crawlers of FOCUSCRAWL_AI_AGENTS by name). Leave one out to relax it: the crawl warns
-#: at start.
-FOCUSCRAWL_OPTOUTS = ["meta_robots", "x_robots_tag", "tdmrep", "robots_ai"]
+#: ``/.well-known/tdmrep.json``, ``tdm:reservation`` in an image's XMP), ``robots_ai``
+#: (robots.txt groups that disallow the AI crawlers of FOCUSCRAWL_AI_AGENTS by name),
+#: ``image_metadata`` (IPTC's "Data Mining" property in an image's XMP, ``plus:DataMining``
+#: ``DMI-PROHIBITED…``). Leave one out to relax it: the crawl warns at start.
+FOCUSCRAWL_OPTOUTS = ["meta_robots", "x_robots_tag", "tdmrep", "robots_ai", "image_metadata"]
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 DOWNLOAD_DELAY = 0.5

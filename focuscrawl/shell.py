@@ -36,6 +36,7 @@ from scrapy.utils.response import get_base_url
 
 from focuscrawl.images.extract import ContextSettings, ImageDecision, image_items
 from focuscrawl.images.final import final_score
+from focuscrawl.images.inspect import ImageInfo, ImageRejected, allowed_formats, inspect_image
 from focuscrawl.images.rules import ImageRules
 from focuscrawl.focus.modes import focus_from_settings
 from focuscrawl.focus.ranker import LinkDecision, link_facts
@@ -226,6 +227,37 @@ def explain_optout(response: HtmlResponse, settings: BaseSettings | None = None)
     return policy.page(response.headers, rights.signals, site), rights
 
 
+def explain_image(response: Response, settings: BaseSettings | None = None) -> tuple[str, ImageInfo | None, str]:
+    """(why the crawl keeps this downloaded image out of the corpus, "" if it does not: its
+    response headers, its host's files when it came through the crawl's downloader middlewares,
+    its own metadata; what Pillow and the metadata say, ``None`` if it is not a kept image;
+    why not, as ``focuscrawl/images/failed/<reason>``), as the image download decides."""
+    settings = _settings(settings)
+    policy = OptOutPolicy.from_settings(settings)
+    site = response.meta.get(SITE_OPTOUT_META) if response.request is not None else None
+    optout = policy.image_response(response.headers, site)
+    try:
+        info = inspect_image(response.body, allowed_formats(f.lower() for f in settings.getlist("FOCUSCRAWL_IMAGE_FORMATS")),
+                             settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"), read_metadata=True)
+    except ImageRejected as exc:
+        return optout, None, exc.reason
+    return optout or policy.image_file(info.metadata.mining), info, ""
+
+
+def _print_image(response: Response, settings: BaseSettings, out: TextIO) -> None:
+    optout, info, rejected = explain_image(response, settings)
+    print(f"image {response.url}", file=out)
+    if info is not None:
+        print(f"  {info.format} {info.width}x{info.height}, {len(response.body):,} bytes", file=out)
+    decision = f"opted out ({optout})" if optout else f"not kept: {rejected}" if rejected else "keep"
+    print(f"  decision: {decision}", file=out)
+    if info is not None:
+        declared = ", ".join(f"{k} {v!r}" for k, v in info.metadata.mining.items())
+        print(f"  its own metadata on mining: {declared or 'nothing declared'}", file=out)
+        rights = ", ".join(f"{k} {v!r}" for k, v in info.metadata.rights.as_dict().items() if v)
+        print(f"  its own rights: {rights or 'none declared'}", file=out)
+
+
 def _download_verdict(src: str, robots: RobotsRules, allowed: list[str]) -> str:
     """What the image download does with an image the HTML rules keep: it obeys robots.txt
     and the allowed domains too (``images/failed/filtered``, OUTPUT.md)."""
@@ -237,12 +269,16 @@ def _download_verdict(src: str, robots: RobotsRules, allowed: list[str]) -> str:
 def explain(response: Response, settings: BaseSettings | None = None, mode: str | None = None,
             out: TextIO | None = None, learner=None, robots: RobotsRules | None = None) -> None:
     """Print the document perplexity, every link's score (and learned score), bucket and
-    decision, and every image's scores and keep/drop reason. ``learner``: a
+    decision, and every image's scores and keep/drop reason; for an image response, the image
+    download's decision, and what the file's own metadata says. ``learner``: a
     ``LinkLearner`` or the path of one a crawl saved (``RUN_DIR/link_learner.pkl``).
     A link's decision is ``follow`` only when the crawl would request it (robots.txt and
     scope included); ``robots``: the robots.txt rules (default: fetched per host)."""
     out = out or sys.stdout
     settings = _settings(settings)
+    if not isinstance(response, HtmlResponse) and not response.headers.get("Content-Type", b"").startswith(b"text/"):
+        _print_image(response, settings, out)
+        return
     robots = robots or RobotsRules.from_settings(settings)
     doc_pp, kw, rows = explain_links(response, settings, mode, learner=learner, robots=robots)
     model = topic_model_from_settings(settings)

@@ -77,7 +77,8 @@ def test_every_opt_out_is_obeyed_by_default_and_every_control_is_harvested(defau
     assert stats["focuscrawl/optout/text_pages/robots_ai"] == 1
     assert stats["focuscrawl/optout/nofollow_pages/meta_robots"] == 2
     assert stats["focuscrawl/optout/images/x_robots_tag"] == 3  # two pages' images and one image response
-    assert stats["focuscrawl/optout/images/tdmrep"] == 5  # 3 pages, an image response, one tdmrep.json path
+    assert stats["focuscrawl/optout/images/tdmrep"] == 6  # 3 pages, an image response, an image's XMP, tdmrep.json
+    assert stats["focuscrawl/optout/images/image_metadata"] == 2  # IPTC Data Mining in a PNG's and a JPEG's XMP
     assert stats["focuscrawl/optout/tdmrep_files/found"] == 1
     assert stats["focuscrawl/optout/tdmrep_files/not_json"] == 1  # junk.test's broken file declares nothing
     assert "Traceback" not in proc.stderr
@@ -102,6 +103,7 @@ def test_licences_and_creators_reach_images_tsv_the_records_and_every_export(def
     # the file's own metadata wins over the page's rel=license, and says so
     assert exif["license_source"] == "exif" and exif["copyright_notice"] == "CC BY-SA 4.0"
     assert rows["http://opt.test/img/xmp.png"]["license_source"] == "xmp"
+    assert rows["http://opt.test/img/dmiallowed.png"]["license_source"] == "xmp"  # DMI-ALLOWED: kept
     record = json.loads((out / jsonld["record_path"]).read_text())
     assert record["rights"]["license"] == "CC0-1.0" and record["sightings"][0]["rights"]["creator"] == "Jane Doe"
     for fmt, suffix in (("jsonl", "jsonl"), ("parquet", "parquet"), ("tsv", "tsv")):
@@ -123,7 +125,7 @@ def test_licences_and_creators_reach_images_tsv_the_records_and_every_export(def
         card = (target.parent / "README.md").read_text()
         assert card.startswith("---\n") and "focuscrawl_card: true" in card
         front = dict(line.split(": ", 1) for line in card.split("---\n")[1].splitlines())
-        assert json.loads(front["focuscrawl_licenses"]) == {"unknown": 6, "CC-BY-4.0": 1, "CC0-1.0": 1,
+        assert json.loads(front["focuscrawl_licenses"]) == {"unknown": 6, "CC-BY-4.0": 2, "CC0-1.0": 1,
                                                             "CC-BY-SA-4.0": 1, "CC-BY-NC-4.0": 1}
         assert json.loads(front["focuscrawl_optouts_removed"])["text_pages/meta_robots"] == 4
         assert json.loads(front["focuscrawl_seeds"]) == [SEED]
@@ -133,9 +135,9 @@ def test_licences_and_creators_reach_images_tsv_the_records_and_every_export(def
 
 
 @pytest.mark.parametrize("spec, expected", [
-    ("cc", {"control", "jsonld", "exif", "xmp"}),
-    ("commercial", {"control", "jsonld", "exif"}),
-    ("CC-BY-*", {"control", "exif", "xmp"}),
+    ("cc", {"control", "jsonld", "exif", "xmp", "dmiallowed"}),
+    ("commercial", {"control", "jsonld", "exif", "dmiallowed"}),
+    ("CC-BY-*", {"control", "exif", "xmp", "dmiallowed"}),
     ("unknown", {"googlebot", "otherbot", "hostile", "nofollow", "free", "junk"}),
 ])
 def test_rank_license_filter(default_crawl, tmp_path, spec, expected):

@@ -10,13 +10,13 @@ from lxml import etree
 from PIL import Image, PngImagePlugin
 from scrapy.http import Headers
 
-from focuscrawl.rights.directives import (PageSignals, header_directives, parse_directives, robots_named_agents,
-                                          tdm_reserved)
-from focuscrawl.rights.licenses import (PUBLIC_DOMAIN_MARK, Rights, file_rights, license_filter, merge_rights,
+from focuscrawl.rights.directives import (SOURCES, PageSignals, header_directives, image_file_reason,
+                                          parse_directives, robots_named_agents, tdm_reserved)
+from focuscrawl.rights.licenses import (PUBLIC_DOMAIN_MARK, Rights, file_metadata, license_filter, merge_rights,
                                         page_rights, rights_elements, spdx_id, with_file_rights)
 from focuscrawl.rights.policy import OptOutPolicy, count_names, robots_tokens
 from focuscrawl.rights.tdmrep import TdmRules
-from tests.support.optoutsite import XMP
+from tests.support.optoutsite import XMP, mining_xmp
 
 US = frozenset({"focuscrawl"})
 
@@ -134,6 +134,10 @@ def test_page_rights_survive_hostile_jsonld():
     assert found.problems == 2 and found.images == {}
 
 
+def file_rights(img) -> Rights:
+    return file_metadata(img).rights
+
+
 def test_file_rights_from_exif_xmp_and_iptc():
     img = Image.new("RGB", (20, 20))
     exif = Image.Exif()
@@ -154,6 +158,48 @@ def test_file_rights_from_exif_xmp_and_iptc():
     buf = io.BytesIO()
     img.save(buf, "PNG", pnginfo=info)
     assert file_rights(Image.open(io.BytesIO(buf.getvalue()))).empty()  # no entity is resolved
+
+
+def _png_with_xmp(xmp: str) -> Image.Image:
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt("XML:com.adobe.xmp", xmp)
+    buf = io.BytesIO()
+    Image.new("RGB", (20, 20)).save(buf, "PNG", pnginfo=info)
+    return Image.open(io.BytesIO(buf.getvalue()))
+
+
+def test_file_metadata_reads_iptc_data_mining_and_tdmrep_from_xmp():
+    found = file_metadata(_png_with_xmp(mining_xmp(data_mining="DMI-PROHIBITED-AIMLTRAINING",
+                                                   reservation="1", policy="https://p.test/tdm")))
+    assert found.mining == {"DataMining": "http://ns.useplus.org/ldf/vocab/DMI-PROHIBITED-AIMLTRAINING",
+                            "tdm:reservation": "1", "tdm:policy": "https://p.test/tdm"}
+    assert found.rights.tdm_policy == "https://p.test/tdm" and found.rights.license == "CC-BY-4.0"
+    # the attribute form, and a "reservation" of another namespace that is not TDMRep's
+    other = ('<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+             '<rdf:Description xmlns:plus="http://ns.useplus.org/ldf/xmp/1.0/" xmlns:o="http://other.test/ns/" '
+             'plus:DataMining="http://ns.useplus.org/ldf/vocab/DMI-ALLOWED" o:reservation="1"/></rdf:RDF></x:xmpmeta>')
+    assert file_metadata(_png_with_xmp(other)).mining == {"DataMining": "http://ns.useplus.org/ldf/vocab/DMI-ALLOWED"}
+    assert file_metadata(Image.new("RGB", (4, 4))).mining == {}
+
+
+@pytest.mark.parametrize("mining, expected", [
+    ({"DataMining": "http://ns.useplus.org/ldf/vocab/DMI-PROHIBITED"}, "image_metadata:dmi-prohibited"),
+    ({"DataMining": "http://ns.useplus.org/ldf/vocab/DMI-PROHIBITED-GENAIMLTRAINING/"},
+     "image_metadata:dmi-prohibited-genaimltraining"),
+    ({"DataMining": "DMI-PROHIBITED-EXCEPTSEARCHENGINEINDEXING"}, "image_metadata:dmi-prohibited-exceptsearchengineindexing"),
+    ({"DataMining": "dmi-prohibited-seeconstraint"}, "image_metadata:dmi-prohibited-seeconstraint"),
+    ({"DataMining": "http://ns.useplus.org/ldf/vocab/DMI-ALLOWED"}, ""),
+    ({"DataMining": "http://ns.useplus.org/ldf/vocab/DMI-UNSPECIFIED"}, ""),
+    ({"DataMining": "x" * 100_000}, ""),
+    ({"tdm:reservation": "1"}, "tdmrep:xmp"),
+    ({"tdm:reservation": "0", "tdm:policy": "https://p.test"}, ""),
+    ({"DataMining": "DMI-PROHIBITED", "tdm:reservation": "1"}, "image_metadata:dmi-prohibited"),
+    ({}, ""),
+])
+def test_an_image_file_that_opts_out_of_mining(mining, expected):
+    assert image_file_reason(mining, frozenset(SOURCES)) == expected
+    relaxed = frozenset(SOURCES) - {expected.split(":")[0]}
+    assert image_file_reason(mining, relaxed) in ("", "tdmrep:xmp")  # only the other source can still say no
 
 
 def test_rights_precedence():
@@ -185,10 +231,12 @@ def test_policy_decisions_and_settings(tmp_path):
                                              "image_pages/tdmrep", "nofollow_pages/x_robots_tag",
                                              "text_pages/robots_ai", "text_pages/tdmrep"]
     relaxed = OptOutPolicy.from_settings(project_settings({"FOCUSCRAWL_OPTOUTS": "meta_robots"}))
-    assert relaxed.relaxed() == ["x_robots_tag", "tdmrep", "robots_ai"]
+    assert relaxed.relaxed() == ["x_robots_tag", "tdmrep", "robots_ai", "image_metadata"]
     assert relaxed.page(headers, None, None).no_text == []
     assert relaxed.image_response(Headers({"X-Robots-Tag": "noimageai"}), None) == ""
     assert policy.image_response(Headers({"X-Robots-Tag": "noimageai"}), None) == "x_robots_tag:noimageai"
+    assert policy.image_file({"DataMining": "DMI-PROHIBITED"}) == "image_metadata:dmi-prohibited"
+    assert relaxed.image_file({"DataMining": "DMI-PROHIBITED"}) == ""
     with pytest.raises(ValueError, match="unknown opt-out nosuch"):
         OptOutPolicy.from_settings(project_settings({"FOCUSCRAWL_OPTOUTS": "meta_robots,nosuch"}))
     assert robots_tokens("MyBot/2.0 (+http://x)") == {"focuscrawl", "mybot"}

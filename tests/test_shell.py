@@ -236,3 +236,45 @@ def test_explain_shows_the_opt_outs_and_the_rights_of_a_page(settings):
     plain = io.StringIO()
     explain(page(), settings, mode="keywords", out=plain)
     assert "opt-outs: none" in plain.getvalue() and "page rights: none declared" in plain.getvalue()
+
+
+@pytest.mark.parametrize("name, decision", [
+    ("dmi", "opted out (image_metadata:dmi-prohibited-aimltraining)"),
+    ("dmijpeg", "opted out (image_metadata:dmi-prohibited-genaimltraining)"),
+    ("xmptdm", "opted out (tdmrep:xmp)"),
+    ("imgxrt", "opted out (x_robots_tag:noimageai)"),
+    ("imgtdm", "opted out (tdmrep:header)"),
+    ("dmiallowed", "keep"),
+    ("control", "keep"),
+])
+def test_explain_an_image_response_gives_the_image_downloads_decision(settings, name, decision):
+    """The opt-out site's images (tests/support/optoutsite.py), as ``fetch(url)`` in
+    ``scrapy shell`` gives them: the decision the crawl's image download takes, and why."""
+    from scrapy.http import Response
+
+    from tests.support.optoutsite import CASES, optout_site
+
+    case = next(c for c in CASES if c.name == name)
+    host, path = case.image_url.split("://", 1)[1].split("/", 1)
+    served = optout_site()[(host, "/" + path)]
+    response = Response(case.image_url, body=served.body, headers={"Content-Type": served.content_type,
+                                                                   **served.headers})
+    out = io.StringIO()
+    explain(response, settings, out=out)
+    assert f"  decision: {decision}\n" in out.getvalue()
+    if case.source == "image_metadata":
+        settings.set("FOCUSCRAWL_OPTOUTS", ["meta_robots", "x_robots_tag", "tdmrep", "robots_ai"], priority="cmdline")
+        out = io.StringIO()
+        explain(response, settings, out=out)
+        assert "  decision: keep\n" in out.getvalue() and "DMI-PROHIBITED" in out.getvalue()
+    if case.image_kind in ("xmp", "jpegxmp") and case.license:  # a licence of the file's own
+        assert f"license {case.license!r}" in out.getvalue()
+
+
+def test_explain_an_image_response_that_is_no_image(settings):
+    from scrapy.http import Response
+
+    out = io.StringIO()
+    explain(Response("http://x.test/a.jpg", body=b"<html>oops</html>", headers={"Content-Type": "image/jpeg"}),
+            settings, out=out)
+    assert "  decision: not kept: not_an_image\n" in out.getvalue()

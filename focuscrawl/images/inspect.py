@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from focuscrawl.rights.licenses import Rights, file_rights
+from focuscrawl.rights.licenses import FileMetadata, file_metadata
 
 # Rejection reasons of downloaded images.
 NOT_AN_IMAGE = "not_an_image"  # Pillow cannot identify it (HTML error page, garbage)
@@ -40,8 +40,9 @@ class ImageInfo:
     width: int
     height: int
     format: str  # Pillow's name: JPEG, PNG, GIF
-    #: what the file's own metadata says of its rights (``read_rights``; ``None``: not read)
-    rights: Rights | None = None
+    #: what the file's own metadata says of its rights and of mining it (``read_metadata``;
+    #: ``None``: not read)
+    metadata: FileMetadata | None = None
 
 
 def allowed_formats(extensions) -> frozenset[str]:
@@ -83,13 +84,13 @@ def load_pixels(img: Image.Image) -> None:
 
 
 def inspect_image(data: bytes, formats: frozenset[str] = frozenset({"JPEG", "PNG", "GIF"}),
-                  max_pixels: int = 9600 * 7200, read_rights: bool = False) -> ImageInfo:
-    """Size and format of an image file, fully decoded once, and with ``read_rights`` what its
-    metadata says of its licence and creator; ``ImageRejected`` otherwise."""
+                  max_pixels: int = 9600 * 7200, read_metadata: bool = False) -> ImageInfo:
+    """Size and format of an image file, fully decoded once, and with ``read_metadata`` what its
+    metadata says of its licence, creator and mining; ``ImageRejected`` otherwise."""
     with open_image(data, formats, max_pixels) as img:
         width, height = img.size
-        rights = file_rights(img) if read_rights else None  # before draft(), which drops the header's info
+        metadata = file_metadata(img) if read_metadata else None  # before draft(), which drops the header's info
         if img.format == "JPEG":
             img.draft(img.mode, (max(1, width // 8), max(1, height // 8)))  # decode at 1/8 scale
         load_pixels(img)
-        return ImageInfo(width, height, img.format, rights)
+        return ImageInfo(width, height, img.format, metadata)

@@ -52,7 +52,7 @@ TOO_MANY_REDIRECTS = "too_many_redirects"  # over REDIRECT_MAX_TIMES: a redirect
 TOO_BIG_DECODED = "too_big_decoded"  # Content-Encoding inflates it over the size limit (gzip bomb)
 DOWNLOAD_ERROR = "download_error"  # connection, DNS, timeout
 WRITE_FAILED = "write_failed"  # storing the file failed (a full disk): not counted, the image stays pending
-OPTED_OUT = "opted_out"  # the image response (or its host) opts out: X-Robots-Tag, TDMRep, robots.txt AI group
+OPTED_OUT = "opted_out"  # the image response, its host or its own metadata opts out (focuscrawl.rights.policy)
 
 
 def _ignored_reason(exc: IgnoreRequest) -> str:
@@ -169,9 +169,13 @@ class ImageDownloadPipeline(FilesPipeline):
         return item is not None and needs_measuring(item.get("html_width"), item.get("html_height"), self.rules)
 
     def _inspect(self, data: bytes, measured: bool = False):
-        """Pillow's verdict and the bytes' SHA-1 (in a thread: hashlib lets go of the GIL);
-        an image without HTML size (``measured``) must also pass the size limits."""
-        found = inspect_image(data, self.formats, self.max_pixels, read_rights=True)
+        """Pillow's verdict and the bytes' SHA-1 (in a thread: hashlib lets go of the GIL); a
+        file whose own metadata opts out is rejected (``OPTED_OUT``), and an image without HTML
+        size (``measured``) must also pass the size limits."""
+        found = inspect_image(data, self.formats, self.max_pixels, read_metadata=True)
+        optout = self.optouts.image_file(found.metadata.mining)
+        if optout:  # before anything is stored
+            raise ImageRejected(OPTED_OUT, optout)
         if measured:
             reason = size_reason(found.width, found.height, self.rules)
             if reason:
@@ -212,6 +216,8 @@ class ImageDownloadPipeline(FilesPipeline):
             found, checksum = await run_in_thread(self._inspect_and_store, response.body, path, info,
                                                   self._measured(item))
         except ImageRejected as exc:
+            if exc.reason == OPTED_OUT:  # the file's own metadata
+                raise ImageOptedOut(exc.detail) from None
             raise ImageRejectedFile(exc.reason, exc.detail) from None
         except OSError as exc:  # a full disk: the crawl stops, the image stays pending (not dropped)
             if self.run is None:
@@ -225,7 +231,7 @@ class ImageDownloadPipeline(FilesPipeline):
     def _file_info(request, path: str, data: bytes, found, checksum: str, status: str) -> dict[str, Any]:
         return {"url": request.url, "path": path, "checksum": checksum, "status": status,
                 "width": found.width, "height": found.height, "format": found.format, "size": len(data),
-                "rights": found.rights}
+                "rights": found.metadata.rights}
 
     def media_failed(self, failure, request, info):
         exc = failure.value

@@ -18,7 +18,8 @@ META_ROBOTS = "meta_robots"
 X_ROBOTS_TAG = "x_robots_tag"
 TDMREP = "tdmrep"
 ROBOTS_AI = "robots_ai"
-SOURCES = (META_ROBOTS, X_ROBOTS_TAG, TDMREP, ROBOTS_AI)
+IMAGE_METADATA = "image_metadata"
+SOURCES = (META_ROBOTS, X_ROBOTS_TAG, TDMREP, ROBOTS_AI, IMAGE_METADATA)
 
 #: a directive value longer than this is cut (a hostile page cannot make the crawl parse megabytes)
 MAX_VALUE_CHARS = 4096
@@ -112,6 +113,20 @@ def image_response_reason(headers: dict[str, list[str]], agents: frozenset[str],
             return f"{X_ROBOTS_TAG}:{min(hit)}"
     if TDMREP in sources and any(tdm_reserved(v) for v in headers.get("tdm-reservation", ())):
         return f"{TDMREP}:header"
+    return ""
+
+
+def image_file_reason(mining: dict[str, str], sources: frozenset[str]) -> str:
+    """Why an image file's own XMP keeps it out of the corpus ("" = it may): IPTC's "Data
+    Mining" property (``plus:DataMining``) with any of PLUS's ``DMI-PROHIBITED…`` values (a
+    training corpus is data mining, so "except search engine indexing" forbids it too), or
+    TDMRep's ``tdm:reservation`` 1. ``mining``: ``FileMetadata.mining``."""
+    if IMAGE_METADATA in sources:
+        token = mining.get("DataMining", "")[:MAX_VALUE_CHARS].strip().rstrip("/").rsplit("/", 1)[-1].upper()
+        if token.startswith("DMI-PROHIBITED"):
+            return f"{IMAGE_METADATA}:{token.lower()}"
+    if TDMREP in sources and tdm_reserved(mining.get("tdm:reservation")):
+        return f"{TDMREP}:xmp"
     return ""
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Iterator
 from urllib.parse import urljoin
 
+from lxml import etree
+
 from focuscrawl.rights.directives import MAX_VALUE_CHARS, PageSignals, parse_directives
 
 #: the Creative Commons public-domain mark has no SPDX id: a LicenseRef of SPDX's form
@@ -163,7 +165,7 @@ def with_file_rights(markup: Rights, file: Rights) -> Rights:
         if getattr(file, group[0]) and (not getattr(markup, group[0]) or getattr(markup, source) in PAGE_SOURCES):
             for name in group:
                 setattr(merged, name, getattr(file, name))
-    for name in ("credit_text", "copyright_notice", "acquire_license_page"):
+    for name in ("credit_text", "copyright_notice", "acquire_license_page", "tdm_policy"):
         if not getattr(merged, name):
             setattr(merged, name, getattr(file, name))
     return merged
@@ -351,11 +353,23 @@ def _text(value: Any) -> str:
     return _clean(value).replace("\x00", "")
 
 
-def _xmp_values(xmp: bytes) -> dict[str, str]:
-    """Local name -> first text or ``rdf:resource`` of the XMP packet's rights fields."""
-    from lxml import etree
+#: TDMRep's XMP namespace (``tdm:reservation``, ``tdm:policy``): its names are kept as ``tdm:<name>``
+TDMREP_XMP_NS = "http://www.w3.org/ns/tdmrep/"
+#: the XMP fields read for rights, by local name (TDMRep's as ``tdm:<name>``)
+_XMP_RIGHTS = frozenset({"WebStatement", "license", "rights", "creator", "Credit", "CopyrightNotice", "UsageTerms"})
+#: the XMP fields that say whether the file may be mined: IPTC's "Data Mining" (``plus:DataMining``,
+#: PLUS's ``DMI-*`` vocabulary) and TDMRep's ``tdm:reservation`` and ``tdm:policy``
+XMP_MINING = frozenset({"DataMining", "tdm:reservation", "tdm:policy"})
 
-    wanted = {"WebStatement", "license", "rights", "creator", "Credit", "CopyrightNotice", "UsageTerms"}
+
+def _xmp_name(qname) -> str:
+    name = etree.QName(qname)
+    return f"tdm:{name.localname}" if name.namespace == TDMREP_XMP_NS else name.localname
+
+
+def _xmp_values(xmp: bytes) -> dict[str, str]:
+    """Name -> first text or ``rdf:resource`` of the XMP packet's rights and mining fields."""
+    wanted = _XMP_RIGHTS | XMP_MINING
     found: dict[str, str] = {}
     try:
         parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, recover=True)
@@ -366,34 +380,45 @@ def _xmp_values(xmp: bytes) -> dict[str, str]:
         return found
     for el in root.iter():
         for key, value in el.attrib.items():  # the attribute form: xmpRights:WebStatement="..."
-            local = etree.QName(key).localname
-            if local in wanted and local not in found and value.strip():
-                found[local] = value
+            name = _xmp_name(key)
+            if name in wanted and name not in found and value.strip():
+                found[name] = value
         if not isinstance(el.tag, str):
             continue
-        local = etree.QName(el).localname
-        if local in wanted and local not in found:
+        name = _xmp_name(el)
+        if name in wanted and name not in found:
             resource = next((v for k, v in el.attrib.items() if etree.QName(k).localname == "resource"), "")
             text = resource or " ".join(t.strip() for t in el.itertext() if t.strip())
             if text:
-                found[local] = text
+                found[name] = text
     return found
 
 
-def file_rights(img) -> Rights:
+@dataclass(frozen=True)
+class FileMetadata:
+    """What an image file's own metadata says: its ``rights``, and ``mining``: the fields of
+    ``XMP_MINING`` it declares (name -> value as found), for the opt-out policy to judge."""
+
+    rights: Rights
+    mining: dict[str, str]
+
+
+def file_metadata(img) -> FileMetadata:
     """Rights from a Pillow image's own metadata: XMP (``xmpRights:WebStatement``,
-    ``cc:license``, ``dc:rights``, ``dc:creator``, ``photoshop:Credit``), EXIF (``Copyright``,
-    ``Artist``) and IPTC (copyright notice, by-line, credit), in that order of trust."""
+    ``cc:license``, ``dc:rights``, ``dc:creator``, ``photoshop:Credit``, TDMRep's
+    ``tdm:policy``), EXIF (``Copyright``, ``Artist``) and IPTC (copyright notice, by-line,
+    credit), in that order of trust; and what its XMP says of mining it."""
     rights = Rights()
     xmp = img.info.get("xmp") or img.info.get("XML:com.adobe.xmp") or b""
     if isinstance(xmp, str):
         xmp = xmp.encode("utf-8", "replace")
-    if xmp:
-        values = _xmp_values(xmp)
+    values = _xmp_values(xmp) if xmp else {}
+    if values:
         rights.set_license(values.get("license") or values.get("WebStatement") or "", "xmp")
         rights.set("creator", values.get("creator", ""), "xmp")
         rights.set("copyright_notice", values.get("rights") or values.get("CopyrightNotice") or "")
         rights.set("credit_text", values.get("Credit", ""))
+        rights.set("tdm_policy", values.get("tdm:policy", ""))
     try:
         exif = img.getexif()
     except Exception:  # a broken EXIF block says nothing; Pillow raises many kinds
@@ -412,7 +437,7 @@ def file_rights(img) -> Rights:
         rights.set("copyright_notice", _text(iptc.get(_IPTC_COPYRIGHT)))
     if not rights.license_raw and rights.copyright_notice and spdx_id(rights.copyright_notice):
         rights.set_license(rights.copyright_notice, "exif" if exif.get(_EXIF_COPYRIGHT) else "iptc")
-    return rights
+    return FileMetadata(rights, {k: _clean(v) for k, v in values.items() if k in XMP_MINING})
 
 
 def rights_columns() -> tuple[str, ...]:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from focuscrawl.rights.directives import (META_ROBOTS, SOURCES, TDMREP, X_ROBOTS_TAG, OptOut,
-                                          PageSignals, header_directives, image_response_reason, tdm_reserved)
+                                          PageSignals, header_directives, image_file_reason, image_response_reason,
+                                          tdm_reserved)
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,10 @@ class OptOutPolicy:
         lower = {"x-robots-tag": _headers(headers, b"X-Robots-Tag"),
                  "tdm-reservation": _headers(headers, b"tdm-reservation")}
         return image_response_reason(lower, self.agents, self.sources) or next(iter(site or {}), "")
+
+    def image_file(self, mining: dict[str, str]) -> str:
+        """Why an image file's own metadata keeps it out of the corpus ("": it may)."""
+        return image_file_reason(mining, self.sources)
 
 
 def source_of(reason: str) -> str:

@@ -24,6 +24,19 @@ XMP = ('<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.or
        '</rdf:Description></rdf:RDF></x:xmpmeta>')
 
 
+def mining_xmp(data_mining: str = "", reservation: str = "", policy: str = "") -> str:
+    """An XMP packet with a CC BY licence and what it says of mining: IPTC's Data Mining
+    (``plus:DataMining``, a PLUS ``DMI-*`` token) and TDMRep's ``tdm:reservation``/``tdm:policy``."""
+    fields = (f"<plus:DataMining>http://ns.useplus.org/ldf/vocab/{data_mining}</plus:DataMining>" if data_mining
+              else "")
+    fields += f"<tdm:reservation>{reservation}</tdm:reservation>" if reservation else ""
+    fields += f"<tdm:policy>{policy}</tdm:policy>" if policy else ""
+    return ('<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+            '<rdf:Description xmlns:plus="http://ns.useplus.org/ldf/xmp/1.0/" xmlns:tdm="http://www.w3.org/ns/tdmrep/" '
+            f'xmlns:xmpRights="http://ns.adobe.com/xap/1.0/rights/" xmpRights:WebStatement="{CC_BY}">{fields}'
+            '</rdf:Description></rdf:RDF></x:xmpmeta>')
+
+
 @dataclass
 class Case:
     """One page: ``name`` (letters only: its marker word in text and ALT), where it lives,
@@ -37,7 +50,8 @@ class Case:
     headers: dict = field(default_factory=dict)
     image_headers: dict = field(default_factory=dict)
     image_path: str = ""  # default /img/<name>.png
-    image_kind: str = "png"  # png, exif (JPEG with EXIF), xmp (PNG with XMP)
+    image_kind: str = "png"  # png, exif (JPEG with EXIF), xmp (PNG with XMP), jpegxmp (JPEG with XMP)
+    xmp: str = XMP  # the XMP packet of an xmp or jpegxmp image
     only_link: str = ""  # a page linked from this page alone
     source: str = ""  # the FOCUSCRAWL_OPTOUTS source that withholds it ("": a control)
     license: str = ""  # the SPDX id its export row must carry
@@ -93,6 +107,11 @@ CASES = [
     Case("xrtscoped", False, False, headers={"X-Robots-Tag": "focuscrawl: noindex"}, source="x_robots_tag"),
     Case("imgxrt", True, False, image_headers={"X-Robots-Tag": "noimageai"}, source="x_robots_tag"),
     Case("imgtdm", True, False, image_headers={"tdm-reservation": "1"}, source="tdmrep"),
+    Case("xmptdm", True, False, image_kind="jpegxmp", xmp=mining_xmp(reservation="1"), source="tdmrep"),
+    Case("dmi", True, False, image_kind="xmp", xmp=mining_xmp("DMI-PROHIBITED-AIMLTRAINING"), source="image_metadata"),
+    Case("dmijpeg", True, False, image_kind="jpegxmp", xmp=mining_xmp("DMI-PROHIBITED-GENAIMLTRAINING"),
+         source="image_metadata"),
+    Case("dmiallowed", True, True, image_kind="jpegxmp", xmp=mining_xmp("DMI-ALLOWED"), license="CC-BY-4.0"),
     Case("tdmmeta", False, False, head='<meta name="tdm-reservation" content="1">'
                                        '<meta name="tdm-policy" content="https://opt.test/policy.json">',
          source="tdmrep"),
@@ -117,8 +136,10 @@ def _image(case: Case, index: int) -> bytes:
         img.save(buf, "JPEG", exif=exif.tobytes())
     elif case.image_kind == "xmp":
         info = PngImagePlugin.PngInfo()
-        info.add_itxt("XML:com.adobe.xmp", XMP)
+        info.add_itxt("XML:com.adobe.xmp", case.xmp)
         img.save(buf, "PNG", pnginfo=info)
+    elif case.image_kind == "jpegxmp":
+        img.save(buf, "JPEG", xmp=case.xmp.encode())
     else:
         img.save(buf, "PNG")
     return buf.getvalue()
@@ -139,7 +160,7 @@ def optout_site() -> dict:
     pages = {("opt.test", "/"): Page(f"<html><body><p>{ON_TOPIC} The home of cats.</p>{anchors}</body></html>")}
     for i, case in enumerate(CASES):
         pages[(case.host, case.path)] = Page(page_html(case), headers=case.headers)
-        content_type = "image/jpeg" if case.image_kind == "exif" else "image/png"
+        content_type = "image/jpeg" if case.image_kind in ("exif", "jpegxmp") else "image/png"
         host_path = case.image_url.split("://", 1)[1].split("/", 1)
         pages[(host_path[0], "/" + host_path[1])] = Page(_image(case, i), content_type, headers=case.image_headers)
         if case.only_link:
