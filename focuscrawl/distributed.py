@@ -32,7 +32,7 @@ from focuscrawl.output.run import checkpoint_offsets, committed_rows
 from focuscrawl.output.run_state import RunState
 from focuscrawl.pipelines.image_records import image_rows_committed
 from focuscrawl.pipelines.writers import page_rows_committed
-from focuscrawl.scrapy_compat import wake_engine
+from focuscrawl.scrapy_compat import slot_delay_floor, wake_engine
 
 logger = logging.getLogger(__name__)
 
@@ -176,9 +176,13 @@ class RowCommittedElsewhere:
 
 
 class RedisHostThrottle:
-    """Downloader middleware: at most one request start per host per delay, across processes."""
+    """Downloader middleware: at most one request start per host per delay, across processes;
+    a host's own delay where it asks for a longer one (robots.txt's ``Crawl-delay``, which each
+    process reads: ``focuscrawl.middlewares.optout``). Takes the crawler for its downloader, which
+    holds those delays at run time."""
 
-    def __init__(self, stats, server, delay: float, key: str):
+    def __init__(self, crawler: Crawler, stats, server, delay: float, key: str):
+        self.crawler = crawler
         self.stats = stats
         self.server = server
         self.delay_ms = int(delay * 1000)
@@ -194,13 +198,16 @@ class RedisHostThrottle:
         if delay < 0:
             delay = s.getfloat("DOWNLOAD_DELAY")
         spider_key = redis_key(s, "host").replace("%(spider)s", crawler.spidercls.name)
-        return cls(crawler.stats, redis_connection(s), delay, spider_key)
+        return cls(crawler, crawler.stats, redis_connection(s), delay, spider_key)
 
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        if self.delay_ms <= 0 or request.meta.get("dont_throttle"):
+        if request.meta.get("dont_throttle"):
             return None
         host = urlsplit(request.url).hostname or ""
-        wait_ms = int(self.reserve(keys=[f"{self.key}:{host}"], args=[self.delay_ms])[0])
+        delay_ms = max(self.delay_ms, int(1000 * slot_delay_floor(self.crawler.engine.downloader, host)))
+        if delay_ms <= 0:
+            return None
+        wait_ms = int(self.reserve(keys=[f"{self.key}:{host}"], args=[delay_ms])[0])
         stats = self.stats
         stats.inc_value("focuscrawl/redis/throttle_requests")
         if wait_ms > 0:

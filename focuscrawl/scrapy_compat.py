@@ -18,6 +18,7 @@ from scrapy import Request as _Request
 from scrapy.core.downloader import Downloader as _Downloader
 from scrapy.exceptions import (CannotResolveHostError, DownloadCancelledError, DownloadConnectionRefusedError,
                                DownloadFailedError, DownloadTimeoutError, IgnoreRequest, ResponseDataLossError)
+from scrapy.extensions.throttle import AutoThrottle as _AutoThrottle
 # media failures of this type are expected: logged without a traceback
 from scrapy.pipelines.media import _MediaRequestFiltered as ExpectedMediaFailure
 from scrapy.statscollectors import MemoryStatsCollector as _MemoryStatsCollector
@@ -352,3 +353,36 @@ class SlotBoundDownloader(_Downloader):
             if delay:
                 self._process_queue(slot)
                 break
+
+
+def hold_slot_delay(downloader: Any, key: str, delay: float) -> None:
+    """At least ``delay`` seconds between the request starts of download slot ``key`` (a host),
+    without Scrapy's jitter, which would start some sooner: in the slot's ``DOWNLOAD_SLOTS``
+    entry (Scrapy makes a slot again from it after collecting it idle) and in the slot itself
+    if it exists. ``AutoThrottle`` below keeps it as the floor of the slot's delay."""
+    entry = downloader.per_slot_settings.setdefault(key, {})
+    entry["delay"] = max(float(entry.get("delay", 0.0)), delay)
+    entry["jitter"] = 0.0
+    slot = downloader.slots.get(key)
+    if slot is not None:
+        slot.delay, slot.jitter = max(slot.delay, entry["delay"]), 0.0
+
+
+def slot_delay_floor(downloader: Any, key: str) -> float:
+    """The delay a slot's ``DOWNLOAD_SLOTS`` entry asks for (0: none)."""
+    return float(downloader.per_slot_settings.get(key, {}).get("delay", 0.0))
+
+
+class AutoThrottle(_AutoThrottle):
+    """Scrapy's AutoThrottle, which never takes a slot's delay below its ``DOWNLOAD_SLOTS``
+    entry's (a host's robots.txt ``Crawl-delay``: ``hold_slot_delay``). Scrapy's moves every
+    slot's delay towards the host's latency, so a fast host got requests sooner than its
+    owner asked for, and a ``DOWNLOAD_SLOTS`` delay held only until the first response."""
+
+    def _response_downloaded(self, response, request, spider=None) -> None:
+        super()._response_downloaded(response, request, spider)
+        key, slot = self._get_slot(request, spider)
+        if slot is not None:
+            floor = slot_delay_floor(self.crawler.engine.downloader, key)
+            if slot.delay < floor:
+                slot.delay = floor

@@ -111,6 +111,9 @@ ITEM_PIPELINES = {
     "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
 }
 EXTENSIONS = {
+    # Scrapy's AutoThrottle, which keeps a host's robots.txt Crawl-delay as the floor of its delay
+    "scrapy.extensions.throttle.AutoThrottle": None,
+    "focuscrawl.scrapy_compat.AutoThrottle": 0,
     # a progress line every FOCUSCRAWL_PROGRESS_INTERVAL seconds, in place of Scrapy's LogStats
     # (whose "Crawled N pages" counts image downloads and robots.txt too)
     "scrapy.extensions.logstats.LogStats": None,
@@ -351,6 +354,11 @@ FOCUSCRAWL_ANNOTATION_DB = "annotation.sqlite3"
 # setting (-s NAME=VALUE). The settings reference lists them after the others.
 
 # --- Advanced: Politeness -----------------------------------------------------------
+#: robots.txt's ``Crawl-delay`` for our User-Agent (or ``*``) is obeyed with ROBOTSTXT_OBEY:
+#: the host's requests (pages and images) start at least that many seconds apart, without
+#: jitter, whatever AutoThrottle makes of its latency; a longer one is held to this many
+#: seconds (counted, docs/CRAWL.md). 0: ignored, as Scrapy does.
+FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX = 60.0
 #: robots.txt user agents of AI-training crawlers: a path their group disallows is crawled
 #: (if robots.txt allows us) but nothing of it enters the corpus.
 FOCUSCRAWL_AI_AGENTS = ["GPTBot", "CCBot", "Google-Extended", "Applebot-Extended", "anthropic-ai", "ClaudeBot",

@@ -342,3 +342,30 @@ def test_the_scraper_internals_of_close_scraper_once_idle_exist():
     assert list(inspect.signature(Scraper._check_if_closing).parameters) == ["self"]
     assert list(inspect.signature(Slot.is_idle).parameters) == ["self"]
     assert "closing" in inspect.getsource(Slot.__init__)
+
+
+def test_a_held_slot_delay_survives_scrapys_slot_collection_and_autothrottle():
+    """hold_slot_delay writes Scrapy's DOWNLOAD_SLOTS entry of the slot, from which Scrapy makes
+    the slot again after collecting it idle; AutoThrottle keeps it as the slot's floor (its
+    crawl behaviour: tests/test_crawl_delay.py)."""
+    import inspect
+
+    from scrapy.core.downloader import Downloader
+    from scrapy.extensions.throttle import AutoThrottle as ScrapyAutoThrottle
+
+    from focuscrawl.scrapy_compat import hold_slot_delay, slot_delay_floor
+
+    downloader = Downloader(get_crawler(settings_dict={"DOWNLOAD_DELAY": 0.25, "DOWNLOAD_DELAY_JITTER": 0.5}))
+    request = Request("http://slow.test/a")
+    key, slot = downloader._get_slot(request)
+    assert (key, slot.delay, slot.jitter) == ("slow.test", 0.25, 0.5)
+    hold_slot_delay(downloader, key, 2.0)
+    assert (slot.delay, slot.jitter, slot_delay_floor(downloader, key)) == (2.0, 0.0, 2.0)
+    assert min(slot.download_delay() for _ in range(50)) == 2.0
+    del downloader.slots[key]  # what Scrapy's idle-slot collection does
+    _, again = downloader._get_slot(request)
+    assert (again.delay, again.jitter) == (2.0, 0.0)
+    assert slot_delay_floor(downloader, "other.test") == 0.0
+    assert list(inspect.signature(ScrapyAutoThrottle._response_downloaded).parameters) == [
+        "self", "response", "request", "spider"]
+    assert list(inspect.signature(ScrapyAutoThrottle._get_slot).parameters) == ["self", "request", "spider"]

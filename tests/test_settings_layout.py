@@ -43,6 +43,9 @@ COMPONENTS = {
         "focuscrawl.pipelines.writers.PageLogWriterPipeline": 810,
     },
     "EXTENSIONS": {
+        # Scrapy's AutoThrottle, keeping a host's robots.txt Crawl-delay as its delay's floor
+        "scrapy.extensions.throttle.AutoThrottle": None,
+        "focuscrawl.scrapy_compat.AutoThrottle": 0,
         "scrapy.extensions.logstats.LogStats": None,
         "focuscrawl.extensions.progress.CrawlProgress": 500,
         "focuscrawl.extensions.progress.CrawlSummary": 505,

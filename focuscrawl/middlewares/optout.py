@@ -1,7 +1,8 @@
-"""Downloader middlewares for the opt-outs a host declares once for all its URLs: robots.txt
-groups of AI-training crawlers, and TDMRep's ``/.well-known/tdmrep.json``. Each leaves its
-finding in ``request.meta["site_optout"]`` (reason -> TDM policy URL); the spider and the image
-download pipeline decide with it (``focuscrawl.rights.policy``)."""
+"""Downloader middlewares for what a host declares once for all its URLs: robots.txt groups of
+AI-training crawlers, and TDMRep's ``/.well-known/tdmrep.json``, each left in
+``request.meta["site_optout"]`` (reason -> TDM policy URL) for the spider and the image
+download pipeline to decide with (``focuscrawl.rights.policy``); and robots.txt's
+``Crawl-delay``, held by the host's download slot."""
 from __future__ import annotations
 
 import logging
@@ -16,6 +17,7 @@ from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
 
 from focuscrawl.archive.replay import NotArchived
+from focuscrawl.scrapy_compat import hold_slot_delay
 from focuscrawl.rights.directives import ROBOTS_AI, TDMREP, robots_named_agents
 from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy
 from focuscrawl.rights.tdmrep import PATH as TDMREP_PATH, TdmRules
@@ -48,13 +50,18 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     that names an AI-training crawler (``FOCUSCRAWL_AI_AGENTS``) disallows it, the URL is
     fetched and marked ``robots_ai:<agent>``: nothing of it enters the corpus. Without
     ``ROBOTSTXT_OBEY`` (a replay, whose archive maker applied robots.txt) robots.txt is still
-    read for those groups. ``__init__`` keeps the signature of Scrapy's middleware (``crawler``),
-    which reads its settings there."""
+    read for those groups. With ``ROBOTSTXT_OBEY`` a host's ``Crawl-delay`` for us is held by
+    its download slot (up to ``FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX``). ``__init__`` keeps the
+    signature of Scrapy's middleware (``crawler``), which reads its settings there."""
 
     def __init__(self, crawler) -> None:
         policy = OptOutPolicy.from_settings(crawler.settings)
         self.ai_agents = policy.ai_agents if ROBOTS_AI in policy.sources else ()
         self.obey = crawler.settings.getbool("ROBOTSTXT_OBEY")
+        self.crawl_delay_max = crawler.settings.getfloat("FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX")
+        if not self.crawl_delay_max >= 0:
+            raise ValueError(f"FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX must be 0 (Crawl-delay ignored) or more seconds, "
+                             f"not {self.crawl_delay_max}")
         if self.obey:
             super().__init__(crawler)
         elif not self.ai_agents:
@@ -69,6 +76,31 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
         if self.ai_agents:
             self._named[netloc] = robots_named_agents(response.body, self.ai_agents)
         await super()._parse_robots(response, netloc, request)
+        if self.obey and self.crawl_delay_max > 0:
+            self._hold_crawl_delay(self._parsers.get(netloc), request)
+
+    def _hold_crawl_delay(self, parser, request: Request) -> None:
+        """The host's ``Crawl-delay`` for our User-Agent (the group robots.txt obeys for us), up
+        to ``crawl_delay_max``, as the least time between its requests' starts."""
+        if parser is None or isinstance(parser, Deferred):
+            return
+        try:
+            asked = parser.crawl_delay(self._robotstxt_useragent or self._default_useragent)
+        except (TypeError, ValueError):  # a Crawl-delay that is no number declares nothing
+            return
+        if asked is None or not 0 < asked < float("inf"):
+            return
+        held = min(asked, self.crawl_delay_max)
+        downloader = self.crawler.engine.downloader
+        hold_slot_delay(downloader, downloader.get_slot_key(request), held)
+        self._stats.inc_value("focuscrawl/politeness/crawl_delay_hosts")
+        self._stats.max_value("focuscrawl/politeness/crawl_delay_max_seconds", held)
+        if asked > held:
+            self._stats.inc_value("focuscrawl/politeness/crawl_delay_held_to_max")
+            logger.info("robots.txt of %s asks for a Crawl-delay of %g s: held to %g s "
+                        "(FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX)", urlparse_cached(request).netloc, asked, held)
+        else:
+            logger.debug("robots.txt of %s asks for a Crawl-delay of %g s", urlparse_cached(request).netloc, asked)
 
     async def robot_parser(self, request: Request):
         parser = self._parsers.get(urlparse_cached(request).netloc)

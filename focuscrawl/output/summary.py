@@ -93,6 +93,12 @@ def crawl_summary(stats: Mapping[str, Any], settings: Mapping[str, Any] | None =
     optouts.update(_prefixed(stats, OPTOUT_PREFIX))
     if optouts:
         lines.append(f"  opt-outs (not fetched or not kept): {_listed(optouts)}")
+    paced = _n(stats, "focuscrawl/politeness/crawl_delay_hosts")
+    if paced:
+        held = _n(stats, "focuscrawl/politeness/crawl_delay_held_to_max")
+        longest = float(stats.get("focuscrawl/politeness/crawl_delay_max_seconds") or 0)
+        lines.append(f"  politeness: {paced:,} hosts asked for a robots.txt Crawl-delay, obeyed (up to {longest:g} s"
+                     + (f"; {held:,} held to FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX)" if held else ")"))
     errors = {}
     for prefix in ("focuscrawl/download_errors/", "focuscrawl/skipped/", "focuscrawl/images/failed/",
                    "spider_exceptions/"):

@@ -41,6 +41,7 @@ class LocalWeb:
     def __init__(self, pages: dict) -> None:
         self.pages = pages
         self.requests: list[str] = []
+        self.request_times: list[tuple[float, str]] = []  # (time.monotonic() at arrival, host/path)
         self.referers: dict[str, str | None] = {}  # host/path -> Referer header of its last request
         self.user_agents: dict[str, str | None] = {}  # host/path -> User-Agent header of its last request
         self.in_flight = self.max_in_flight = 0  # requests being answered at once (politeness tests)
@@ -68,6 +69,7 @@ class LocalWeb:
                 host = (parts.hostname or self.headers.get("Host", "")).split(":")[0].lower()
                 path = parts.path + (f"?{parts.query}" if parts.query else "")
                 web.requests.append(f"{host}{path}")
+                web.request_times.append((time.monotonic(), f"{host}{path}"))
                 web.referers[f"{host}{path}"] = self.headers.get("Referer")
                 web.user_agents[f"{host}{path}"] = self.headers.get("User-Agent")
                 page = web.pages.get((host, path))
