@@ -107,6 +107,24 @@ def test_two_processes_share_one_frontier(tmp_path, redis_server):
     assert "focuscrawl/redis/throttle_requests" in log
 
 
+def test_a_hosts_crawl_delay_holds_across_processes(tmp_path, redis_server):
+    """Each process reads the host's robots.txt; the shared per-host throttle spaces the two
+    processes' requests by its Crawl-delay, not by FOCUSCRAWL_REDIS_HOST_DELAY (0.02 s)."""
+    pages = link_site(8)
+    pages["/robots.txt"] = Page("User-agent: *\nCrawl-delay: 0.5\n", "text/plain")
+    with LocalWeb(pages) as web:
+        procs = [start_links(f"{web.base}/p0", *redis_settings(redis_server, crawl="paced"), "ROBOTSTXT_OBEY=True",
+                             out=tmp_path / f"w{i}.jsonl", log=tmp_path / f"w{i}.log") for i in range(2)]
+        for p in procs:
+            assert p.wait(90) == 0, (tmp_path / "w0.log").read_text()[-3000:]
+    times = [t for t, what in web.request_times if what.startswith("127.0.0.1/p")]
+    both = jsonl_rows(tmp_path / "w0.jsonl") + jsonl_rows(tmp_path / "w1.jsonl")
+    assert len(times) == 8 and len(both) == 8
+    assert len({r["pid"] for r in both}) == 2, "both processes must have crawled"
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert min(gaps) >= 0.45, gaps
+
+
 def test_priorities_hold_across_processes(tmp_path, redis_server):
     """A hub links to 30 leaves (shuffled) with priorities 0..29: two workers fetch them best-first."""
     import random
