@@ -33,6 +33,7 @@ RUN_TIME_CRAWLER = {
     "TdmRepMiddleware": "downloads each host's tdmrep.json through the engine",
     "CrawlProgress": "reads the engine's scheduler every interval",
     "LeanReplayMiddleware": "hands an archive's pages to the engine's downloader and scraper",
+    "RedisHostThrottle": "reads each host's Crawl-delay from the engine's downloader",
     "RedisWorkers": "asks the engine whether it is busy; gets RunState (lease book, run directory) "
                     "at spider_opened, as an extension cannot reach another one while they are built",
 }

@@ -356,6 +356,7 @@ def test_a_held_slot_delay_survives_scrapys_slot_collection_and_autothrottle():
     from focuscrawl.scrapy_compat import hold_slot_delay, slot_delay_floor
 
     downloader = Downloader(get_crawler(settings_dict={"DOWNLOAD_DELAY": 0.25, "DOWNLOAD_DELAY_JITTER": 0.5}))
+    downloader._start_slot_gc = lambda: None  # its looping call wants a running event loop
     request = Request("http://slow.test/a")
     key, slot = downloader._get_slot(request)
     assert (key, slot.delay, slot.jitter) == ("slow.test", 0.25, 0.5)
