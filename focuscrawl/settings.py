@@ -23,8 +23,10 @@ ROBOTSTXT_OBEY = True
 #: ``/.well-known/tdmrep.json``, ``tdm:reservation`` in an image's XMP), ``robots_ai``
 #: (robots.txt groups that disallow the AI crawlers of FOCUSCRAWL_AI_AGENTS by name),
 #: ``image_metadata`` (IPTC's "Data Mining" property in an image's XMP, ``plus:DataMining``
-#: ``DMI-PROHIBITED…``). Leave one out to relax it: the crawl warns at start.
-FOCUSCRAWL_OPTOUTS = ["meta_robots", "x_robots_tag", "tdmrep", "robots_ai", "image_metadata"]
+#: ``DMI-PROHIBITED…``), ``content_signals`` (a refusal of AI training in robots.txt's or a
+#: response's ``Content-Signal``, Cloudflare's, or ``Content-Usage``, the IETF's:
+#: ``ai-train=no``, ``train-ai=n``). Leave one out to relax it: the crawl warns at start.
+FOCUSCRAWL_OPTOUTS = ["meta_robots", "x_robots_tag", "tdmrep", "robots_ai", "image_metadata", "content_signals"]
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 DOWNLOAD_DELAY = 0.5

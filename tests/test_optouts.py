@@ -79,6 +79,12 @@ def test_every_opt_out_is_obeyed_by_default_and_every_control_is_harvested(defau
     assert stats["focuscrawl/optout/images/x_robots_tag"] == 3  # two pages' images and one image response
     assert stats["focuscrawl/optout/images/tdmrep"] == 6  # 3 pages, an image response, an image's XMP, tdmrep.json
     assert stats["focuscrawl/optout/images/image_metadata"] == 2  # IPTC Data Mining in a PNG's and a JPEG's XMP
+    # robots.txt's Content-Signal (sig.test) and Content-Usage (usage.test), a page's header
+    assert stats["focuscrawl/optout/text_pages/content_signals"] == 3
+    assert stats["focuscrawl/optout/content_signal_urls"] == 2  # the two pages (their images are never requested)
+    assert pages["http://sig.test/signal"]["optout"].startswith("text=content_signals:ai-train=no")
+    assert pages["http://usage.test/usagepath"]["optout"].startswith("text=content_signals:train-ai=n")
+    assert pages["http://opt.test/sigheader"]["optout"].startswith("text=content_signals:ai-train=no")
     assert stats["focuscrawl/optout/tdmrep_files/found"] == 1
     assert stats["focuscrawl/optout/tdmrep_files/not_json"] == 1  # junk.test's broken file declares nothing
     assert "Traceback" not in proc.stderr
@@ -125,7 +131,7 @@ def test_licences_and_creators_reach_images_tsv_the_records_and_every_export(def
         card = (target.parent / "README.md").read_text()
         assert card.startswith("---\n") and "focuscrawl_card: true" in card
         front = dict(line.split(": ", 1) for line in card.split("---\n")[1].splitlines())
-        assert json.loads(front["focuscrawl_licenses"]) == {"unknown": 6, "CC-BY-4.0": 2, "CC0-1.0": 1,
+        assert json.loads(front["focuscrawl_licenses"]) == {"unknown": 8, "CC-BY-4.0": 2, "CC0-1.0": 1,
                                                             "CC-BY-SA-4.0": 1, "CC-BY-NC-4.0": 1}
         assert json.loads(front["focuscrawl_optouts_removed"])["text_pages/meta_robots"] == 4
         assert json.loads(front["focuscrawl_seeds"]) == [SEED]
@@ -138,7 +144,7 @@ def test_licences_and_creators_reach_images_tsv_the_records_and_every_export(def
     ("cc", {"control", "jsonld", "exif", "xmp", "dmiallowed"}),
     ("commercial", {"control", "jsonld", "exif", "dmiallowed"}),
     ("CC-BY-*", {"control", "exif", "xmp", "dmiallowed"}),
-    ("unknown", {"googlebot", "otherbot", "hostile", "nofollow", "free", "junk"}),
+    ("unknown", {"googlebot", "otherbot", "hostile", "nofollow", "free", "junk", "usagefree", "sigyes"}),
 ])
 def test_rank_license_filter(default_crawl, tmp_path, spec, expected):
     tmp, *_ = default_crawl

@@ -16,6 +16,7 @@ from focuscrawl.rights.licenses import (PUBLIC_DOMAIN_MARK, Rights, file_metadat
                                         page_rights, rights_elements, spdx_id, with_file_rights)
 from focuscrawl.rights.policy import OptOutPolicy, count_names, robots_tokens
 from focuscrawl.rights.tdmrep import TdmRules
+from focuscrawl.rights.usage import UsageRules, usage_denial
 from tests.support.optoutsite import XMP, mining_xmp
 
 US = frozenset({"focuscrawl"})
@@ -231,11 +232,15 @@ def test_policy_decisions_and_settings(tmp_path):
                                              "image_pages/tdmrep", "nofollow_pages/x_robots_tag",
                                              "text_pages/robots_ai", "text_pages/tdmrep"]
     relaxed = OptOutPolicy.from_settings(project_settings({"FOCUSCRAWL_OPTOUTS": "meta_robots"}))
-    assert relaxed.relaxed() == ["x_robots_tag", "tdmrep", "robots_ai", "image_metadata"]
+    assert relaxed.relaxed() == ["x_robots_tag", "tdmrep", "robots_ai", "image_metadata", "content_signals"]
     assert relaxed.page(headers, None, None).no_text == []
     assert relaxed.image_response(Headers({"X-Robots-Tag": "noimageai"}), None) == ""
     assert policy.image_response(Headers({"X-Robots-Tag": "noimageai"}), None) == "x_robots_tag:noimageai"
     assert policy.image_file({"DataMining": "DMI-PROHIBITED"}) == "image_metadata:dmi-prohibited"
+    signalled = Headers({"Content-Signal": "search=yes", "Content-Usage": "train-genai=n"})
+    assert policy.image_response(signalled, None) == "content_signals:train-genai=n"
+    assert policy.page(signalled, None, None).no_text == ["content_signals:train-genai=n"]
+    assert relaxed.image_response(signalled, None) == "" and relaxed.page(signalled, None, None).no_text == []
     assert relaxed.image_file({"DataMining": "DMI-PROHIBITED"}) == ""
     with pytest.raises(ValueError, match="unknown opt-out nosuch"):
         OptOutPolicy.from_settings(project_settings({"FOCUSCRAWL_OPTOUTS": "meta_robots,nosuch"}))
@@ -265,3 +270,51 @@ def test_changed_settings_names_what_differs_from_the_defaults_whatever_its_type
                                                  "FOCUSCRAWL_MAX_PAGES_PER_HOST": "0.5"}))
     assert changed == {"FOCUSCRAWL_PAGE_BUDGET": 500, "DOWNLOAD_DELAY": 2.0, "FOCUSCRAWL_OPTOUTS": ["meta_robots"],
                        "FOCUSCRAWL_MAX_PAGES_PER_HOST": "0.5"}
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("search=yes, ai-train=no", "ai-train=no"),
+    ("AI-Train = No ,search=yes", "ai-train=no"),
+    ("search=yes, ai-train=yes, ai-input=no", ""),
+    ("train-ai=n", "train-ai=n"),
+    ("train-ai=y, train-genai=n", "train-genai=n"),
+    ('train-ai="n"', "train-ai=n"),
+    ("train-ai=?0", "train-ai=?0"),
+    ("ai-train", ""),
+    ("ai-train=maybe", ""),
+    ("," * 100_000 + "ai-train=no", ""),  # past the value's length limit
+])
+def test_usage_denial(value, expected):
+    assert usage_denial(value) == expected
+
+
+CLOUDFLARE = (b"# As a condition of accessing this website, you agree to abide by the following content signals:\n"
+              b"# ai-train=no means ...\nUser-Agent: *\nContent-Signal: search=yes, ai-train=no\nAllow: /\n")
+
+
+@pytest.mark.parametrize("body, url, expected", [
+    (CLOUDFLARE, "http://s.test/any/page", "ai-train=no"),
+    # a group naming us is ours, not "*"'s
+    (b"User-agent: *\nContent-Signal: ai-train=no\n\nUser-agent: focuscrawl\nAllow: /\n", "http://s.test/a", ""),
+    (b"User-agent: *\nAllow: /\n\nUser-agent: other\nUser-agent: FocusCrawl\nContent-Usage: train-ai=n\n",
+     "http://s.test/a", "train-ai=n"),
+    # another crawler's group says nothing to us
+    (b"User-agent: GPTBot\nContent-Signal: ai-train=no\n\nUser-agent: *\nAllow: /\n", "http://s.test/a", ""),
+    # a path-scoped line (robots.txt patterns)
+    (b"User-agent: *\nContent-Usage: /photos/*.jpg$ train-ai=n\n", "http://s.test/photos/a/b.jpg", "train-ai=n"),
+    (b"User-agent: *\nContent-Usage: /photos/*.jpg$ train-ai=n\n", "http://s.test/photos/b.jpg?x=1", ""),
+    (b"User-agent: *\nContent-Usage: /photos/*.jpg$ train-ai=n\n", "http://s.test/text/", ""),
+    # a line before any group applies to every crawler
+    (b"Content-Signal: ai-train=no\nUser-agent: focuscrawl\nAllow: /\n", "http://s.test/a", "ai-train=no"),
+    (b"User-agent: *\nContent-Signal: search=yes, ai-train=yes\n", "http://s.test/a", ""),
+    (b"\xff\xfe garbage \x00\nContent-Signal ai-train=no\nUser-agent *\n", "http://s.test/a", ""),
+    (b"", "http://s.test/a", ""),
+])
+def test_usage_rules_of_robots_txt(body, url, expected):
+    assert UsageRules.parse(body, US).denial(url) == expected
+
+
+def test_usage_rules_of_a_huge_robots_txt_stay_bounded():
+    body = b"User-agent: *\n" + b"Content-Signal: /p ai-train=no\n" * 200_000
+    rules = UsageRules.parse(body, US)
+    assert 0 < len(rules.rules) <= 1000 and rules.denial("http://s.test/p") == "ai-train=no"

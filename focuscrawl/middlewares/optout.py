@@ -1,5 +1,6 @@
 """Downloader middlewares for what a host declares once for all its URLs: robots.txt groups of
-AI-training crawlers, and TDMRep's ``/.well-known/tdmrep.json``, each left in
+AI-training crawlers, robots.txt's usage preferences (Content Signals, ``Content-Usage``) and
+TDMRep's ``/.well-known/tdmrep.json``, each left in
 ``request.meta["site_optout"]`` (reason -> TDM policy URL) for the spider and the image
 download pipeline to decide with (``focuscrawl.rights.policy``); and robots.txt's
 ``Crawl-delay``, held by the host's download slot."""
@@ -18,9 +19,10 @@ from twisted.internet.defer import Deferred
 
 from focuscrawl.archive.replay import NotArchived
 from focuscrawl.scrapy_compat import hold_slot_delay
-from focuscrawl.rights.directives import ROBOTS_AI, TDMREP, robots_named_agents
+from focuscrawl.rights.directives import CONTENT_SIGNALS, ROBOTS_AI, TDMREP, robots_named_agents
 from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy
 from focuscrawl.rights.tdmrep import PATH as TDMREP_PATH, TdmRules
+from focuscrawl.rights.usage import UsageRules
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +50,18 @@ def _http(request: Request) -> bool:
 class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     """Scrapy's robots.txt middleware, plus: where robots.txt allows us a URL but a group
     that names an AI-training crawler (``FOCUSCRAWL_AI_AGENTS``) disallows it, the URL is
-    fetched and marked ``robots_ai:<agent>``: nothing of it enters the corpus. Without
-    ``ROBOTSTXT_OBEY`` (a replay, whose archive maker applied robots.txt) robots.txt is still
-    read for those groups. With ``ROBOTSTXT_OBEY`` a host's ``Crawl-delay`` for us is held by
+    fetched and marked ``robots_ai:<agent>``: nothing of it enters the corpus; so is a URL that
+    a ``Content-Signal`` / ``Content-Usage`` line of our group refuses for AI training
+    (``content_signals:ai-train=no``). Without ``ROBOTSTXT_OBEY`` (a replay, whose archive maker
+    applied robots.txt) robots.txt is still read for those lines. With ``ROBOTSTXT_OBEY`` a host's ``Crawl-delay`` for us is held by
     its download slot (up to ``FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX``). ``__init__`` keeps the
     signature of Scrapy's middleware (``crawler``), which reads its settings there."""
 
     def __init__(self, crawler) -> None:
         policy = OptOutPolicy.from_settings(crawler.settings)
         self.ai_agents = policy.ai_agents if ROBOTS_AI in policy.sources else ()
+        #: our robots tokens, to find our group's usage lines (empty: content_signals not obeyed)
+        self.usage_agents = policy.agents if CONTENT_SIGNALS in policy.sources else frozenset()
         self.obey = crawler.settings.getbool("ROBOTSTXT_OBEY")
         self.crawl_delay_max = crawler.settings.getfloat("FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX")
         if not self.crawl_delay_max >= 0:
@@ -64,17 +69,22 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
                              f"not {self.crawl_delay_max}")
         if self.obey:
             super().__init__(crawler)
-        elif not self.ai_agents:
-            raise NotConfigured("neither ROBOTSTXT_OBEY nor robots_ai in FOCUSCRAWL_OPTOUTS")
+        elif not self.ai_agents and not self.usage_agents:
+            raise NotConfigured("neither ROBOTSTXT_OBEY nor robots_ai or content_signals in FOCUSCRAWL_OPTOUTS")
         else:  # Scrapy's __init__ refuses to run without ROBOTSTXT_OBEY: the state robot_parser() uses
             self.crawler, self._stats, self._parsers = crawler, crawler.stats, {}
             self._parserimpl = load_object(crawler.settings.get("ROBOTSTXT_PARSER"))
         #: host -> the AI crawlers its robots.txt names
         self._named: dict[str, tuple[str, ...]] = {}
+        #: host -> its robots.txt's usage lines that refuse training
+        self._usage: dict[str, UsageRules] = {}
 
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
         if self.ai_agents:
             self._named[netloc] = robots_named_agents(response.body, self.ai_agents)
+        if self.usage_agents:
+            self._usage[netloc] = UsageRules.parse(response.body if response.status == 200 else b"",
+                                                   self.usage_agents)
         await super()._parse_robots(response, netloc, request)
         if self.obey and self.crawl_delay_max > 0:
             self._hold_crawl_delay(self._parsers.get(netloc), request)
@@ -108,17 +118,28 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
             return await _shared_result(parser)
         return await super().robot_parser(request)
 
+    def _nothing_to_read(self, netloc: str) -> bool:
+        """This host's robots.txt is read, and has neither an AI group nor a usage line for us."""
+        return ((not self.ai_agents or self._named.get(netloc) == ())
+                and (not self.usage_agents or (netloc in self._usage and not self._usage[netloc])))
+
     async def process_request(self, request: Request) -> None:
         if not _http(request):
             return
-        if not self.obey and self._named.get(urlparse_cached(request).netloc) == ():
-            return  # only the AI groups are read, and this host's robots.txt names none
+        netloc = urlparse_cached(request).netloc
+        if not self.obey and self._nothing_to_read(netloc):
+            return
         parser = await self.robot_parser(request)
         if self.obey:
             self.process_request_2(parser, request)
+        usage = self._usage.get(netloc)
+        denial = usage.denial(request.url) if usage is not None else ""
+        if denial:
+            _site_optout(request, f"{CONTENT_SIGNALS}:{denial}")
+            self._stats.inc_value("focuscrawl/optout/content_signal_urls")
         if parser is None or not self.ai_agents:
             return
-        for agent in self._named.get(urlparse_cached(request).netloc, ()):
+        for agent in self._named.get(netloc, ()):
             if not parser.allowed(request.url, agent):
                 _site_optout(request, f"{ROBOTS_AI}:{agent.lower()}")
                 self._stats.inc_value("focuscrawl/optout/robots_ai_urls")
@@ -143,6 +164,11 @@ class TdmRepMiddleware:
         if TDMREP not in OptOutPolicy.from_settings(crawler.settings).sources:
             raise NotConfigured("tdmrep is not in FOCUSCRAWL_OPTOUTS")
         return cls(crawler, crawler.stats)
+
+    def _nothing_to_read(self, netloc: str) -> bool:
+        """This host's robots.txt is read, and has neither an AI group nor a usage line for us."""
+        return ((not self.ai_agents or self._named.get(netloc) == ())
+                and (not self.usage_agents or (netloc in self._usage and not self._usage[netloc])))
 
     async def process_request(self, request: Request) -> None:
         if not _http(request):

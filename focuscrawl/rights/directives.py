@@ -19,7 +19,8 @@ X_ROBOTS_TAG = "x_robots_tag"
 TDMREP = "tdmrep"
 ROBOTS_AI = "robots_ai"
 IMAGE_METADATA = "image_metadata"
-SOURCES = (META_ROBOTS, X_ROBOTS_TAG, TDMREP, ROBOTS_AI, IMAGE_METADATA)
+CONTENT_SIGNALS = "content_signals"
+SOURCES = (META_ROBOTS, X_ROBOTS_TAG, TDMREP, ROBOTS_AI, IMAGE_METADATA, CONTENT_SIGNALS)
 
 #: a directive value longer than this is cut (a hostile page cannot make the crawl parse megabytes)
 MAX_VALUE_CHARS = 4096

@@ -5,9 +5,10 @@ import logging
 from dataclasses import dataclass
 from typing import Iterable
 
-from focuscrawl.rights.directives import (META_ROBOTS, SOURCES, TDMREP, X_ROBOTS_TAG, OptOut,
+from focuscrawl.rights.directives import (CONTENT_SIGNALS, META_ROBOTS, SOURCES, TDMREP, X_ROBOTS_TAG, OptOut,
                                           PageSignals, header_directives, image_file_reason, image_response_reason,
                                           tdm_reserved)
+from focuscrawl.rights.usage import HEADERS as USAGE_HEADERS, usage_denial
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,12 @@ def robots_tokens(user_agent: str) -> frozenset[str]:
 
 def _headers(headers, name: bytes) -> list[str]:
     return [v.decode("latin-1") for v in headers.getlist(name)] if headers is not None else []
+
+
+def _usage_denial(headers) -> str:
+    """The refusal of AI training a response's ``Content-Signal`` / ``Content-Usage`` says ("": none)."""
+    return next((denial for name in USAGE_HEADERS for value in _headers(headers, name.encode())
+                 if (denial := usage_denial(value))), "")
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,10 @@ class OptOutPolicy:
         if TDMREP in self.sources and any(tdm_reserved(v) for v in _headers(headers, b"tdm-reservation")):
             decision.reserve(f"{TDMREP}:header", policy)
         decision.tdm_policy = decision.tdm_policy or policy
+        if CONTENT_SIGNALS in self.sources:
+            denial = _usage_denial(headers)
+            if denial:
+                decision.reserve(f"{CONTENT_SIGNALS}:{denial}")
         for reason, site_policy in (site or {}).items():
             decision.reserve(reason, site_policy)
         return decision
@@ -82,7 +93,11 @@ class OptOutPolicy:
         """Why a downloaded image may not enter the corpus ("": it may)."""
         lower = {"x-robots-tag": _headers(headers, b"X-Robots-Tag"),
                  "tdm-reservation": _headers(headers, b"tdm-reservation")}
-        return image_response_reason(lower, self.agents, self.sources) or next(iter(site or {}), "")
+        reason = image_response_reason(lower, self.agents, self.sources)
+        if not reason and CONTENT_SIGNALS in self.sources:
+            denial = _usage_denial(headers)
+            reason = f"{CONTENT_SIGNALS}:{denial}" if denial else ""
+        return reason or next(iter(site or {}), "")
 
     def image_file(self, mining: dict[str, str]) -> str:
         """Why an image file's own metadata keeps it out of the corpus ("": it may)."""

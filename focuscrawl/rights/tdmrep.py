@@ -22,7 +22,9 @@ class TdmRule:
     policy: str
 
 
-def _compile(location: str) -> re.Pattern:
+def path_pattern(location: str) -> re.Pattern:
+    """A path pattern as in robots.txt (``*`` any characters, a final ``$`` the end; a full
+    URL stands for its path), matched from the start of ``resource_path``."""
     location = location.strip()[:MAX_PATTERN_CHARS]
     if "://" in location:  # a full URL: its path (and query) is the pattern
         parts = urlsplit(location)
@@ -61,14 +63,13 @@ class TdmRules:
                 problems += 1
                 reservation = 1 if str(reservation).strip().startswith("1") else 0
             policy = entry.get("tdm-policy")
-            rules.append(TdmRule(_compile(entry["location"]), str(int(reservation)) == "1",
+            rules.append(TdmRule(path_pattern(entry["location"]), str(int(reservation)) == "1",
                                  policy if isinstance(policy, str) else ""))
         return cls(rules, problems + max(0, len(data) - MAX_RULES))
 
     def reservation(self, url: str) -> tuple[bool, str]:
         """(reserved, policy) for ``url``: reserved if any matching rule reserves it."""
-        parts = urlsplit(url)
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        path = resource_path(url)
         reserved, policy = False, ""
         for rule in self.rules:
             if rule.pattern.match(path):
@@ -76,3 +77,9 @@ class TdmRules:
                     return True, rule.policy or policy
                 policy = policy or rule.policy
         return reserved, policy
+
+
+def resource_path(url: str) -> str:
+    """What a ``path_pattern`` is matched against: the URL's path and query."""
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -121,6 +121,12 @@ CASES = [
     Case("freeimg", True, False, host="tdm.test", image_path="/reserved/freeimg.png", source="tdmrep"),
     Case("aibots", False, False, host="ai.test", source="robots_ai"),
     Case("junk", True, True, host="junk.test"),
+    Case("signal", False, False, host="sig.test", source="content_signals"),
+    Case("usagepath", False, False, host="usage.test", source="content_signals"),
+    Case("usagefree", True, True, host="usage.test"),
+    Case("sigheader", False, False, headers={"Content-Signal": "search=yes, ai-train=no"}, source="content_signals"),
+    Case("sigyes", True, True, headers={"Content-Signal": "search=yes, ai-train=yes, ai-input=no"}),
+    Case("imgusage", True, False, image_headers={"Content-Usage": "train-ai=n"}, source="content_signals"),
 ]
 #: pages linked only from a nofollow page: never requested
 NEVER_REQUESTED = ["opt.test/onlynofollow", "opt.test/onlynone"]
@@ -170,6 +176,14 @@ def optout_site() -> dict:
         {"location": "/free", "tdm-reservation": 0}]), "application/json")
     pages[("ai.test", "/robots.txt")] = Page("User-agent: GPTBot\nDisallow: /\n\nUser-agent: *\nAllow: /\n",
                                              "text/plain")
+    # Cloudflare's managed robots.txt: our group is "*"
+    pages[("sig.test", "/robots.txt")] = Page("# As a condition of accessing this website, you agree to abide by "
+                                              "the following content signals: ...\nUser-Agent: *\n"
+                                              "Content-Signal: search=yes, ai-train=no\nAllow: /\n", "text/plain")
+    # a group that names us beats "*"; its Content-Usage covers one path
+    pages[("usage.test", "/robots.txt")] = Page("User-agent: *\nContent-Usage: train-ai=n\n\n"
+                                                "User-agent: otherbot\nUser-agent: focuscrawl\nAllow: /\n"
+                                                "Content-Usage: /usagepath train-ai=n, search=y\n", "text/plain")
     pages[("junk.test", "/.well-known/tdmrep.json")] = Page('[{"location": 5}, "x", {"location": "/zzz", '
                                                             '"tdm-reservation": "maybe"}', "application/json")
     return pages
