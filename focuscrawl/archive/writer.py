@@ -162,7 +162,7 @@ class WarcWriterMiddleware:
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         return mw
 
-    def process_response(self, request: Request, response: Response, spider: Spider) -> Response:
+    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
         if "archive" not in response.flags:
             self.writer.write(request, response)
             self.stats.inc_value("focuscrawl/warc/records")
