@@ -35,8 +35,8 @@ from focuscrawl.focus.link_learner import LearnerState, url_host
 from focuscrawl.focus.ranker import (LEARNED_LOWEST_PRIORITY, LEARNED_SEED_PRIORITY, LINK_META, demoted_priority,
                                      gather_link_facts)
 from focuscrawl.output.files import LineLog, complete_lines_size, job_state_dir
-from focuscrawl.scrapy_compat import (lowest_priority, pickle_request_disk_queue, read_seen_fingerprints,
-                                     request_to_dict, rerank_queue_top, seen_record)
+from focuscrawl.scrapy_compat import (held_slot_busy, lowest_priority, pickle_request_disk_queue,
+                                     read_seen_fingerprints, request_to_dict, rerank_queue_top, seen_record)
 
 logger = logging.getLogger(__name__)
 
@@ -308,12 +308,26 @@ def _journal_requests(path: Path, end: int, stats) -> Iterator[Request]:
                 stats.inc_value("focuscrawl/frontier/seen_not_restored")
 
 
+#: requests set aside at most for hosts whose Crawl-delay keeps them busy (past it they wait
+#: in the host's download slot, as in Scrapy), and popped at most in one look for another host
+MAX_SET_ASIDE = 10_000
+SET_ASIDE_LOOK = 256
+
+
 class JournaledScheduler(Scheduler):
     """Scrapy's scheduler; with JOBDIR it journals the frontier and recovers it after a kill.
 
+    A request for a host whose download slot holds a delay (robots.txt's ``Crawl-delay``:
+    ``focuscrawl.middlewares.optout``) while a request to it is still in the downloader is set
+    aside, in order, and the next best request of another host goes instead: in Scrapy the
+    best links of one such host fill ``CONCURRENT_REQUESTS`` while they wait for it, and the
+    whole crawl goes at that host's pace. A set-aside request goes first once its host is
+    free; at a close it goes back to the queue (saved in JOBDIR), and after a kill the
+    journal still has it as pending.
+
     ``journal`` (a ``FrontierJournal``, registered with ``RunState``, which restores and
     closes it) is None without JOBDIR or with ``FOCUSCRAWL_FRONTIER_JOURNAL`` off: then
-    it is Scrapy's scheduler unchanged. ``recovery`` is what an unclean stop left to do
+    nothing is journaled. ``recovery`` is what an unclean stop left to do
     (requests to queue again, requests to mark as seen); ``queued`` the fingerprints
     Scrapy's own queue restores; ``fingerprints_only``: the dupefilter is Scrapy's
     ``RFPDupeFilter``, whose seen-set the journal restores from fingerprints alone.
@@ -338,6 +352,9 @@ class JournaledScheduler(Scheduler):
         self.known_links: KnownLinks | None = None
         self._statuses: dict[str, int] = {}
         self._awaiting: set[str] = set()
+        #: download slot -> its requests set aside while it is busy, in the order they came
+        self._set_aside: dict[str, deque[Request]] = {}
+        self._set_aside_count = 0
         if journal is not None and crawler is not None:
             crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
             crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
@@ -371,11 +388,20 @@ class JournaledScheduler(Scheduler):
     def _fp(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
 
+    def __len__(self) -> int:
+        return super().__len__() + self._set_aside_count
+
     def close(self, reason: str):
-        """Scrapy's close (its queue saved to JOBDIR). After a failed write of the run (a full
-        disk, said once) the queue cannot be saved either, and need not be: the stop is
-        unclean for the journal, whose recovery rebuilds the queue."""
+        """Scrapy's close (its queue saved to JOBDIR), the requests set aside queued again first.
+        After a failed write of the run (a full disk, said once) the queue cannot be saved
+        either, and need not be: the stop is unclean for the journal, whose recovery rebuilds
+        the queue."""
         try:
+            for requests in self._set_aside.values():
+                for request in requests:  # journaled and seen already: not filtered, not journaled again
+                    Scheduler.enqueue_request(self, request.replace(dont_filter=True))
+            self._set_aside.clear()
+            self._set_aside_count = 0
             return super().close(reason)
         except OSError:
             run_state = self.crawler.get_extension(RunState)
@@ -441,10 +467,34 @@ class JournaledScheduler(Scheduler):
         """Scrapy's; a pop writes to the disk queue too (a re-ranking pushes again, an emptied
         queue saves its state): failing on a full disk, it stops the crawl (``_queue_write_failed``)."""
         try:
-            return super().next_request()
+            return self._next_for_a_free_host()
         except OSError as exc:
             self._queue_write_failed(exc)
             return None
+
+    def _next_for_a_free_host(self) -> Request | None:
+        engine = getattr(self.crawler, "engine", None) if self.crawler is not None else None
+        if engine is None or engine.downloader is None:
+            return super().next_request()
+        downloader = engine.downloader
+        for key, requests in self._set_aside.items():
+            if held_slot_busy(downloader, requests[0]) is None:
+                request = requests.popleft()
+                if not requests:
+                    del self._set_aside[key]
+                self._set_aside_count -= 1
+                return request
+        for _ in range(SET_ASIDE_LOOK):
+            request = super().next_request()
+            if request is None or self._set_aside_count >= MAX_SET_ASIDE:
+                return request
+            key = held_slot_busy(downloader, request)
+            if key is None:
+                return request
+            self._set_aside.setdefault(key, deque()).append(request)
+            self._set_aside_count += 1
+            self.crawler.stats.inc_value("focuscrawl/politeness/requests_set_aside")
+        return None
 
     def _queue_write_failed(self, exc: OSError) -> None:
         """``RunState.fail``: one line, exit code 1, the resume recovers from the last checkpoint."""

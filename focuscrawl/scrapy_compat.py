@@ -386,3 +386,17 @@ class AutoThrottle(_AutoThrottle):
             floor = slot_delay_floor(self.crawler.engine.downloader, key)
             if slot.delay < floor:
                 slot.delay = floor
+
+
+def held_slot_busy(downloader: Any, request: Any, limit: int = 1) -> str | None:
+    """The download slot of ``request`` if its delay is held (``hold_slot_delay``, or a
+    ``DOWNLOAD_SLOTS`` delay) and ``limit`` requests to it are in the downloader already (in
+    its middlewares, waiting in the slot or transferring); else None. The downloader counts
+    a request as active from the moment the engine hands it over."""
+    if not downloader.per_slot_settings:
+        return None
+    key = downloader.get_slot_key(request)
+    if slot_delay_floor(downloader, key) <= 0:
+        return None
+    busy = sum(1 for other in downloader.active if downloader.get_slot_key(other) == key)
+    return key if busy >= limit else None

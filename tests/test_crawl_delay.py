@@ -79,3 +79,53 @@ def test_a_crawl_delay_that_is_no_positive_number_declares_nothing(tmp_path, lin
         stats, proc = crawl(web, tmp_path, "http://slow.test/", settings=SETTINGS)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "focuscrawl/politeness/crawl_delay_hosts" not in stats
+
+
+def leading_slow_site(pages_each: int = 8) -> dict:
+    """slow.test (Crawl-delay 0.5 s) is the seed: its pages are the best links, and its home
+    also links fast.test, whose pages rank lower."""
+    from tests.support.toymodel import NORMAL
+
+    pages = {}
+    for host, text in (("slow.test", ON_TOPIC), ("fast.test", NORMAL)):
+        links = "".join(f'<a href="http://{host}/p{i}">cat tabby kitten {i}</a>' for i in range(pages_each))
+        if host == "slow.test":
+            links += '<a href="http://fast.test/">more</a>'
+        pages[(host, "/")] = Page(f"<html><body><p>{text}</p>{links}</body></html>")
+        for i in range(pages_each):
+            pages[(host, f"/p{i}")] = Page(f"<html><body><p>{text} page {i}</p></body></html>")
+    pages[("slow.test", "/robots.txt")] = Page("User-agent: *\nCrawl-delay: 0.5\n", "text/plain")
+    return pages
+
+
+def test_a_host_that_asks_for_a_crawl_delay_does_not_hold_the_other_hosts(tmp_path):
+    """Its best links wait, set aside, while the crawl fetches other hosts' pages; in Scrapy
+    they filled CONCURRENT_REQUESTS and fast.test waited for all of slow.test (~4 s)."""
+    with LocalWeb(leading_slow_site()) as web:
+        stats, proc = crawl(web, tmp_path, "http://slow.test/", settings=SETTINGS | {"CONCURRENT_REQUESTS": 4})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    start = web.request_times[0][0]
+    fast = [t - start for t, what in web.request_times if what.startswith("fast.test/p")]
+    slow = [t - start for t, what in web.request_times if what.startswith("slow.test/p")]
+    assert len(fast) == 8 and len(slow) == 8
+    assert min(_gaps(web, "slow.test")) >= 0.45  # still polite
+    assert max(fast) < min(max(slow), 3.0), (fast, slow)  # the other host went on meanwhile
+    assert stats["focuscrawl/politeness/requests_set_aside"] > 0
+
+
+def test_requests_set_aside_at_a_stop_are_crawled_by_the_resume_once(tmp_path):
+    """A budget stop while slow.test's requests are set aside: with JOBDIR they are saved with
+    the queue, and the resume crawls each of them, once."""
+    from tests.support.runfiles import read_tsv
+
+    job = tmp_path / "job"
+    with LocalWeb(leading_slow_site()) as web:
+        stats, proc = crawl(web, tmp_path, "http://slow.test/", settings=SETTINGS | {
+            "CONCURRENT_REQUESTS": 4, "JOBDIR": str(job)}, budget=6)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert stats.get("focuscrawl/politeness/requests_set_aside", 0) > 0
+        stats, proc = crawl(web, tmp_path, "http://slow.test/", settings=SETTINGS | {
+            "CONCURRENT_REQUESTS": 4, "JOBDIR": str(job)}, budget=100)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    urls = [row["url"] for row in read_tsv(tmp_path / "out" / "pages.tsv")]
+    assert len(urls) == len(set(urls)) == 18  # two homes, 16 pages: none lost, none twice
