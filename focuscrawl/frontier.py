@@ -473,6 +473,9 @@ class JournaledScheduler(Scheduler):
             return None
 
     def _next_for_a_free_host(self) -> Request | None:
+        """A set-aside request whose host is free, else the best queued request whose host is
+        not busy (the busy ones set aside); None after ``SET_ASIDE_LOOK`` busy ones (the engine
+        asks again when a download ends)."""
         engine = getattr(self.crawler, "engine", None) if self.crawler is not None else None
         if engine is None or engine.downloader is None:
             return super().next_request()

@@ -18,11 +18,11 @@ from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred
 
 from focuscrawl.archive.replay import NotArchived
-from focuscrawl.scrapy_compat import hold_slot_delay
 from focuscrawl.rights.directives import CONTENT_SIGNALS, ROBOTS_AI, TDMREP, robots_named_agents
 from focuscrawl.rights.policy import SITE_OPTOUT_META, OptOutPolicy
 from focuscrawl.rights.tdmrep import PATH as TDMREP_PATH, TdmRules
 from focuscrawl.rights.usage import UsageRules
+from focuscrawl.scrapy_compat import hold_slot_delay
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +53,10 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     fetched and marked ``robots_ai:<agent>``: nothing of it enters the corpus; so is a URL that
     a ``Content-Signal`` / ``Content-Usage`` line of our group refuses for AI training
     (``content_signals:ai-train=no``). Without ``ROBOTSTXT_OBEY`` (a replay, whose archive maker
-    applied robots.txt) robots.txt is still read for those lines. With ``ROBOTSTXT_OBEY`` a host's ``Crawl-delay`` for us is held by
-    its download slot (up to ``FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX``). ``__init__`` keeps the
-    signature of Scrapy's middleware (``crawler``), which reads its settings there."""
+    applied robots.txt) robots.txt is still read for those lines. With ``ROBOTSTXT_OBEY`` a
+    host's ``Crawl-delay`` for us is held by its download slot (up to
+    ``FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX``). ``__init__`` keeps the signature of Scrapy's
+    middleware (``crawler``), which reads its settings there."""
 
     def __init__(self, crawler) -> None:
         policy = OptOutPolicy.from_settings(crawler.settings)
@@ -164,11 +165,6 @@ class TdmRepMiddleware:
         if TDMREP not in OptOutPolicy.from_settings(crawler.settings).sources:
             raise NotConfigured("tdmrep is not in FOCUSCRAWL_OPTOUTS")
         return cls(crawler, crawler.stats)
-
-    def _nothing_to_read(self, netloc: str) -> bool:
-        """This host's robots.txt is read, and has neither an AI group nor a usage line for us."""
-        return ((not self.ai_agents or self._named.get(netloc) == ())
-                and (not self.usage_agents or (netloc in self._usage and not self._usage[netloc])))
 
     async def process_request(self, request: Request) -> None:
         if not _http(request):

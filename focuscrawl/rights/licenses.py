@@ -355,7 +355,7 @@ def _text(value: Any) -> str:
 
 #: TDMRep's XMP namespace (``tdm:reservation``, ``tdm:policy``): its names are kept as ``tdm:<name>``
 TDMREP_XMP_NS = "http://www.w3.org/ns/tdmrep/"
-#: the XMP fields read for rights, by local name (TDMRep's as ``tdm:<name>``)
+#: the XMP fields read for rights, by local name
 _XMP_RIGHTS = frozenset({"WebStatement", "license", "rights", "creator", "Credit", "CopyrightNotice", "UsageTerms"})
 #: the XMP fields that say whether the file may be mined: IPTC's "Data Mining" (``plus:DataMining``,
 #: PLUS's ``DMI-*`` vocabulary) and TDMRep's ``tdm:reservation`` and ``tdm:policy``

@@ -18,7 +18,7 @@ NO = frozenset({"no", "n", "?0"})
 HEADERS = ("Content-Signal", "Content-Usage")
 _FIELDS = frozenset(h.lower().encode() for h in HEADERS)
 _LINE = re.compile(rb"^[ \t]*([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*([^#\r\n]*)", re.M)
-#: robots.txt read up to here (Google reads 500 KiB), lines of ours kept up to here
+#: robots.txt read up to here (RFC 9309: at least 500 KiB), and our group's usage lines kept up to here
 MAX_ROBOTS_BYTES = 1 << 20
 MAX_LINES = 1000
 
