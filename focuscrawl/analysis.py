@@ -93,6 +93,9 @@ class AnalysisConfig:
     scorer: ScorerFiles | None = field(default_factory=lambda: _demo_scorer())
     #: our robots tokens (lower case): ``<meta name=TOKEN>`` addresses us like ``<meta name="robots">``
     robots_agents: frozenset[str] = frozenset({OWN_TOKEN})
+    #: the AI-training crawlers' tokens (lower case) whose ``<meta name=TOKEN>`` withholds a
+    #: page from a training corpus (empty: ``robots_ai`` not obeyed)
+    ai_agents: frozenset[str] = frozenset()
     #: the page's topic model scores with the crawl scorer's LM and keywords (``TopicModel.uses_files``):
     #: its log-odds read the page's LM sum and keyword score from the crawl's ``TextScore``
     topic_reuses_score: bool = False
@@ -105,7 +108,7 @@ class AnalysisConfig:
         SimHash (the spider says which run: it knows the middlewares)."""
         from focuscrawl.dedup.simhash import parse_ngrams
         from focuscrawl.crawl_scorer import language_filter
-        from focuscrawl.rights.policy import robots_tokens
+        from focuscrawl.rights.policy import OptOutPolicy, robots_tokens
 
         neardup = neardup and settings.getbool("FOCUSCRAWL_NEARDUP_ENABLED")
         return cls(
@@ -120,6 +123,7 @@ class AnalysisConfig:
             language=language_filter(settings),
             scorer=scorer,
             robots_agents=robots_tokens(settings.get("USER_AGENT") or ""),
+            ai_agents=OptOutPolicy.from_settings(settings).ai_tokens,
         )
 
 
@@ -377,7 +381,7 @@ def analyse_page(html: str, url: str, base_url: str, depth: int, config: Analysi
     contexts = {} if config.link_contexts else None
     markup: list = []
     links, img_count = page_links(root, base_url, contexts, markup)
-    rights = page_rights(markup, base_url, config.robots_agents)
+    rights = page_rights(markup, base_url, config.robots_agents, config.ai_agents)
     if not rights.says_anything():  # most pages: nothing to send back from the worker
         rights = None
     images = []

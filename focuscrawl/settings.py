@@ -21,7 +21,8 @@ ROBOTSTXT_OBEY = True
 #: (``<meta name="robots">`` and ``<meta name="focuscrawl">``), ``x_robots_tag`` (the header,
 #: on pages and on image responses), ``tdmrep`` (``tdm-reservation`` meta and header,
 #: ``/.well-known/tdmrep.json``, ``tdm:reservation`` in an image's XMP), ``robots_ai``
-#: (robots.txt groups that disallow the AI crawlers of FOCUSCRAWL_AI_AGENTS by name),
+#: (robots.txt groups that disallow the AI crawlers of FOCUSCRAWL_AI_AGENTS by name, and
+#: their ``<meta name=AGENT>`` or ``X-Robots-Tag: AGENT: ...`` noindex/noai),
 #: ``image_metadata`` (IPTC's "Data Mining" property in an image's XMP, ``plus:DataMining``
 #: ``DMI-PROHIBITED…``), ``content_signals`` (a refusal of AI training in robots.txt's or a
 #: response's ``Content-Signal``, Cloudflare's, or ``Content-Usage``, the IETF's:
@@ -362,7 +363,8 @@ FOCUSCRAWL_ANNOTATION_DB = "annotation.sqlite3"
 #: seconds (counted, docs/CRAWL.md). 0: ignored, as Scrapy does.
 FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX = 60.0
 #: robots.txt user agents of AI-training crawlers: a path their group disallows is crawled
-#: (if robots.txt allows us) but nothing of it enters the corpus.
+#: (if robots.txt allows us) but nothing of it enters the corpus; so is a page whose
+#: ``<meta name=AGENT>`` or ``X-Robots-Tag: AGENT: ...`` says noindex, none or noai to one.
 FOCUSCRAWL_AI_AGENTS = ["GPTBot", "CCBot", "Google-Extended", "Applebot-Extended", "anthropic-ai", "ClaudeBot",
                         "cohere-ai", "Meta-ExternalAgent", "Bytespider", "Omgilibot", "ImagesiftBot",
                         "img2dataset"]

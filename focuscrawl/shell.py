@@ -222,7 +222,7 @@ def explain_optout(response: HtmlResponse, settings: BaseSettings | None = None)
     policy = OptOutPolicy.from_settings(settings)
     config = AnalysisConfig.from_settings(settings)
     root, _ = budgeted_tree(response.text, response.url, config.text_max_tags)
-    rights = page_rights(rights_elements(root), get_base_url(response), config.robots_agents)
+    rights = page_rights(rights_elements(root), get_base_url(response), config.robots_agents, config.ai_agents)
     site = response.meta.get(SITE_OPTOUT_META) if response.request is not None else None
     return policy.page(response.headers, rights.signals, site), rights
 

@@ -74,7 +74,10 @@ def test_every_opt_out_is_obeyed_by_default_and_every_control_is_harvested(defau
     assert stats["focuscrawl/optout/text_pages/meta_robots"] == 4  # noindex, none, conflict, owntoken
     assert stats["focuscrawl/optout/text_pages/x_robots_tag"] == 2
     assert stats["focuscrawl/optout/text_pages/tdmrep"] == 3
-    assert stats["focuscrawl/optout/text_pages/robots_ai"] == 1
+    assert stats["focuscrawl/optout/text_pages/robots_ai"] == 3  # robots.txt, <meta name=GPTBot>, X-Robots-Tag
+    assert pages["http://opt.test/gptmeta"]["optout"] == "text=robots_ai:gptbot;images=robots_ai:gptbot"
+    assert pages["http://opt.test/ccbotimg"]["optout"] == "images=robots_ai:ccbot"
+    assert pages["http://opt.test/aifollow"]["optout"] == ""  # nofollow for GPTBot is not ours
     assert stats["focuscrawl/optout/nofollow_pages/meta_robots"] == 2
     assert stats["focuscrawl/optout/images/x_robots_tag"] == 3  # two pages' images and one image response
     assert stats["focuscrawl/optout/images/tdmrep"] == 6  # 3 pages, an image response, an image's XMP, tdmrep.json
@@ -131,7 +134,7 @@ def test_licences_and_creators_reach_images_tsv_the_records_and_every_export(def
         card = (target.parent / "README.md").read_text()
         assert card.startswith("---\n") and "focuscrawl_card: true" in card
         front = dict(line.split(": ", 1) for line in card.split("---\n")[1].splitlines())
-        assert json.loads(front["focuscrawl_licenses"]) == {"unknown": 8, "CC-BY-4.0": 2, "CC0-1.0": 1,
+        assert json.loads(front["focuscrawl_licenses"]) == {"unknown": 9, "CC-BY-4.0": 2, "CC0-1.0": 1,
                                                             "CC-BY-SA-4.0": 1, "CC-BY-NC-4.0": 1}
         assert json.loads(front["focuscrawl_optouts_removed"])["text_pages/meta_robots"] == 4
         assert json.loads(front["focuscrawl_seeds"]) == [SEED]
@@ -144,7 +147,7 @@ def test_licences_and_creators_reach_images_tsv_the_records_and_every_export(def
     ("cc", {"control", "jsonld", "exif", "xmp", "dmiallowed"}),
     ("commercial", {"control", "jsonld", "exif", "dmiallowed"}),
     ("CC-BY-*", {"control", "exif", "xmp", "dmiallowed"}),
-    ("unknown", {"googlebot", "otherbot", "hostile", "nofollow", "free", "junk", "usagefree", "sigyes"}),
+    ("unknown", {"googlebot", "otherbot", "hostile", "nofollow", "free", "junk", "usagefree", "sigyes", "aifollow"}),
 ])
 def test_rank_license_filter(default_crawl, tmp_path, spec, expected):
     tmp, *_ = default_crawl

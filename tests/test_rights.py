@@ -10,7 +10,8 @@ from lxml import etree
 from PIL import Image, PngImagePlugin
 from scrapy.http import Headers
 
-from focuscrawl.rights.directives import (SOURCES, PageSignals, header_directives, image_file_reason,
+from focuscrawl.rights.directives import (SOURCES, OptOut, PageSignals, agent_header_directives,
+                                          header_directives, image_file_reason,
                                           parse_directives, robots_named_agents, tdm_reserved)
 from focuscrawl.rights.licenses import (PUBLIC_DOMAIN_MARK, Rights, file_metadata, license_filter, merge_rights,
                                         page_rights, rights_elements, spdx_id, with_file_rights)
@@ -318,3 +319,19 @@ def test_usage_rules_of_a_huge_robots_txt_stay_bounded():
     body = b"User-agent: *\n" + b"Content-Signal: /p ai-train=no\n" * 200_000
     rules = UsageRules.parse(body, US)
     assert 0 < len(rules.rules) <= 1000 and rules.denial("http://s.test/p") == "ai-train=no"
+
+
+def test_directives_addressed_to_ai_training_crawlers():
+    ai = frozenset({"gptbot", "ccbot"})
+    assert agent_header_directives(["GPTBot: noindex, nofollow", "noai", "googlebot: noai", "CCBot:noimageai"],
+                                   ai) == {"gptbot:noindex", "gptbot:nofollow", "ccbot:noimageai"}
+    decision = OptOut()
+    decision.add_agents("robots_ai", ["gptbot:noindex", "gptbot:nofollow", "ccbot:noimageai", "gptbot:noai"])
+    assert decision.nofollow == []  # their nofollow steers their crawl, not ours
+    assert decision.no_text == ["robots_ai:gptbot"] and decision.no_images == ["robots_ai:ccbot", "robots_ai:gptbot"]
+    html = ("<html><head><meta name='GPTBot' content='noindex'><meta name='ccbot' content='nofollow'>"
+            "<meta name='googlebot' content='noai'></head></html>")
+    found = page_rights(rights_elements(_root(html)), "http://s.test/", US, ai)
+    assert found.signals.ai_robots == {"gptbot:noindex"} and found.signals.robots == frozenset()
+    assert found.says_anything()
+    assert page_rights(rights_elements(_root(html)), "http://s.test/", US).signals.ai_robots == frozenset()

@@ -56,6 +56,17 @@ def header_directives(values: Iterable[str], agents: frozenset[str]) -> set[str]
     return found
 
 
+def agent_header_directives(values: Iterable[str], agents: frozenset[str]) -> set[str]:
+    """``agent:directive`` of the ``X-Robots-Tag`` values scoped to one of ``agents`` (lower
+    case): ``GPTBot: noai`` is ``gptbot:noai``; unscoped values are not theirs alone."""
+    found: set[str] = set()
+    for value in values:
+        scoped = _SCOPED.match(value[:MAX_VALUE_CHARS])
+        if scoped and scoped.group(1).lower() in agents:
+            found |= {f"{scoped.group(1).lower()}:{d}" for d in parse_directives(scoped.group(2))}
+    return found
+
+
 def tdm_reserved(value: str | None) -> bool:
     """``tdm-reservation`` says 1 (rights reserved). Anything but an explicit 0 that is
     not a 1 (garbage) is read as no reservation declared."""
@@ -67,11 +78,14 @@ class PageSignals:
     """What a page's markup says (read by the page analysis from its ``<meta>`` elements).
 
     ``robots``: directives of ``<meta name="robots">`` and of ``<meta name=AGENT>`` for our
-    own tokens; ``tdm``: a ``tdm-reservation`` meta said 1; ``tdm_policy``: its policy URL."""
+    own tokens; ``tdm``: a ``tdm-reservation`` meta said 1; ``tdm_policy``: its policy URL;
+    ``ai_robots``: ``agent:directive`` of the ``<meta name=AGENT>`` of AI-training crawlers
+    that withhold something (``gptbot:noindex``)."""
 
     robots: frozenset[str] = frozenset()
     tdm: bool = False
     tdm_policy: str = ""
+    ai_robots: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -97,6 +111,18 @@ class OptOut:
             if d in NO_IMAGES:
                 self.no_images.append(f"{source}:{d}")
 
+    def add_agents(self, source: str, scoped: Iterable[str]) -> None:
+        """Directives addressed to AI-training crawlers (``agent:directive``): their ``noindex``,
+        ``none`` or ``noai`` withholds the page from a training corpus as their robots.txt group
+        does (``source:agent``), ``noimageindex``/``noimageai`` its images."""
+        for item in sorted(set(scoped)):
+            agent, _, directive = item.partition(":")
+            reason = f"{source}:{agent}"
+            if directive in NO_TEXT and reason not in self.no_text:
+                self.no_text.append(reason)
+            if directive in NO_IMAGES and reason not in self.no_images:
+                self.no_images.append(reason)
+
     def reserve(self, source: str, policy: str = "") -> None:
         """A TDM reservation (or an AI-crawler robots.txt group): neither text nor images."""
         self.no_text.append(source)
@@ -104,14 +130,21 @@ class OptOut:
         self.tdm_policy = self.tdm_policy or policy
 
 
-def image_response_reason(headers: dict[str, list[str]], agents: frozenset[str], sources: frozenset[str]) -> str:
+def image_response_reason(headers: dict[str, list[str]], agents: frozenset[str], sources: frozenset[str],
+                          ai_agents: frozenset[str] = frozenset()) -> str:
     """Why an image response may not enter the corpus ("" = it may): ``X-Robots-Tag``
-    ``noindex``/``none``/``noai``/``noimageindex``/``noimageai`` (img2dataset's rule) or a
-    ``tdm-reservation: 1`` header. ``headers``: lower-case name -> values."""
+    ``noindex``/``none``/``noai``/``noimageindex``/``noimageai`` (img2dataset's rule), for us or
+    scoped to an AI-training crawler of ``ai_agents``, or a ``tdm-reservation: 1`` header.
+    ``headers``: lower-case name -> values."""
     if X_ROBOTS_TAG in sources:
         hit = header_directives(headers.get("x-robots-tag", ()), agents) & NO_IMAGES
         if hit:
             return f"{X_ROBOTS_TAG}:{min(hit)}"
+    if ROBOTS_AI in sources and ai_agents:
+        scoped = sorted(item for item in agent_header_directives(headers.get("x-robots-tag", ()), ai_agents)
+                        if item.partition(":")[2] in NO_IMAGES)
+        if scoped:
+            return f"{ROBOTS_AI}:{scoped[0].partition(':')[0]}"
     if TDMREP in sources and any(tdm_reserved(v) for v in headers.get("tdm-reservation", ())):
         return f"{TDMREP}:header"
     return ""

@@ -14,7 +14,7 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
-from focuscrawl.rights.directives import MAX_VALUE_CHARS, PageSignals, parse_directives
+from focuscrawl.rights.directives import MAX_VALUE_CHARS, NO_IMAGES, PageSignals, parse_directives
 
 #: the Creative Commons public-domain mark has no SPDX id: a LicenseRef of SPDX's form
 PUBLIC_DOMAIN_MARK = "LicenseRef-PDM-1.0"
@@ -197,7 +197,8 @@ class PageRights:
 
     def says_anything(self) -> bool:
         """Whether the markup says anything of opt-outs or rights (else the analysis keeps ``None``)."""
-        return self.declared() or bool(self.signals.robots or self.signals.tdm or self.signals.tdm_policy)
+        return self.declared() or bool(self.signals.robots or self.signals.tdm or self.signals.tdm_policy
+                                       or self.signals.ai_robots)
 
     def image(self, url: str) -> Rights:
         """The rights of the image at ``url``: its own (JSON-LD), then the page's."""
@@ -211,10 +212,14 @@ def rights_elements(root) -> list:
                                     if el.tag != "a" or el.get("rel")]
 
 
-def page_rights(elements, base_url: str, agents: frozenset[str]) -> PageRights:
+def page_rights(elements, base_url: str, agents: frozenset[str], ai_agents: frozenset[str] = frozenset()
+                ) -> PageRights:
     """Read a page's meta, link, ``<a rel>`` and JSON-LD ``elements`` (``rights_elements``;
-    ``agents``: our robots tokens, lower case, for ``<meta name=AGENT>``)."""
+    ``agents``: our robots tokens, lower case, for ``<meta name=AGENT>``; ``ai_agents``: the
+    AI-training crawlers' tokens, lower case, whose ``<meta name=AGENT>`` withholds a page from
+    a training corpus)."""
     robots: set[str] = set()
+    ai_robots: set[str] = set()
     tdm, tdm_policy = False, ""
     page = Rights()
     images: dict[str, Rights] = {}
@@ -228,6 +233,8 @@ def page_rights(elements, base_url: str, agents: frozenset[str]) -> PageRights:
             content = el.get("content") or ""
             if name == "robots" or name in agents:
                 robots |= parse_directives(content)
+            elif name in ai_agents:
+                ai_robots |= {f"{name}:{d}" for d in parse_directives(content) & NO_IMAGES}
             elif name == "tdm-reservation":
                 tdm = tdm or content.strip()[:16] == "1"
             elif name == "tdm-policy":
@@ -258,7 +265,7 @@ def page_rights(elements, base_url: str, agents: frozenset[str]) -> PageRights:
                 except ValueError:
                     pass
                 page.set_license(href, "rel-license")
-    return PageRights(PageSignals(frozenset(robots), tdm, tdm_policy), page, images, problems)
+    return PageRights(PageSignals(frozenset(robots), tdm, tdm_policy, frozenset(ai_robots)), page, images, problems)
 
 
 def _names(value: Any) -> str:

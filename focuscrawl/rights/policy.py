@@ -5,9 +5,9 @@ import logging
 from dataclasses import dataclass
 from typing import Iterable
 
-from focuscrawl.rights.directives import (CONTENT_SIGNALS, META_ROBOTS, SOURCES, TDMREP, X_ROBOTS_TAG, OptOut,
-                                          PageSignals, header_directives, image_file_reason, image_response_reason,
-                                          tdm_reserved)
+from focuscrawl.rights.directives import (CONTENT_SIGNALS, META_ROBOTS, ROBOTS_AI, SOURCES, TDMREP, X_ROBOTS_TAG,
+                                          OptOut, PageSignals, agent_header_directives, header_directives,
+                                          image_file_reason, image_response_reason, tdm_reserved)
 from focuscrawl.rights.usage import HEADERS as USAGE_HEADERS, usage_denial
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,12 @@ class OptOutPolicy:
         return cls(sources, robots_tokens(settings.get("USER_AGENT") or ""),
                    tuple(a.strip() for a in settings.getlist("FOCUSCRAWL_AI_AGENTS") if a.strip()))
 
+    @property
+    def ai_tokens(self) -> frozenset[str]:
+        """The AI-training crawlers' tokens, lower case (``<meta name>``, scoped ``X-Robots-Tag``);
+        none when ``robots_ai`` is not obeyed."""
+        return frozenset(a.lower() for a in self.ai_agents) if ROBOTS_AI in self.sources else frozenset()
+
     def relaxed(self) -> list[str]:
         """The opt-outs this crawl does not obey, in their documented order."""
         return [s for s in SOURCES if s not in self.sources]
@@ -77,6 +83,11 @@ class OptOutPolicy:
             decision.tdm_policy = decision.tdm_policy or signals.tdm_policy
         if X_ROBOTS_TAG in self.sources:
             decision.add(X_ROBOTS_TAG, header_directives(_headers(headers, b"X-Robots-Tag"), self.agents))
+        if self.ai_tokens:
+            if signals is not None:
+                decision.add_agents(ROBOTS_AI, signals.ai_robots)
+            decision.add_agents(ROBOTS_AI, agent_header_directives(_headers(headers, b"X-Robots-Tag"),
+                                                                   self.ai_tokens))
         policy = next(iter(_headers(headers, b"tdm-policy")), "").strip()
         if TDMREP in self.sources and any(tdm_reserved(v) for v in _headers(headers, b"tdm-reservation")):
             decision.reserve(f"{TDMREP}:header", policy)
@@ -93,7 +104,7 @@ class OptOutPolicy:
         """Why a downloaded image may not enter the corpus ("": it may)."""
         lower = {"x-robots-tag": _headers(headers, b"X-Robots-Tag"),
                  "tdm-reservation": _headers(headers, b"tdm-reservation")}
-        reason = image_response_reason(lower, self.agents, self.sources)
+        reason = image_response_reason(lower, self.agents, self.sources, self.ai_tokens)
         if not reason and CONTENT_SIGNALS in self.sources:
             denial = _usage_denial(headers)
             reason = f"{CONTENT_SIGNALS}:{denial}" if denial else ""
