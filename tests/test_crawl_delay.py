@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.crawl import crawl
-from tests.support.localweb import LocalWeb, Page, png_bytes
+from tests.support.localweb import LocalWeb, Page, assert_paced, png_bytes
 from tests.support.toymodel import ON_TOPIC
 
 
@@ -48,7 +48,7 @@ def _crawl(tmp_path, crawl_delay: str, **settings):
 
 def test_a_hosts_crawl_delay_spaces_its_pages_and_images_and_no_other_hosts(tmp_path):
     stats, proc, web = _crawl(tmp_path, "0.8")
-    assert min(_gaps(web, "slow.test")) >= 0.75, _gaps(web, "slow.test")
+    assert_paced(_gaps(web, "slow.test"), 0.8)
     assert min(_gaps(web, "fast.test")) < 0.4, _gaps(web, "fast.test")  # the crawl's own pace elsewhere
     assert stats["focuscrawl/politeness/crawl_delay_hosts"] == 1
     assert stats["focuscrawl/politeness/crawl_delay_max_seconds"] == 0.8
@@ -58,7 +58,7 @@ def test_a_hosts_crawl_delay_spaces_its_pages_and_images_and_no_other_hosts(tmp_
 
 def test_a_longer_crawl_delay_is_held_to_the_maximum(tmp_path):
     stats, proc, web = _crawl(tmp_path, "3600", FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX=0.5)
-    assert min(_gaps(web, "slow.test")) >= 0.45, _gaps(web, "slow.test")
+    assert_paced(_gaps(web, "slow.test"), 0.5)
     assert stats["focuscrawl/politeness/crawl_delay_held_to_max"] == 1
     assert "robots.txt of slow.test asks for a Crawl-delay of 3600 s: held to 0.5 s" in proc.stderr
     assert "1 held to FOCUSCRAWL_ROBOTS_CRAWL_DELAY_MAX" in proc.stderr
@@ -108,7 +108,7 @@ def test_a_host_that_asks_for_a_crawl_delay_does_not_hold_the_other_hosts(tmp_pa
     fast = [t - start for t, what in web.request_times if what.startswith("fast.test/p")]
     slow = [t - start for t, what in web.request_times if what.startswith("slow.test/p")]
     assert len(fast) == 8 and len(slow) == 8
-    assert min(_gaps(web, "slow.test")) >= 0.45  # still polite
+    assert_paced(_gaps(web, "slow.test"), 0.5)  # still polite
     assert max(fast) < sorted(slow)[3], (fast, slow)  # the other host's pages before slow.test's 4th
     assert stats["focuscrawl/politeness/requests_set_aside"] > 0
 

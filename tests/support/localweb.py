@@ -163,3 +163,15 @@ def image_site() -> dict[str, Page]:
         pages[f"/cat{i}.png"] = Page(png_bytes(640, 480, (i * 40, 100, 50)), "image/png")
     pages["/catshared.png"] = Page(png_bytes(640, 480, (1, 2, 3)), "image/png")
     return pages
+
+
+def assert_paced(gaps: list[float], delay: float) -> None:
+    """Request starts at least ``delay`` apart, as the server sees them: an arrival can come
+    late (accept, thread start on a loaded machine) and shorten the next gap, so one gap may be
+    short by 20%, but the k-th arrival never comes sooner than k delays after the first, less
+    one arrival's lateness (the lateness does not add up)."""
+    assert min(gaps) >= 0.8 * delay, gaps
+    total = 0.0
+    for k, gap in enumerate(gaps, 1):
+        total += gap
+        assert total >= k * delay - 0.06, (k, gaps)
