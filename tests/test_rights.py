@@ -18,7 +18,7 @@ from focuscrawl.rights.licenses import (PUBLIC_DOMAIN_MARK, Rights, file_metadat
 from focuscrawl.rights.policy import OptOutPolicy, count_names, robots_tokens
 from focuscrawl.rights.tdmrep import TdmRules
 from focuscrawl.rights.usage import UsageRules, usage_denial
-from tests.support.optoutsite import XMP, mining_xmp
+from tests.support.optoutsite import CC_BY as CC_BY_URL, XMP, mining_xmp
 
 US = frozenset({"focuscrawl"})
 
@@ -182,6 +182,14 @@ def test_file_metadata_reads_iptc_data_mining_and_tdmrep_from_xmp():
              'plus:DataMining="http://ns.useplus.org/ldf/vocab/DMI-ALLOWED" o:reservation="1"/></rdf:RDF></x:xmpmeta>')
     assert file_metadata(_png_with_xmp(other)).mining == {"DataMining": "http://ns.useplus.org/ldf/vocab/DMI-ALLOWED"}
     assert file_metadata(Image.new("RGB", (4, 4))).mining == {}
+    # undeclared prefixes: the recovering parser keeps "plus:DataMining" as a name, which
+    # etree.QName refused (the whole packet was lost, the image dropped as a download error)
+    sloppy = ('<x:xmpmeta><rdf:RDF><rdf:Description><plus:DataMining>DMI-PROHIBITED</plus:DataMining>'
+              '<tdm:reservation>1</tdm:reservation><xmpRights:WebStatement>' + CC_BY_URL +
+              '</xmpRights:WebStatement></rdf:Description></rdf:RDF></x:xmpmeta>')
+    found = file_metadata(_png_with_xmp(sloppy))
+    assert found.mining == {"DataMining": "DMI-PROHIBITED", "tdm:reservation": "1"}
+    assert found.rights.license == "CC-BY-4.0"
 
 
 @pytest.mark.parametrize("mining, expected", [

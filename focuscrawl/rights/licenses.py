@@ -369,9 +369,15 @@ _XMP_RIGHTS = frozenset({"WebStatement", "license", "rights", "creator", "Credit
 XMP_MINING = frozenset({"DataMining", "tdm:reservation", "tdm:policy"})
 
 
-def _xmp_name(qname) -> str:
-    name = etree.QName(qname)
-    return f"tdm:{name.localname}" if name.namespace == TDMREP_XMP_NS else name.localname
+def _xmp_name(tag: str) -> str:
+    """The local name of an lxml tag or attribute key (``{ns}name``, or ``prefix:name`` with an
+    undeclared prefix), TDMRep's as ``tdm:name``. Read from the string: ``etree.QName`` raises on
+    the names a recovering parser lets through (a whole XMP packet was then unread)."""
+    if tag.startswith("{"):
+        namespace, _, local = tag[1:].partition("}")
+        return f"tdm:{local}" if namespace == TDMREP_XMP_NS else local
+    prefix, _, local = tag.rpartition(":")  # a prefix the packet never declared
+    return f"tdm:{local}" if prefix == "tdm" else local
 
 
 def _xmp_values(xmp: bytes) -> dict[str, str]:
@@ -392,9 +398,9 @@ def _xmp_values(xmp: bytes) -> dict[str, str]:
                 found[name] = value
         if not isinstance(el.tag, str):
             continue
-        name = _xmp_name(el)
+        name = _xmp_name(el.tag)
         if name in wanted and name not in found:
-            resource = next((v for k, v in el.attrib.items() if etree.QName(k).localname == "resource"), "")
+            resource = next((v for k, v in el.attrib.items() if _xmp_name(k) == "resource"), "")
             text = resource or " ".join(t.strip() for t in el.itertext() if t.strip())
             if text:
                 found[name] = text
