@@ -88,7 +88,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print()
     print("\n".join(crawl_summary(read_stats(out / "run" / "stats.json"), output=(out / "run").resolve(),
                                  what="demo crawl")))
-    print(f"outputs in {out / 'run'}: " + ", ".join(sorted(p.name for p in (out / 'run').iterdir())))
+    # (not the run's lock file, nor a state log a clean close left empty)
+    print(f"outputs in {out / 'run'}: " + ", ".join(sorted(
+        p.name for p in (out / "run").iterdir() if not p.name.startswith(".") and (p.is_dir() or p.stat().st_size))))
     print(f"ground truth of the demo web in {out / 'web'}")
     (out / "demo.json").write_text(json.dumps({"pages": len(run.pages), "on_topic_pages": on_topic,
                                                 "funnel": funnel, "score_cut": cut, "top": shares,

@@ -25,6 +25,9 @@ def test_demo_crawls_the_bundled_web(tmp_path, capsys):
     assert main(["demo", "--pages", "40", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "crawled 40 pages" in out and str(tmp_path / "run") in out
+    listed = next(line for line in out.splitlines() if line.startswith("outputs in ")).split(": ", 1)[1].split(", ")
+    assert "pages.tsv" in listed and "records" in listed  # the run's files, not its lock or emptied state logs
+    assert ".focuscrawl.lock" not in listed and "sightings.log" not in listed
     # the summary every crawl ends with
     assert f"demo crawl summary: 40 pages and " in out and "stopped: page budget reached (40 pages)" in out
     assert "mode learning" in out and (tmp_path / "run" / "link_learner.pkl").exists()  # the default mode
