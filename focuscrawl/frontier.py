@@ -476,7 +476,7 @@ class JournaledScheduler(Scheduler):
         """A set-aside request whose host is free, else the best queued request whose host is
         not busy (the busy ones set aside); None after ``SET_ASIDE_LOOK`` busy ones (the engine
         asks again when a download ends)."""
-        engine = getattr(self.crawler, "engine", None) if self.crawler is not None else None
+        engine = getattr(self.crawler, "engine", None)
         if engine is None or engine.downloader is None:
             return super().next_request()
         downloader = engine.downloader

@@ -237,7 +237,7 @@ def explain_image(response: Response, settings: BaseSettings | None = None) -> t
     site = response.meta.get(SITE_OPTOUT_META) if response.request is not None else None
     optout = policy.image_response(response.headers, site)
     try:
-        info = inspect_image(response.body, allowed_formats(f.lower() for f in settings.getlist("FOCUSCRAWL_IMAGE_FORMATS")),
+        info = inspect_image(response.body, allowed_formats(settings.getlist("FOCUSCRAWL_IMAGE_FORMATS")),
                              settings.getint("FOCUSCRAWL_IMAGE_MAX_PIXELS"), read_metadata=True)
     except ImageRejected as exc:
         return optout, None, exc.reason

@@ -46,8 +46,8 @@ class ImageInfo:
 
 
 def allowed_formats(extensions) -> frozenset[str]:
-    """Pillow format names for the kept URL extensions."""
-    return frozenset(EXTENSION_FORMATS[e] for e in extensions if e in EXTENSION_FORMATS)
+    """Pillow format names for the kept URL extensions (any case, as a setting lists them)."""
+    return frozenset(EXTENSION_FORMATS[e.lower()] for e in extensions if e.lower() in EXTENSION_FORMATS)
 
 
 def open_image(data: bytes, formats: frozenset[str] | None = None, max_pixels: int = 9600 * 7200) -> Image.Image:

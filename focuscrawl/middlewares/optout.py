@@ -93,11 +93,11 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     def _hold_crawl_delay(self, parser, request: Request) -> None:
         """The host's ``Crawl-delay`` for our User-Agent (the group robots.txt obeys for us), up
         to ``crawl_delay_max``, as the least time between its requests' starts."""
-        if parser is None or isinstance(parser, Deferred):
+        if parser is None:  # robots.txt could not be read
             return
         try:
             asked = parser.crawl_delay(self._robotstxt_useragent or self._default_useragent)
-        except (TypeError, ValueError):  # a Crawl-delay that is no number declares nothing
+        except (TypeError, ValueError):  # another ROBOTSTXT_PARSER on a Crawl-delay that is no number
             return
         if asked is None or not 0 < asked < float("inf"):
             return

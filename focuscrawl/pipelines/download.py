@@ -122,7 +122,7 @@ class ImageDownloadPipeline(FilesPipeline):
         self.stats = crawler.stats
         self.max_bytes = max_bytes
         self.max_pixels = max_pixels
-        self.formats = allowed_formats(f.lower() for f in formats)
+        self.formats = allowed_formats(formats)
         self.rules = rules
         #: the run directory (its ``failure`` after a failed write)
         self.run = run

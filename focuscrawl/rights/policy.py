@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable
 
 from focuscrawl.rights.directives import (CONTENT_SIGNALS, META_ROBOTS, ROBOTS_AI, SOURCES, TDMREP, X_ROBOTS_TAG,
@@ -56,7 +57,7 @@ class OptOutPolicy:
         return cls(sources, robots_tokens(settings.get("USER_AGENT") or ""),
                    tuple(a.strip() for a in settings.getlist("FOCUSCRAWL_AI_AGENTS") if a.strip()))
 
-    @property
+    @cached_property
     def ai_tokens(self) -> frozenset[str]:
         """The AI-training crawlers' tokens, lower case (``<meta name>``, scoped ``X-Robots-Tag``);
         none when ``robots_ai`` is not obeyed."""
@@ -81,13 +82,13 @@ class OptOutPolicy:
             if TDMREP in self.sources and signals.tdm:
                 decision.reserve(f"{TDMREP}:meta", signals.tdm_policy)
             decision.tdm_policy = decision.tdm_policy or signals.tdm_policy
+        robots_tag = _headers(headers, b"X-Robots-Tag")
         if X_ROBOTS_TAG in self.sources:
-            decision.add(X_ROBOTS_TAG, header_directives(_headers(headers, b"X-Robots-Tag"), self.agents))
+            decision.add(X_ROBOTS_TAG, header_directives(robots_tag, self.agents))
         if self.ai_tokens:
             if signals is not None:
                 decision.add_agents(ROBOTS_AI, signals.ai_robots)
-            decision.add_agents(ROBOTS_AI, agent_header_directives(_headers(headers, b"X-Robots-Tag"),
-                                                                   self.ai_tokens))
+            decision.add_agents(ROBOTS_AI, agent_header_directives(robots_tag, self.ai_tokens))
         policy = next(iter(_headers(headers, b"tdm-policy")), "").strip()
         if TDMREP in self.sources and any(tdm_reserved(v) for v in _headers(headers, b"tdm-reservation")):
             decision.reserve(f"{TDMREP}:header", policy)
